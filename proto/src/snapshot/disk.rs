@@ -1,0 +1,94 @@
+//! Block devices, with each kernel's own counters.
+
+use serde::{Deserialize, Serialize};
+
+/// One block device (whole disk or partition).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Disk {
+    /// Kernel name: `sda`, `nvme0n1p2`, `ada0`.
+    pub name: String,
+    /// For a partition, the whole disk it lives on (`sdc1` → `sdc`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_disk: Option<String>,
+    /// true = spinning (HDD). `None` when the kernel does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
+    /// Spindle speed when known (FreeBSD GEOM `rotationrate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_block_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_block_size: Option<u32>,
+    /// Bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    pub counters: DiskCounters,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum DiskCounters {
+    Diskstats(Diskstats),
+    Devstat(Devstat),
+}
+
+impl Default for DiskCounters {
+    fn default() -> Self {
+        DiskCounters::Diskstats(Diskstats::default())
+    }
+}
+
+/// A `/proc/diskstats` line. The `*_ms` fields are 32-bit in the kernel and wrap; sectors are
+/// 512-byte units whatever the device's block size.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diskstats {
+    pub major: u32,
+    pub minor: u32,
+    pub reads: u64,
+    pub reads_merged: u64,
+    pub sectors_read: u64,
+    pub read_ms: u64,
+    pub writes: u64,
+    pub writes_merged: u64,
+    pub sectors_written: u64,
+    pub write_ms: u64,
+    pub in_flight: u64,
+    /// Time the device had I/O in flight ("busy").
+    pub io_ms: u64,
+    /// Σ of each request's time in the queue: the basis of `aqu-sz`.
+    pub weighted_ms: u64,
+    /// Kernel 4.18+.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discards: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discards_merged: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sectors_discarded: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard_ms: Option<u64>,
+    /// Kernel 5.5+.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_ms: Option<u64>,
+}
+
+/// A FreeBSD `struct devstat` (DEVSTAT_VERSION 6). Arrays are indexed
+/// 0 = NO_DATA (flush and other), 1 = READ, 2 = WRITE, 3 = FREE (TRIM).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Devstat {
+    pub unit_number: i32,
+    pub bytes: [u64; 4],
+    pub operations: [u64; 4],
+    /// Σ of transaction durations, seconds.
+    pub duration: [f64; 4],
+    /// Time with at least one transaction outstanding, seconds.
+    pub busy_time: f64,
+    pub start_count: u32,
+    pub end_count: u32,
+    pub block_size: u32,
+    pub device_type: u32,
+    /// Seconds since boot when the device appeared: a change means it was re-attached.
+    pub creation_time: f64,
+}

@@ -1,0 +1,76 @@
+//! Per-pool kstats (`/proc/spl/kstat/zfs/<pool>/`, `kstat.zfs.<pool>.*`).
+
+use super::Kstat;
+use serde::{Deserialize, Serialize};
+
+/// One imported pool as its kstats describe it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pool {
+    pub name: String,
+    /// `ONLINE`, `DEGRADED`, `SUSPENDED`, … from the `state` kstat (0.8+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// From the `guid` kstat (2.2+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guid: Option<u64>,
+    /// TRIM, ARC and direct-I/O counters (0.8+); writing to it resets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iostats: Option<Kstat>,
+    /// The pool-wide `io` kstat, present only up to OpenZFS 2.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<PoolIo>,
+    /// Recent transaction groups, oldest first (`zfs_txg_history`, 100 by default since 0.8).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub txgs: Vec<Txg>,
+    /// Mounted filesystems and zvols, each with its own counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datasets: Vec<DatasetKstats>,
+}
+
+/// KSTAT_TYPE_IO, the pre-2.1 pool `io` file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolIo {
+    pub nread: u64,
+    pub nwritten: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub wtime: u64,
+    pub wlentime: u64,
+    pub wupdate: u64,
+    pub rtime: u64,
+    pub rlentime: u64,
+    pub rupdate: u64,
+    pub wcnt: u64,
+    pub rcnt: u64,
+}
+
+/// One row of `<pool>/txgs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Txg {
+    pub txg: u64,
+    /// Birth time, monotonic ns.
+    pub birth: u64,
+    /// B(orn), O(pen), Q(uiescing), W(ait for sync), S(yncing), C(ommitted).
+    pub state: String,
+    pub ndirty: u64,
+    pub nread: u64,
+    pub nwritten: u64,
+    pub reads: u64,
+    pub writes: u64,
+    /// ns spent open, quiescing, waiting for sync, syncing.
+    pub otime: u64,
+    pub qtime: u64,
+    pub wtime: u64,
+    pub stime: u64,
+}
+
+/// `objset-0x<id>`: one dataset's counters (and, 2.2+, its ZIL counters).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatasetKstats {
+    /// The objset id, as in the file name (`0x36`).
+    pub objset: String,
+    /// `dataset_name`; may contain spaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub counters: Kstat,
+}
