@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod freebsd;
+pub mod nvlist;
 pub mod linux;
 pub mod root;
 

@@ -1,0 +1,1 @@
+//! Decoder for packed nvlists (NATIVE encoding), as `/dev/zfs` returns them.
