@@ -1,0 +1,75 @@
+//! Per-pool and per-dataset rates from the pool kstats.
+
+use crate::Snapshot;
+use crate::counter::delta;
+use crate::snapshot::{DatasetKstats, Pool};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolRates {
+    pub name: String,
+    #[serde(default)]
+    pub datasets: Vec<DatasetRates>,
+}
+
+/// Operations at the ZPL/zvol layer of one dataset (`objset-*`): what applications asked for,
+/// before the ARC.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatasetRates {
+    pub objset: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub reads_per_s: f64,
+    pub writes_per_s: f64,
+    pub read_bytes_per_s: f64,
+    pub written_bytes_per_s: f64,
+}
+
+pub(super) fn pool_rates(
+    prev: &Snapshot,
+    cur: &Snapshot,
+    itv: f64,
+    resets: &mut Vec<String>,
+) -> Vec<PoolRates> {
+    cur.pools
+        .iter()
+        .filter_map(|pool| {
+            let before = prev.pool(&pool.name)?;
+            Some(PoolRates {
+                name: pool.name.clone(),
+                datasets: dataset_rates(before, pool, itv, resets),
+            })
+        })
+        .collect()
+}
+
+fn dataset_rates(prev: &Pool, cur: &Pool, itv: f64, resets: &mut Vec<String>) -> Vec<DatasetRates> {
+    let mut out = Vec::new();
+    for ds in &cur.datasets {
+        let Some(before) = prev.datasets.iter().find(|d| d.objset == ds.objset) else {
+            continue;
+        };
+        match one_dataset(before, ds, itv) {
+            Some(r) => out.push(r),
+            None => resets.push(format!(
+                "dataset {}",
+                ds.name.as_deref().unwrap_or(&ds.objset)
+            )),
+        }
+    }
+    out
+}
+
+fn one_dataset(a: &DatasetKstats, b: &DatasetKstats, itv: f64) -> Option<DatasetRates> {
+    let rate = |n: &str| -> Option<f64> {
+        Some(delta(a.counters.u64(n)?, b.counters.u64(n)?)? as f64 / itv)
+    };
+    Some(DatasetRates {
+        objset: b.objset.clone(),
+        name: b.name.clone(),
+        reads_per_s: rate("reads")?,
+        writes_per_s: rate("writes")?,
+        read_bytes_per_s: rate("nread")?,
+        written_bytes_per_s: rate("nwritten")?,
+    })
+}
