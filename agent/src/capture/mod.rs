@@ -1,1 +1,51 @@
-//! TODO
+//! Capture layout v1: one directory holding one snapshot of every source at the same
+//! relative paths as on the live system, plus `zpulse-capture.toml`. A *series* is a
+//! directory of captures, taken in name order.
+//!
+//! A capture is what a user attaches to a bug report and what every test reads: reading a
+//! capture goes through exactly the same parsers as reading the live system.
+
+mod manifest;
+mod read;
+mod write;
+
+pub use manifest::{MANIFEST, Manifest};
+pub use read::{load, series};
+pub use write::{CaptureStats, capture_into};
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Debug)]
+pub enum CaptureError {
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    Manifest {
+        path: PathBuf,
+        message: String,
+    },
+    EmptySeries {
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            CaptureError::Manifest { path, message } => {
+                write!(f, "{}: {message}", path.display())
+            }
+            CaptureError::EmptySeries { path } => write!(
+                f,
+                "{}: no capture found (expected a directory holding {MANIFEST}, or \
+                 subdirectories that do; make one with `zpulse capture DIR`)",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}

@@ -1,7 +1,93 @@
-//! The `zpulse` command line.
+//! The `zpulse` command line: `once`, `capture`, `replay`.
 
+mod capture;
+mod once;
+mod replay;
+
+use crate::report::Format;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[derive(Debug, Parser)]
+#[command(
+    name = "zpulse",
+    version,
+    about = "ZFS telemetry straight from the kernel: ARC, ZIL, pools and disks, without spawning a process"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read every source once and print it; with --interval, print the rates between two reads.
+    Once {
+        /// Read a capture directory instead of the live system.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// Seconds between the two reads (live only).
+        #[arg(long, value_name = "S")]
+        interval: Option<f64>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Write capture layout v1 (for bug reports and tests); a series of N when --count N > 1.
+    Capture {
+        /// Destination directory; with --count > 1 it holds 000, 001, … subdirectories.
+        dir: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// Seconds between captures of a series.
+        #[arg(long, value_name = "S", default_value_t = 10.0)]
+        interval: f64,
+        /// Capture from this Linux root instead of `/` (e.g. to re-capture a capture).
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Print the samples between consecutive captures of a series, timed by their captured_at.
+    Replay {
+        /// A series directory (or one capture).
+        series: PathBuf,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+/// Runs the command line and turns any error into a message and exit status 1.
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Once {
+            root,
+            interval,
+            format,
+        } => once::run(root.as_deref(), interval, format),
+        Command::Capture {
+            dir,
+            count,
+            interval,
+            root,
+        } => capture::run(&dir, count, interval, root.as_deref()),
+        Command::Replay { series, format } => replay::run(&series, format),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("zpulse: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints to stdout; a closed pipe (`zpulse replay … | head`) ends quietly instead of panicking.
+fn emit(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(format!("writing output: {e}")),
+    }
 }

@@ -10,11 +10,99 @@
 
 pub mod error;
 pub mod freebsd;
-pub mod nvlist;
 pub mod linux;
+pub mod nvlist;
 pub mod root;
 
 pub use error::ParseError;
 pub use root::Root;
 
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use zpulse_proto::Snapshot;
+use zpulse_proto::snapshot::{HostIdentity, Os};
+
+/// Where a snapshot's bytes come from.
+pub enum System {
+    /// `/proc` and `/sys` below a root: `/` live, or a capture directory.
+    Linux(Root),
+    /// Sysctls: live, or `sysctl/<name>` files in a capture.
+    Freebsd(Box<dyn freebsd::Sysctl>),
+}
+
+impl System {
+    /// The system this process runs on.
+    pub fn live() -> System {
+        #[cfg(target_os = "freebsd")]
+        {
+            System::Freebsd(Box::new(freebsd::sysctl::LiveSysctl))
+        }
+        #[cfg(not(target_os = "freebsd"))]
+        {
+            System::Linux(Root::live())
+        }
+    }
+
+    /// A capture directory of the given operating system.
+    pub fn capture(dir: &Path, os: Os) -> System {
+        match os {
+            Os::Linux => System::Linux(Root::new(dir)),
+            // FIXME(lead): wire freebsd::sysctl::CaptureSysctl once it lands.
+            Os::Freebsd => System::Linux(Root::new(dir)),
+        }
+    }
+
+    pub fn os(&self) -> Os {
+        match self {
+            System::Linux(_) => Os::Linux,
+            System::Freebsd(_) => Os::Freebsd,
+        }
+    }
+
+    /// Host name and kernel release as the running kernel reports them.
+    pub fn identity(&self) -> HostIdentity {
+        match self {
+            System::Linux(root) => HostIdentity {
+                hostname: root
+                    .read_trimmed("proc/sys/kernel/hostname")
+                    .unwrap_or_default(),
+                os: Os::Linux,
+                kernel: root.read_trimmed("proc/sys/kernel/osrelease").ok(),
+                zfs_version: None,
+            },
+            System::Freebsd(_) => HostIdentity {
+                os: Os::Freebsd,
+                ..HostIdentity::default()
+            },
+        }
+    }
+}
+
+/// Reads every source of `system` into one snapshot stamped with the current time.
+pub fn snapshot(system: &System, identity: HostIdentity) -> Snapshot {
+    let mut snap = Snapshot {
+        taken_at: unix_now(),
+        monotonic: Some(monotonic_now()),
+        host: identity,
+        ..Snapshot::default()
+    };
+    match system {
+        System::Linux(root) => linux::collect(root, &mut snap),
+        System::Freebsd(sysctl) => freebsd::collect(sysctl.as_ref(), &mut snap),
+    }
+    snap
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Seconds on a monotonic clock that starts with the process; only differences matter.
+fn monotonic_now() -> f64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs_f64()
+}

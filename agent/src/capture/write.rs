@@ -1,0 +1,147 @@
+//! Writing a capture: the raw bytes of every source, copied unchanged, so that a capture
+//! replays through the same parsers as the live system.
+
+use super::{CaptureError, MANIFEST, Manifest};
+use crate::sources::{Root, System};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+use zpulse_proto::snapshot::{HostIdentity, Os, Tunables};
+
+/// What a capture run copied.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CaptureStats {
+    pub files: usize,
+    pub bytes: u64,
+    /// Sources that exist but could not be read (e.g. the 0600 `reads` kstat as a user).
+    pub unreadable: Vec<String>,
+}
+
+/// Kstats left out: `dbufs` dumps every buffer in the ARC (expensive, root only) and
+/// `dbgmsg` is a debug log, not a statistic.
+const SKIPPED_KSTATS: &[&str] = &["dbufs", "dbgmsg"];
+const HOST_FILES: &[&str] = &[
+    "proc/diskstats",
+    "proc/stat",
+    "proc/meminfo",
+    "proc/net/dev",
+];
+const QUEUE_FILES: &[&str] = &["rotational", "physical_block_size", "logical_block_size"];
+
+/// Writes one capture of `system` into `dest` (created if needed).
+pub fn capture_into(
+    system: &System,
+    identity: &HostIdentity,
+    dest: &Path,
+) -> Result<CaptureStats, CaptureError> {
+    let captured_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let mut stats = CaptureStats::default();
+    let zfs_version = match system {
+        System::Linux(root) => {
+            copy_linux(root, dest, &mut stats)?;
+            root.read_trimmed("sys/module/zfs/version").ok()
+        }
+        System::Freebsd(_) => {
+            return Err(CaptureError::Manifest {
+                path: dest.to_path_buf(),
+                message: "capturing FreeBSD sysctls is not implemented yet".into(),
+            });
+        }
+    };
+    let manifest = Manifest {
+        format: 1,
+        os: system.os(),
+        captured_at,
+        hostname: identity.hostname.clone(),
+        kernel: identity.kernel.clone(),
+        zfs_version,
+    };
+    debug_assert_eq!(manifest.os, Os::Linux);
+    write(dest, MANIFEST, manifest.to_toml().as_bytes(), &mut stats)?;
+    Ok(stats)
+}
+
+fn copy_linux(root: &Root, dest: &Path, stats: &mut CaptureStats) -> Result<(), CaptureError> {
+    copy_tree(root, "proc/spl/kstat/zfs", dest, stats)?;
+    for rel in HOST_FILES {
+        copy_file(root, rel, dest, stats)?;
+    }
+    for dev in root.list("sys/block").unwrap_or_default() {
+        for attr in QUEUE_FILES {
+            copy_file(root, &format!("sys/block/{dev}/queue/{attr}"), dest, stats)?;
+        }
+        copy_file(root, &format!("sys/block/{dev}/size"), dest, stats)?;
+    }
+    copy_file(root, "sys/module/zfs/version", dest, stats)?;
+    for name in Tunables::KNOWN {
+        copy_file(
+            root,
+            &format!("sys/module/zfs/parameters/{name}"),
+            dest,
+            stats,
+        )?;
+    }
+    Ok(())
+}
+
+fn copy_tree(
+    root: &Root,
+    rel: &str,
+    dest: &Path,
+    stats: &mut CaptureStats,
+) -> Result<(), CaptureError> {
+    let Ok(names) = root.list(rel) else {
+        return Ok(());
+    };
+    for name in names {
+        if SKIPPED_KSTATS.contains(&name.as_str()) {
+            continue;
+        }
+        let child = format!("{rel}/{name}");
+        if root.is_dir(&child) {
+            copy_tree(root, &child, dest, stats)?;
+        } else {
+            copy_file(root, &child, dest, stats)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies one source file if it exists; a source that is absent is simply not in the capture.
+fn copy_file(
+    root: &Root,
+    rel: &str,
+    dest: &Path,
+    stats: &mut CaptureStats,
+) -> Result<(), CaptureError> {
+    match root.read(rel) {
+        Ok(bytes) => write(dest, rel, &bytes, stats),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => {
+            stats.unreadable.push(format!("{rel}: {e}"));
+            Ok(())
+        }
+    }
+}
+
+fn write(
+    dest: &Path,
+    rel: &str,
+    bytes: &[u8],
+    stats: &mut CaptureStats,
+) -> Result<(), CaptureError> {
+    let path = dest.join(rel);
+    let io = |error| CaptureError::Io {
+        path: path.clone(),
+        error,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(&path, bytes).map_err(io)?;
+    stats.files += 1;
+    stats.bytes += bytes.len() as u64;
+    Ok(())
+}

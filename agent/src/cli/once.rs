@@ -1,0 +1,46 @@
+//! `zpulse once`.
+
+use super::emit;
+use crate::capture;
+use crate::report::{self, Format};
+use crate::sources::{self, System};
+use std::path::Path;
+use std::time::Duration;
+use zpulse_proto::Sample;
+
+pub fn run(root: Option<&Path>, interval: Option<f64>, format: Format) -> Result<(), String> {
+    let snapshot = || -> Result<_, String> {
+        match root {
+            Some(dir) => capture::load(dir).map_err(|e| e.to_string()),
+            None => {
+                let system = System::live();
+                Ok(sources::snapshot(&system, system.identity()))
+            }
+        }
+    };
+    let first = snapshot()?;
+    let Some(seconds) = interval else {
+        return emit(&match format {
+            Format::Text => report::snapshot_text(&first),
+            Format::Json => report::json(&first, true) + "\n",
+        });
+    };
+    if root.is_some() {
+        return Err(
+            "--interval needs two readings of a live system; for captures use `zpulse replay SERIES`"
+                .into(),
+        );
+    }
+    if !(seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(format!(
+            "--interval {seconds}: give seconds between 0 and 86400"
+        ));
+    }
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    let second = snapshot()?;
+    let sample = Sample::between(&first, &second).map_err(|e| e.to_string())?;
+    emit(&match format {
+        Format::Text => report::sample_text(&sample),
+        Format::Json => report::json(&sample, true) + "\n",
+    })
+}
