@@ -1,0 +1,235 @@
+//! `zpulse once` and `zpulse capture`, run as the binary: on this host (which has no ZFS),
+//! on real lab captures, and on broken captures.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn lab(capture: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/lab/basic")
+        .join(capture)
+}
+
+fn zpulse(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zpulse"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = zpulse(args);
+    assert!(
+        out.status.success(),
+        "zpulse {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zpulse-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// `name → last token` of every data row of a NAMED kstat file, read naively.
+fn kstat_rows(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            (t[0].to_string(), t[t.len() - 1].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn json_carries_every_arcstats_and_zil_value_and_every_disk() {
+    for capture in ["000", "001"] {
+        let root = lab(capture);
+        let snap = json(&["once", "--root", root.to_str().unwrap(), "--format", "json"]);
+        for (file, key) in [("arcstats", "arc"), ("zil", "zil")] {
+            let rows = kstat_rows(&root.join("proc/spl/kstat/zfs").join(file));
+            assert!(rows.len() > 10, "{file} has rows");
+            for (name, value) in rows {
+                let got = &snap[key]["fields"][&name];
+                assert_eq!(got.to_string(), value, "{capture} {file} {name}");
+            }
+        }
+        let disks: Vec<&str> = snap["disks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect();
+        let raw = std::fs::read_to_string(root.join("proc/diskstats")).unwrap();
+        let expected: Vec<&str> = raw
+            .lines()
+            .map(|l| l.split_whitespace().nth(2).unwrap())
+            .collect();
+        assert_eq!(disks, expected);
+        assert_eq!(snap["pools"][0]["name"], "tank");
+        assert_eq!(snap["host"]["zfs_version"], "2.1.11-1+deb12u1");
+    }
+}
+
+#[test]
+fn once_without_zfs_still_reports_the_host() {
+    let out = zpulse(&["once"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    if !Path::new("/proc/spl/kstat/zfs").exists() {
+        assert!(text.contains("ZFS kernel module not loaded"), "{text}");
+    }
+    let snap = json(&["once", "--format", "json"]);
+    let raw = std::fs::read_to_string("/proc/diskstats").unwrap();
+    let first = raw.lines().next().and_then(|l| l.split_whitespace().nth(2));
+    if let Some(first) = first {
+        assert_eq!(snap["disks"][0]["name"], first);
+    }
+    assert!(snap["memory"]["total"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn once_with_interval_gives_rates() {
+    let sample = json(&["once", "--interval", "0.3", "--format", "json"]);
+    let itv = sample["interval"].as_f64().unwrap();
+    assert!((0.29..1.5).contains(&itv), "interval {itv}");
+    assert!(sample["cpu"]["busy_pct"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
+fn capture_of_a_capture_reads_back_identically() {
+    let dest = temp("recapture");
+    let out = zpulse(&[
+        "capture",
+        dest.to_str().unwrap(),
+        "--root",
+        lab("000").to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let strip = |mut v: Value| {
+        v["taken_at"] = Value::Null;
+        v
+    };
+    let original = strip(json(&[
+        "once",
+        "--root",
+        lab("000").to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let copy = strip(json(&[
+        "once",
+        "--root",
+        dest.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    assert_eq!(original, copy);
+    std::fs::remove_dir_all(dest).unwrap();
+}
+
+#[test]
+fn a_live_series_replays() {
+    let dest = temp("series");
+    let out = zpulse(&[
+        "capture",
+        dest.to_str().unwrap(),
+        "--count",
+        "2",
+        "--interval",
+        "0.2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dest.join("000/zpulse-capture.toml").is_file());
+    assert!(dest.join("001/proc/diskstats").is_file());
+    let out = zpulse(&["replay", dest.to_str().unwrap(), "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sample: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(sample["interval"].as_f64().unwrap() > 0.1);
+    std::fs::remove_dir_all(dest).unwrap();
+}
+
+#[test]
+fn a_broken_kstat_costs_only_itself() {
+    let root = temp("broken");
+    copy_dir(&lab("000"), &root);
+    std::fs::write(
+        root.join("proc/spl/kstat/zfs/arcstats"),
+        b"\x00\xffgarbage\nnot a kstat",
+    )
+    .unwrap();
+    let snap = json(&["once", "--root", root.to_str().unwrap(), "--format", "json"]);
+    let issues = snap["issues"].to_string();
+    assert!(
+        issues.contains("arcstats"),
+        "the broken file is named: {issues}"
+    );
+    assert!(
+        snap["zil"]["fields"]["zil_commit_count"].is_u64(),
+        "the ZIL still parsed"
+    );
+    assert!(
+        !snap["disks"].as_array().unwrap().is_empty(),
+        "disks still parsed"
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_missing_capture_is_a_clear_error() {
+    let out = zpulse(&["once", "--root", "/nonexistent/capture"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("zpulse-capture.toml"), "{err}");
+}
+
+#[test]
+fn a_capture_of_an_unknown_format_is_refused() {
+    let root = temp("format2");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("zpulse-capture.toml"),
+        "format = 2\nos = \"linux\"\ncaptured_at = 1.0\n",
+    )
+    .unwrap();
+    let out = zpulse(&["once", "--root", root.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("format 2 is not supported"), "{err}");
+    std::fs::remove_dir_all(root).unwrap();
+}
