@@ -12,6 +12,7 @@ pub mod error;
 pub mod freebsd;
 pub mod linux;
 pub mod nvlist;
+pub mod zfs_ioctl;
 pub mod root;
 
 pub use error::ParseError;

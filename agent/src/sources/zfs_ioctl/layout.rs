@@ -1,0 +1,216 @@
+//! Byte layout of `zfs_cmd_t` (x86_64 / amd64) and of FreeBSD's `zfs_iocparm_t` wrapper
+//! (zfs-internals.md §3.2–§3.4).
+//!
+//! Every field zpulse touches sits before `zc_inject_record` and has not moved from OpenZFS
+//! 0.8 to 2.4; the size of the whole struct has (13736 … 13760 bytes on Linux). The kernel
+//! copies *its own* `sizeof(zfs_cmd_t)` in and out, so the command buffer is a zeroed block
+//! larger than any version's struct: no kernel can read or write past it.
+
+/// Which kernel's layout to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    Linux,
+    Freebsd,
+}
+
+/// `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS` are entries 4 and 5 of the ioctl table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    PoolConfigs,
+    PoolStats,
+}
+
+/// FreeBSD's `ZFS_IOCVER_OZFS`: the only `vfs.zfs.version.ioctl` this layout is for.
+pub const FREEBSD_IOCTL_VERSION: u32 = 15;
+
+/// Size of `zfs_iocparm_t` on amd64.
+pub const IOCPARM_SIZE: usize = 24;
+
+impl Platform {
+    /// `MAXPATHLEN`: the only platform difference in `zfs_cmd_t`.
+    const fn maxpathlen(self) -> usize {
+        match self {
+            Platform::Linux => 4096,
+            Platform::Freebsd => 1024,
+        }
+    }
+
+    /// Size of the zeroed command buffer: at least 16 KiB on Linux, 8 KiB on FreeBSD.
+    pub const fn cmd_buffer_size(self) -> usize {
+        match self {
+            Platform::Linux => 16 << 10,
+            Platform::Freebsd => 8 << 10,
+        }
+    }
+
+    /// `zc_name`: the pool name, NUL-terminated, MAXPATHLEN bytes.
+    pub const fn name_offset(self) -> usize {
+        0
+    }
+
+    pub const fn name_capacity(self) -> usize {
+        self.maxpathlen()
+    }
+
+    /// `zc_nvlist_dst` (u64 user pointer).
+    pub const fn nvlist_dst(self) -> usize {
+        self.maxpathlen() + 16
+    }
+
+    /// `zc_nvlist_dst_size` (u64): in, the buffer size; out, the packed size or, on ENOMEM,
+    /// the size needed.
+    pub const fn nvlist_dst_size(self) -> usize {
+        self.maxpathlen() + 24
+    }
+
+    /// `zc_value` (char[2·MAXPATHLEN]): the altroot, out of POOL_STATS.
+    pub const fn value(self) -> usize {
+        self.maxpathlen() + 48
+    }
+
+    /// `zc_cookie` (u64): POOL_CONFIGS generation in/out; POOL_STATS the pool's real error.
+    pub const fn cookie(self) -> usize {
+        // After zc_value (2·MAXPATHLEN), zc_string (256), zc_guid, zc_nvlist_conf(_size).
+        self.value() + 2 * self.maxpathlen() + 256 + 24
+    }
+
+    /// The ioctl request number.
+    pub const fn request(self, request: Request) -> u64 {
+        let index: u64 = match request {
+            Request::PoolConfigs => 4,
+            Request::PoolStats => 5,
+        };
+        match self {
+            // Linux: ZFS_IOC_FIRST = 'Z' << 8, no _IOWR encoding.
+            Platform::Linux => (b'Z' as u64) << 8 | index,
+            // FreeBSD: _IOWR('Z', n, zfs_iocparm_t) = IOC_INOUT | sizeof << 16 | 'Z' << 8 | n.
+            Platform::Freebsd => {
+                0xC000_0000 | (IOCPARM_SIZE as u64) << 16 | (b'Z' as u64) << 8 | index
+            }
+        }
+    }
+}
+
+/// A zeroed `zfs_cmd_t` with the fields of one call filled in.
+pub struct CmdBuffer {
+    platform: Platform,
+    bytes: Vec<u8>,
+}
+
+impl CmdBuffer {
+    /// `name` must not contain NUL and must fit with its terminator; longer names are refused
+    /// by the caller before this point, so they are truncated here only as a last guard.
+    pub fn new(platform: Platform, name: &str, dst: *mut u8, dst_size: usize, cookie: u64) -> Self {
+        let mut bytes = vec![0u8; platform.cmd_buffer_size()];
+        let name = name.as_bytes();
+        let n = name.len().min(platform.name_capacity() - 1);
+        bytes[..n].copy_from_slice(&name[..n]);
+        let mut cmd = CmdBuffer { platform, bytes };
+        cmd.put(platform.nvlist_dst(), dst as usize as u64);
+        cmd.put(platform.nvlist_dst_size(), dst_size as u64);
+        cmd.put(platform.cookie(), cookie);
+        cmd
+    }
+
+    fn put(&mut self, offset: usize, value: u64) {
+        self.bytes[offset..offset + 8].copy_from_slice(&value.to_ne_bytes());
+    }
+
+    fn get(&self, offset: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.bytes[offset..offset + 8]);
+        u64::from_ne_bytes(b)
+    }
+
+    pub fn nvlist_dst_size(&self) -> u64 {
+        self.get(self.platform.nvlist_dst_size())
+    }
+
+    pub fn cookie(&self) -> u64 {
+        self.get(self.platform.cookie())
+    }
+
+    /// `zc_value` up to its first NUL (the altroot after POOL_STATS).
+    pub fn value(&self) -> String {
+        let start = self.platform.value();
+        let field = &self.bytes[start..start + 2 * self.platform.maxpathlen()];
+        let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+        String::from_utf8_lossy(&field[..end]).into_owned()
+    }
+
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.bytes.as_mut_ptr()
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+}
+
+/// FreeBSD's `zfs_iocparm_t`: {u32 version, u32 pad, u64 cmd pointer, u64 cmd size}.
+pub fn iocparm(cmd: *mut u8, cmd_size: usize) -> [u8; IOCPARM_SIZE] {
+    let mut out = [0u8; IOCPARM_SIZE];
+    out[0..4].copy_from_slice(&FREEBSD_IOCTL_VERSION.to_ne_bytes());
+    out[8..16].copy_from_slice(&(cmd as usize as u64).to_ne_bytes());
+    out[16..24].copy_from_slice(&(cmd_size as u64).to_ne_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offsets from the table in zfs-internals.md §3.4, computed there with gcc from each
+    /// tag's headers.
+    #[test]
+    fn offsets_match_the_documented_layout() {
+        let l = Platform::Linux;
+        assert_eq!(
+            (l.nvlist_dst(), l.nvlist_dst_size(), l.value(), l.cookie()),
+            (4112, 4120, 4144, 12616)
+        );
+        let f = Platform::Freebsd;
+        assert_eq!(
+            (f.nvlist_dst(), f.nvlist_dst_size(), f.value(), f.cookie()),
+            (1040, 1048, 1072, 3400)
+        );
+        // The buffers exceed every version's sizeof(zfs_cmd_t): 13760 (2.3.1) / 4544.
+        assert!(l.cmd_buffer_size() > 13760 && f.cmd_buffer_size() > 4544);
+    }
+
+    /// Request numbers from zfs-internals.md §3.2 (the FreeBSD ones computed from ioccom.h).
+    #[test]
+    fn request_numbers() {
+        assert_eq!(Platform::Linux.request(Request::PoolConfigs), 0x5A04);
+        assert_eq!(Platform::Linux.request(Request::PoolStats), 0x5A05);
+        assert_eq!(Platform::Freebsd.request(Request::PoolConfigs), 0xC018_5A04);
+        assert_eq!(Platform::Freebsd.request(Request::PoolStats), 0xC018_5A05);
+    }
+
+    #[test]
+    fn command_buffer_fields() {
+        let mut dst = vec![0u8; 100];
+        let cmd = CmdBuffer::new(Platform::Linux, "tank", dst.as_mut_ptr(), 100, 7);
+        assert_eq!(&cmd.bytes[..5], b"tank\0");
+        assert_eq!(cmd.nvlist_dst_size(), 100);
+        assert_eq!(cmd.cookie(), 7);
+        assert_eq!(cmd.get(4112), dst.as_ptr() as u64);
+    }
+
+    #[test]
+    fn iocparm_wraps_the_command() {
+        let mut cmd = CmdBuffer::new(Platform::Freebsd, "", std::ptr::null_mut(), 0, 0);
+        let p = iocparm(cmd.as_mut_ptr(), cmd.len());
+        assert_eq!(u32::from_ne_bytes(p[0..4].try_into().unwrap()), 15);
+        assert_eq!(u64::from_ne_bytes(p[16..24].try_into().unwrap()), 8192);
+    }
+}

@@ -1,0 +1,18 @@
+//! Per-pool statistics from `/dev/zfs`: the `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS`
+//! ioctls, the same calls `zpool status`/`zpool iostat` make through libzfs, issued directly.
+//!
+//! * [`layout`] — where the fields of `zfs_cmd_t` and FreeBSD's `zfs_iocparm_t` sit, per OS
+//!   (pure, tested on Linux for both systems).
+//! * [`protocol`] — the calling sequence: the ENOMEM grow-and-retry protocol (capped), the
+//!   EEXIST "namespace unchanged" answer, the pool's real error in `zc_cookie`. Written against
+//!   the [`Ioctl`] trait, so it is tested without a kernel.
+//! * [`device`] — the one module with `unsafe`: opening `/dev/zfs` and the `ioctl(2)` call.
+//!
+//! Replies are packed NATIVE nvlists; [`super::nvlist`] decodes them.
+
+pub mod device;
+pub mod layout;
+pub mod protocol;
+
+pub use layout::Platform;
+pub use protocol::{Ioctl, IoctlError, PoolConfigs, PoolStats, pool_configs, pool_stats};

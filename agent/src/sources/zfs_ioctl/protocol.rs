@@ -1,0 +1,316 @@
+//! The calling sequence of the two pool ioctls (zfs-internals.md §3.5), independent of how
+//! the system call is made.
+
+use super::layout::{CmdBuffer, Platform, Request};
+use std::fmt;
+
+/// One way to issue a ZFS ioctl: the real device, or a test double of the kernel.
+pub trait Ioctl {
+    fn platform(&self) -> Platform;
+    /// Issues `request` with `cmd`; `Err(errno)` on failure. The kernel copies the command
+    /// back even on failure, so `cmd` is meaningful either way.
+    fn call(&mut self, request: Request, cmd: &mut CmdBuffer) -> Result<(), i32>;
+}
+
+/// libzfs starts POOL_CONFIGS at 256 KiB and POOL_STATS at 64 KiB.
+const CONFIGS_START: usize = 256 << 10;
+const STATS_START: usize = 64 << 10;
+/// ENOMEM can be a real allocation failure, not only "buffer too small": never follow a
+/// size request past this, nor retry forever.
+pub const MAX_REPLY: usize = 64 << 20;
+const MAX_TRIES: usize = 8;
+
+#[derive(Debug)]
+pub enum IoctlError {
+    /// `/dev/zfs` could not be opened.
+    Open {
+        path: String,
+        error: std::io::Error,
+    },
+    /// FreeBSD's `vfs.zfs.version.ioctl` is not the OpenZFS ABI this code speaks.
+    UnsupportedAbi {
+        found: Option<u64>,
+    },
+    /// The pool name does not fit `zc_name` or contains NUL.
+    BadPoolName(String),
+    /// The pool was exported or destroyed between listing and asking.
+    PoolGone(String),
+    /// The reply would exceed [`MAX_REPLY`], or kept growing.
+    ReplyTooLarge {
+        call: &'static str,
+        needed: u64,
+    },
+    Errno {
+        call: &'static str,
+        errno: i32,
+    },
+}
+
+impl fmt::Display for IoctlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IoctlError::Open { path, error } => match error.kind() {
+                std::io::ErrorKind::NotFound => write!(
+                    f,
+                    "{path} does not exist: the ZFS module is not loaded; per-vdev statistics are not reported"
+                ),
+                std::io::ErrorKind::PermissionDenied => write!(
+                    f,
+                    "{path}: permission denied; OpenZFS's udev rule makes it mode 0666 — check that \
+                     90-zfs.rules is installed (per-vdev statistics are not reported)"
+                ),
+                _ => write!(f, "{path}: {error}"),
+            },
+            IoctlError::UnsupportedAbi { found } => write!(
+                f,
+                "vfs.zfs.version.ioctl is {}, but zpulse speaks the OpenZFS ioctl ABI 15 \
+                 (FreeBSD 13 or later); per-vdev statistics are not reported",
+                found.map_or_else(|| "missing".into(), |v| v.to_string())
+            ),
+            IoctlError::BadPoolName(name) => {
+                write!(f, "pool name {name:?} cannot be passed to the kernel")
+            }
+            IoctlError::PoolGone(name) => write!(f, "pool {name} disappeared while being read"),
+            IoctlError::ReplyTooLarge { call, needed } => write!(
+                f,
+                "{call}: the kernel asked for a {needed}-byte buffer, more than the {MAX_REPLY}-byte limit"
+            ),
+            IoctlError::Errno { call, errno } => write!(
+                f,
+                "{call} failed: {}",
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for IoctlError {}
+
+/// The answer of `ZFS_IOC_POOL_CONFIGS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PoolConfigs {
+    /// EEXIST: no pool was imported or exported since `generation`.
+    Unchanged,
+    /// The packed nvlist `{pool name → config}` and the namespace generation to pass next time.
+    Changed { generation: u64, packed: Vec<u8> },
+}
+
+/// The answer of `ZFS_IOC_POOL_STATS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolStats {
+    /// The pool config with statistics, as a packed nvlist.
+    pub packed: Vec<u8>,
+    /// The pool's real error (`zc_cookie`): 0 when healthy, an errno for a faulted pool whose
+    /// config is still returned.
+    pub error: u64,
+    /// `zc_value`: the altroot, if any.
+    pub altroot: Option<String>,
+}
+
+/// Lists the imported pools; `generation` is what the last call returned (0 the first time).
+pub fn pool_configs(dev: &mut dyn Ioctl, generation: u64) -> Result<PoolConfigs, IoctlError> {
+    match call_growing(dev, Request::PoolConfigs, "", generation, CONFIGS_START) {
+        Ok((packed, cmd)) => Ok(PoolConfigs::Changed {
+            generation: cmd.cookie(),
+            packed,
+        }),
+        Err(IoctlError::Errno { errno, .. }) if errno == libc::EEXIST => Ok(PoolConfigs::Unchanged),
+        Err(e) => Err(e),
+    }
+}
+
+/// The configuration and statistics of one pool.
+pub fn pool_stats(dev: &mut dyn Ioctl, pool: &str) -> Result<PoolStats, IoctlError> {
+    if pool.contains('\0') || pool.len() >= dev.platform().name_capacity() {
+        return Err(IoctlError::BadPoolName(pool.to_string()));
+    }
+    match call_growing(dev, Request::PoolStats, pool, 0, STATS_START) {
+        Ok((packed, cmd)) => {
+            let altroot = cmd.value();
+            Ok(PoolStats {
+                packed,
+                error: cmd.cookie(),
+                altroot: (!altroot.is_empty()).then_some(altroot),
+            })
+        }
+        Err(IoctlError::Errno { errno, .. }) if errno == libc::ENOENT || errno == libc::EINVAL => {
+            Err(IoctlError::PoolGone(pool.to_string()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Issues `request`, growing the reply buffer as the kernel asks (ENOMEM with the needed size
+/// in `zc_nvlist_dst_size`). Each try starts from a fresh command, so the cookie the kernel
+/// overwrote before failing is reset.
+fn call_growing(
+    dev: &mut dyn Ioctl,
+    request: Request,
+    name: &str,
+    cookie: u64,
+    start: usize,
+) -> Result<(Vec<u8>, CmdBuffer), IoctlError> {
+    let call = match request {
+        Request::PoolConfigs => "ZFS_IOC_POOL_CONFIGS",
+        Request::PoolStats => "ZFS_IOC_POOL_STATS",
+    };
+    let mut size = start;
+    for _ in 0..MAX_TRIES {
+        let mut dst = vec![0u8; size];
+        let mut cmd = CmdBuffer::new(dev.platform(), name, dst.as_mut_ptr(), size, cookie);
+        let result = dev.call(request, &mut cmd);
+        let reported = cmd.nvlist_dst_size();
+        // FreeBSD's libzfs_core treats "success but larger than the buffer" as ENOMEM.
+        let too_small = matches!(result, Err(e) if e == libc::ENOMEM)
+            || (result.is_ok() && reported > size as u64);
+        if too_small {
+            if reported > MAX_REPLY as u64 {
+                return Err(IoctlError::ReplyTooLarge {
+                    call,
+                    needed: reported,
+                });
+            }
+            // A kernel that reports no larger size still gets a bigger buffer, so the loop
+            // always makes progress.
+            size = (reported as usize)
+                .max(size.saturating_mul(2))
+                .min(MAX_REPLY);
+            continue;
+        }
+        return match result {
+            Ok(()) => {
+                dst.truncate(reported as usize);
+                Ok((dst, cmd))
+            }
+            Err(errno) => Err(IoctlError::Errno { call, errno }),
+        };
+    }
+    Err(IoctlError::ReplyTooLarge {
+        call,
+        needed: size as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel double that behaves as `put_nvlist` does: ENOMEM with the needed size when the
+    /// caller's buffer is too small, the packed bytes otherwise, and the cookie rules of
+    /// `spa_all_configs`.
+    struct FakeKernel {
+        reply: Vec<u8>,
+        generation: u64,
+        calls: Vec<(Request, u64, u64)>,
+        errno: Option<i32>,
+    }
+
+    impl Ioctl for FakeKernel {
+        fn platform(&self) -> Platform {
+            Platform::Linux
+        }
+
+        fn call(&mut self, request: Request, cmd: &mut CmdBuffer) -> Result<(), i32> {
+            let p = self.platform();
+            let bytes = cmd.bytes_mut();
+            let read =
+                |b: &[u8], off: usize| u64::from_ne_bytes(b[off..off + 8].try_into().unwrap());
+            let (dst, size, cookie) = (
+                read(bytes, p.nvlist_dst()),
+                read(bytes, p.nvlist_dst_size()),
+                read(bytes, p.cookie()),
+            );
+            self.calls.push((request, size, cookie));
+            if let Some(e) = self.errno {
+                return Err(e);
+            }
+            if request == Request::PoolConfigs {
+                if cookie == self.generation {
+                    return Err(libc::EEXIST);
+                }
+                // The kernel stores the new generation before it packs.
+                bytes[p.cookie()..p.cookie() + 8].copy_from_slice(&self.generation.to_ne_bytes());
+            }
+            bytes[p.nvlist_dst_size()..p.nvlist_dst_size() + 8]
+                .copy_from_slice(&(self.reply.len() as u64).to_ne_bytes());
+            if (self.reply.len() as u64) > size {
+                return Err(libc::ENOMEM);
+            }
+            // The "user pointer" is the Vec the protocol allocated; copy as copyout would.
+            let dst = dst as usize as *mut u8;
+            // SAFETY: test double of the kernel's copyout: `dst` is the live buffer of `size`
+            // bytes that call_growing passed, and the reply fits (checked above).
+            unsafe { std::ptr::copy_nonoverlapping(self.reply.as_ptr(), dst, self.reply.len()) };
+            Ok(())
+        }
+    }
+
+    fn kernel(reply_len: usize) -> FakeKernel {
+        FakeKernel {
+            reply: (0..reply_len).map(|i| i as u8).collect(),
+            generation: 3,
+            calls: vec![],
+            errno: None,
+        }
+    }
+
+    #[test]
+    fn enomem_grows_to_the_size_the_kernel_asks_for() {
+        let mut k = kernel(300_000);
+        let stats = pool_stats(&mut k, "tank").unwrap();
+        assert_eq!(stats.packed, k.reply);
+        assert_eq!(
+            k.calls.iter().map(|c| c.1).collect::<Vec<_>>(),
+            vec![65_536, 300_000]
+        );
+    }
+
+    #[test]
+    fn configs_reset_the_cookie_on_retry_and_return_the_generation() {
+        let mut k = kernel(400_000);
+        let r = pool_configs(&mut k, 0).unwrap();
+        assert_eq!(
+            r,
+            PoolConfigs::Changed {
+                generation: 3,
+                packed: k.reply.clone()
+            }
+        );
+        assert!(
+            k.calls.iter().all(|c| c.2 == 0),
+            "each retry sends the caller's cookie"
+        );
+        assert_eq!(pool_configs(&mut k, 3).unwrap(), PoolConfigs::Unchanged);
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused() {
+        let mut k = kernel(MAX_REPLY + 1);
+        assert!(matches!(
+            pool_stats(&mut k, "tank"),
+            Err(IoctlError::ReplyTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn a_vanished_pool_is_named() {
+        let mut k = kernel(10);
+        k.errno = Some(libc::ENOENT);
+        let e = pool_stats(&mut k, "gone").unwrap_err();
+        assert_eq!(e.to_string(), "pool gone disappeared while being read");
+    }
+
+    #[test]
+    fn names_that_cannot_reach_the_kernel_are_refused() {
+        let mut k = kernel(10);
+        assert!(matches!(
+            pool_stats(&mut k, "a\0b"),
+            Err(IoctlError::BadPoolName(_))
+        ));
+        assert!(matches!(
+            pool_stats(&mut k, &"x".repeat(5000)),
+            Err(IoctlError::BadPoolName(_))
+        ));
+        assert!(k.calls.is_empty());
+    }
+}
