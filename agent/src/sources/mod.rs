@@ -13,6 +13,7 @@ pub mod freebsd;
 pub mod linux;
 pub mod nvlist;
 pub mod zfs_ioctl;
+pub mod zpool;
 pub mod root;
 
 pub use error::ParseError;
@@ -89,7 +90,10 @@ pub fn snapshot(system: &System, identity: HostIdentity) -> Snapshot {
         ..Snapshot::default()
     };
     match system {
-        System::Linux(root) => linux::collect(root, &mut snap),
+        System::Linux(root) => {
+            linux::collect(root, &mut snap);
+            zpool::read::read(root, zfs_ioctl::Platform::Linux, None, &mut snap);
+        }
         System::Freebsd(sysctl) => freebsd::collect(sysctl.as_ref(), &mut snap),
     }
     snap

@@ -23,6 +23,11 @@ impl Root {
         Root::new("/")
     }
 
+    /// Whether this root is the running system rather than a capture.
+    pub fn is_live(&self) -> bool {
+        self.dir == Path::new("/")
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

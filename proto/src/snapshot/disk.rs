@@ -10,6 +10,10 @@ pub struct Disk {
     /// For a partition, the whole disk it lives on (`sdc1` → `sdc`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whole_disk: Option<String>,
+    /// Other names of this disk or of its partitions that a vdev path may use: FreeBSD GEOM
+    /// providers and labels (`ada2p1`, `gpt/special0`, `diskid/…`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     /// true = spinning (HDD). `None` when the kernel does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotational: Option<bool>,

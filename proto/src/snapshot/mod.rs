@@ -10,6 +10,7 @@ mod host;
 mod kstat;
 mod pool;
 mod tunables;
+mod vdev;
 mod zfs;
 
 pub use disk::{Devstat, Disk, DiskCounters, Diskstats};
@@ -17,6 +18,7 @@ pub use host::{CpuTimes, HostIdentity, Memory, NetInterface, Os};
 pub use kstat::{Kstat, KstatHeader, KstatValue};
 pub use pool::{DatasetKstats, Pool, PoolIo, Txg};
 pub use tunables::Tunables;
+pub use vdev::{LatencyHistograms, PoolConfig, Redundancy, ScanStats, Vdev, VdevClass, VdevStats};
 pub use zfs::{ArcStats, ZilStats};
 
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! Per-pool kstats (`/proc/spl/kstat/zfs/<pool>/`, `kstat.zfs.<pool>.*`).
 
-use super::Kstat;
+use super::{Kstat, PoolConfig};
 use serde::{Deserialize, Serialize};
 
 /// One imported pool as its kstats describe it.
@@ -22,6 +22,9 @@ pub struct Pool {
     /// Recent transaction groups, oldest first (`zfs_txg_history`, 100 by default since 0.8).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub txgs: Vec<Txg>,
+    /// The vdev tree with statistics, from `ZFS_IOC_POOL_STATS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<PoolConfig>,
     /// Mounted filesystems and zvols, each with its own counters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub datasets: Vec<DatasetKstats>,

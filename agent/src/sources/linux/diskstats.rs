@@ -172,6 +172,7 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
             physical_block_size: info.queue.physical_block_size,
             size: info.size,
             counters: DiskCounters::Diskstats(line.stats),
+            aliases: Vec::new(),
         })
         .collect();
 }

@@ -1,0 +1,291 @@
+//! The POOL_STATS config nvlist (zfs-internals.md §5) as a typed vdev tree.
+
+use crate::sources::nvlist::{NvList, NvValue};
+use zpulse_proto::snapshot::{
+    LatencyHistograms, PoolConfig, Redundancy, ScanStats, Vdev, VdevClass, VdevStats,
+};
+
+/// `vdev_stat_t` indices (include/sys/fs/zfs.h).
+mod vs {
+    pub const TIMESTAMP: usize = 0;
+    pub const STATE: usize = 1;
+    pub const AUX: usize = 2;
+    pub const ALLOC: usize = 3;
+    pub const SPACE: usize = 4;
+    pub const DSPACE: usize = 5;
+    pub const OPS: usize = 8;
+    pub const BYTES: usize = 14;
+    pub const READ_ERRORS: usize = 20;
+    pub const WRITE_ERRORS: usize = 21;
+    pub const CHECKSUM_ERRORS: usize = 22;
+    pub const FRAGMENTATION: usize = 27;
+    pub const SLOW_IOS: usize = 34;
+    /// Everything up to the error counters has been there since before 0.8.
+    pub const MIN_LEN: usize = 23;
+}
+
+/// The pool's config with statistics. `error` is the ioctl's `zc_cookie`.
+pub fn pool_config(
+    config: &NvList,
+    error: u64,
+    altroot: Option<String>,
+) -> Result<PoolConfig, String> {
+    let tree = config
+        .nvlist("vdev_tree")
+        .ok_or("the pool config has no vdev_tree")?;
+    let pool_name = config.str("name").unwrap_or("?").to_string();
+    let mut root = vdev(tree, &pool_name, None, 0)?;
+    root.children.clear();
+    for child in tree.nvlist_array("children").unwrap_or(&[]) {
+        let kind = child.str("type").unwrap_or("");
+        // Holes and removed devices keep their slot in the array but hold nothing.
+        if kind == "hole" || kind == "indirect" {
+            continue;
+        }
+        root.children
+            .push(top_level(child, top_level_class(child))?);
+    }
+    for (key, class) in [("l2cache", VdevClass::Cache), ("spares", VdevClass::Spare)] {
+        for dev in tree.nvlist_array(key).unwrap_or(&[]) {
+            root.children.push(vdev(dev, "", Some(class), 1)?);
+        }
+    }
+    let health = if config.contains("suspended") {
+        "SUSPENDED".to_string()
+    } else {
+        root.state.clone().unwrap_or_else(|| "UNKNOWN".into())
+    };
+    Ok(PoolConfig {
+        error,
+        health,
+        altroot,
+        scan: tree.u64_array("scan_stats").and_then(scan_stats),
+        error_count: config.u64("error_count"),
+        root,
+    })
+}
+
+/// §5.1: log first (it carries `alloc_bias` "log" too), then the bias, else normal.
+fn top_level_class(nv: &NvList) -> VdevClass {
+    if nv.u64("is_log") == Some(1) {
+        return VdevClass::Log;
+    }
+    match nv.str("alloc_bias") {
+        Some("special") => VdevClass::Special,
+        Some("dedup") => VdevClass::Dedup,
+        Some("log") => VdevClass::Log,
+        _ => VdevClass::Normal,
+    }
+}
+
+fn top_level(nv: &NvList, class: VdevClass) -> Result<Vdev, String> {
+    let mut v = vdev(nv, "", Some(class), 1)?;
+    v.redundancy = Some(match v.vdev_type.as_str() {
+        "mirror" => Redundancy::Mirror {
+            width: u32::try_from(v.children.len()).unwrap_or(u32::MAX),
+        },
+        "raidz" | "draid" => Redundancy::Parity {
+            parity: nv
+                .u64("nparity")
+                .and_then(|p| u32::try_from(p).ok())
+                .unwrap_or(1),
+        },
+        _ => Redundancy::None,
+    });
+    Ok(v)
+}
+
+/// Nesting is bounded by the nvlist decoder's depth limit, so recursion here is bounded too.
+fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Result<Vdev, String> {
+    if depth > 32 {
+        return Err("vdev tree nested more than 32 levels".into());
+    }
+    let vdev_type = nv.str("type").unwrap_or("unknown").to_string();
+    let stats = nv.u64_array("vdev_stats");
+    let mut children = Vec::new();
+    if vdev_type != "root" {
+        for child in nv.nvlist_array("children").unwrap_or(&[]) {
+            children.push(vdev(child, "", class, depth + 1)?);
+        }
+    }
+    let mut v = Vdev {
+        name: String::new(),
+        vdev_type,
+        class,
+        guid: nv.u64("guid"),
+        id: nv.u64("id"),
+        path: nv.str("path").map(str::to_string),
+        whole_disk: nv.u64("whole_disk").map(|w| w != 0),
+        redundancy: None,
+        ashift: nv.u64("ashift"),
+        state: stats.and_then(|s| health(s.get(vs::STATE)?, s.get(vs::AUX)?)),
+        aux: stats
+            .and_then(|s| aux(*s.get(vs::AUX)?))
+            .map(str::to_string),
+        stats: stats.and_then(vdev_stats),
+        histograms: nv.nvlist("vdev_stats_ex").map(histograms),
+        disk: None,
+        children,
+    };
+    v.name = if name.is_empty() {
+        display_name(nv, &v)
+    } else {
+        name.to_string()
+    };
+    Ok(v)
+}
+
+/// The name `zpool status` prints (libzfs `zpool_vdev_name` without -P/-L/-g).
+fn display_name(nv: &NvList, v: &Vdev) -> String {
+    let id = v.id.map_or_else(String::new, |id| format!("-{id}"));
+    match v.vdev_type.as_str() {
+        "disk" | "file" => match &v.path {
+            Some(path) => super::join::short_name(path, v.whole_disk == Some(true), &v.vdev_type),
+            None => v.guid.map_or_else(|| "?".into(), |g| g.to_string()),
+        },
+        "raidz" => format!("raidz{}{id}", nv.u64("nparity").unwrap_or(1)),
+        "draid" => format!(
+            "draid{}:{}d:{}c:{}s{id}",
+            nv.u64("nparity").unwrap_or(1),
+            nv.u64("draid_ndata").unwrap_or(0),
+            v.children.len(),
+            nv.u64("draid_nspares").unwrap_or(0)
+        ),
+        other => format!("{other}{id}"),
+    }
+}
+
+fn vdev_stats(raw: &[u64]) -> Option<VdevStats> {
+    if raw.len() < vs::MIN_LEN {
+        return None;
+    }
+    let mut ops = [0u64; 6];
+    let mut bytes = [0u64; 6];
+    ops.copy_from_slice(&raw[vs::OPS..vs::OPS + 6]);
+    bytes.copy_from_slice(&raw[vs::BYTES..vs::BYTES + 6]);
+    Some(VdevStats {
+        timestamp: raw[vs::TIMESTAMP],
+        alloc: raw[vs::ALLOC],
+        space: raw[vs::SPACE],
+        dspace: raw[vs::DSPACE],
+        ops,
+        bytes,
+        read_errors: raw[vs::READ_ERRORS],
+        write_errors: raw[vs::WRITE_ERRORS],
+        checksum_errors: raw[vs::CHECKSUM_ERRORS],
+        // UINT64_MAX marks "no valid value" (leaves, or spacemap histograms not loaded).
+        fragmentation: raw.get(vs::FRAGMENTATION).copied().filter(|&f| f <= 100),
+        slow_ios: raw.get(vs::SLOW_IOS).copied(),
+        raw: raw.to_vec(),
+    })
+}
+
+fn histograms(ex: &NvList) -> LatencyHistograms {
+    let h = |name: &str| ex.u64_array(name).map(<[u64]>::to_vec).unwrap_or_default();
+    LatencyHistograms {
+        total_r: h("vdev_tot_r_lat_histo"),
+        total_w: h("vdev_tot_w_lat_histo"),
+        disk_r: h("vdev_disk_r_lat_histo"),
+        disk_w: h("vdev_disk_w_lat_histo"),
+        syncq_r: h("vdev_sync_r_lat_histo"),
+        syncq_w: h("vdev_sync_w_lat_histo"),
+        asyncq_r: h("vdev_async_r_lat_histo"),
+        asyncq_w: h("vdev_async_w_lat_histo"),
+        scrub: h("vdev_scrub_histo"),
+        trim: h("vdev_trim_histo"),
+    }
+}
+
+/// `zpool_state_to_name` (§5.4).
+fn health(state: &u64, aux: &u64) -> Option<String> {
+    const CORRUPT_DATA: u64 = 2;
+    const BAD_LOG: u64 = 13;
+    const SPLIT_POOL: u64 = 15;
+    let text = match *state {
+        1 | 2 => "OFFLINE",
+        3 => "REMOVED",
+        4 => match *aux {
+            CORRUPT_DATA | BAD_LOG => "FAULTED",
+            SPLIT_POOL => "SPLIT",
+            _ => "UNAVAIL",
+        },
+        5 => "FAULTED",
+        6 => "DEGRADED",
+        7 => "ONLINE",
+        _ => "UNKNOWN",
+    };
+    Some(text.to_string())
+}
+
+/// `vdev_aux_t` names, for the reason a vdev is not healthy.
+fn aux(code: u64) -> Option<&'static str> {
+    const NAMES: [&str; 21] = [
+        "",
+        "open_failed",
+        "corrupt_data",
+        "no_replicas",
+        "bad_guid_sum",
+        "too_small",
+        "bad_label",
+        "version_newer",
+        "version_older",
+        "unsup_feat",
+        "spared",
+        "err_exceeded",
+        "io_failure",
+        "bad_log",
+        "external",
+        "split_pool",
+        "bad_ashift",
+        "external_persist",
+        "active",
+        "children_offline",
+        "ashift_too_big",
+    ];
+    match code {
+        0 => None,
+        c => Some(NAMES.get(c as usize).copied().unwrap_or("unknown")),
+    }
+}
+
+/// `pool_scan_stat_t` (§5.5); index 6 changed meaning in 2.2 and is not used.
+fn scan_stats(raw: &[u64]) -> Option<ScanStats> {
+    if raw.len() < 9 {
+        return None;
+    }
+    let function = match raw[0] {
+        0 => "none",
+        1 => "scrub",
+        2 => "resilver",
+        3 => "errorscrub",
+        _ => "unknown",
+    };
+    let state = match raw[1] {
+        0 => "none",
+        1 => "scanning",
+        2 => "finished",
+        3 => "canceled",
+        4 => "errorscrubbing",
+        _ => "unknown",
+    };
+    Some(ScanStats {
+        function: function.into(),
+        state: state.into(),
+        start_time: raw[2],
+        end_time: raw[3],
+        to_examine: raw[4],
+        examined: raw[5],
+        processed: raw[7],
+        errors: raw[8],
+        issued: raw.get(14).copied(),
+    })
+}
+
+/// The top-level list of POOL_CONFIGS: pool name → config without stats.
+pub fn pool_names(configs: &NvList) -> Vec<String> {
+    configs
+        .iter()
+        .filter(|p| matches!(p.value, NvValue::NvList(_)))
+        .map(|p| p.name.clone())
+        .collect()
+}

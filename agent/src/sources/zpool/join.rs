@@ -1,0 +1,148 @@
+//! Leaf vdevs and disks: the names `zpool status` prints, and which kernel disk a device path
+//! lives on.
+
+use zpulse_proto::snapshot::Disk;
+
+/// Linux udev link directories: `zpool status` shows only the link's own name.
+const LINK_DIRS: &[&str] = &[
+    "disk/by-id/",
+    "disk/by-path/",
+    "disk/by-uuid/",
+    "disk/by-partuuid/",
+    "disk/by-partlabel/",
+    "disk/by-label/",
+    "disk/by-vdev/",
+    "mapper/",
+];
+
+/// The short name of a leaf, as libzfs `zpool_vdev_name` gives it: files keep their path;
+/// devices lose `/dev/` (and a udev link directory); a whole disk that ZFS partitioned
+/// itself loses the partition suffix (`sda1` → `sda`, `…-part1` → `…`, `nvme0n1p1` →
+/// `nvme0n1`).
+pub fn short_name(path: &str, whole_disk: bool, vdev_type: &str) -> String {
+    if vdev_type == "file" {
+        return path.to_string();
+    }
+    let mut name = path.strip_prefix("/dev/").unwrap_or(path);
+    for dir in LINK_DIRS {
+        if let Some(rest) = name.strip_prefix(dir) {
+            name = rest;
+            break;
+        }
+    }
+    if whole_disk {
+        name = strip_partition(name);
+    }
+    name.to_string()
+}
+
+/// `sda1` → `sda`, `nvme0n1p1` → `nvme0n1`, `ata-X-part1` → `ata-X`; anything else unchanged.
+fn strip_partition(name: &str) -> &str {
+    if let Some(pos) = name.rfind("-part")
+        && name[pos + 5..].bytes().all(|b| b.is_ascii_digit())
+        && pos + 5 < name.len()
+    {
+        return &name[..pos];
+    }
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    if stem.len() == name.len() || stem.is_empty() {
+        return name;
+    }
+    // A device name that itself ends in a digit (nvme0n1, loop0) separates with `p`.
+    if let Some(base) = stem.strip_suffix('p')
+        && base.ends_with(|c: char| c.is_ascii_digit())
+    {
+        return base;
+    }
+    if stem.ends_with(|c: char| c.is_ascii_digit()) {
+        return name;
+    }
+    stem
+}
+
+/// The whole disk that a device path lives on, among the disks of the snapshot.
+///
+/// `resolve` turns a link (`/dev/disk/by-id/…`) into its target (`/dev/sdc1`): the live file
+/// system, or the link table a capture recorded. A partition maps to its whole disk; FreeBSD
+/// GEOM names (`gpt/zfs0`, `ada0p3`, `diskid/…`) match a disk's aliases.
+pub fn disk_for(
+    path: &str,
+    disks: &[Disk],
+    resolve: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let target = resolve(path).unwrap_or_else(|| path.to_string());
+    let name = target.strip_prefix("/dev/").unwrap_or(&target);
+    let found = disks
+        .iter()
+        .find(|d| d.name == name)
+        .or_else(|| disks.iter().find(|d| d.aliases.iter().any(|a| a == name)))?;
+    Some(
+        found
+            .whole_disk
+            .clone()
+            .unwrap_or_else(|| found.name.clone()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_as_zpool_status_prints_them() {
+        for (path, whole, kind, want) in [
+            ("/dev/sda1", true, "disk", "sda"),
+            ("/dev/sda1", false, "disk", "sda1"),
+            ("/dev/nvme0n1p1", true, "disk", "nvme0n1"),
+            (
+                "/dev/disk/by-id/ata-WDC_WD40-part1",
+                true,
+                "disk",
+                "ata-WDC_WD40",
+            ),
+            (
+                "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4",
+                false,
+                "disk",
+                "wwn-0x5000c500a1b2c3d4",
+            ),
+            ("/dev/loop0", false, "disk", "loop0"),
+            ("/dev/gpt/zfs0", false, "disk", "gpt/zfs0"),
+            ("/dev/ada0p3", false, "disk", "ada0p3"),
+            ("/var/tmp/vdev.img", false, "file", "/var/tmp/vdev.img"),
+            ("/dev/mapper/crypt-sdb", false, "disk", "crypt-sdb"),
+        ] {
+            assert_eq!(short_name(path, whole, kind), want, "{path}");
+        }
+    }
+
+    fn disk(name: &str, whole: Option<&str>, aliases: &[&str]) -> Disk {
+        Disk {
+            name: name.into(),
+            whole_disk: whole.map(str::to_string),
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+            ..Disk::default()
+        }
+    }
+
+    #[test]
+    fn paths_join_to_whole_disks() {
+        let disks = vec![
+            disk("sdc", None, &[]),
+            disk("sdc1", Some("sdc"), &[]),
+            disk("ada2", None, &["ada2p1", "gpt/special0"]),
+        ];
+        let none = |_: &str| None;
+        assert_eq!(disk_for("/dev/sdc1", &disks, &none).as_deref(), Some("sdc"));
+        assert_eq!(
+            disk_for("/dev/gpt/special0", &disks, &none).as_deref(),
+            Some("ada2")
+        );
+        let by_id = |p: &str| (p == "/dev/disk/by-id/ata-X-part1").then(|| "/dev/sdc1".to_string());
+        assert_eq!(
+            disk_for("/dev/disk/by-id/ata-X-part1", &disks, &by_id).as_deref(),
+            Some("sdc")
+        );
+        assert_eq!(disk_for("/dev/sdz", &disks, &none), None);
+    }
+}

@@ -1,0 +1,214 @@
+//! A pool's vdev tree as `ZFS_IOC_POOL_STATS` reports it: configuration, space, traffic,
+//! errors and latency histograms per vdev, each labelled with its allocation class.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a top-level vdev's space goes (`zpool status` section headings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VdevClass {
+    Normal,
+    Special,
+    Dedup,
+    /// Separate intent log (SLOG).
+    Log,
+    /// L2ARC device.
+    Cache,
+    Spare,
+}
+
+impl VdevClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VdevClass::Normal => "normal",
+            VdevClass::Special => "special",
+            VdevClass::Dedup => "dedup",
+            VdevClass::Log => "log",
+            VdevClass::Cache => "cache",
+            VdevClass::Spare => "spare",
+        }
+    }
+}
+
+/// How many devices of a vdev may fail without losing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Redundancy {
+    /// A single device: no redundancy.
+    None,
+    /// An n-way mirror survives n − 1 failures.
+    Mirror { width: u32 },
+    /// RAID-Z or dRAID with this parity.
+    Parity { parity: u32 },
+}
+
+impl Redundancy {
+    /// Devices that may fail without data loss.
+    pub fn tolerated_failures(self) -> u32 {
+        match self {
+            Redundancy::None => 0,
+            Redundancy::Mirror { width } => width.saturating_sub(1),
+            Redundancy::Parity { parity } => parity,
+        }
+    }
+}
+
+/// One vdev and its children.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Vdev {
+    /// The name `zpool status` prints: `mirror-0`, `raidz2-1`, `sda`, a file path.
+    pub name: String,
+    /// `root`, `mirror`, `raidz`, `draid`, `disk`, `file`, `spare`, `replacing`, `hole`, …
+    #[serde(rename = "type")]
+    pub vdev_type: String,
+    /// The class of the top-level vdev this one belongs to (`None` for the root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<VdevClass>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guid: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Device path of a leaf (`/dev/sdc1`, `/dev/disk/by-id/…-part1`, `/dev/gpt/zfs0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// ZFS partitioned the whole disk itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_disk: Option<bool>,
+    /// Top-level vdevs: how many failures the vdev survives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redundancy: Option<Redundancy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ashift: Option<u64>,
+    /// `ONLINE`, `DEGRADED`, `FAULTED`, `OFFLINE`, `UNAVAIL`, `REMOVED`, `SPLIT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Why it is not healthy (`vdev_aux_t` as text), when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aux: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<VdevStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<LatencyHistograms>,
+    /// The kernel disk this leaf lives on (`sdc`, `ada2`), from the join with the disk stats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<Vdev>,
+}
+
+impl Vdev {
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty() && self.vdev_type != "root"
+    }
+
+    /// This vdev and every vdev below it, depth first.
+    pub fn walk(&self) -> Vec<&Vdev> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(v) = stack.pop() {
+            out.push(v);
+            stack.extend(v.children.iter().rev());
+        }
+        out
+    }
+
+    pub fn leaves(&self) -> Vec<&Vdev> {
+        self.walk().into_iter().filter(|v| v.is_leaf()).collect()
+    }
+}
+
+/// `vdev_stat_t`, by field. Arrays are indexed by ZIO type: 0 NULL, 1 READ, 2 WRITE, 3 FREE,
+/// 4 CLAIM, 5 FLUSH/TRIM.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VdevStats {
+    /// ns since the vdev was loaded; `zpool iostat` divides counter deltas by its delta.
+    pub timestamp: u64,
+    pub alloc: u64,
+    pub space: u64,
+    pub dspace: u64,
+    pub ops: [u64; 6],
+    pub bytes: [u64; 6],
+    pub read_errors: u64,
+    pub write_errors: u64,
+    pub checksum_errors: u64,
+    /// Percent; top-level only. `None` when the kernel reports it invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<u64>,
+    /// Deadman "slow I/O" count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_ios: Option<u64>,
+    /// The whole array as the kernel sent it (41, 45, 47 or 48 entries by version).
+    pub raw: Vec<u64>,
+}
+
+/// Latency histograms from `vdev_stats_ex`: bucket i counts I/Os that took [2^i, 2^(i+1)) ns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHistograms {
+    /// Queue + device ("total_wait").
+    pub total_r: Vec<u64>,
+    pub total_w: Vec<u64>,
+    /// Device only ("disk_wait").
+    pub disk_r: Vec<u64>,
+    pub disk_w: Vec<u64>,
+    /// Time in the sync and async queues.
+    pub syncq_r: Vec<u64>,
+    pub syncq_w: Vec<u64>,
+    pub asyncq_r: Vec<u64>,
+    pub asyncq_w: Vec<u64>,
+    pub scrub: Vec<u64>,
+    pub trim: Vec<u64>,
+}
+
+/// `pool_scan_stat_t`: the last or current scrub / resilver.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScanStats {
+    /// `scrub`, `resilver`, `errorscrub`, or `none`.
+    pub function: String,
+    /// `scanning`, `finished`, `canceled`, `errorscrubbing`, or `none`.
+    pub state: String,
+    pub start_time: u64,
+    pub end_time: u64,
+    pub to_examine: u64,
+    pub examined: u64,
+    pub processed: u64,
+    pub errors: u64,
+    /// Bytes issued (the progress `zpool status` reports); absent before 0.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued: Option<u64>,
+}
+
+impl ScanStats {
+    /// Progress 0–1: issued / to_examine.
+    pub fn progress(&self) -> Option<f64> {
+        crate::counter::ratio(self.issued? as f64, self.to_examine as f64)
+    }
+}
+
+/// What POOL_STATS says about the pool as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolConfig {
+    /// `zc_cookie`: 0 when the pool is healthy, an errno for a faulted pool.
+    pub error: u64,
+    /// Health of the root vdev, or `SUSPENDED`.
+    pub health: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub altroot: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<ScanStats>,
+    /// Persistent error log size (approximate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_count: Option<u64>,
+    /// The root vdev. Its children are the top-level vdevs of every class, cache and spare
+    /// devices included, each with `class` set.
+    pub root: Vdev,
+}
+
+impl PoolConfig {
+    /// Top-level vdevs of one class.
+    pub fn class(&self, class: VdevClass) -> impl Iterator<Item = &Vdev> {
+        self.root
+            .children
+            .iter()
+            .filter(move |v| v.class == Some(class))
+    }
+}
