@@ -10,11 +10,13 @@ mod arc;
 mod disk;
 mod host;
 mod pool;
+mod vdev;
 
 pub use arc::{ArcRates, ZilRates};
 pub use disk::DiskRates;
 pub use host::{CpuRates, NetRates};
 pub use pool::{DatasetRates, PoolRates};
+pub use vdev::{VdevRates, histogram_average, pool_vdev_rates, vdev_rates};
 
 use crate::Snapshot;
 use serde::{Deserialize, Serialize};

@@ -10,6 +10,10 @@ pub struct PoolRates {
     pub name: String,
     #[serde(default)]
     pub datasets: Vec<DatasetRates>,
+    /// Every vdev with statistics: the root (subject = pool name), then each top-level vdev
+    /// and its children. Empty when the pool config could not be read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vdevs: Vec<super::VdevRates>,
 }
 
 /// Operations at the ZPL/zvol layer of one dataset (`objset-*`): what applications asked for,
@@ -35,9 +39,16 @@ pub(super) fn pool_rates(
         .iter()
         .filter_map(|pool| {
             let before = prev.pool(&pool.name)?;
+            let vdevs = match (&before.config, &pool.config) {
+                (Some(a), Some(b)) => {
+                    super::pool_vdev_rates(&pool.name, Some(&a.root), &b.root, resets)
+                }
+                _ => Vec::new(),
+            };
             Some(PoolRates {
                 name: pool.name.clone(),
                 datasets: dataset_rates(before, pool, itv, resets),
+                vdevs,
             })
         })
         .collect()

@@ -1,0 +1,295 @@
+//! Plugin ABI v1: the C-compatible contract between the agent and a plugin shared object.
+//!
+//! `proto/include/zpulse_plugin.h` states the same contract for C. Plugin authors writing Rust
+//! use [`crate::sdk`] and never touch this module; it is public for the agent, for the SDK's
+//! macro, and for anyone binding the ABI by hand.
+//!
+//! # The contract
+//!
+//! * A plugin exports one function, [`ENTRY_SYMBOL`] (`zpulse_plugin_entry`), taking nothing
+//!   and returning a pointer to a static [`PluginDescriptor`].
+//! * The descriptor starts with [`DescriptorHeader`] (ABI major, minor, struct size), which
+//!   never changes, so that the agent can read the version of any plugin and refuse a different
+//!   major with a message naming both. Minor versions only append fields: the agent reads
+//!   nothing past `struct_size`.
+//! * Only `#[repr(C)]` structs, integers, pointers and byte strings cross the boundary.
+//!   Config, sample and event payloads are MessagePack (maps with named keys).
+//! * **Nobody frees what the other side allocated.** Pointers handed to a function are valid
+//!   for the duration of that call only; the receiver copies what it keeps. The descriptor and
+//!   its strings are static. The plugin's `state` is the plugin's: only `destroy` frees it.
+//! * `create`, `on_sample` and `destroy` of one state are never called concurrently (the agent
+//!   runs each plugin on its own thread). Host callbacks are thread-safe, and their `ctx` and
+//!   the [`HostApi`] stay valid for the life of the process.
+//! * A failing call returns a non-zero [`Status`]; before returning it may call
+//!   [`HostApi::set_error`] with the reason, which the agent reports with the failure.
+//! * Nothing may unwind across the boundary (a Rust panic escaping `extern "C"` aborts the
+//!   process): the SDK catches panics and returns [`STATUS_PANIC`].
+//! * The agent never unloads a plugin (`dlclose` is unsafe with thread-locals and threads), so
+//!   a plugin's statics live as long as the process.
+
+use std::ffi::c_void;
+
+/// Incompatible changes bump the major: the agent refuses a plugin with another major.
+pub const ABI_MAJOR: u32 = 1;
+/// Compatible additions (fields appended to the descriptor or the host API) bump the minor.
+pub const ABI_MINOR: u32 = 0;
+
+/// The one symbol a plugin exports, NUL-terminated for `dlsym`.
+pub const ENTRY_SYMBOL: &[u8] = b"zpulse_plugin_entry\0";
+
+/// The entry point: returns the plugin's static descriptor.
+pub type EntryFn = unsafe extern "C" fn() -> *const PluginDescriptor;
+
+/// Return value of `create` and `on_sample`.
+pub type Status = i32;
+pub const STATUS_OK: Status = 0;
+/// The call failed; the reason was given to `set_error`. The agent counts consecutive failures
+/// and disables a plugin that keeps failing.
+pub const STATUS_ERROR: Status = 1;
+/// `create` only: the plugin's config table is invalid. The plugin is refused.
+pub const STATUS_CONFIG: Status = 2;
+/// The plugin panicked (or, in C, hit an internal bug); counted as a failure.
+pub const STATUS_PANIC: Status = 3;
+
+/// Return value of [`HostApi::emit`].
+pub type EmitStatus = i32;
+pub const EMIT_OK: EmitStatus = 0;
+/// Not a valid event record (the agent reports the first one, with the reason).
+pub const EMIT_INVALID: EmitStatus = 1;
+/// Larger than the agent's size limit.
+pub const EMIT_TOO_LARGE: EmitStatus = 2;
+/// Over the per-sample event limit; dropped.
+pub const EMIT_RATE_LIMITED: EmitStatus = 3;
+
+/// Levels of [`HostApi::log`].
+pub const LOG_ERROR: i32 = 1;
+pub const LOG_WARN: i32 = 2;
+pub const LOG_INFO: i32 = 3;
+pub const LOG_DEBUG: i32 = 4;
+
+/// A borrowed UTF-8 string: pointer and length in bytes, no terminating NUL needed.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct StrRef {
+    pub ptr: *const u8,
+    pub len: usize,
+}
+
+impl StrRef {
+    /// For statics in descriptors.
+    pub const fn from_static(s: &'static str) -> StrRef {
+        StrRef {
+            ptr: s.as_ptr(),
+            len: s.len(),
+        }
+    }
+
+    /// The bytes, copied: `None` when the pointer is null (with a non-zero length) or the
+    /// bytes are not UTF-8.
+    ///
+    /// # Safety
+    /// `ptr` must be null or point to `len` readable bytes.
+    pub unsafe fn to_string_lossless(self) -> Option<String> {
+        // SAFETY: the caller guarantees `ptr..ptr+len` is readable; `bytes` checks null.
+        let b = unsafe { bytes(self.ptr, self.len) }?;
+        String::from_utf8(b.to_vec()).ok()
+    }
+}
+
+/// `ptr..ptr+len` as a slice; `None` for a null pointer unless `len` is 0.
+///
+/// # Safety
+/// A non-null `ptr` must point to `len` bytes readable for the lifetime `'a`.
+pub unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> Option<&'a [u8]> {
+    if len == 0 {
+        return Some(&[]);
+    }
+    if ptr.is_null() || len > isize::MAX as usize {
+        return None;
+    }
+    // SAFETY: non-null, length bounded by isize::MAX, readability guaranteed by the caller.
+    Some(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// The first 16 bytes of every descriptor, of every ABI version.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DescriptorHeader {
+    pub abi_major: u32,
+    pub abi_minor: u32,
+    /// `sizeof` the descriptor the plugin was built with.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub flags: u32,
+}
+
+/// `create(host, config, config_len, out_state)`: build the plugin's state from its config
+/// (a MessagePack map, the `[plugins.<name>]` table; an empty map when there is none) and
+/// store it in `*out_state` (which may be null for a stateless plugin).
+pub type CreateFn = unsafe extern "C" fn(
+    host: *const HostApi,
+    config: *const u8,
+    config_len: usize,
+    out_state: *mut *mut c_void,
+) -> Status;
+
+/// `on_sample(state, sample, sample_len)`: one [`crate::Sample`] as a MessagePack map.
+pub type OnSampleFn =
+    unsafe extern "C" fn(state: *mut c_void, sample: *const u8, sample_len: usize) -> Status;
+
+/// `destroy(state)`: free the state. Called at most once, never concurrently with the others.
+pub type DestroyFn = unsafe extern "C" fn(state: *mut c_void);
+
+/// What a plugin exports (ABI 1.0). Function pointers are `Option` so that a null one from C
+/// is a refused plugin, not undefined behaviour.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct PluginDescriptor {
+    pub header: DescriptorHeader,
+    /// `[A-Za-z0-9_-]`, 1–64 bytes: the key of the plugin's table, `[plugins.<name>]`.
+    pub name: StrRef,
+    /// The plugin's own version, free text up to 64 bytes (`0.3.1`).
+    pub version: StrRef,
+    /// For diagnostics only: what built it (`zpulse-plugin-x 0.3.1, zpulse-proto 0.1.0`).
+    pub build_info: StrRef,
+    pub create: Option<CreateFn>,
+    pub on_sample: Option<OnSampleFn>,
+    pub destroy: Option<DestroyFn>,
+}
+
+// SAFETY: a descriptor is immutable static data: its pointers refer to static strings and
+// functions, which any thread may read.
+unsafe impl Sync for PluginDescriptor {}
+
+/// `log(ctx, level, message, len)`: one line of UTF-8 (LOG_* level).
+pub type LogFn = unsafe extern "C" fn(ctx: *mut c_void, level: i32, msg: *const u8, len: usize);
+/// `emit(ctx, record, len)`: one event record as MessagePack; the host copies it.
+pub type EmitFn = unsafe extern "C" fn(ctx: *mut c_void, event: *const u8, len: usize) -> EmitStatus;
+/// `set_error(ctx, message, len)`: why the current call is about to fail.
+pub type SetErrorFn = unsafe extern "C" fn(ctx: *mut c_void, msg: *const u8, len: usize);
+
+/// What the agent passes to `create`. Valid, with its `ctx`, for the life of the process.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HostApi {
+    pub abi_major: u32,
+    pub abi_minor: u32,
+    /// `sizeof` the struct the host was built with; fields past it are absent.
+    pub struct_size: u32,
+    pub reserved: u32,
+    pub ctx: *mut c_void,
+    pub log: LogFn,
+    pub emit: EmitFn,
+    pub set_error: SetErrorFn,
+}
+
+/// Why a descriptor header is refused, in words naming both versions.
+pub fn check_header(h: &DescriptorHeader) -> Result<(), String> {
+    if h.abi_major != ABI_MAJOR {
+        return Err(format!(
+            "plugin ABI {}.{}, but this agent speaks ABI {ABI_MAJOR}.{ABI_MINOR}: rebuild the \
+             plugin against a zpulse-proto with ABI {ABI_MAJOR}",
+            h.abi_major, h.abi_minor
+        ));
+    }
+    let need = std::mem::size_of::<PluginDescriptor>();
+    if (h.struct_size as usize) < need {
+        return Err(format!(
+            "plugin descriptor is {} bytes, ABI {ABI_MAJOR}.0 needs at least {need}",
+            h.struct_size
+        ));
+    }
+    Ok(())
+}
+
+/// A plugin name is a TOML bare key and a check name: `[A-Za-z0-9_-]`, 1–64 bytes.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "plugin name {name:?}: give 1 to 64 characters of A-Z a-z 0-9 _ -"
+        ));
+    }
+    Ok(())
+}
+
+// The layouts the C header states, on the 64-bit systems zpulse supports.
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<DescriptorHeader>() == 16);
+    assert!(size_of::<StrRef>() == 16);
+    assert!(offset_of!(PluginDescriptor, name) == 16);
+    assert!(offset_of!(PluginDescriptor, version) == 32);
+    assert!(offset_of!(PluginDescriptor, build_info) == 48);
+    assert!(offset_of!(PluginDescriptor, create) == 64);
+    assert!(offset_of!(PluginDescriptor, on_sample) == 72);
+    assert!(offset_of!(PluginDescriptor, destroy) == 80);
+    assert!(size_of::<PluginDescriptor>() == 88);
+    assert!(offset_of!(HostApi, ctx) == 16);
+    assert!(offset_of!(HostApi, log) == 24);
+    assert!(offset_of!(HostApi, emit) == 32);
+    assert!(offset_of!(HostApi, set_error) == 40);
+    assert!(size_of::<HostApi>() == 48);
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_major_is_refused_naming_both_versions() {
+        let h = DescriptorHeader {
+            abi_major: 2,
+            abi_minor: 3,
+            struct_size: 200,
+            flags: 0,
+        };
+        let err = check_header(&h).unwrap_err();
+        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.0"), "{err}");
+        let small = DescriptorHeader {
+            abi_major: 1,
+            abi_minor: 0,
+            struct_size: 40,
+            flags: 0,
+        };
+        assert!(check_header(&small).unwrap_err().contains("40 bytes"));
+        let newer_minor = DescriptorHeader {
+            abi_major: 1,
+            abi_minor: 7,
+            struct_size: 120,
+            flags: 0,
+        };
+        assert!(check_header(&newer_minor).is_ok());
+    }
+
+    #[test]
+    fn names_are_toml_bare_keys() {
+        assert!(check_name("hdd-saturation_2").is_ok());
+        for bad in ["", "a.b", "a b", "é", &"x".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn null_pointers_are_not_slices() {
+        // SAFETY: null and zero-length inputs are exactly what `bytes` must survive.
+        unsafe {
+            assert_eq!(bytes(std::ptr::null(), 0), Some(&[][..]));
+            assert_eq!(bytes(std::ptr::null(), 3), None);
+            let s = StrRef {
+                ptr: std::ptr::null(),
+                len: 1,
+            };
+            assert_eq!(s.to_string_lossless(), None);
+            assert_eq!(
+                StrRef::from_static("tmpl").to_string_lossless().as_deref(),
+                Some("tmpl")
+            );
+        }
+    }
+}

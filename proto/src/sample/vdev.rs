@@ -1,0 +1,195 @@
+//! Per-vdev rates the way `zpool iostat -l` computes them (cmd/zpool/zpool_main.c):
+//! counter deltas over the delta of the vdev's own `vs_timestamp`, and average latencies
+//! from the delta of each power-of-two histogram, taking each bucket's midpoint.
+
+use crate::snapshot::{Vdev, VdevClass};
+use serde::{Deserialize, Serialize};
+
+/// One vdev over one interval (or since the pool was imported, when there is no previous
+/// reading — what `zpool iostat` prints first).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VdevRates {
+    /// `pool/class/top-level[/leaf]`, e.g. `tank/special/mirror-1/sdc`: stable across
+    /// samples and unique in the pool.
+    pub subject: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<VdevClass>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<String>,
+    pub leaf: bool,
+    /// Seconds the counters cover (from `vs_timestamp`).
+    pub seconds: f64,
+    pub read_ops_per_s: f64,
+    pub write_ops_per_s: f64,
+    pub read_bytes_per_s: f64,
+    pub write_bytes_per_s: f64,
+    /// Average latencies in ns; `None` when no I/O of that kind completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_wait_r: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_wait_w: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_wait_r: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_wait_w: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncq_wait_r: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncq_wait_w: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asyncq_wait_r: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asyncq_wait_w: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrub_wait: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim_wait: Option<u64>,
+    /// New read/write/checksum errors in the interval.
+    pub new_errors: u64,
+}
+
+/// `single_histo_average`: Σ count·(2^i + 2^i/2) / Σ count, integer arithmetic as in C.
+pub fn histogram_average(histo: &[u64]) -> Option<u64> {
+    let (mut total, mut count) = (0u128, 0u128);
+    for (i, &n) in histo.iter().enumerate().take(64) {
+        let mid = (1u128 << i) + ((1u128 << i) / 2);
+        total += u128::from(n) * mid;
+        count += u128::from(n);
+    }
+    (count > 0).then(|| u64::try_from(total / count).unwrap_or(u64::MAX))
+}
+
+/// Bucket-wise delta; `None` when any bucket went backwards (vdev reopened) or the lengths
+/// differ (module upgraded).
+fn histogram_delta(prev: Option<&[u64]>, cur: &[u64]) -> Option<Vec<u64>> {
+    match prev {
+        None => Some(cur.to_vec()),
+        Some(p) if p.len() == cur.len() => {
+            p.iter().zip(cur).map(|(a, b)| b.checked_sub(*a)).collect()
+        }
+        Some(_) => None,
+    }
+}
+
+/// Rates of `cur` since `prev` (the same vdev in the previous reading), or since import.
+/// `None` when the vdev's counters went backwards (it was reopened).
+pub fn vdev_rates(prev: Option<&Vdev>, cur: &Vdev, subject: String) -> Option<VdevRates> {
+    let now = cur.stats.as_ref()?;
+    let before = prev.and_then(|p| p.stats.as_ref());
+    let zero = [0u64; 6];
+    let (t0, ops0, bytes0, err0) = match before {
+        Some(b) => (
+            b.timestamp,
+            &b.ops,
+            &b.bytes,
+            b.read_errors + b.write_errors + b.checksum_errors,
+        ),
+        None => (0, &zero, &zero, 0),
+    };
+    let tdelta = now.timestamp.checked_sub(t0)?;
+    let mut d_ops = [0u64; 6];
+    let mut d_bytes = [0u64; 6];
+    for i in 0..6 {
+        d_ops[i] = now.ops[i].checked_sub(ops0[i])?;
+        d_bytes[i] = now.bytes[i].checked_sub(bytes0[i])?;
+    }
+    // zpool iostat: scale = NANOSEC / tdelta, or 1 when no time passed.
+    let scale = if tdelta == 0 {
+        1.0
+    } else {
+        1e9 / tdelta as f64
+    };
+    let hist_prev = prev.and_then(|p| p.histograms.as_ref());
+    let avg = |pick: fn(&crate::snapshot::LatencyHistograms) -> &Vec<u64>| -> Option<u64> {
+        let cur_h = pick(cur.histograms.as_ref()?);
+        let delta = histogram_delta(hist_prev.map(|h| pick(h).as_slice()), cur_h)?;
+        histogram_average(&delta)
+    };
+    let errors = now.read_errors + now.write_errors + now.checksum_errors;
+    Some(VdevRates {
+        subject,
+        name: cur.name.clone(),
+        class: cur.class,
+        disk: cur.disk.clone(),
+        leaf: cur.is_leaf(),
+        seconds: tdelta as f64 / 1e9,
+        read_ops_per_s: d_ops[1] as f64 * scale,
+        write_ops_per_s: d_ops[2] as f64 * scale,
+        read_bytes_per_s: d_bytes[1] as f64 * scale,
+        write_bytes_per_s: d_bytes[2] as f64 * scale,
+        total_wait_r: avg(|h| &h.total_r),
+        total_wait_w: avg(|h| &h.total_w),
+        disk_wait_r: avg(|h| &h.disk_r),
+        disk_wait_w: avg(|h| &h.disk_w),
+        syncq_wait_r: avg(|h| &h.syncq_r),
+        syncq_wait_w: avg(|h| &h.syncq_w),
+        asyncq_wait_r: avg(|h| &h.asyncq_r),
+        asyncq_wait_w: avg(|h| &h.asyncq_w),
+        scrub_wait: avg(|h| &h.scrub),
+        trim_wait: avg(|h| &h.trim),
+        new_errors: errors.saturating_sub(err0),
+    })
+}
+
+/// Rates of every vdev of a pool, root first, then each top-level vdev followed by its
+/// children. Vdevs are matched to the previous reading by guid (names can change when a
+/// device is replaced).
+pub fn pool_vdev_rates(
+    pool: &str,
+    prev: Option<&Vdev>,
+    cur: &Vdev,
+    resets: &mut Vec<String>,
+) -> Vec<VdevRates> {
+    let mut out = Vec::new();
+    let find = |v: &Vdev| {
+        prev.and_then(|p| {
+            p.walk()
+                .into_iter()
+                .find(|o| o.guid.is_some() && o.guid == v.guid)
+        })
+    };
+    let mut push = |v: &Vdev, subject: String, out: &mut Vec<VdevRates>| {
+        let before = find(v);
+        if prev.is_some() && before.is_none() {
+            return; // new in this interval: no rate yet
+        }
+        match vdev_rates(before, v, subject.clone()) {
+            Some(r) => out.push(r),
+            None if v.stats.is_some() => resets.push(format!("vdev {subject}")),
+            None => {}
+        }
+    };
+    push(cur, pool.to_string(), &mut out);
+    for top in &cur.children {
+        let class = top.class.map_or("normal", VdevClass::as_str);
+        let base = format!("{pool}/{class}/{}", top.name);
+        for v in top.walk() {
+            let subject = if std::ptr::eq(v, top) {
+                base.clone()
+            } else {
+                format!("{base}/{}", v.name)
+            };
+            push(v, subject, &mut out);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_average_uses_bucket_midpoints_in_integers() {
+        // 3 I/Os in bucket 10 ([1024, 2048) ns, midpoint 1536) and 1 in bucket 20
+        // (midpoint 1572864): (3·1536 + 1572864) / 4 = 394368.
+        let mut h = vec![0u64; 37];
+        h[10] = 3;
+        h[20] = 1;
+        assert_eq!(histogram_average(&h), Some(394_368));
+        assert_eq!(histogram_average(&[0; 37]), None);
+        // Bucket 0 holds 0 and 1 ns; its "midpoint" is 1 + 0.
+        assert_eq!(histogram_average(&[5]), Some(1));
+    }
+}

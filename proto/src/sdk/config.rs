@@ -1,0 +1,175 @@
+//! A plugin's config: its `[plugins.<name>]` table from `zpulse.toml`, as a MessagePack map.
+//!
+//! The SDK decodes it into the plugin's `Config` with serde, and errors name the key
+//! (`saturation_pct: invalid type: string "x", expected f64`). Durations may be written the
+//! way the agent's own settings are: `"90s"`, `"5m"`, `"1h"`, `"250ms"`, or a number of seconds
+//! (use [`duration`] with `#[serde(with = …)]`).
+
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use std::fmt;
+use std::time::Duration;
+
+/// Decodes a config map; the error names the key that is wrong.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let mut de = rmp_serde::Deserializer::from_read_ref(bytes);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.into_inner().to_string()
+        } else {
+            format!("{path}: {}", e.into_inner())
+        }
+    })
+}
+
+/// Encodes a config value (for tests: what the agent would pass).
+pub fn encode<T: serde::Serialize>(config: &T) -> Vec<u8> {
+    rmp_serde::to_vec_named(config).unwrap_or_default()
+}
+
+/// `"10s"`, `"1.5s"`, `"250ms"`, `"5m"`, `"2h"`, `"1d"`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        _ => return Err(bad_duration(text)),
+    };
+    let n: f64 = number.parse().map_err(|_| bad_duration(text))?;
+    seconds(n * scale).ok_or_else(|| bad_duration(text))
+}
+
+fn bad_duration(text: &str) -> String {
+    format!("{text:?} is not a duration: write e.g. \"10s\", \"250ms\", \"5m\", \"1h\"")
+}
+
+fn seconds(s: f64) -> Option<Duration> {
+    (s.is_finite() && (0.0..=1e9).contains(&s)).then(|| Duration::from_secs_f64(s))
+}
+
+/// Serde helper: a duration written as text (`"5m"`) or a number of seconds.
+pub mod duration {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        d.deserialize_any(DurationVisitor)
+    }
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+struct DurationVisitor;
+
+impl Visitor<'_> for DurationVisitor {
+    type Value = Duration;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a duration such as \"10s\", \"5m\" or a number of seconds")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+        parse_duration(v).map_err(E::custom)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+        self.visit_f64(v as f64)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+        self.visit_f64(v as f64)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+        seconds(v).ok_or_else(|| E::custom(format!("{v} seconds is not a duration")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Value;
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    struct Cfg {
+        pct: f64,
+        disks: Vec<String>,
+        #[serde(with = "duration")]
+        hold: Duration,
+    }
+    impl Default for Cfg {
+        fn default() -> Self {
+            Cfg {
+                pct: 90.0,
+                disks: vec![],
+                hold: Duration::from_secs(60),
+            }
+        }
+    }
+
+    fn map(pairs: &[(&str, Value)]) -> Vec<u8> {
+        let m: BTreeMap<String, Value> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        encode(&m)
+    }
+
+    #[test]
+    fn an_empty_table_means_the_defaults() {
+        assert_eq!(decode::<Cfg>(&map(&[])).unwrap(), Cfg::default());
+    }
+
+    #[test]
+    fn integers_are_accepted_for_floats_and_durations_parse() {
+        let c: Cfg = decode(&map(&[
+            ("pct", Value::UInt(95)),
+            ("hold", "5m".into()),
+            ("disks", vec!["sda"].into()),
+        ]))
+        .unwrap();
+        assert_eq!(c.pct, 95.0);
+        assert_eq!(c.hold, Duration::from_secs(300));
+        assert_eq!(c.disks, ["sda"]);
+        let c: Cfg = decode(&map(&[("hold", Value::Float(1.5))])).unwrap();
+        assert_eq!(c.hold, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let err = decode::<Cfg>(&map(&[("pct", "high".into())])).unwrap_err();
+        assert!(err.starts_with("pct: invalid type"), "{err}");
+        let err = decode::<Cfg>(&map(&[("disks", vec![Value::UInt(1)].into())])).unwrap_err();
+        assert!(err.starts_with("disks[0]:"), "{err}");
+        let err = decode::<Cfg>(&map(&[("hold", "soon".into())])).unwrap_err();
+        assert!(err.starts_with("hold:") && err.contains("\"soon\""), "{err}");
+        let err = decode::<Cfg>(&map(&[("pcts", Value::UInt(1))])).unwrap_err();
+        assert!(err.contains("unknown field `pcts`"), "{err}");
+        assert!(decode::<Cfg>(b"\xc1").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        for (text, ms) in [
+            ("10s", 10_000),
+            ("1.5s", 1500),
+            ("250ms", 250),
+            ("5m", 300_000),
+            ("2h", 7_200_000),
+            ("1d", 86_400_000),
+            ("3", 3000),
+            (" 4 s ", 4000),
+        ] {
+            assert_eq!(parse_duration(text).unwrap().as_millis(), ms, "{text}");
+        }
+        for bad in ["", "s", "10 parsecs", "-1s", "1e400s", "1.2.3s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

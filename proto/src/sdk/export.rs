@@ -1,0 +1,136 @@
+//! The `extern "C"` functions behind [`crate::export_plugin!`]: every one catches panics, so
+//! nothing unwinds into the agent, and turns errors into a status plus `set_error`.
+
+use super::{Host, Plugin, config, decode_sample};
+use crate::abi::{self, HostApi, PluginDescriptor, Status, StrRef};
+use std::any::Any;
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// This crate's version, written into each plugin's build info.
+pub const PROTO_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The descriptor of plugin `P`, built at compile time into a static.
+pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor {
+    PluginDescriptor {
+        header: abi::DescriptorHeader {
+            abi_major: abi::ABI_MAJOR,
+            abi_minor: abi::ABI_MINOR,
+            struct_size: std::mem::size_of::<PluginDescriptor>() as u32,
+            flags: 0,
+        },
+        name: StrRef::from_static(P::NAME),
+        version: StrRef::from_static(P::VERSION),
+        build_info: StrRef::from_static(build_info),
+        create: Some(create::<P>),
+        on_sample: Some(on_sample::<P>),
+        destroy: Some(destroy::<P>),
+    }
+}
+
+/// What `create` hands back as the opaque state.
+struct Instance<P> {
+    plugin: P,
+    host: Host,
+}
+
+/// The text of a panic payload (`panic!("…")` gives `&str` or `String`).
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-text payload".to_owned()
+    }
+}
+
+/// The reason and status of a caught panic. The payload is leaked rather than dropped: a
+/// payload whose destructor panics would otherwise unwind out of `extern "C"` and abort.
+fn panicked(payload: Box<dyn Any + Send>) -> (Status, String) {
+    let message = format!("panicked: {}", panic_message(&*payload));
+    std::mem::forget(payload);
+    (abi::STATUS_PANIC, message)
+}
+
+unsafe extern "C" fn create<P: Plugin>(
+    host: *const HostApi,
+    config: *const u8,
+    config_len: usize,
+    out_state: *mut *mut c_void,
+) -> Status {
+    // SAFETY: the agent passes a HostApi valid for the process's lifetime (ABI contract).
+    let Some(host) = (unsafe { Host::from_raw(host) }) else {
+        return abi::STATUS_ERROR;
+    };
+    if out_state.is_null() {
+        host.set_error("create was called without a place for the state");
+        return abi::STATUS_ERROR;
+    }
+    // SAFETY: the agent passes `config_len` readable bytes, valid for this call.
+    let Some(config) = (unsafe { abi::bytes(config, config_len) }) else {
+        host.set_error("create was called with a null config");
+        return abi::STATUS_CONFIG;
+    };
+    let built = catch_unwind(AssertUnwindSafe(|| {
+        let config = config::decode::<P::Config>(config).map_err(|e| (abi::STATUS_CONFIG, e))?;
+        P::new(config, &host).map_err(|e| (abi::STATUS_ERROR, e.to_string()))
+    }))
+    .unwrap_or_else(|payload| Err(panicked(payload)));
+    match built {
+        Ok(plugin) => {
+            let state = Box::into_raw(Box::new(Instance { plugin, host }));
+            // SAFETY: checked non-null above; the agent provides a writable pointer.
+            unsafe { *out_state = state.cast() };
+            abi::STATUS_OK
+        }
+        Err((status, message)) => {
+            host.set_error(&message);
+            status
+        }
+    }
+}
+
+unsafe extern "C" fn on_sample<P: Plugin>(
+    state: *mut c_void,
+    sample: *const u8,
+    sample_len: usize,
+) -> Status {
+    if state.is_null() {
+        return abi::STATUS_ERROR;
+    }
+    // SAFETY: a non-null state is the `Instance<P>` this plugin's `create` returned, not yet
+    // destroyed, and the agent never calls one state concurrently: the borrow is exclusive.
+    let instance = unsafe { &mut *state.cast::<Instance<P>>() };
+    // SAFETY: the agent passes `sample_len` readable bytes, valid for this call.
+    let Some(bytes) = (unsafe { abi::bytes(sample, sample_len) }) else {
+        instance.host.set_error("on_sample was called with a null sample");
+        return abi::STATUS_ERROR;
+    };
+    let Instance { plugin, host } = instance;
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let sample = decode_sample(bytes).map_err(|e| (abi::STATUS_ERROR, e))?;
+        plugin
+            .on_sample(&sample, host)
+            .map_err(|e| (abi::STATUS_ERROR, e.to_string()))
+    }))
+    .unwrap_or_else(|payload| Err(panicked(payload)));
+    match result {
+        Ok(()) => abi::STATUS_OK,
+        Err((status, message)) => {
+            host.set_error(&message);
+            status
+        }
+    }
+}
+
+unsafe extern "C" fn destroy<P: Plugin>(state: *mut c_void) {
+    if state.is_null() {
+        return;
+    }
+    // SAFETY: a non-null state is the box `create` leaked; the agent destroys it once.
+    let instance = unsafe { Box::from_raw(state.cast::<Instance<P>>()) };
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(instance))) {
+        std::mem::forget(payload);
+    }
+}

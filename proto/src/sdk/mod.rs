@@ -1,0 +1,240 @@
+//! The safe side of the plugin ABI: write a check as a Rust type, export it with one macro.
+//!
+//! ```no_run
+//! use serde::Deserialize;
+//! use zpulse_proto::sdk::{self, Findings, Host, Plugin, Rules, Threshold};
+//! use zpulse_proto::Sample;
+//!
+//! #[derive(Deserialize)]
+//! #[serde(default, deny_unknown_fields)]
+//! struct Config { busy_pct: f64, clear_pct: f64 }
+//! impl Default for Config {
+//!     fn default() -> Self { Config { busy_pct: 90.0, clear_pct: 70.0 } }
+//! }
+//!
+//! struct Busy { threshold: Threshold, findings: Findings }
+//!
+//! impl Plugin for Busy {
+//!     const NAME: &'static str = "busy";
+//!     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+//!     type Config = Config;
+//!
+//!     fn new(c: Config, _host: &Host) -> Result<Self, sdk::Error> {
+//!         Ok(Busy {
+//!             threshold: Threshold::above(c.busy_pct, c.clear_pct)?,
+//!             findings: Findings::new(Self::NAME, Rules::default()),
+//!         })
+//!     }
+//!
+//!     fn on_sample(&mut self, s: &Sample, host: &Host) -> Result<(), sdk::Error> {
+//!         for d in &s.disks {
+//!             let verdict = self.threshold.verdict(d.util);
+//!             let report = sdk::Report::new(format!("{} busy {:.0}%", d.name, d.util))
+//!                 .with("util_pct", d.util);
+//!             if let Some(event) = self.findings.observe(s.end, &d.name, verdict, report) {
+//!                 host.emit(&event)?;
+//!             }
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! zpulse_proto::export_plugin!(Busy);
+//! ```
+//!
+//! What the SDK does for the plugin: it decodes the config table into `Config` (errors name the
+//! key) and every sample into [`Sample`]; it catches panics at every export and reports them
+//! to the agent as errors; it encodes events and checks them before they leave. [`Findings`]
+//! gives every check stateful findings (raise once, update on material change, clear with
+//! hysteresis and a minimum hold time), and [`testing`] runs a plugin through its exported C
+//! functions in a unit test.
+
+pub mod config;
+#[doc(hidden)]
+pub mod export;
+mod findings;
+pub mod testing;
+
+pub use crate::event::{Data, Event, Kind, Severity, State, Value};
+pub use crate::Sample;
+pub use findings::{Findings, Report, Rules, Threshold, Verdict};
+
+use crate::abi::{self, HostApi};
+use serde::de::DeserializeOwned;
+use std::fmt;
+
+/// Any error a plugin returns: `?` works on every error type and `"text".into()` makes one.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// A check. One value is created per agent from the plugin's config table; the agent then
+/// calls [`Plugin::on_sample`] once per interval, always from one thread at a time.
+pub trait Plugin: Sized + Send + 'static {
+    /// The plugin's name: its config table is `[plugins.<NAME>]`; the default `check` of its
+    /// events. `[A-Za-z0-9_-]`, 1–64 characters.
+    const NAME: &'static str;
+    /// Usually `env!("CARGO_PKG_VERSION")`.
+    const VERSION: &'static str;
+    /// The config table, deserialized with serde. Use `#[serde(default, deny_unknown_fields)]`
+    /// so that a missing table means the defaults and a misspelt key is an error.
+    type Config: DeserializeOwned;
+
+    /// Builds the check. An error here refuses the plugin, with the message shown to the
+    /// administrator: validate the config here (for instance, clear below raise).
+    fn new(config: Self::Config, host: &Host) -> Result<Self, Error>;
+
+    /// Looks at one sample and emits what it finds through `host`. An error counts as a
+    /// failure; several in a row disable the plugin.
+    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), Error>;
+}
+
+/// Exports a [`Plugin`] as the shared object's `zpulse_plugin_entry`. Use once per `cdylib`.
+#[macro_export]
+macro_rules! export_plugin {
+    ($plugin:ty) => {
+        /// The plugin's entry point for the zpulse agent (ABI v1).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn zpulse_plugin_entry() -> *const $crate::abi::PluginDescriptor {
+            static DESCRIPTOR: $crate::abi::PluginDescriptor =
+                $crate::sdk::export::descriptor::<$plugin>(concat!(
+                    env!("CARGO_PKG_NAME"),
+                    " ",
+                    env!("CARGO_PKG_VERSION"),
+                    ", zpulse-proto ",
+                    $crate::sdk::export::PROTO_VERSION
+                ));
+            &DESCRIPTOR
+        }
+    };
+}
+
+/// Log levels of [`Host::log`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl Level {
+    fn code(self) -> i32 {
+        match self {
+            Level::Error => abi::LOG_ERROR,
+            Level::Warn => abi::LOG_WARN,
+            Level::Info => abi::LOG_INFO,
+            Level::Debug => abi::LOG_DEBUG,
+        }
+    }
+}
+
+/// Why the agent did not take an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EmitError {
+    /// The SDK's own check failed before sending (the reason names the field).
+    Invalid(String),
+    /// The agent found the record invalid.
+    Rejected,
+    /// Over the agent's size limit.
+    TooLarge,
+    /// Over the agent's per-sample event limit.
+    RateLimited,
+}
+
+impl fmt::Display for EmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmitError::Invalid(why) => write!(f, "invalid event: {why}"),
+            EmitError::Rejected => f.write_str("the agent rejected the event as invalid"),
+            EmitError::TooLarge => f.write_str("the event is over the agent's size limit"),
+            EmitError::RateLimited => f.write_str("over the agent's per-sample event limit"),
+        }
+    }
+}
+
+impl std::error::Error for EmitError {}
+
+/// The agent, as a plugin sees it: logging and emitting events.
+pub struct Host {
+    api: HostApi,
+}
+
+impl Host {
+    /// Copies the host API; `None` for a null pointer or an agent of another ABI major.
+    ///
+    /// # Safety
+    /// `api` must be null or point to a valid [`HostApi`] whose callbacks and `ctx` stay valid
+    /// as long as this `Host` is used (the agent guarantees this for the process's lifetime).
+    pub unsafe fn from_raw(api: *const HostApi) -> Option<Host> {
+        if api.is_null() {
+            return None;
+        }
+        // SAFETY: non-null and valid per the caller's contract; the first fields are the same
+        // in every ABI version, so reading the version before the rest is sound.
+        let (major, size) = unsafe { ((*api).abi_major, (*api).struct_size) };
+        if major != abi::ABI_MAJOR || (size as usize) < std::mem::size_of::<HostApi>() {
+            return None;
+        }
+        // SAFETY: as above; the struct is at least as large as ours.
+        Some(Host {
+            api: unsafe { *api },
+        })
+    }
+
+    /// One log line, attributed to this plugin by the agent.
+    pub fn log(&self, level: Level, message: &str) {
+        // SAFETY: the callback and ctx come from a valid HostApi (see `from_raw`); the message
+        // is valid for the call, and the host copies it.
+        unsafe { (self.api.log)(self.api.ctx, level.code(), message.as_ptr(), message.len()) }
+    }
+
+    pub fn error(&self, message: &str) {
+        self.log(Level::Error, message)
+    }
+    pub fn warn(&self, message: &str) {
+        self.log(Level::Warn, message)
+    }
+    pub fn info(&self, message: &str) {
+        self.log(Level::Info, message)
+    }
+    pub fn debug(&self, message: &str) {
+        self.log(Level::Debug, message)
+    }
+
+    /// Checks and sends one event. The agent fills in `host` and the time.
+    pub fn emit(&self, event: &Event) -> Result<(), EmitError> {
+        event.validate().map_err(EmitError::Invalid)?;
+        self.emit_raw(&event.to_msgpack())
+    }
+
+    /// Sends bytes as they are, for plugins that encode records themselves. The agent still
+    /// validates them.
+    pub fn emit_raw(&self, record: &[u8]) -> Result<(), EmitError> {
+        // SAFETY: as in `log`: valid callback and ctx; the bytes are valid for the call and
+        // the host copies them.
+        let status = unsafe { (self.api.emit)(self.api.ctx, record.as_ptr(), record.len()) };
+        match status {
+            abi::EMIT_OK => Ok(()),
+            abi::EMIT_TOO_LARGE => Err(EmitError::TooLarge),
+            abi::EMIT_RATE_LIMITED => Err(EmitError::RateLimited),
+            _ => Err(EmitError::Rejected),
+        }
+    }
+
+    /// Tells the agent why the current call fails.
+    pub(crate) fn set_error(&self, message: &str) {
+        // SAFETY: as in `log`.
+        unsafe { (self.api.set_error)(self.api.ctx, message.as_ptr(), message.len()) }
+    }
+}
+
+/// Decodes a sample as the agent sends it (MessagePack, named fields).
+pub fn decode_sample(bytes: &[u8]) -> Result<Sample, String> {
+    rmp_serde::from_slice(bytes).map_err(|e| format!("could not decode the sample: {e}"))
+}
+
+/// Encodes a sample as the agent sends it.
+pub fn encode_sample(sample: &Sample) -> Vec<u8> {
+    // Named fields, so that fields added later are skipped by older plugins and missing ones
+    // take their defaults in newer plugins.
+    rmp_serde::to_vec_named(sample).unwrap_or_default()
+}

@@ -1,0 +1,250 @@
+//! The `/dev/zfs` replies of the lab captures, decoded by the agent and turned into rates by
+//! proto, agree with what `zpool list -vp`, `zpool iostat -vlp` and `zpool status` printed at
+//! the same moment (`cli/` of each capture). Expected values are parsed from that text here.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use zpulse_proto::sample::{VdevRates, pool_vdev_rates};
+use zpulse_proto::snapshot::{PoolConfig, Vdev, VdevClass};
+use zpulse_tests::fixture;
+
+const CAPTURES: [&str; 2] = ["lab/basic/000", "lab/basic/001"];
+
+fn config(capture: &str) -> PoolConfig {
+    let snap = zpulse_agent::capture::load(&fixture(capture)).unwrap();
+    assert!(snap.issues.is_empty(), "{:?}", snap.issues);
+    snap.pool("tank").unwrap().config.clone().unwrap()
+}
+
+fn cli(capture: &str, file: &str) -> String {
+    std::fs::read_to_string(fixture(capture).join("cli").join(file)).unwrap()
+}
+
+/// Every vdev by its zpool name (unique in the lab pool), root included.
+fn by_name(cfg: &PoolConfig) -> HashMap<String, &Vdev> {
+    cfg.root
+        .walk()
+        .into_iter()
+        .map(|v| (v.name.clone(), v))
+        .collect()
+}
+
+#[test]
+fn alloc_free_and_size_equal_zpool_list() {
+    for capture in CAPTURES {
+        let cfg = config(capture);
+        let vdevs = by_name(&cfg);
+        let text = cli(capture, "zpool-list-vp.tank.txt");
+        let mut compared = 0;
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let Ok(alloc) = f[2].parse::<u64>() else {
+                continue; // class headings and leaves print "-"
+            };
+            let (size, free): (u64, u64) = (f[1].parse().unwrap(), f[3].parse().unwrap());
+            let stats = vdevs[f[0]].stats.as_ref().unwrap();
+            assert_eq!(stats.alloc, alloc, "{capture} {} ALLOC", f[0]);
+            assert_eq!(stats.space - stats.alloc, free, "{capture} {} FREE", f[0]);
+            // SIZE is vs_space for the pool and interior vdevs; device rows print their
+            // device size instead, which differs by version (rsize, 2.2's pspace).
+            if !vdevs[f[0]].is_leaf() {
+                assert_eq!(stats.space, size, "{capture} {} SIZE", f[0]);
+            }
+            compared += 1;
+        }
+        assert_eq!(compared, 5, "root, mirror-0, mirror-1, sde, sdf");
+    }
+}
+
+/// `zpool iostat -vlp` columns after the name.
+const COLUMNS: [&str; 16] = [
+    "alloc", "free", "rops", "wops", "rbw", "wbw", "total_r", "total_w", "disk_r", "disk_w",
+    "syncq_r", "syncq_w", "asyncq_r", "asyncq_w", "scrub", "trim",
+];
+
+fn iostat_rows(capture: &str) -> Vec<(String, HashMap<&'static str, Option<u64>>)> {
+    cli(capture, "zpool-iostat-vlp.tank.txt")
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() != 17
+                || f[0] == "pool"
+                || f[1] == "-" && f[3] == "-"
+                || f[0].starts_with("---")
+            {
+                return None;
+            }
+            let values = COLUMNS
+                .iter()
+                .zip(&f[1..])
+                .map(|(c, v)| (*c, v.parse().ok()))
+                .collect();
+            Some((f[0].to_string(), values))
+        })
+        .collect()
+}
+
+fn latency(r: &VdevRates, column: &str) -> Option<u64> {
+    match column {
+        "total_r" => r.total_wait_r,
+        "total_w" => r.total_wait_w,
+        "disk_r" => r.disk_wait_r,
+        "disk_w" => r.disk_wait_w,
+        "syncq_r" => r.syncq_wait_r,
+        "syncq_w" => r.syncq_wait_w,
+        "asyncq_r" => r.asyncq_wait_r,
+        "asyncq_w" => r.asyncq_wait_w,
+        "scrub" => r.scrub_wait,
+        "trim" => r.trim_wait,
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn ops_bandwidth_and_latency_equal_zpool_iostat() {
+    for capture in CAPTURES {
+        let cfg = config(capture);
+        let mut resets = Vec::new();
+        // No previous reading: rates since import, as zpool iostat's first report.
+        let rates = pool_vdev_rates("tank", None, &cfg.root, &mut resets);
+        let by_name: HashMap<&str, &VdevRates> =
+            rates.iter().map(|r| (r.name.as_str(), r)).collect();
+        let rows = iostat_rows(capture);
+        assert_eq!(
+            rows.len(),
+            9,
+            "{capture}: tank, 2 mirrors and their 4 disks, log, cache"
+        );
+        // zpool iostat ran a moment after the capture's ioctl (capture.sh calls it after
+        // `zpool status` and `zpool list`), so its `vs_timestamp`s were later by a common lag
+        // and a few more I/Os may have completed. Infer the lag from the pool's write
+        // bandwidth, then require every row's ops and bandwidth, computed with zpool's
+        // formula `(uint64_t)(delta * 1e9 / t)` at our timestamp + lag, to agree within
+        // 1e-4 (a few I/Os in 26 s of uptime), or within 1 for small values.
+        let root = cfg.root.stats.as_ref().unwrap();
+        let lag =
+            root.bytes[2] as f64 * 1e9 / rows[0].1["wbw"].unwrap() as f64 - root.timestamp as f64;
+        assert!(
+            (0.0..60e9).contains(&lag),
+            "{capture}: zpool iostat ran {lag} ns after the capture"
+        );
+        for (name, cols) in &rows {
+            let r = by_name[name.as_str()];
+            let vdev = cfg
+                .root
+                .walk()
+                .into_iter()
+                .find(|v| &v.name == name)
+                .unwrap();
+            let stats = vdev.stats.clone().unwrap();
+            // Each vdev has its own clock (ns since it was opened); the lag is common.
+            let t = stats.timestamp as f64 + lag;
+            for (col, count) in [
+                ("rops", stats.ops[1]),
+                ("wops", stats.ops[2]),
+                ("rbw", stats.bytes[1]),
+                ("wbw", stats.bytes[2]),
+            ] {
+                let formula = (count as f64 * 1e9 / t) as u64 as f64;
+                let want = cols[col].unwrap() as f64;
+                assert!(
+                    (formula - want).abs() <= f64::max(1.0, want * 1e-4),
+                    "{capture} {name} {col}: zpool {want}, formula {formula}"
+                );
+            }
+            // Our own rates are the same formula at t = vs_timestamp.
+            for (got, count) in [
+                (r.read_ops_per_s, stats.ops[1]),
+                (r.write_ops_per_s, stats.ops[2]),
+                (r.read_bytes_per_s, stats.bytes[1]),
+                (r.write_bytes_per_s, stats.bytes[2]),
+            ] {
+                let want = count as f64 * 1e9 / stats.timestamp as f64;
+                assert!(
+                    (got - want).abs() <= want * 1e-12,
+                    "{capture} {name}: {got} vs {want}"
+                );
+            }
+            for c in &COLUMNS[6..] {
+                // `-` is printed for an average of 0, i.e. no I/O of that kind; averages do not
+                // depend on time, so they must be equal outright.
+                assert_eq!(latency(r, c), cols[c], "{capture} {name} {c}");
+            }
+        }
+    }
+}
+
+#[test]
+fn classes_and_names_equal_zpool_status() {
+    for capture in CAPTURES {
+        let cfg = config(capture);
+        // From zpool status: (section, depth-2 name, [leaf names]).
+        let text = cli(capture, "zpool-status.tank.txt");
+        let mut section = "normal".to_string();
+        let mut expected: Vec<(String, String, Vec<String>)> = Vec::new();
+        for line in text
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("NAME"))
+            .skip(2)
+        {
+            if line.trim().is_empty() {
+                break;
+            }
+            let indent = line.len() - line.trim_start_matches(['\t', ' ']).len();
+            let name = line.split_whitespace().next().unwrap().to_string();
+            let in_table = line.trim_start_matches('\t');
+            let depth = in_table.len() - in_table.trim_start().len();
+            let _ = indent;
+            match (depth, line.split_whitespace().count()) {
+                (0, 1) => section = name,
+                (2, _) => expected.push((section.clone(), name, vec![])),
+                (4, _) => expected.last_mut().unwrap().2.push(name),
+                _ => {}
+            }
+        }
+        let section_of = |c: VdevClass| match c {
+            VdevClass::Log => "logs",
+            VdevClass::Spare => "spares",
+            other => other.as_str(),
+        };
+        let got: Vec<(String, String, Vec<String>)> = cfg
+            .root
+            .children
+            .iter()
+            .map(|t| {
+                (
+                    section_of(t.class.unwrap()).to_string(),
+                    t.name.clone(),
+                    t.children.iter().map(|c| c.name.clone()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(got, expected, "{capture}");
+        assert_eq!(cfg.health, "ONLINE");
+    }
+}
+
+#[test]
+fn leaves_join_their_disks_and_disks_know_rotation() {
+    let snap = zpulse_agent::capture::load(&fixture(CAPTURES[0])).unwrap();
+    let cfg = snap.pool("tank").unwrap().config.as_ref().unwrap();
+    for leaf in cfg.root.leaves() {
+        let disk = leaf
+            .disk
+            .as_deref()
+            .unwrap_or_else(|| panic!("{} joined", leaf.name));
+        assert_eq!(
+            disk, leaf.name,
+            "lab leaves are whole disks named like their kernel device"
+        );
+        // sda/sdb are the lab's "HDDs": sys/block/<disk>/queue/rotational in the capture.
+        let rotational = std::fs::read_to_string(
+            fixture(CAPTURES[0]).join(format!("sys/block/{disk}/queue/rotational")),
+        )
+        .unwrap();
+        assert_eq!(
+            snap.disk(disk).unwrap().rotational,
+            Some(rotational.trim() == "1")
+        );
+    }
+}
