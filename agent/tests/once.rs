@@ -233,3 +233,51 @@ fn a_capture_of_an_unknown_format_is_refused() {
     assert!(err.contains("format 2 is not supported"), "{err}");
     std::fs::remove_dir_all(root).unwrap();
 }
+
+/// A FreeBSD capture (`sysctl/<name>` files) goes through the FreeBSD parsers: built here
+/// from a real FreeBSD 14 `sysctl kstat.zfs.misc.arcstats` listing, every value must come
+/// back, and re-capturing it keeps it a FreeBSD capture.
+#[test]
+fn a_freebsd_capture_replays_through_the_sysctl_parsers() {
+    let listing = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/external/freebsd/zftop-14+/sysctl-kstat.zfs.misc.arcstats.txt");
+    let text = std::fs::read_to_string(listing).unwrap();
+    let root = temp("freebsd");
+    std::fs::create_dir_all(root.join("sysctl")).unwrap();
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        let (name, value) = line.split_once(": ").unwrap();
+        std::fs::write(root.join("sysctl").join(name), value).unwrap();
+        rows.push((
+            name.rsplit('.').next().unwrap().to_string(),
+            value.to_string(),
+        ));
+    }
+    std::fs::write(
+        root.join("zpulse-capture.toml"),
+        "format = 1\nos = \"freebsd\"\ncaptured_at = 1700000000.5\nhostname = \"bsd\"\n",
+    )
+    .unwrap();
+    let snap = json(&["once", "--root", root.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(snap["host"]["os"], "freebsd");
+    assert_eq!(rows.len(), 148);
+    for (field, value) in &rows {
+        assert_eq!(snap["arc"]["fields"][field].to_string(), *value, "{field}");
+    }
+    let copy = temp("freebsd-copy");
+    let out = zpulse(&[
+        "capture",
+        copy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again = json(&["once", "--root", copy.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(again["arc"], snap["arc"]);
+    std::fs::remove_dir_all(root).unwrap();
+    std::fs::remove_dir_all(copy).unwrap();
+}

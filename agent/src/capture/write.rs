@@ -5,7 +5,11 @@ use super::{CaptureError, MANIFEST, Manifest};
 use crate::sources::{Root, System};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
-use zpulse_proto::snapshot::{HostIdentity, Os, Tunables};
+use crate::sources::freebsd::Sysctl;
+use crate::sources::freebsd::sysctl::SysctlValue;
+use crate::sources::zfs_ioctl::Platform;
+use crate::sources::zpool::read as zpool;
+use zpulse_proto::snapshot::{HostIdentity, Tunables};
 
 /// What a capture run copied.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -41,13 +45,14 @@ pub fn capture_into(
     let zfs_version = match system {
         System::Linux(root) => {
             copy_linux(root, dest, &mut stats)?;
+            copy_ioctl_replies(root, Platform::Linux, None, dest, &mut stats)?;
             root.read_trimmed("sys/module/zfs/version").ok()
         }
-        System::Freebsd(_) => {
-            return Err(CaptureError::Manifest {
-                path: dest.to_path_buf(),
-                message: "capturing FreeBSD sysctls is not implemented yet".into(),
-            });
+        System::Freebsd { sysctl, root } => {
+            copy_sysctls(sysctl.as_ref(), dest, &mut stats)?;
+            let abi = sysctl.u64("vfs.zfs.version.ioctl").ok();
+            copy_ioctl_replies(root, Platform::Freebsd, abi, dest, &mut stats)?;
+            sysctl.text("vfs.zfs.version.module").ok()
         }
     };
     let manifest = Manifest {
@@ -58,7 +63,6 @@ pub fn capture_into(
         kernel: identity.kernel.clone(),
         zfs_version,
     };
-    debug_assert_eq!(manifest.os, Os::Linux);
     write(dest, MANIFEST, manifest.to_toml().as_bytes(), &mut stats)?;
     Ok(stats)
 }
@@ -82,6 +86,70 @@ fn copy_linux(root: &Root, dest: &Path, stats: &mut CaptureStats) -> Result<(), 
             dest,
             stats,
         )?;
+    }
+    Ok(())
+}
+
+/// `sysctl/<name>`: numbers and strings as text, opaque nodes as their raw bytes.
+fn copy_sysctls(
+    sysctl: &dyn Sysctl,
+    dest: &Path,
+    stats: &mut CaptureStats,
+) -> Result<(), CaptureError> {
+    for name in crate::sources::freebsd::capture_names(sysctl) {
+        let bytes = match sysctl.read(&name) {
+            Ok(SysctlValue::Unsigned(v)) => v.to_string().into_bytes(),
+            Ok(SysctlValue::Signed(v)) => v.to_string().into_bytes(),
+            Ok(SysctlValue::Text(t)) => t.into_bytes(),
+            Ok(SysctlValue::Bytes(b)) => b,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                stats.unreadable.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        write(dest, &format!("sysctl/{name}"), &bytes, stats)?;
+    }
+    Ok(())
+}
+
+/// The raw `/dev/zfs` replies and how the vdevs' device links resolved: live, one round of
+/// ioctls; from a capture, its files as they are.
+fn copy_ioctl_replies(
+    root: &Root,
+    platform: Platform,
+    freebsd_abi: Option<u64>,
+    dest: &Path,
+    stats: &mut CaptureStats,
+) -> Result<(), CaptureError> {
+    if !root.is_live() {
+        return copy_tree(root, "zfs-ioctl", dest, stats);
+    }
+    let raw = match zpool::fetch_live(platform, freebsd_abi) {
+        Ok(raw) => raw,
+        Err(e) => {
+            stats.unreadable.push(format!("/dev/zfs: {e}"));
+            return Ok(());
+        }
+    };
+    write(dest, zpool::CONFIGS_FILE, &raw.configs, stats)?;
+    let mut links = String::new();
+    for pool in &raw.pools {
+        let base = format!("{}/{}", zpool::STATS_DIR, pool.name);
+        write(dest, &format!("{base}.nvlist"), &pool.packed, stats)?;
+        if pool.error != 0 {
+            write(dest, &format!("{base}.error"), pool.error.to_string().as_bytes(), stats)?;
+        }
+        for path in zpool::leaf_paths(&pool.packed) {
+            if let Ok(target) = std::fs::canonicalize(&path)
+                && target.as_path() != Path::new(&path)
+            {
+                links.push_str(&format!("{path} {}\n", target.display()));
+            }
+        }
+    }
+    if !links.is_empty() {
+        write(dest, zpool::LINKS_FILE, links.as_bytes(), stats)?;
     }
     Ok(())
 }

@@ -15,7 +15,11 @@ pub fn run(dir: &Path, count: u32, interval: f64, root: Option<&Path>) -> Result
         ));
     }
     let system = match root {
-        Some(r) => System::Linux(Root::new(r)),
+        // A capture keeps the system it came from; any other directory is a Linux root.
+        Some(r) => match capture::Manifest::read(r) {
+            Ok(m) => System::capture(r, m.os),
+            Err(_) => System::Linux(Root::new(r)),
+        },
         None => System::live(),
     };
     // Re-capturing a capture keeps its identity; a live system reports its own.

@@ -29,8 +29,12 @@ use zpulse_proto::snapshot::{HostIdentity, Os};
 pub enum System {
     /// `/proc` and `/sys` below a root: `/` live, or a capture directory.
     Linux(Root),
-    /// Sysctls: live, or `sysctl/<name>` files in a capture.
-    Freebsd(Box<dyn freebsd::Sysctl>),
+    /// Sysctls: live, or `sysctl/<name>` files in a capture. `root` is `/` live (for
+    /// `/dev/zfs`) or the capture directory (for its `zfs-ioctl/` replies).
+    Freebsd {
+        sysctl: Box<dyn freebsd::Sysctl>,
+        root: Root,
+    },
 }
 
 impl System {
@@ -38,7 +42,10 @@ impl System {
     pub fn live() -> System {
         #[cfg(target_os = "freebsd")]
         {
-            System::Freebsd(Box::new(freebsd::sysctl::LiveSysctl))
+            System::Freebsd {
+                sysctl: Box::new(freebsd::sysctl::LiveSysctl),
+                root: Root::live(),
+            }
         }
         #[cfg(not(target_os = "freebsd"))]
         {
@@ -50,15 +57,17 @@ impl System {
     pub fn capture(dir: &Path, os: Os) -> System {
         match os {
             Os::Linux => System::Linux(Root::new(dir)),
-            // FIXME(lead): wire freebsd::sysctl::CaptureSysctl once it lands.
-            Os::Freebsd => System::Linux(Root::new(dir)),
+            Os::Freebsd => System::Freebsd {
+                sysctl: Box::new(freebsd::CaptureSysctl::new(Root::new(dir))),
+                root: Root::new(dir),
+            },
         }
     }
 
     pub fn os(&self) -> Os {
         match self {
             System::Linux(_) => Os::Linux,
-            System::Freebsd(_) => Os::Freebsd,
+            System::Freebsd { .. } => Os::Freebsd,
         }
     }
 
@@ -73,9 +82,11 @@ impl System {
                 kernel: root.read_trimmed("proc/sys/kernel/osrelease").ok(),
                 zfs_version: None,
             },
-            System::Freebsd(_) => HostIdentity {
+            System::Freebsd { sysctl, .. } => HostIdentity {
+                hostname: sysctl.text("kern.hostname").unwrap_or_default(),
                 os: Os::Freebsd,
-                ..HostIdentity::default()
+                kernel: sysctl.text("kern.osrelease").ok(),
+                zfs_version: None,
             },
         }
     }
@@ -94,7 +105,11 @@ pub fn snapshot(system: &System, identity: HostIdentity) -> Snapshot {
             linux::collect(root, &mut snap);
             zpool::read::read(root, zfs_ioctl::Platform::Linux, None, &mut snap);
         }
-        System::Freebsd(sysctl) => freebsd::collect(sysctl.as_ref(), &mut snap),
+        System::Freebsd { sysctl, root } => {
+            freebsd::collect(sysctl.as_ref(), &mut snap);
+            let abi = sysctl.u64("vfs.zfs.version.ioctl").ok();
+            zpool::read::read(root, zfs_ioctl::Platform::Freebsd, abi, &mut snap);
+        }
     }
     snap
 }

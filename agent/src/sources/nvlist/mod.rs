@@ -1,1 +1,39 @@
 //! Decoder for packed nvlists (NATIVE encoding), as `/dev/zfs` returns them.
+//!
+//! `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS` answer with an nvlist packed by the
+//! kernel's `fnvlist_pack`: always NATIVE encoding, in the host's byte order
+//! (docs/zfs-internals.md §3.6, §4). NATIVE is the C structs copied out: a stream header, the
+//! top-level list header, then each `nvpair_t` verbatim (size, name size, element count,
+//! type, name, value padded to 8), with embedded lists following their pair rather than
+//! inside it. [`decode`] turns those bytes into an [`NvList`] of typed [`NvValue`]s; see
+//! `decode.rs` for the layout details and every check made.
+//!
+//! Typical use by the pool model (§5):
+//!
+//! ```
+//! # use zpulse_agent::sources::nvlist::{NvList, NvValue};
+//! # let config = NvList::new().with("vdev_tree", NvValue::NvList(NvList::new()
+//! #     .with("children", NvValue::NvListArray(vec![NvList::new()
+//! #         .with("type", NvValue::String("mirror".into()))
+//! #         .with("vdev_stats", NvValue::Uint64Array(vec![0, 7, 0, 4096]))]))));
+//! let tree = config.nvlist("vdev_tree").unwrap();
+//! for top in tree.nvlist_array("children").unwrap_or_default() {
+//!     let alloc = top.u64_array("vdev_stats").and_then(|vs| vs.get(3));
+//!     println!("{:?} {:?}", top.str("type"), alloc);
+//! }
+//! assert_eq!(config.lookup("vdev_tree.children[0].vdev_stats").and_then(|v| v.as_u64_array()),
+//!            Some(&[0, 7, 0, 4096][..]));
+//! ```
+
+mod decode;
+mod error;
+mod value;
+
+#[cfg(test)]
+mod encode;
+#[cfg(test)]
+mod tests;
+
+pub use decode::{MAX_DEPTH, decode};
+pub use error::{NvError, NvErrorKind};
+pub use value::{DataType, NV_UNIQUE_NAME, NV_UNIQUE_NAME_TYPE, NvList, NvPair, NvValue};

@@ -136,6 +136,21 @@ fn join_disks(
     }
 }
 
+/// Device paths of every leaf in a packed POOL_STATS reply (for recording link targets).
+pub fn leaf_paths(packed: &[u8]) -> Vec<String> {
+    let Ok(nv) = nvlist::decode(packed) else {
+        return Vec::new();
+    };
+    let Ok(cfg) = config::pool_config(&nv, 0, None) else {
+        return Vec::new();
+    };
+    cfg.root
+        .leaves()
+        .into_iter()
+        .filter_map(|v| v.path.clone())
+        .collect()
+}
+
 /// Device links as a capture recorded them.
 pub fn captured_links(root: &Root) -> Vec<(String, String)> {
     root.read(LINKS_FILE)

@@ -1,0 +1,84 @@
+//! The value model's lookups: typed getters, duplicate names, paths.
+
+use super::super::*;
+
+fn sample() -> NvList {
+    NvList::new()
+        .with("n", NvValue::Uint64(1))
+        .with("n", NvValue::Uint64(2))
+        .with("s", NvValue::String("x".into()))
+        .with("flag", NvValue::Boolean)
+        .with("bv", NvValue::BooleanValue(false))
+        .with("i", NvValue::Int64(-5))
+        .with("a.b", NvValue::Uint64(10))
+        .with(
+            "a",
+            NvValue::NvList(NvList::new().with("b", NvValue::Uint64(20))),
+        )
+        .with(
+            "kids",
+            NvValue::NvListArray(vec![
+                NvList::new().with("id", NvValue::Uint64(0)),
+                NvList::new()
+                    .with("id", NvValue::Uint64(1))
+                    .with("org.openzfs:x", NvValue::Uint64Array(vec![3, 4])),
+            ]),
+        )
+}
+
+#[test]
+fn getters_are_typed_and_see_the_last_duplicate() {
+    let l = sample();
+    assert_eq!(l.len(), 9);
+    // libnvpair's lookup returns the newest pair of a name.
+    assert_eq!(l.u64("n"), Some(2));
+    assert_eq!(l.iter().filter(|p| p.name == "n").count(), 2);
+    assert_eq!(l.str("s"), Some("x"));
+    assert_eq!(l.u64("s"), None, "no conversion across types");
+    assert_eq!(l.i64("i"), Some(-5));
+    assert_eq!(l.u64("i"), None);
+    assert_eq!(l.bool("flag"), Some(true));
+    assert_eq!(l.bool("bv"), Some(false));
+    assert_eq!(l.bool("missing"), None);
+    assert!(l.contains("flag"));
+    assert_eq!(
+        l.get("flag").map(NvValue::data_type),
+        Some(DataType::Boolean)
+    );
+    assert_eq!(l.nvlist_array("kids").map(<[NvList]>::len), Some(2));
+    assert_eq!(DataType::from_code(8), Some(DataType::Uint64));
+    assert_eq!(DataType::Uint64Array.to_string(), "uint64 array");
+    assert_eq!(DataType::from_code(0), None);
+    assert_eq!(DataType::from_code(28), None);
+}
+
+#[test]
+fn paths() {
+    let l = sample();
+    let u64_at = |p: &str| l.lookup(p).and_then(NvValue::as_u64);
+    assert_eq!(u64_at("n"), Some(2));
+    assert_eq!(u64_at("kids[1].id"), Some(1));
+    // A dotted name and a nested path that spell the same text both resolve.
+    assert_eq!(u64_at("a.b"), Some(20));
+    assert_eq!(
+        l.lookup("kids[1].org.openzfs:x")
+            .and_then(NvValue::as_u64_array),
+        Some(&[3, 4][..])
+    );
+    assert_eq!(l.lookup_list("kids[0]").and_then(|k| k.u64("id")), Some(0));
+    assert_eq!(l.lookup_list("a").and_then(|a| a.u64("b")), Some(20));
+    // Ends at an element: a list, not a value.
+    assert!(l.lookup("kids[0]").is_none());
+    for bad in [
+        "",
+        "kids[2].id",
+        "kids[x].id",
+        "kids[0",
+        "kids.id",
+        "s.x",
+        "n[0]",
+        "kids[0]x",
+    ] {
+        assert!(l.lookup(bad).is_none(), "{bad}");
+    }
+}
