@@ -3,6 +3,7 @@
 //! Text is what a ZFS administrator wants at a glance; JSON is the whole model, with the
 //! stable names of `zpulse_proto` (a disk's object has `name`, a pool's has `name`).
 
+mod pool;
 mod text;
 mod units;
 

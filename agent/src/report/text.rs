@@ -115,6 +115,9 @@ pub fn sample_text(sample: &Sample) -> String {
     }
     pools(&mut out, snap);
     for p in &sample.pools {
+        if let Some(pool) = snap.pool(&p.name) {
+            super::pool::pool_rates_text(&mut out, pool, &p.vdevs, &snap.disks);
+        }
         for d in &p.datasets {
             if d.reads_per_s + d.writes_per_s > 0.0 {
                 let _ = writeln!(
@@ -230,13 +233,7 @@ fn arc_line(out: &mut String, arc: &ArcStats) {
 
 fn pools(out: &mut String, snap: &Snapshot) {
     for p in &snap.pools {
-        let _ = writeln!(
-            out,
-            "POOL  {} {} ({} datasets mounted)",
-            p.name,
-            p.state.as_deref().unwrap_or("-"),
-            p.datasets.len()
-        );
+        super::pool::pool_text(out, p, &snap.disks);
     }
 }
 
