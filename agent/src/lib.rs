@@ -10,5 +10,8 @@
 
 pub mod capture;
 pub mod cli;
+pub mod config;
+pub mod plugins;
 pub mod report;
+pub mod sinks;
 pub mod sources;

@@ -1,0 +1,25 @@
+#!/bin/bash
+# record.sh SCENARIO [TIMEOUT_S]: boots the ZFS lab VM (../shared/lab), runs
+# scenarios/SCENARIO.sh in it with a freshly built release `zpulse` beside it, and copies the
+# captures it wrote into tests/fixtures/lab/SCENARIO/.
+#
+# Needs the lab image (../shared/lab/build-image.sh, once per machine, ~8 min) and
+# qemu-system-x86 + debootstrap. Runs under software emulation: expect 5-20 minutes.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd); repo=$(cd "$here/../.." && pwd)
+lab=${LAB_SHARED:-$repo/../shared/lab}
+scenario=$1; limit=${2:-1800}
+[[ -f $here/scenarios/$scenario.sh ]] || { echo "no scenario $scenario" >&2; exit 2; }
+(cd "$repo" && cargo build --release -q -p zpulse-agent)
+share=$(mktemp -d /tmp/zpulse-lab.XXXX)
+cp -r "$lab/guest" "$share/guest"
+cp "$repo/target/release/zpulse" "$share/zpulse"
+cp "$here/scenarios/$scenario.sh" "$share/run.sh"; chmod +x "$share/run.sh"
+"$lab/run-vm.sh" "$share" "$limit"
+rc=$(cat "$share/run.rc" 2>/dev/null || echo none)
+dest=$repo/tests/fixtures/lab/$scenario
+rm -rf "$dest"; mkdir -p "$dest"
+cp -r "$share/out/." "$dest/" 2>/dev/null || true
+cp "$share/run.log" "$dest/run.log" 2>/dev/null || true
+echo "scenario $scenario: run.rc=$rc, captures in $dest (share kept in $share)"
+[[ $rc == 0 ]]
