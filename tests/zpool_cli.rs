@@ -3,7 +3,6 @@
 //! the same moment (`cli/` of each capture). Expected values are parsed from that text here.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use zpulse_proto::sample::{VdevRates, pool_vdev_rates};
 use zpulse_proto::snapshot::{PoolConfig, Vdev, VdevClass};
 use zpulse_tests::fixture;

@@ -2,13 +2,16 @@
 //! channel (the daemon wires that); this module defines what every sink offers.
 //!
 //! * [`stdout`] — JSON lines, the default.
-//! * `forward` — Fluent Forward (MessagePack) to a collector, with acks and a disk spool.
-//! * `syslog` — local socket (RFC 3164 dialect) or remote UDP/TCP (RFC 5424).
+//! * [`forward`] — Fluent Forward (MessagePack) to a collector, with acks and a disk spool.
+//! * [`syslog`] — local socket (RFC 3164 dialect; RFC 5424 on FreeBSD) or remote UDP/TCP/TLS
+//!   (RFC 5424).
 //!
 //! A sink never panics on what it is given and never blocks the sampler: `deliver` may take
 //! its time (the sink's own thread waits), and `stats` tells the heartbeat how it is doing.
 
+pub mod forward;
 pub mod stdout;
+pub mod syslog;
 
 use std::fmt;
 use std::time::Instant;
