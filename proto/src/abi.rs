@@ -34,8 +34,8 @@ pub const ABI_MAJOR: u32 = 1;
 /// Compatible additions (fields appended to the descriptor or the host API) bump the minor.
 pub const ABI_MINOR: u32 = 0;
 
-/// The one symbol a plugin exports, NUL-terminated for `dlsym`.
-pub const ENTRY_SYMBOL: &[u8] = b"zpulse_plugin_entry\0";
+/// The one symbol a plugin exports.
+pub const ENTRY_SYMBOL: &std::ffi::CStr = c"zpulse_plugin_entry";
 
 /// The entry point: returns the plugin's static descriptor.
 pub type EntryFn = unsafe extern "C" fn() -> *const PluginDescriptor;
@@ -164,7 +164,8 @@ unsafe impl Sync for PluginDescriptor {}
 /// `log(ctx, level, message, len)`: one line of UTF-8 (LOG_* level).
 pub type LogFn = unsafe extern "C" fn(ctx: *mut c_void, level: i32, msg: *const u8, len: usize);
 /// `emit(ctx, record, len)`: one event record as MessagePack; the host copies it.
-pub type EmitFn = unsafe extern "C" fn(ctx: *mut c_void, event: *const u8, len: usize) -> EmitStatus;
+pub type EmitFn =
+    unsafe extern "C" fn(ctx: *mut c_void, event: *const u8, len: usize) -> EmitStatus;
 /// `set_error(ctx, message, len)`: why the current call is about to fail.
 pub type SetErrorFn = unsafe extern "C" fn(ctx: *mut c_void, msg: *const u8, len: usize);
 

@@ -187,7 +187,12 @@ impl Event {
 
     /// Decodes and [validates](Event::validate) one record.
     pub fn from_msgpack(bytes: &[u8]) -> Result<Event, String> {
-        let event: Event = rmp_serde::from_slice(bytes).map_err(|e| e.to_string())?;
+        let event: Event = rmp_serde::from_slice(bytes).map_err(|e| match e {
+            // serde's own messages name the field ("unknown field `sevrity`"); the decoder's
+            // ("wrong msgpack marker") need saying what was being read.
+            rmp_serde::decode::Error::Syntax(why) => why,
+            other => format!("not a MessagePack event record: {other}"),
+        })?;
         event.validate()?;
         Ok(event)
     }
@@ -295,6 +300,14 @@ fn check_value(path: &str, value: &Value, depth: usize, items: &mut usize) -> Re
         Value::Map(map) => check_data(path, map, depth + 1, items),
         _ => Ok(()),
     }
+}
+
+/// An event with its time: one entry of the Forward protocol, `[time, record]`, sent under
+/// the tag [`Event::tag`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub time: EventTime,
+    pub event: Event,
 }
 
 /// A figure in `data` (and a value in a plugin's config): the subset of MessagePack and TOML
@@ -494,6 +507,83 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 }
 
+/// A [`Value`] is also a serde `Deserializer`, so a plugin's config (decoded into a `Value`
+/// first) deserializes into its `Config` with serde's own, readable type errors
+/// (`invalid type: string "high", expected f64`).
+impl<'de> Deserializer<'de> for Value {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        use serde::de::value::{MapDeserializer, SeqDeserializer};
+        match self {
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(b) => visitor.visit_bool(b),
+            Value::Int(i) => visitor.visit_i64(i),
+            Value::UInt(u) => visitor.visit_u64(u),
+            Value::Float(f) => visitor.visit_f64(f),
+            Value::Str(s) => visitor.visit_string(s),
+            Value::List(l) => {
+                let mut seq = SeqDeserializer::new(l.into_iter());
+                let v = visitor.visit_seq(&mut seq)?;
+                seq.end()?;
+                Ok(v)
+            }
+            Value::Map(m) => {
+                let mut map = MapDeserializer::new(m.into_iter());
+                let v = visitor.visit_map(&mut map)?;
+                map.end()?;
+                Ok(v)
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self {
+            Value::Null => visitor.visit_none(),
+            other => visitor.visit_some(other),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        use serde::de::IntoDeserializer;
+        use serde::de::value::{MapAccessDeserializer, MapDeserializer};
+        match self {
+            // `mode = "fast"`: a unit variant.
+            Value::Str(s) => visitor.visit_enum(s.into_deserializer()),
+            // `mode = { fast = { … } }`: a variant with data.
+            Value::Map(m) if m.len() == 1 => visitor.visit_enum(MapAccessDeserializer::new(
+                MapDeserializer::new(m.into_iter()),
+            )),
+            other => other.deserialize_any(visitor),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map struct identifier ignored_any
+    }
+}
+
+impl<'de> de::IntoDeserializer<'de, de::value::Error> for Value {
+    type Deserializer = Value;
+    fn into_deserializer(self) -> Value {
+        self
+    }
+}
+
 /// Fluent's EventTime: seconds and nanoseconds since the Unix epoch.
 ///
 /// In MessagePack (any non-human-readable serializer) it is ext type 0 with 8 bytes, big-endian
@@ -674,7 +764,8 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let cases: Vec<(fn(&mut Event), &str)> = vec![
+        type Mutation = fn(&mut Event);
+        let cases: Vec<(Mutation, &str)> = vec![
             (|e| e.v = 2, "v:"),
             (|e| e.check = String::new(), "check"),
             (|e| e.check = "no spaces".into(), "check"),
@@ -697,9 +788,10 @@ mod tests {
             ),
             (
                 |e| {
-                    let deep = Value::List(vec![Value::List(vec![Value::List(vec![Value::List(
-                        vec![],
-                    )])])]);
+                    let deep =
+                        Value::List(vec![Value::List(vec![Value::List(vec![Value::List(
+                            vec![],
+                        )])])]);
                     e.data.insert("deep".into(), deep);
                 },
                 "data.deep",
@@ -717,7 +809,10 @@ mod tests {
             let mut e = finding();
             mutate(&mut e);
             let err = e.validate().unwrap_err();
-            assert!(err.starts_with(field), "{err:?} should start with {field:?}");
+            assert!(
+                err.starts_with(field),
+                "{err:?} should start with {field:?}"
+            );
         }
         // Advice may hold steps on several lines.
         let ok = finding().with_advice("1. do this\n2. then that");
@@ -771,9 +866,15 @@ mod tests {
         );
         assert_eq!(rmp_serde::from_slice::<EventTime>(&bytes).unwrap(), t);
         // ext8 with length 8 is the other spelling receivers accept.
-        let ext8 = [0xc7, 0x08, 0x00, 0x65, 0x43, 0x21, 0x00, 0x00, 0x00, 0x00, 0x05];
+        let ext8 = [
+            0xc7, 0x08, 0x00, 0x65, 0x43, 0x21, 0x00, 0x00, 0x00, 0x00, 0x05,
+        ];
         assert_eq!(rmp_serde::from_slice::<EventTime>(&ext8).unwrap(), t);
-        assert_eq!(serde_json::to_string(&t).unwrap(), "1698898176.000000005");
+        let half = EventTime {
+            nanos: 500_000_000,
+            ..t
+        };
+        assert_eq!(serde_json::to_string(&half).unwrap(), "1698898176.5");
         let t = EventTime::from_unix(1_700_000_000.25);
         assert_eq!((t.seconds, t.nanos), (1_700_000_000, 250_000_000));
         assert_eq!(EventTime::from_unix(-1.0), EventTime::default());
@@ -785,8 +886,7 @@ mod tests {
         let v: Value = rmp_serde::from_slice(&rmp_serde::to_vec(&Value::Int(7)).unwrap()).unwrap();
         assert_eq!(v, Value::UInt(7));
         assert_eq!(Value::from(7i32), Value::UInt(7));
-        let v: Value =
-            rmp_serde::from_slice(&rmp_serde::to_vec(&Value::Int(-7)).unwrap()).unwrap();
+        let v: Value = rmp_serde::from_slice(&rmp_serde::to_vec(&Value::Int(-7)).unwrap()).unwrap();
         assert_eq!(v, Value::Int(-7));
         assert_eq!(Value::from(Some(2.5)).as_f64(), Some(2.5));
         assert_eq!(Value::from(None::<u32>), Value::Null);

@@ -9,11 +9,25 @@
 //!   between them ([`Sample::between`]). Counter wraps and resets never produce negative or
 //!   absurd rates: a reset counter yields no rate for that interval (see [`counter`]).
 //!
+//! * An [`Event`] is what checks find and what the agent says about itself ([`event`]).
+//! * [`forward`] is the Fluent Forward wire framing that the agent's Forward sink and the
+//!   collector share.
+//! * [`abi`] is the C ABI between the agent and plugin shared objects; [`sdk`] is its safe
+//!   side for plugin authors (a `Plugin` trait, an export macro, stateful findings).
+//!
 //! This crate does no I/O. It is what plugin authors depend on, so it stays small and stable.
 
+pub mod abi;
 pub mod counter;
+pub mod event;
+pub mod forward;
 pub mod sample;
+pub mod sdk;
 pub mod snapshot;
 
+pub use event::{Entry, Event, EventTime};
 pub use sample::Sample;
+/// serde, for plugin configs: `#[derive(zpulse_proto::serde::Deserialize)]` with
+/// `#[serde(crate = "zpulse_proto::serde")]`, so that plugins depend on this crate only.
+pub use serde;
 pub use snapshot::Snapshot;

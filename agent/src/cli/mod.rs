@@ -1,8 +1,11 @@
-//! The `zpulse` command line: `once`, `capture`, `replay`.
+//! The `zpulse` command line: `once`, `capture`, `replay`, `plugins`.
 
 mod capture;
 mod once;
+mod plugins;
 mod replay;
+
+pub use plugins::PluginArgs;
 
 use crate::report::Format;
 use clap::{Parser, Subcommand};
@@ -32,6 +35,9 @@ pub enum Command {
         interval: Option<f64>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// With --interval, the configured plugins run on the sample and print their events.
+        #[command(flatten)]
+        plugins: PluginArgs,
     },
     /// Write capture layout v1 (for bug reports and tests); a series of N when --count N > 1.
     Capture {
@@ -52,6 +58,16 @@ pub enum Command {
         series: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// The configured plugins run on every sample and print their events.
+        #[command(flatten)]
+        plugins: PluginArgs,
+    },
+    /// List the plugins the agent would load: name, version, ABI, path, status and why.
+    Plugins {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        #[command(flatten)]
+        plugins: PluginArgs,
     },
 }
 
@@ -63,14 +79,20 @@ pub fn main() -> ExitCode {
             root,
             interval,
             format,
-        } => once::run(root.as_deref(), interval, format),
+            plugins,
+        } => once::run(root.as_deref(), interval, format, &plugins),
         Command::Capture {
             dir,
             count,
             interval,
             root,
         } => capture::run(&dir, count, interval, root.as_deref()),
-        Command::Replay { series, format } => replay::run(&series, format),
+        Command::Replay {
+            series,
+            format,
+            plugins,
+        } => replay::run(&series, format, &plugins),
+        Command::Plugins { format, plugins } => plugins::list(&plugins, format),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

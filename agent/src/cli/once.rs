@@ -1,6 +1,7 @@
 //! `zpulse once`.
 
 use super::emit;
+use super::plugins::{PluginArgs, Runner};
 use crate::capture;
 use crate::report::{self, Format};
 use crate::sources::{self, System};
@@ -8,7 +9,12 @@ use std::path::Path;
 use std::time::Duration;
 use zpulse_proto::Sample;
 
-pub fn run(root: Option<&Path>, interval: Option<f64>, format: Format) -> Result<(), String> {
+pub fn run(
+    root: Option<&Path>,
+    interval: Option<f64>,
+    format: Format,
+    plugin_args: &PluginArgs,
+) -> Result<(), String> {
     let snapshot = || -> Result<_, String> {
         match root {
             Some(dir) => capture::load(dir).map_err(|e| e.to_string()),
@@ -20,6 +26,9 @@ pub fn run(root: Option<&Path>, interval: Option<f64>, format: Format) -> Result
     };
     let first = snapshot()?;
     let Some(seconds) = interval else {
+        if plugin_args.any() {
+            return Err("plugins run on samples: add --interval S".into());
+        }
         return emit(&match format {
             Format::Text => report::snapshot_text(&first),
             Format::Json => report::json(&first, true) + "\n",
@@ -36,11 +45,16 @@ pub fn run(root: Option<&Path>, interval: Option<f64>, format: Format) -> Result
             "--interval {seconds}: give seconds between 0 and 86400"
         ));
     }
+    // Loaded before the interval starts, so that a plugin's create does not delay the sample.
+    let mut runner = Runner::start(plugin_args, &first.host.hostname, format)?;
     std::thread::sleep(Duration::from_secs_f64(seconds));
     let second = snapshot()?;
     let sample = Sample::between(&first, &second).map_err(|e| e.to_string())?;
+    let events = runner.run(&sample);
     emit(&match format {
-        Format::Text => report::sample_text(&sample),
-        Format::Json => report::json(&sample, true) + "\n",
-    })
+        Format::Text => report::sample_text(&sample) + &events,
+        Format::Json => report::json(&sample, true) + "\n" + &events,
+    })?;
+    runner.shutdown();
+    Ok(())
 }

@@ -5,14 +5,23 @@
 //! way the agent's own settings are: `"90s"`, `"5m"`, `"1h"`, `"250ms"`, or a number of seconds
 //! (use [`duration`] with `#[serde(with = …)]`).
 
+use crate::event::Value;
 use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use std::fmt;
 use std::time::Duration;
 
 /// Decodes a config map; the error names the key that is wrong.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    let mut de = rmp_serde::Deserializer::from_read_ref(bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    // Through `Value` rather than straight from MessagePack: serde's type errors
+    // ("invalid type: string \"x\", expected f64") say more than the decoder's markers.
+    let value: Value = rmp_serde::from_slice(bytes)
+        .map_err(|e| format!("the config is not a MessagePack map: {e}"))?;
+    from_value(value)
+}
+
+/// Deserializes a config from a [`Value`] (a map); the error names the key that is wrong.
+pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         if path == "." {
             e.into_inner().to_string()
@@ -91,7 +100,6 @@ impl Visitor<'_> for DurationVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Value;
     use serde::Deserialize;
     use std::collections::BTreeMap;
 
@@ -148,7 +156,10 @@ mod tests {
         let err = decode::<Cfg>(&map(&[("disks", vec![Value::UInt(1)].into())])).unwrap_err();
         assert!(err.starts_with("disks[0]:"), "{err}");
         let err = decode::<Cfg>(&map(&[("hold", "soon".into())])).unwrap_err();
-        assert!(err.starts_with("hold:") && err.contains("\"soon\""), "{err}");
+        assert!(
+            err.starts_with("hold:") && err.contains("\"soon\""),
+            "{err}"
+        );
         let err = decode::<Cfg>(&map(&[("pcts", Value::UInt(1))])).unwrap_err();
         assert!(err.contains("unknown field `pcts`"), "{err}");
         assert!(decode::<Cfg>(b"\xc1").is_err());

@@ -7,9 +7,6 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-/// This crate's version, written into each plugin's build info.
-pub const PROTO_VERSION: &str = env!("CARGO_PKG_VERSION");
-
 /// The descriptor of plugin `P`, built at compile time into a static.
 pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor {
     PluginDescriptor {
@@ -104,7 +101,9 @@ unsafe extern "C" fn on_sample<P: Plugin>(
     let instance = unsafe { &mut *state.cast::<Instance<P>>() };
     // SAFETY: the agent passes `sample_len` readable bytes, valid for this call.
     let Some(bytes) = (unsafe { abi::bytes(sample, sample_len) }) else {
-        instance.host.set_error("on_sample was called with a null sample");
+        instance
+            .host
+            .set_error("on_sample was called with a null sample");
         return abi::STATUS_ERROR;
     };
     let Instance { plugin, host } = instance;

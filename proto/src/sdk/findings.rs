@@ -210,14 +210,15 @@ fn step(
         (Track::Quiet { .. }, _) => (Track::Quiet { streak: 0 }, None),
         (
             Track::Raised {
-                since,
-                severity,
-                sent,
+                since, severity, ..
             },
             Verdict::Clear,
         ) => {
             if now - since >= rules.min_hold.as_secs_f64() {
-                (Track::Quiet { streak: 0 }, Some((State::Cleared, *severity)))
+                (
+                    Track::Quiet { streak: 0 },
+                    Some((State::Cleared, *severity)),
+                )
             } else {
                 (track.clone(), None)
             }
@@ -258,7 +259,7 @@ fn material(sent: &Data, now: &Data, threshold: f64) -> bool {
         match (a.as_f64(), b.as_f64()) {
             // Relative to the figure sent; from zero, any change is material.
             (Some(x), Some(y)) if x == y => false,
-            (Some(x), Some(_)) if x == 0.0 => true,
+            (Some(0.0), Some(_)) => true,
             (Some(x), Some(y)) => (x - y).abs() / x.abs() > threshold,
             _ => a != b,
         }
@@ -288,7 +289,9 @@ impl Threshold {
 
     fn new(raise: f64, clear: f64, above: bool) -> Result<Threshold, String> {
         if !(raise.is_finite() && clear.is_finite()) {
-            return Err(format!("thresholds must be numbers, not {raise} and {clear}"));
+            return Err(format!(
+                "thresholds must be numbers, not {raise} and {clear}"
+            ));
         }
         let (word, ok) = if above {
             ("at or below", clear <= raise)
@@ -433,7 +436,10 @@ mod tests {
                 (8.0, W, 95.0),
             ],
         );
-        assert_eq!(got, ["-", "-", "-", "-", "-", "-", "-", "-", "raised:warning"]);
+        assert_eq!(
+            got,
+            ["-", "-", "-", "-", "-", "-", "-", "-", "raised:warning"]
+        );
     }
 
     #[test]
@@ -449,10 +455,10 @@ mod tests {
             &mut f,
             &[
                 (0.0, W, 50.0),
-                (1.0, W, 59.0),  // +18%: not material
-                (2.0, W, 61.0),  // +22% from 50: material
-                (3.0, W, 70.0),  // +14.8% from 61: not
-                (4.0, W, 73.5),  // +20.5% from 61: material
+                (1.0, W, 59.0),                   // +18%: not material
+                (2.0, W, 61.0),                   // +22% from 50: material
+                (3.0, W, 70.0),                   // +14.8% from 61: not
+                (4.0, W, 73.5),                   // +20.5% from 61: material
                 (5.0, Verdict::Borderline, 40.0), // raised stays raised; figures moved a lot
             ],
         );
@@ -474,7 +480,12 @@ mod tests {
         let mut f = Findings::new("busy", rules(1, 0, 0.5));
         let got = run(
             &mut f,
-            &[(0.0, W, 95.0), (1.0, C, 99.0), (2.0, C, 99.0), (3.0, W, 96.0)],
+            &[
+                (0.0, W, 95.0),
+                (1.0, C, 99.0),
+                (2.0, C, 99.0),
+                (3.0, W, 96.0),
+            ],
         );
         assert_eq!(
             got,
@@ -527,7 +538,10 @@ mod tests {
                 (160.0, Verdict::Clear, 10.0), // 60 s: cleared
             ],
         );
-        assert_eq!(got, ["raised:warning", "-", "-", "-", "-", "cleared:warning"]);
+        assert_eq!(
+            got,
+            ["raised:warning", "-", "-", "-", "-", "cleared:warning"]
+        );
     }
 
     #[test]
@@ -537,7 +551,10 @@ mod tests {
             &mut f,
             &[(0.0, W, 50.0), (50.0, C, 99.0), (61.0, Verdict::Clear, 1.0)],
         );
-        assert_eq!(got, ["raised:warning", "updated:critical", "cleared:critical"]);
+        assert_eq!(
+            got,
+            ["raised:warning", "updated:critical", "cleared:critical"]
+        );
     }
 
     #[test]
@@ -553,7 +570,16 @@ mod tests {
                 (4.0, W, 95.0),
             ],
         );
-        assert_eq!(got, ["-", "raised:warning", "cleared:warning", "-", "raised:warning"]);
+        assert_eq!(
+            got,
+            [
+                "-",
+                "raised:warning",
+                "cleared:warning",
+                "-",
+                "raised:warning"
+            ]
+        );
     }
 
     #[test]
@@ -575,7 +601,10 @@ mod tests {
         assert!(f.clear_unseen(0.0, |_| unreachable!()).is_empty());
         // sdb disappears at t=10: too early to clear; it stays raised.
         f.observe(10.0, "sda", W, report(95.0));
-        assert!(f.clear_unseen(10.0, |s| Report::new(format!("{s} gone"))).is_empty());
+        assert!(
+            f.clear_unseen(10.0, |s| Report::new(format!("{s} gone")))
+                .is_empty()
+        );
         assert_eq!(f.raised("sdb"), Some(Severity::Warning));
         // Still gone at t=40: cleared, with the report made for it.
         f.observe(40.0, "sda", W, report(95.0));
@@ -624,7 +653,10 @@ mod tests {
 
     #[test]
     fn threshold_above_with_hysteresis_and_critical() {
-        let t = Threshold::above(90.0, 70.0).unwrap().critical(99.0).unwrap();
+        let t = Threshold::above(90.0, 70.0)
+            .unwrap()
+            .critical(99.0)
+            .unwrap();
         assert_eq!(t.verdict(95.0), W);
         assert_eq!(t.verdict(90.0), W);
         assert_eq!(t.verdict(99.5), C);
@@ -651,8 +683,18 @@ mod tests {
         assert!(Threshold::above(70.0, 90.0).unwrap_err().contains("flap"));
         assert!(Threshold::below(20.0, 10.0).is_err());
         assert!(Threshold::above(f64::NAN, 1.0).is_err());
-        assert!(Threshold::above(90.0, 70.0).unwrap().critical(80.0).is_err());
-        assert!(Threshold::below(10.0, 20.0).unwrap().critical(15.0).is_err());
+        assert!(
+            Threshold::above(90.0, 70.0)
+                .unwrap()
+                .critical(80.0)
+                .is_err()
+        );
+        assert!(
+            Threshold::below(10.0, 20.0)
+                .unwrap()
+                .critical(15.0)
+                .is_err()
+        );
     }
 
     #[test]

@@ -55,8 +55,8 @@ pub mod export;
 mod findings;
 pub mod testing;
 
-pub use crate::event::{Data, Event, Kind, Severity, State, Value};
 pub use crate::Sample;
+pub use crate::event::{Data, Event, Kind, Severity, State, Value};
 pub use findings::{Findings, Report, Rules, Threshold, Verdict};
 
 use crate::abi::{self, HostApi};
@@ -98,9 +98,7 @@ macro_rules! export_plugin {
                 $crate::sdk::export::descriptor::<$plugin>(concat!(
                     env!("CARGO_PKG_NAME"),
                     " ",
-                    env!("CARGO_PKG_VERSION"),
-                    ", zpulse-proto ",
-                    $crate::sdk::export::PROTO_VERSION
+                    env!("CARGO_PKG_VERSION")
                 ));
             &DESCRIPTOR
         }
@@ -175,9 +173,8 @@ impl Host {
             return None;
         }
         // SAFETY: as above; the struct is at least as large as ours.
-        Some(Host {
-            api: unsafe { *api },
-        })
+        let api = unsafe { *api };
+        Some(Host { api })
     }
 
     /// One log line, attributed to this plugin by the agent.
@@ -237,4 +234,108 @@ pub fn encode_sample(sample: &Sample) -> Vec<u8> {
     // Named fields, so that fields added later are skipped by older plugins and missing ones
     // take their defaults in newer plugins.
     rmp_serde::to_vec_named(sample).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{ArcRates, CpuRates, DiskRates, PoolRates};
+    use crate::snapshot::{Devstat, Disk, DiskCounters, Diskstats, KstatValue, Memory};
+
+    /// A sample exercising every shape: options present and absent, tagged enums, maps.
+    fn rich_sample() -> Sample {
+        let mut s = Sample {
+            start: 100.0,
+            end: 110.5,
+            interval: 10.5,
+            arc: Some(ArcRates {
+                deltas: [("hits".to_string(), 5u64)].into(),
+                reads_per_s: 1.5,
+                hit_ratio: Some(0.0),
+                l2_hit_ratio: None,
+                ..ArcRates::default()
+            }),
+            pools: vec![PoolRates {
+                name: "tank".into(),
+                ..PoolRates::default()
+            }],
+            disks: vec![DiskRates {
+                name: "sda".into(),
+                rotational: Some(true),
+                d_s: Some(0.0),
+                r_await: None,
+                util: 42.0,
+                ..DiskRates::default()
+            }],
+            cpu: Some(CpuRates {
+                busy_pct: 3.0,
+                iowait_pct: None,
+            }),
+            resets: vec!["disk sdz".into()],
+            ..Sample::default()
+        };
+        s.snapshot.disks = vec![
+            Disk {
+                name: "sda".into(),
+                rotational: Some(true),
+                counters: DiskCounters::Diskstats(Diskstats {
+                    reads: 7,
+                    discards: Some(0),
+                    flushes: None,
+                    ..Diskstats::default()
+                }),
+                ..Disk::default()
+            },
+            Disk {
+                name: "ada0".into(),
+                counters: DiskCounters::Devstat(Devstat {
+                    duration: [0.5, 1.0, 0.0, 0.25],
+                    ..Devstat::default()
+                }),
+                ..Disk::default()
+            },
+        ];
+        s.snapshot.memory = Some(Memory {
+            total: 8,
+            available: None,
+            cached: Some(0),
+            ..Memory::default()
+        });
+        let mut arc = crate::snapshot::ArcStats::default();
+        arc.0.insert("size", KstatValue::Unsigned(u64::MAX));
+        arc.0
+            .insert("memory_available_bytes", KstatValue::Signed(-5));
+        arc.0.insert("name", KstatValue::Text("x".into()));
+        s.snapshot.arc = Some(arc);
+        s.snapshot
+            .tunables
+            .0
+            .insert("zfs_arc_max".into(), "0".into());
+        s
+    }
+
+    #[test]
+    fn a_sample_round_trips_with_absent_and_none_options_kept_apart() {
+        let s = rich_sample();
+        let bytes = encode_sample(&s);
+        let back = decode_sample(&bytes).unwrap();
+        assert_eq!(back, s);
+        // Absent stays absent, and Some(0.0) stays a value (never confused with None).
+        assert_eq!(back.disks[0].r_await, None);
+        assert_eq!(back.disks[0].d_s, Some(0.0));
+        assert_eq!(back.arc.as_ref().unwrap().hit_ratio, Some(0.0));
+        // Named fields, not positional arrays.
+        assert!(bytes.windows(8).any(|w| w == b"interval"));
+        assert!(!bytes.windows(7).any(|w| w == b"r_await"));
+    }
+
+    #[test]
+    fn an_older_plugin_ignores_fields_it_does_not_know() {
+        // A newer agent adds a field: a plugin built against this proto still decodes it.
+        let mut map: std::collections::BTreeMap<String, Value> =
+            rmp_serde::from_slice(&encode_sample(&rich_sample())).unwrap();
+        map.insert("added_in_a_later_version".into(), Value::UInt(1));
+        let bytes = rmp_serde::to_vec_named(&map).unwrap();
+        assert_eq!(decode_sample(&bytes).unwrap(), rich_sample());
+    }
 }

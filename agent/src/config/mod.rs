@@ -1,0 +1,372 @@
+//! `zpulse.toml`: the agent's one config file (design.md, "Configuration").
+//!
+//! Every key has a default, so no file at all is a valid config: sample every 10 s, load the
+//! plugins in the default directory, print to stdout. A wrong key or type is an error that
+//! names the file, the line and the key (`/etc/zpulse/zpulse.toml:7: plugins.budget: …`).
+//!
+//! ```toml
+//! interval = "10s"
+//! hostname = "nas1"                    # default: the system's
+//! [plugins]
+//! dirs = ["/usr/lib/zpulse/plugins"]   # every *.so there is loaded
+//! paths = ["/opt/checks/libmine.so"]   # and these files
+//! budget = "2s"                        # time an on_sample call may take before it is hung
+//! max_failures = 3                     # failures in a row before a plugin is disabled
+//! max_events_per_sample = 1000         # events one plugin may emit per sample
+//! max_event_bytes = 65536              # size limit of one event record
+//! [plugins.hdd-saturation]             # any other table: that plugin's own config
+//! saturation_pct = 95
+//! [[sink]]                             # kept as data for the sinks (a later issue)
+//! type = "stdout"
+//! ```
+//!
+//! Relative paths in the file are relative to the file's directory.
+
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// Where the agent looks when no `--config` is given.
+pub fn default_path() -> &'static Path {
+    if cfg!(target_os = "freebsd") {
+        Path::new("/usr/local/etc/zpulse/zpulse.toml")
+    } else {
+        Path::new("/etc/zpulse/zpulse.toml")
+    }
+}
+
+/// The plugin directory when the config names none.
+pub fn default_plugin_dir() -> &'static Path {
+    if cfg!(target_os = "freebsd") {
+        Path::new("/usr/local/lib/zpulse/plugins")
+    } else {
+        Path::new("/usr/lib/zpulse/plugins")
+    }
+}
+
+/// The whole config, every key resolved to its value or default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file it was read from; `None` for the built-in defaults.
+    pub file: Option<PathBuf>,
+    pub interval: Duration,
+    /// Overrides the system's hostname in events.
+    pub hostname: Option<String>,
+    pub plugins: PluginSettings,
+    pub sinks: Vec<SinkConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            file: None,
+            interval: Duration::from_secs(10),
+            hostname: None,
+            plugins: PluginSettings::default(),
+            sinks: Vec::new(),
+        }
+    }
+}
+
+/// `[plugins]`: where plugins are, how they are run, and each one's own table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginSettings {
+    /// Directories whose `*.so` files are loaded.
+    pub dirs: Vec<PathBuf>,
+    /// True when `dirs` is the built-in default, which may be missing without complaint.
+    pub default_dirs: bool,
+    /// Plugin files loaded in addition to the directories.
+    pub paths: Vec<PathBuf>,
+    /// How long one call may take before the plugin is marked hung.
+    pub budget: Duration,
+    /// Failed calls in a row after which a plugin is disabled.
+    pub max_failures: u32,
+    /// Events one plugin may emit per sample; the rest are dropped.
+    pub max_events_per_sample: u32,
+    /// Largest accepted event record, in bytes of MessagePack.
+    pub max_event_bytes: usize,
+    /// `[plugins.<name>]`, by plugin name.
+    pub tables: BTreeMap<String, PluginTable>,
+}
+
+impl Default for PluginSettings {
+    fn default() -> PluginSettings {
+        PluginSettings {
+            dirs: vec![default_plugin_dir().to_path_buf()],
+            default_dirs: true,
+            paths: Vec::new(),
+            budget: Duration::from_secs(2),
+            max_failures: 3,
+            max_events_per_sample: 1000,
+            max_event_bytes: 64 * 1024,
+            tables: BTreeMap::new(),
+        }
+    }
+}
+
+/// One plugin's table, and where it was written (for error messages).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginTable {
+    pub table: toml::Table,
+    /// `file:line` of the table's header.
+    pub origin: String,
+}
+
+/// One `[[sink]]`, kept as written: the sinks issue gives it meaning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkConfig {
+    /// `forward`, `syslog` or `stdout`.
+    pub kind: String,
+    pub table: toml::Table,
+    pub origin: String,
+}
+
+/// Reads the config: `explicit` must exist; without it the default path is read when it
+/// exists, and the built-in defaults are used when it does not.
+pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
+    let path = match explicit {
+        Some(p) => p,
+        None if default_path().exists() => default_path(),
+        None => return Ok(Config::default()),
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    parse(&text, path)
+}
+
+/// Parses the text of a config file read from `file`.
+pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
+    let origin = |span: Option<std::ops::Range<usize>>| match span {
+        Some(span) => format!("{}:{}", file.display(), line_of(text, span.start)),
+        None => file.display().to_string(),
+    };
+    let toml_de = toml::Deserializer::parse(text)
+        .map_err(|e| format!("{}: {}", origin(e.span()), e.message().trim_end()))?;
+    let raw: RawConfig = serde_path_to_error::deserialize(toml_de).map_err(|e| {
+        let key = key_path(e.path());
+        let inner = e.into_inner();
+        let key = if key.is_empty() { key } else { key + ": " };
+        format!("{}: {key}{}", origin(inner.span()), inner.message())
+    })?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    let resolve = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+
+    let mut config = Config {
+        file: Some(file.to_path_buf()),
+        ..Config::default()
+    };
+    if let Some(interval) = raw.interval {
+        let d = interval.get_ref().0;
+        if d.is_zero() || d > Duration::from_secs(86_400) {
+            return Err(format!(
+                "{}: interval: give a duration between 1s and 1d",
+                origin(Some(interval.span()))
+            ));
+        }
+        config.interval = d;
+    }
+    if let Some(host) = raw.hostname {
+        let name = host.get_ref();
+        if name.is_empty() || name.len() > 255 || name.chars().any(|c| c.is_whitespace()) {
+            return Err(format!(
+                "{}: hostname: give a name of 1 to 255 characters without spaces",
+                origin(Some(host.span()))
+            ));
+        }
+        config.hostname = Some(name.clone());
+    }
+
+    let p = raw.plugins;
+    let settings = &mut config.plugins;
+    if let Some(dirs) = p.dirs {
+        settings.dirs = dirs.into_inner().into_iter().map(resolve).collect();
+        settings.default_dirs = false;
+    }
+    if let Some(paths) = p.paths {
+        settings.paths = paths.into_inner().into_iter().map(resolve).collect();
+    }
+    if let Some(budget) = p.budget {
+        let d = budget.get_ref().0;
+        if d.is_zero() || d > Duration::from_secs(600) {
+            return Err(format!(
+                "{}: plugins.budget: give a duration between 1ms and 10m",
+                origin(Some(budget.span()))
+            ));
+        }
+        settings.budget = d;
+    }
+    let positive = |v: Option<Spanned<u64>>, key: &str, max: u64| -> Result<Option<u64>, String> {
+        match v {
+            Some(v) if *v.get_ref() == 0 || *v.get_ref() > max => Err(format!(
+                "{}: plugins.{key}: give a number from 1 to {max}",
+                origin(Some(v.span()))
+            )),
+            Some(v) => Ok(Some(v.into_inner())),
+            None => Ok(None),
+        }
+    };
+    if let Some(n) = positive(p.max_failures, "max_failures", 1000)? {
+        settings.max_failures = n as u32;
+    }
+    if let Some(n) = positive(p.max_events_per_sample, "max_events_per_sample", 1_000_000)? {
+        settings.max_events_per_sample = n as u32;
+    }
+    if let Some(n) = positive(p.max_event_bytes, "max_event_bytes", 16 << 20)? {
+        settings.max_event_bytes = n as usize;
+    }
+    for (name, value) in p.tables {
+        let at = origin(Some(value.span()));
+        let toml::Value::Table(table) = value.into_inner() else {
+            return Err(format!(
+                "{at}: plugins.{name}: unknown setting; [plugins] has {}, and a table \
+                 [plugins.<name>] for each plugin's own settings",
+                PLUGIN_KEYS.join(", ")
+            ));
+        };
+        if let Err(e) = zpulse_proto::abi::check_name(&name) {
+            return Err(format!("{at}: plugins.{name}: {e}"));
+        }
+        settings
+            .tables
+            .insert(name, PluginTable { table, origin: at });
+    }
+
+    for sink in raw.sink {
+        let at = origin(Some(sink.span()));
+        let table = sink.into_inner();
+        let kind = match table.get("type") {
+            Some(toml::Value::String(kind)) if SINK_TYPES.contains(&kind.as_str()) => kind.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "{at}: sink.type: {other} is not one of {}",
+                    SINK_TYPES.join(", ")
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "{at}: sink: say its type ({})",
+                    SINK_TYPES.join(", ")
+                ));
+            }
+        };
+        config.sinks.push(SinkConfig {
+            kind,
+            table,
+            origin: at,
+        });
+    }
+    Ok(config)
+}
+
+const SINK_TYPES: &[&str] = &["forward", "syslog", "stdout"];
+const PLUGIN_KEYS: &[&str] = &[
+    "dirs",
+    "paths",
+    "budget",
+    "max_failures",
+    "max_events_per_sample",
+    "max_event_bytes",
+];
+
+/// `plugins.dirs`, `sink[1].type`: the key as the file spells it (toml's `Spanned` wrapper
+/// adds internal segments, which are left out).
+fn key_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut s = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Map { key } if key.starts_with("$__") => {}
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(key);
+            }
+            Segment::Seq { index } => s.push_str(&format!("[{index}]")),
+            Segment::Unknown => {}
+        }
+    }
+    s
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    interval: Option<Spanned<TomlDuration>>,
+    hostname: Option<Spanned<String>>,
+    #[serde(default)]
+    plugins: RawPlugins,
+    #[serde(default)]
+    sink: Vec<Spanned<toml::Table>>,
+}
+
+/// A duration as TOML gives it: `"10s"`, or a number of seconds.
+struct TomlDuration(Duration);
+
+impl<'de> Deserialize<'de> for TomlDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        zpulse_proto::sdk::config::duration::deserialize(d).map(TomlDuration)
+    }
+}
+
+/// `[plugins]`: the agent's keys, typed; every other key is kept for checking afterwards
+/// (it must be a plugin's table).
+#[derive(Default)]
+struct RawPlugins {
+    dirs: Option<Spanned<Vec<PathBuf>>>,
+    paths: Option<Spanned<Vec<PathBuf>>>,
+    budget: Option<Spanned<TomlDuration>>,
+    max_failures: Option<Spanned<u64>>,
+    max_events_per_sample: Option<Spanned<u64>>,
+    max_event_bytes: Option<Spanned<u64>>,
+    tables: Vec<(String, Spanned<toml::Value>)>,
+}
+
+impl<'de> Deserialize<'de> for RawPlugins {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawPlugins;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("the [plugins] table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawPlugins, A::Error> {
+                let mut p = RawPlugins::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "dirs" => p.dirs = Some(map.next_value()?),
+                        "paths" => p.paths = Some(map.next_value()?),
+                        "budget" => p.budget = Some(map.next_value()?),
+                        "max_failures" => p.max_failures = Some(map.next_value()?),
+                        "max_events_per_sample" => {
+                            p.max_events_per_sample = Some(map.next_value()?)
+                        }
+                        "max_event_bytes" => p.max_event_bytes = Some(map.next_value()?),
+                        _ => {
+                            let value = map.next_value()?;
+                            p.tables.push((key, value));
+                        }
+                    }
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests;

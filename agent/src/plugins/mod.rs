@@ -1,0 +1,821 @@
+//! The plugin host: loads checks from shared objects and runs them on every sample, so that
+//! no plugin can stop the agent from sampling.
+//!
+//! * **Loading** ([`PluginHost::start`]): every `*.so` in the plugin directories and every
+//!   explicit path, after StrictModes-like ownership and permission checks (`perms`), with
+//!   `dlopen(RTLD_NOW | RTLD_LOCAL)`, never unloaded. A plugin with another ABI major, a bad
+//!   descriptor, a duplicate name or a config it rejects is refused.
+//! * **Running** ([`PluginHost::run`]): each plugin has its own thread; the sample is encoded
+//!   once and handed to every idle plugin; the caller waits at most the budget (2 s by
+//!   default). A plugin still busy then is **hung** and gets no samples until its call
+//!   returns; a call that fails or overruns counts as a failure, and `max_failures` in a row
+//!   **disable** the plugin.
+//! * **Events** from plugins are validated (well-formed record, size limit, per-sample rate
+//!   limit), stamped with the sample's time and the host name, and returned with the sample.
+//!
+//! Every problem is reported **once**, as an `agent` event (a finding of the agent about
+//! itself: check `plugin.<problem>`, subject the plugin) and a log line; a hung or failing
+//! plugin that works again clears its finding.
+
+mod load;
+mod perms;
+mod worker;
+
+pub use perms::{check_plugin_file, effective_uid};
+
+use crate::config::PluginSettings;
+use crossbeam_channel::{Receiver, Sender};
+use load::Source;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use worker::{Done, Job, Limits, Shared};
+use zpulse_proto::abi;
+use zpulse_proto::event::{Data, Entry, Event, EventTime, Kind, Severity, State, Value};
+use zpulse_proto::{Sample, sdk};
+
+/// Severity of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warn => "warning",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
+}
+
+/// A log line from the host or a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub level: Level,
+    /// The plugin's name (or file), or `plugins` for the host itself.
+    pub source: String,
+    pub message: String,
+}
+
+impl fmt::Display for LogLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}: {}",
+            self.level.as_str(),
+            self.source,
+            self.message
+        )
+    }
+}
+
+/// What a run (or loading) produced: events for the sinks, lines for the log.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Output {
+    /// Plugin events in plugin order, then the agent's own events.
+    pub events: Vec<Entry>,
+    pub logs: Vec<LogLine>,
+}
+
+/// Where a plugin stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Loaded,
+    /// Never ran: permissions, ABI, descriptor, duplicate name, or `create` failed.
+    Refused(String),
+    /// A call has been running longer than the budget; no samples until it returns.
+    Hung(String),
+    /// Stopped after failing too often.
+    Disabled(String),
+}
+
+impl Status {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Loaded => "loaded",
+            Status::Refused(_) => "refused",
+            Status::Hung(_) => "hung",
+            Status::Disabled(_) => "disabled",
+        }
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Status::Loaded => None,
+            Status::Refused(r) | Status::Hung(r) | Status::Disabled(r) => Some(r),
+        }
+    }
+}
+
+/// One plugin file, as `zpulse plugins` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginInfo {
+    pub path: PathBuf,
+    /// From the descriptor; `None` when it could not be read.
+    pub name: Option<String>,
+    pub version: Option<String>,
+    /// (major, minor) of the plugin's ABI, when its descriptor header could be read.
+    pub abi: Option<(u32, u32)>,
+    pub build_info: Option<String>,
+    pub status: Status,
+}
+
+impl PluginInfo {
+    /// The name, or the file name when the plugin could not say.
+    pub fn label(&self) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            self.path.file_name().map_or_else(
+                || self.path.display().to_string(),
+                |f| f.to_string_lossy().into(),
+            )
+        })
+    }
+}
+
+/// Where plugins come from besides the config: `--plugin-dir` and `--plugin`.
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    pub dirs: Vec<PathBuf>,
+    pub paths: Vec<PathBuf>,
+}
+
+/// A call in progress.
+struct Busy {
+    call: &'static str,
+    since: Instant,
+    /// Reported hung already (and counted as a failure).
+    hung: bool,
+}
+
+/// Problems reported and not yet cleared (each is reported once).
+#[derive(Default)]
+struct Raised {
+    hung: bool,
+    failing: bool,
+    invalid: bool,
+    rate_limited: bool,
+    logs_dropped: bool,
+}
+
+/// A plugin that passed loading: its thread and bookkeeping.
+struct Running {
+    /// `None` once disabled: dropping the sender stops the worker.
+    jobs: Option<Sender<Job>>,
+    shared: Arc<Shared>,
+    busy: Option<Busy>,
+    created: bool,
+    failures: u32,
+    last_error: String,
+    raised: Raised,
+    /// Where its config table was written, for messages about it.
+    origin: Option<String>,
+}
+
+struct Slot {
+    info: PluginInfo,
+    run: Option<Running>,
+}
+
+/// Limits and budget of the host, from `[plugins]`.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    budget: Duration,
+    max_failures: u32,
+    limits: Limits,
+}
+
+/// The loaded plugins and their threads.
+pub struct PluginHost {
+    budget: Budget,
+    hostname: String,
+    slots: Vec<Slot>,
+    done_tx: Sender<(usize, Done)>,
+    done_rx: Receiver<(usize, Done)>,
+    /// Output produced outside `run` (loading, late returns), given with the next one.
+    pending: Output,
+}
+
+impl PluginHost {
+    /// Loads every plugin of `settings` plus `extra`, creates each with its config table and
+    /// waits at most the budget for them. Never fails: every problem is in the output of the
+    /// next [`run`](PluginHost::run) or [`take_output`](PluginHost::take_output), and in
+    /// [`plugins`](PluginHost::plugins). `hostname` goes into every event.
+    pub fn start(settings: &PluginSettings, extra: &Extra, hostname: &str) -> PluginHost {
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let mut host = PluginHost {
+            budget: Budget {
+                budget: settings.budget,
+                max_failures: settings.max_failures.max(1),
+                limits: Limits {
+                    max_events_per_sample: settings.max_events_per_sample,
+                    max_event_bytes: settings.max_event_bytes,
+                },
+            },
+            hostname: hostname.to_owned(),
+            slots: Vec::new(),
+            done_tx,
+            done_rx,
+            pending: Output::default(),
+        };
+        let mut sources: Vec<Source> = settings
+            .dirs
+            .iter()
+            .map(|d| Source::Dir {
+                path: d.clone(),
+                required: !settings.default_dirs,
+            })
+            .collect();
+        sources.extend(settings.paths.iter().cloned().map(Source::File));
+        sources.extend(extra.dirs.iter().map(|d| Source::Dir {
+            path: d.clone(),
+            required: true,
+        }));
+        sources.extend(extra.paths.iter().cloned().map(Source::File));
+
+        let (files, dir_problems) = load::discover(&sources);
+        for (dir, why) in dir_problems {
+            let summary = format!("plugin directory {} cannot be read: {why}", dir.display());
+            host.report(
+                "plugin.dir",
+                Severity::Warning,
+                State::Raised,
+                &dir.display().to_string(),
+                summary,
+                Data::new(),
+            );
+        }
+        let euid = perms::effective_uid();
+        let mut names: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for path in files {
+            host.load_one(&path, euid, settings, &mut names);
+        }
+        for (name, table) in &settings.tables {
+            if !names.contains_key(name) {
+                host.log(
+                    Level::Warn,
+                    "plugins",
+                    format!(
+                        "{}: [plugins.{name}] configures a plugin that is not loaded \
+                         (a misspelt name, or a plugin missing from the plugin directories)",
+                        table.origin
+                    ),
+                );
+            }
+        }
+        host.wait(Instant::now() + host.budget.budget);
+        host.mark_hung();
+        host
+    }
+
+    fn load_one(
+        &mut self,
+        path: &Path,
+        euid: u32,
+        settings: &PluginSettings,
+        names: &mut BTreeMap<String, PathBuf>,
+    ) {
+        let mut info = PluginInfo {
+            path: path.to_path_buf(),
+            name: None,
+            version: None,
+            abi: None,
+            build_info: None,
+            status: Status::Loaded,
+        };
+        let opened = match load::open(path, euid) {
+            Ok(opened) => opened,
+            Err(refusal) => {
+                info.abi = refusal.abi;
+                return self.refuse(info, refusal.reason);
+            }
+        };
+        info.name = Some(opened.name.clone());
+        info.version = Some(opened.version.clone());
+        info.abi = Some(opened.abi);
+        info.build_info = Some(opened.build_info.clone());
+        if let Some(first) = names.get(&opened.name) {
+            let why = format!(
+                "a plugin named {} is already loaded from {}",
+                opened.name,
+                first.display()
+            );
+            return self.refuse(info, why);
+        }
+        names.insert(opened.name.clone(), path.to_path_buf());
+
+        let table = settings.tables.get(&opened.name);
+        let config = match table {
+            Some(t) => sdk::config::encode(&toml_to_value(toml::Value::Table(t.table.clone()))),
+            None => sdk::config::encode(&Value::Map(BTreeMap::new())),
+        };
+        let shared = Arc::new(Shared::new(
+            &opened.name,
+            self.budget.limits,
+            &self.hostname,
+        ));
+        // Events emitted from `create` (unusual, but allowed) carry the time of loading.
+        shared.begin_sample(
+            EventTime::from_system_time(SystemTime::now()),
+            &self.hostname,
+        );
+        let index = self.slots.len();
+        let jobs = match worker::spawn(
+            index,
+            opened.calls,
+            Arc::clone(&shared),
+            self.done_tx.clone(),
+        ) {
+            Ok(jobs) => jobs,
+            Err(e) => return self.refuse(info, format!("cannot start its thread: {e}")),
+        };
+        // The channel is empty: a new worker has taken no job yet.
+        let _ = jobs.try_send(Job::Create(config));
+        self.slots.push(Slot {
+            info,
+            run: Some(Running {
+                jobs: Some(jobs),
+                shared,
+                busy: Some(Busy {
+                    call: "create",
+                    since: Instant::now(),
+                    hung: false,
+                }),
+                created: false,
+                failures: 0,
+                last_error: String::new(),
+                raised: Raised::default(),
+                origin: table.map(|t| t.origin.clone()),
+            }),
+        });
+    }
+
+    fn refuse(&mut self, mut info: PluginInfo, why: String) {
+        let subject = info.label();
+        let summary = format!("plugin {} was not loaded: {why}", info.path.display());
+        let data = data(&[("path", info.path.display().to_string().into())]);
+        self.report(
+            "plugin.refused",
+            Severity::Warning,
+            State::Raised,
+            &subject,
+            summary,
+            data,
+        );
+        info.status = Status::Refused(why);
+        self.slots.push(Slot { info, run: None });
+    }
+
+    /// Hands `sample` to every idle plugin and returns, within the budget, what they emitted
+    /// and what went wrong.
+    pub fn run(&mut self, sample: &Sample) -> Output {
+        self.collect();
+        let encoded: Arc<[u8]> = sdk::encode_sample(sample).into();
+        let time = EventTime::from_unix(sample.end);
+        let now = Instant::now();
+        for slot in &mut self.slots {
+            let Some(run) = slot.run.as_mut() else {
+                continue;
+            };
+            if run.busy.is_some() || !run.created {
+                continue;
+            }
+            let Some(jobs) = &run.jobs else { continue };
+            run.shared.begin_sample(time, &self.hostname);
+            if jobs.try_send(Job::Sample(Arc::clone(&encoded))).is_ok() {
+                run.busy = Some(Busy {
+                    call: "on_sample",
+                    since: now,
+                    hung: false,
+                });
+            }
+        }
+        self.wait(now + self.budget.budget);
+        self.mark_hung();
+        self.take_output()
+    }
+
+    /// What has been produced since the last call (loading problems, late returns).
+    pub fn take_output(&mut self) -> Output {
+        self.collect();
+        let mut out = Output::default();
+        for i in 0..self.slots.len() {
+            self.drain(i, &mut out);
+        }
+        out.events.append(&mut self.pending.events);
+        out.logs.append(&mut self.pending.logs);
+        out
+    }
+
+    /// Every plugin file found, loaded or not.
+    pub fn plugins(&self) -> Vec<PluginInfo> {
+        self.slots.iter().map(|s| s.info.clone()).collect()
+    }
+
+    /// Stops every plugin: each finishes its call, gets `destroy`, and its thread ends. Waits
+    /// at most the budget; a hung plugin is left to the process's exit.
+    pub fn shutdown(mut self) {
+        let mut waiting = 0;
+        for slot in &mut self.slots {
+            if let Some(run) = slot.run.as_mut()
+                && run.jobs.take().is_some()
+            {
+                waiting += 1;
+            }
+        }
+        let deadline = Instant::now() + self.budget.budget;
+        while waiting > 0 {
+            match self.done_rx.recv_deadline(deadline) {
+                Ok((_, Done::Stopped)) => waiting -= 1,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Handles every report that has arrived, without waiting.
+    fn collect(&mut self) {
+        while let Ok((index, done)) = self.done_rx.try_recv() {
+            self.handle(index, done);
+        }
+    }
+
+    /// Handles reports until no plugin is busy with a call not yet found hung, or until
+    /// `deadline`.
+    fn wait(&mut self, deadline: Instant) {
+        loop {
+            let waiting = self.slots.iter().any(|s| {
+                s.run
+                    .as_ref()
+                    .and_then(|r| r.busy.as_ref())
+                    .is_some_and(|b| !b.hung)
+            });
+            if !waiting {
+                return;
+            }
+            match self.done_rx.recv_deadline(deadline) {
+                Ok((index, done)) => self.handle(index, done),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Marks every call that has outrun the budget as hung: reported once, and a failure.
+    fn mark_hung(&mut self) {
+        let budget = self.budget.budget;
+        for i in 0..self.slots.len() {
+            let slot = &mut self.slots[i];
+            let Some(run) = slot.run.as_mut() else {
+                continue;
+            };
+            let Some(busy) = run.busy.as_mut() else {
+                continue;
+            };
+            if busy.hung || busy.since.elapsed() < budget {
+                continue;
+            }
+            busy.hung = true;
+            let call = busy.call;
+            run.failures += 1;
+            let why = format!("{call} has been running for more than {}", seconds(budget));
+            slot.info.status = Status::Hung(why.clone());
+            let first = !std::mem::replace(&mut run.raised.hung, true);
+            let name = slot.info.label();
+            if first {
+                let summary = format!(
+                    "plugin {name}: {why} (plugins.budget); it gets no samples until the call \
+                     returns"
+                );
+                let data = data(&[
+                    ("call", call.into()),
+                    ("budget_s", budget.as_secs_f64().into()),
+                ]);
+                self.report(
+                    "plugin.hung",
+                    Severity::Warning,
+                    State::Raised,
+                    &name,
+                    summary,
+                    data,
+                );
+            }
+            self.maybe_disable(i);
+        }
+    }
+
+    fn handle(&mut self, index: usize, done: Done) {
+        let Some(slot) = self.slots.get_mut(index) else {
+            return;
+        };
+        let name = slot.info.label();
+        let Some(run) = slot.run.as_mut() else { return };
+        let late = run.busy.take().filter(|b| b.hung);
+        if let Some(busy) = &late {
+            if matches!(slot.info.status, Status::Hung(_)) {
+                slot.info.status = Status::Loaded;
+            }
+            let line = format!(
+                "{} returned after {}",
+                busy.call,
+                seconds(busy.since.elapsed())
+            );
+            self.log(Level::Info, &name, line);
+        }
+        match done {
+            Done::Created { status, error } => self.created(index, status, error),
+            Done::Sampled { status, error } => self.sampled(index, status, error, late.is_some()),
+            Done::Stopped => {}
+        }
+    }
+
+    /// `create` returned: the plugin runs from the next sample, or is refused.
+    fn created(&mut self, index: usize, status: abi::Status, error: Option<String>) {
+        let slot = &mut self.slots[index];
+        let name = slot.info.label();
+        let Some(run) = slot.run.as_mut() else { return };
+        if status == abi::STATUS_OK {
+            run.created = true;
+            return;
+        }
+        let why = error.unwrap_or_else(|| "no reason given".into());
+        let why = match (status, &run.origin) {
+            (abi::STATUS_CONFIG, Some(origin)) => {
+                format!("{origin}: [plugins.{name}] is invalid: {why}")
+            }
+            (abi::STATUS_CONFIG, None) => format!("its config is invalid: {why}"),
+            (abi::STATUS_PANIC, _) => format!("create {why}"),
+            _ => format!("create failed: {why}"),
+        };
+        // The worker ends by itself after a failed create.
+        slot.run = None;
+        slot.info.status = Status::Refused(why.clone());
+        let summary = format!("plugin {} was not loaded: {why}", slot.info.path.display());
+        let data = data(&[("path", slot.info.path.display().to_string().into())]);
+        self.report(
+            "plugin.refused",
+            Severity::Warning,
+            State::Raised,
+            &name,
+            summary,
+            data,
+        );
+    }
+
+    /// `on_sample` returned; `late` when it had been found hung (and counted) already.
+    fn sampled(&mut self, index: usize, status: abi::Status, error: Option<String>, late: bool) {
+        if status == abi::STATUS_OK {
+            if !late {
+                self.recovered(index);
+            }
+            return;
+        }
+        let slot = &mut self.slots[index];
+        let name = slot.info.label();
+        let Some(run) = slot.run.as_mut() else { return };
+        let why = match (status, error) {
+            (abi::STATUS_PANIC, Some(e)) => format!("on_sample {e}"),
+            (_, Some(e)) => format!("on_sample failed: {e}"),
+            (s, None) => format!("on_sample failed with status {s} and no reason"),
+        };
+        run.last_error = why.clone();
+        if late {
+            self.log(Level::Warn, &name, why);
+            return;
+        }
+        run.failures += 1;
+        if !std::mem::replace(&mut run.raised.failing, true) {
+            let summary = format!("plugin {name}: {why}");
+            let data = data(&[("status", i64::from(status).into())]);
+            self.report(
+                "plugin.failing",
+                Severity::Warning,
+                State::Raised,
+                &name,
+                summary,
+                data,
+            );
+        }
+        self.maybe_disable(index);
+    }
+
+    /// An on-time, successful call: the failure count restarts and raised problems clear.
+    fn recovered(&mut self, index: usize) {
+        let slot = &mut self.slots[index];
+        let name = slot.info.label();
+        let Some(run) = slot.run.as_mut() else { return };
+        run.failures = 0;
+        let hung = std::mem::take(&mut run.raised.hung);
+        let failing = std::mem::take(&mut run.raised.failing);
+        if hung {
+            let summary = format!("plugin {name} answers within its budget again");
+            self.report(
+                "plugin.hung",
+                Severity::Warning,
+                State::Cleared,
+                &name,
+                summary,
+                Data::new(),
+            );
+        }
+        if failing {
+            let summary = format!("plugin {name} works again");
+            self.report(
+                "plugin.failing",
+                Severity::Warning,
+                State::Cleared,
+                &name,
+                summary,
+                Data::new(),
+            );
+        }
+    }
+
+    fn maybe_disable(&mut self, index: usize) {
+        let max = self.budget.max_failures;
+        let slot = &mut self.slots[index];
+        let name = slot.info.label();
+        let Some(run) = slot.run.as_mut() else { return };
+        if run.failures < max || run.jobs.is_none() {
+            return;
+        }
+        // Dropping the sender ends the worker once its current call returns.
+        run.jobs = None;
+        let last = if run.last_error.is_empty() {
+            match &slot.info.status {
+                Status::Hung(why) => why.clone(),
+                _ => "no reason given".into(),
+            }
+        } else {
+            run.last_error.clone()
+        };
+        let why = format!("{max} failures in a row; the last: {last}");
+        slot.info.status = Status::Disabled(why.clone());
+        let summary =
+            format!("plugin {name} was disabled after {why}. Fix it and restart the agent");
+        let data = data(&[("failures", u64::from(max).into())]);
+        self.report(
+            "plugin.disabled",
+            Severity::Critical,
+            State::Raised,
+            &name,
+            summary,
+            data,
+        );
+    }
+
+    /// Moves a plugin's collected events and logs into `out`, reporting event problems once.
+    fn drain(&mut self, index: usize, out: &mut Output) {
+        let slot = &mut self.slots[index];
+        let name = slot.info.label();
+        let Some(run) = slot.run.as_mut() else { return };
+        let mut problems = Vec::new();
+        {
+            let mut c = run.shared.lock();
+            out.events.append(&mut c.events);
+            out.logs.append(&mut c.logs);
+            if c.invalid > 0 && !std::mem::replace(&mut run.raised.invalid, true) {
+                let why = c.first_invalid.clone().unwrap_or_default();
+                problems.push((
+                    "plugin.invalid-event",
+                    format!(
+                        "plugin {name} emitted an invalid event, which was dropped: {why}; \
+                         further invalid events from it are dropped without notice"
+                    ),
+                    data(&[("dropped", c.invalid.into())]),
+                ));
+            }
+            if c.rate_limited > 0 && !std::mem::replace(&mut run.raised.rate_limited, true) {
+                problems.push((
+                    "plugin.rate-limited",
+                    format!(
+                        "plugin {name} emitted more than {} events for one sample \
+                         (plugins.max_events_per_sample); the rest were dropped, now and \
+                         from now on",
+                        self.budget.limits.max_events_per_sample
+                    ),
+                    data(&[("dropped", c.rate_limited.into())]),
+                ));
+            }
+            if c.logs_dropped > 0 && !std::mem::replace(&mut run.raised.logs_dropped, true) {
+                out.logs.push(LogLine {
+                    level: Level::Warn,
+                    source: name.clone(),
+                    message: "more than 100 log lines for one sample; the rest are dropped".into(),
+                });
+            }
+        }
+        for (check, summary, data) in problems {
+            self.report(
+                check,
+                Severity::Warning,
+                State::Raised,
+                &name,
+                summary,
+                data,
+            );
+        }
+    }
+
+    /// Queues an agent event and its log line.
+    fn report(
+        &mut self,
+        check: &str,
+        severity: Severity,
+        state: State,
+        subject: &str,
+        summary: String,
+        data: Data,
+    ) {
+        let level = match (state, severity) {
+            (State::Cleared, _) => Level::Info,
+            (_, Severity::Critical) => Level::Error,
+            _ => Level::Warn,
+        };
+        self.pending.logs.push(LogLine {
+            level,
+            source: "plugins".into(),
+            message: summary.clone(),
+        });
+        let event = Event {
+            v: zpulse_proto::event::EVENT_VERSION,
+            kind: Kind::Agent,
+            host: self.hostname.clone(),
+            check: check.into(),
+            severity,
+            state: Some(state),
+            subject: truncate(subject, zpulse_proto::event::limits::SUBJECT_CHARS),
+            summary: truncate(&summary, zpulse_proto::event::limits::SUMMARY_CHARS),
+            advice: None,
+            data,
+        };
+        self.pending.events.push(Entry {
+            time: EventTime::from_system_time(SystemTime::now()),
+            event,
+        });
+    }
+
+    fn log(&mut self, level: Level, source: &str, message: String) {
+        self.pending.logs.push(LogLine {
+            level,
+            source: source.into(),
+            message,
+        });
+    }
+}
+
+impl Drop for PluginHost {
+    fn drop(&mut self) {
+        // Dropping the senders stops idle workers (each destroys its state); a hung one ends
+        // with the process.
+        for slot in &mut self.slots {
+            if let Some(run) = slot.run.as_mut() {
+                run.jobs = None;
+            }
+        }
+    }
+}
+
+fn data(pairs: &[(&str, Value)]) -> Data {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+/// Text cut to `max` characters and made one line, for fields with limits.
+fn truncate(s: &str, max: usize) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max)
+        .collect()
+}
+
+/// A TOML value as the MessagePack-ready [`Value`] plugins receive. Datetimes become their
+/// TOML text (RFC 3339).
+pub fn toml_to_value(v: toml::Value) -> Value {
+    match v {
+        toml::Value::String(s) => Value::Str(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => Value::Float(f),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::Str(d.to_string()),
+        toml::Value::Array(a) => Value::List(a.into_iter().map(toml_to_value).collect()),
+        toml::Value::Table(t) => {
+            Value::Map(t.into_iter().map(|(k, v)| (k, toml_to_value(v))).collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

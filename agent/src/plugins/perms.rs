@@ -1,0 +1,189 @@
+//! Who may change the code the agent runs: sshd's StrictModes, applied to plugin files.
+//!
+//! A plugin runs inside the agent, usually as root. So the file, and every directory from it
+//! up to `/`, must be owned by root or by the agent's own user, and writable by nobody else:
+//! whoever can write any of them can make the agent run their code. Symbolic links are
+//! followed, and both the link's directory chain and the target's are checked.
+//!
+//! One difference from sshd: a directory with the sticky bit (like `/tmp`, mode 1777) is
+//! accepted as long as it is owned by root or the agent's user, because in it nobody can
+//! rename or remove an entry they do not own; everything below it is still checked.
+
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// The agent's effective user id.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Checks a plugin file for loading by a process running as `euid`.
+pub fn check_plugin_file(path: &Path, euid: u32) -> Result<(), String> {
+    let real = std::fs::canonicalize(path)
+        .map_err(|e| format!("{}: cannot resolve: {e}", path.display()))?;
+    let meta =
+        std::fs::metadata(&real).map_err(|e| format!("{}: cannot stat: {e}", real.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", real.display()));
+    }
+    check_one(&real, &meta, euid)?;
+    check_ancestors(&real, euid)?;
+    // A link elsewhere: whoever can write the link's directory can point it anywhere.
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Ok(parent) = std::fs::canonicalize(parent)
+        && Some(parent.as_path()) != real.parent()
+    {
+        let meta = std::fs::metadata(&parent)
+            .map_err(|e| format!("{}: cannot stat: {e}", parent.display()))?;
+        check_one(&parent, &meta, euid)?;
+        check_ancestors(&parent, euid)?;
+    }
+    Ok(())
+}
+
+fn check_ancestors(path: &Path, euid: u32) -> Result<(), String> {
+    for dir in path.ancestors().skip(1) {
+        let meta =
+            std::fs::metadata(dir).map_err(|e| format!("{}: cannot stat: {e}", dir.display()))?;
+        check_one(dir, &meta, euid)?;
+    }
+    Ok(())
+}
+
+/// The rule for one file or directory, on its owner and mode.
+fn check_one(path: &Path, meta: &Metadata, euid: u32) -> Result<(), String> {
+    rule(path, meta.uid(), meta.mode(), meta.is_dir(), euid)
+}
+
+/// Pure form of the rule, so that every case is testable without chown.
+fn rule(path: &Path, uid: u32, mode: u32, is_dir: bool, euid: u32) -> Result<(), String> {
+    let what = if is_dir { "directory" } else { "file" };
+    if uid != 0 && uid != euid {
+        return Err(format!(
+            "{what} {} is owned by uid {uid}, not by root or the agent's user (uid {euid}): \
+             that user could replace the code the agent runs",
+            path.display()
+        ));
+    }
+    let sticky = mode & 0o1000 != 0;
+    if mode & 0o022 != 0 && !(is_dir && sticky) {
+        let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+            (true, true) => "its group and everyone",
+            (true, false) => "its group",
+            _ => "everyone",
+        };
+        return Err(format!(
+            "{what} {} is writable by {who} (mode {:04o}): anyone who can write it could \
+             replace the code the agent runs; `chmod go-w` it",
+            path.display(),
+            mode & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn chmod(p: &Path, mode: u32) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn the_rule() {
+        let p = Path::new("/x");
+        assert!(rule(p, 0, 0o755, true, 1000).is_ok());
+        assert!(rule(p, 1000, 0o644, false, 1000).is_ok());
+        let err = rule(p, 1001, 0o644, false, 1000).unwrap_err();
+        assert!(
+            err.contains("owned by uid 1001") && err.contains("uid 1000"),
+            "{err}"
+        );
+        let err = rule(p, 0, 0o646, false, 0).unwrap_err();
+        assert!(
+            err.contains("file /x is writable by everyone (mode 0646)"),
+            "{err}"
+        );
+        let err = rule(p, 0, 0o666, false, 0).unwrap_err();
+        assert!(
+            err.contains("writable by its group and everyone (mode 0666)"),
+            "{err}"
+        );
+        let err = rule(p, 0, 0o775, true, 0).unwrap_err();
+        assert!(
+            err.contains("directory /x is writable by its group"),
+            "{err}"
+        );
+        assert!(
+            rule(p, 0, 0o777, true, 0)
+                .unwrap_err()
+                .contains("group and everyone")
+        );
+        // /tmp: sticky and root's.
+        assert!(rule(p, 0, 0o1777, true, 1000).is_ok());
+        // A sticky directory of someone else is still someone else's.
+        assert!(rule(p, 1001, 0o1777, true, 1000).is_err());
+        // The sticky bit means nothing on a file.
+        assert!(rule(p, 0, 0o1666, false, 0).is_err());
+    }
+
+    #[test]
+    fn real_files_and_directories() {
+        let euid = effective_uid();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("plugins");
+        std::fs::create_dir(&dir).unwrap();
+        chmod(&dir, 0o755);
+        let file = dir.join("libok.so");
+        std::fs::write(&file, b"not really a library").unwrap();
+        chmod(&file, 0o644);
+        check_plugin_file(&file, euid).unwrap();
+
+        chmod(&file, 0o666);
+        let err = check_plugin_file(&file, euid).unwrap_err();
+        assert!(
+            err.contains("libok.so is writable by its group and everyone"),
+            "{err}"
+        );
+        chmod(&file, 0o644);
+
+        chmod(&dir, 0o775);
+        let err = check_plugin_file(&file, euid).unwrap_err();
+        assert!(err.contains("plugins is writable by its group"), "{err}");
+        chmod(&dir, 0o755);
+
+        // A link from a writable directory to a good file: the link's directory counts.
+        let open_dir = root.path().join("open");
+        std::fs::create_dir(&open_dir).unwrap();
+        chmod(&open_dir, 0o777);
+        let link = open_dir.join("liblink.so");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let err = check_plugin_file(&link, euid).unwrap_err();
+        assert!(err.contains("open is writable"), "{err}");
+
+        assert!(
+            check_plugin_file(&dir, euid)
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+        assert!(check_plugin_file(&dir.join("nope.so"), euid).is_err());
+    }
+
+    #[test]
+    fn a_file_owned_by_another_user_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("libother.so");
+        std::fs::write(&file, b"x").unwrap();
+        chmod(&file, 0o644);
+        // Only root can give a file away; CI runs as root, so the real case is exercised there.
+        if std::os::unix::fs::chown(&file, Some(4242), None).is_err() {
+            return;
+        }
+        let err = check_plugin_file(&file, effective_uid()).unwrap_err();
+        assert!(err.contains("owned by uid 4242"), "{err}");
+    }
+}

@@ -1,0 +1,314 @@
+//! One thread per plugin, and the callbacks it gives the plugin.
+//!
+//! The host talks to a worker through a bounded channel of one job and hears back on a shared
+//! channel, so it never waits on a plugin longer than it chooses to: a call that hangs only
+//! blocks its own thread. Everything a plugin passes to a callback is checked and copied
+//! into [`Shared`], which the host drains after each sample.
+
+use super::load::Calls;
+use super::{Level, LogLine};
+use crossbeam_channel::{Receiver, Sender};
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, MutexGuard};
+use zpulse_proto::abi::{self, HostApi, Status};
+use zpulse_proto::event::{Entry, Event, EventTime, Kind};
+
+/// A log line longer than this is cut: it is meant for people.
+const LOG_LINE_BYTES: usize = 4096;
+/// Log lines a plugin may write per sample; more are dropped (and that is said once).
+const LOG_LINES_PER_SAMPLE: u32 = 100;
+
+pub(super) enum Job {
+    /// Build the state from this config (MessagePack map).
+    Create(Vec<u8>),
+    /// One encoded sample, shared by every plugin.
+    Sample(Arc<[u8]>),
+}
+
+pub(super) enum Done {
+    Created {
+        status: Status,
+        error: Option<String>,
+    },
+    Sampled {
+        status: Status,
+        error: Option<String>,
+    },
+    /// The worker has destroyed the state (if any) and ended.
+    Stopped,
+}
+
+/// Limits the callbacks enforce.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub max_events_per_sample: u32,
+    pub max_event_bytes: usize,
+}
+
+/// What one plugin's callbacks collected, and the context they stamp events with.
+#[derive(Default)]
+pub(super) struct Collected {
+    /// Time given to events emitted now: the end of the sample being processed.
+    pub time: EventTime,
+    pub hostname: String,
+    /// Emit calls and log lines since the current sample was dispatched.
+    emitted: u32,
+    logged: u32,
+    pub events: Vec<Entry>,
+    pub logs: Vec<LogLine>,
+    /// The reason given to `set_error` during the current call.
+    pub error: Option<String>,
+    /// Records refused (malformed or too large), and the first reason.
+    pub invalid: u64,
+    pub first_invalid: Option<String>,
+    /// Records dropped over the per-sample limit.
+    pub rate_limited: u64,
+    pub logs_dropped: u64,
+}
+
+/// The `ctx` of one plugin's callbacks. Never freed: a plugin may keep the pointer.
+pub(super) struct Shared {
+    pub name: String,
+    limits: Limits,
+    collected: Mutex<Collected>,
+}
+
+impl Shared {
+    pub fn new(name: &str, limits: Limits, hostname: &str) -> Shared {
+        Shared {
+            name: name.to_owned(),
+            limits,
+            collected: Mutex::new(Collected {
+                hostname: hostname.to_owned(),
+                ..Collected::default()
+            }),
+        }
+    }
+
+    /// The collected state. A panic while it was held cannot leave it inconsistent (every
+    /// update is one push or one counter), so poisoning is ignored.
+    pub fn lock(&self) -> MutexGuard<'_, Collected> {
+        self.collected.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the per-sample window: new time, fresh limits.
+    pub fn begin_sample(&self, time: EventTime, hostname: &str) {
+        let mut c = self.lock();
+        c.time = time;
+        if c.hostname != hostname {
+            c.hostname = hostname.to_owned();
+        }
+        c.emitted = 0;
+        c.logged = 0;
+    }
+
+    fn emit(&self, bytes: Option<&[u8]>) -> abi::EmitStatus {
+        let Some(bytes) = bytes else {
+            return self.invalid("emit was called with a null pointer".into());
+        };
+        if bytes.len() > self.limits.max_event_bytes {
+            // Refused unread: no copy, no decoding, whatever the size.
+            self.invalid(format!(
+                "a record of {} bytes, over the limit of {} (plugins.max_event_bytes)",
+                bytes.len(),
+                self.limits.max_event_bytes
+            ));
+            return abi::EMIT_TOO_LARGE;
+        }
+        {
+            let mut c = self.lock();
+            if c.emitted >= self.limits.max_events_per_sample {
+                c.rate_limited += 1;
+                return abi::EMIT_RATE_LIMITED;
+            }
+            c.emitted += 1;
+        }
+        // Decoded outside the lock, on the plugin's own thread.
+        let event = Event::from_msgpack(bytes).and_then(|e| {
+            if e.kind == Kind::Agent {
+                Err("kind: `agent` events are the agent's own; use finding or metrics".into())
+            } else {
+                Ok(e)
+            }
+        });
+        match event {
+            Ok(mut event) => {
+                let mut c = self.lock();
+                event.host = c.hostname.clone();
+                let time = c.time;
+                c.events.push(Entry { time, event });
+                abi::EMIT_OK
+            }
+            Err(why) => self.invalid(why),
+        }
+    }
+
+    fn invalid(&self, why: String) -> abi::EmitStatus {
+        let mut c = self.lock();
+        c.invalid += 1;
+        c.first_invalid.get_or_insert(why);
+        abi::EMIT_INVALID
+    }
+
+    fn log(&self, level: i32, bytes: Option<&[u8]>) {
+        let mut c = self.lock();
+        if c.logged >= LOG_LINES_PER_SAMPLE {
+            c.logs_dropped += 1;
+            return;
+        }
+        c.logged += 1;
+        let level = match level {
+            abi::LOG_ERROR => Level::Error,
+            abi::LOG_WARN => Level::Warn,
+            abi::LOG_DEBUG => Level::Debug,
+            _ => Level::Info,
+        };
+        c.logs.push(LogLine {
+            level,
+            source: self.name.clone(),
+            message: text(bytes),
+        });
+    }
+
+    fn set_error(&self, bytes: Option<&[u8]>) {
+        self.lock().error = Some(text(bytes));
+    }
+}
+
+/// A plugin's bytes as one line of text: lossy UTF-8, control characters replaced, cut.
+fn text(bytes: Option<&[u8]>) -> String {
+    let bytes = bytes.unwrap_or(b"(null)");
+    let cut = &bytes[..bytes.len().min(LOG_LINE_BYTES)];
+    String::from_utf8_lossy(cut)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The `Shared` behind a callback's `ctx`.
+///
+/// # Safety
+/// `ctx` must be a pointer made by `Arc::into_raw` in [`spawn`], which is never released.
+unsafe fn shared<'a>(ctx: *mut c_void) -> &'a Shared {
+    // SAFETY: per the contract; the Arc's count is never decremented, so it lives forever.
+    unsafe { &*ctx.cast::<Shared>() }
+}
+
+/// # Safety
+/// `ptr` must be null or point to `len` bytes readable during the call (ABI contract).
+unsafe fn input<'a>(ptr: *const u8, len: usize) -> Option<&'a [u8]> {
+    // SAFETY: per the contract.
+    unsafe { abi::bytes(ptr, len) }
+}
+
+// The callbacks run on plugin threads, inside plugin frames: nothing may unwind out of them.
+
+unsafe extern "C" fn log_cb(ctx: *mut c_void, level: i32, msg: *const u8, len: usize) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: ctx is the pointer this host gave the plugin; the message is valid for the
+        // call and copied before it returns.
+        unsafe { shared(ctx).log(level, input(msg, len)) }
+    }));
+}
+
+unsafe extern "C" fn emit_cb(ctx: *mut c_void, event: *const u8, len: usize) -> abi::EmitStatus {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `log_cb`.
+        unsafe { shared(ctx).emit(input(event, len)) }
+    }))
+    .unwrap_or(abi::EMIT_INVALID)
+}
+
+unsafe extern "C" fn set_error_cb(ctx: *mut c_void, msg: *const u8, len: usize) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `log_cb`.
+        unsafe { shared(ctx).set_error(input(msg, len)) }
+    }));
+}
+
+/// The host API handed to one plugin: leaked, so valid for the life of the process.
+#[derive(Clone, Copy)]
+struct Api(&'static HostApi);
+
+// SAFETY: the HostApi is immutable once built, its callbacks are thread-safe, and its ctx is
+// an `Arc<Shared>` (Sync) that is never freed.
+unsafe impl Send for Api {}
+
+/// Starts the worker of plugin number `index`. Dropping the returned sender stops it: it
+/// finishes its current call (if any), destroys the state and says [`Done::Stopped`].
+pub(super) fn spawn(
+    index: usize,
+    calls: Calls,
+    shared: Arc<Shared>,
+    done: Sender<(usize, Done)>,
+) -> std::io::Result<Sender<Job>> {
+    let (jobs, rx) = crossbeam_channel::bounded::<Job>(1);
+    let ctx = Arc::into_raw(Arc::clone(&shared))
+        .cast_mut()
+        .cast::<c_void>();
+    let api = Api(Box::leak(Box::new(HostApi {
+        abi_major: abi::ABI_MAJOR,
+        abi_minor: abi::ABI_MINOR,
+        struct_size: std::mem::size_of::<HostApi>() as u32,
+        reserved: 0,
+        ctx,
+        log: log_cb,
+        emit: emit_cb,
+        set_error: set_error_cb,
+    })));
+    std::thread::Builder::new()
+        .name(format!("plugin-{}", shared.name))
+        // Plugins decode a whole sample; give them more room than the 2 MiB default.
+        .stack_size(8 << 20)
+        .spawn(move || run(index, calls, api, &shared, &rx, &done))?;
+    Ok(jobs)
+}
+
+fn run(
+    index: usize,
+    calls: Calls,
+    api: Api,
+    shared: &Shared,
+    jobs: &Receiver<Job>,
+    done: &Sender<(usize, Done)>,
+) {
+    let mut state: *mut c_void = std::ptr::null_mut();
+    let mut created = false;
+    while let Ok(job) = jobs.recv() {
+        shared.lock().error = None;
+        let report = match job {
+            Job::Create(config) => {
+                // SAFETY: the API lives forever, the config is valid for the call, and
+                // `state` is a writable pointer; this thread is the plugin's only caller.
+                let status =
+                    unsafe { (calls.create)(api.0, config.as_ptr(), config.len(), &mut state) };
+                created = status == abi::STATUS_OK;
+                Done::Created {
+                    status,
+                    error: shared.lock().error.take(),
+                }
+            }
+            Job::Sample(sample) if created => {
+                // SAFETY: `state` came from a successful `create` and is not destroyed; the
+                // sample is valid for the call; calls on it are serial (this thread only).
+                let status = unsafe { (calls.on_sample)(state, sample.as_ptr(), sample.len()) };
+                Done::Sampled {
+                    status,
+                    error: shared.lock().error.take(),
+                }
+            }
+            Job::Sample(_) => continue,
+        };
+        let failed_create =
+            matches!(report, Done::Created { status, .. } if status != abi::STATUS_OK);
+        if done.send((index, report)).is_err() || failed_create {
+            break;
+        }
+    }
+    if created {
+        // SAFETY: the state from `create`, destroyed once, by the thread that used it.
+        unsafe { (calls.destroy)(state) };
+    }
+    let _ = done.send((index, Done::Stopped));
+}

@@ -1,0 +1,123 @@
+/*
+ * zpulse_plugin.h — the zpulse plugin ABI, version 1.0, for plugins written in C.
+ *
+ * The same contract as zpulse-proto's `abi` module (Rust plugins use its SDK instead).
+ *
+ * A plugin is a shared object that exports one function:
+ *
+ *     const zpulse_plugin_descriptor *zpulse_plugin_entry(void);
+ *
+ * returning a pointer to a static descriptor. The agent opens the object with
+ * RTLD_NOW | RTLD_LOCAL, reads the descriptor's version first, refuses another major version
+ * (naming both), and never unloads the object.
+ *
+ * Rules
+ *  - Payloads are MessagePack, maps with string keys:
+ *      config  the plugin's [plugins.<name>] table from zpulse.toml (an empty map if none);
+ *      sample  one zpulse sample (zpulse-proto's `Sample`: start, end, interval, arc, zil,
+ *              pools, disks, cpu, net, resets, snapshot). Figures a kernel does not provide
+ *              are absent, not zero. Ignore keys you do not know.
+ *      event   one record: v (1), kind ("finding" | "metrics"), check, severity ("info" |
+ *              "warning" | "critical"), state ("raised" | "updated" | "cleared"; findings
+ *              only), subject, summary, advice (optional), data (a map of figures). The agent
+ *              fills in host and time. Unknown keys are refused.
+ *  - Nobody frees memory the other side allocated. Pointers passed to a function are valid
+ *    during that call only; copy what you keep. The host copies whatever you pass to its
+ *    callbacks before they return. The descriptor and its strings must be static.
+ *  - create, on_sample and destroy of one state are never called concurrently (each plugin
+ *    has its own thread in the agent). Host callbacks are thread-safe; the host API and its
+ *    ctx stay valid for the life of the process.
+ *  - A failing call returns a non-zero status and may first call host->set_error with the
+ *    reason. ZPULSE_STATUS_CONFIG from create refuses the plugin (its config is invalid);
+ *    failures of on_sample are counted, and a plugin that keeps failing is disabled.
+ *  - on_sample has a time budget (2 s by default): a call that overruns it marks the plugin
+ *    hung, and it gets no samples until the call returns.
+ *  - Do not install signal handlers, call exit(), or leave threads running.
+ *
+ * Layouts below are for LP64 (64-bit Linux and FreeBSD); the asserts at the end check them.
+ */
+#ifndef ZPULSE_PLUGIN_H
+#define ZPULSE_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZPULSE_ABI_MAJOR 1
+#define ZPULSE_ABI_MINOR 0
+#define ZPULSE_ENTRY_SYMBOL "zpulse_plugin_entry"
+
+/* Status of create and on_sample. */
+#define ZPULSE_STATUS_OK 0
+#define ZPULSE_STATUS_ERROR 1  /* failed; reason given to set_error */
+#define ZPULSE_STATUS_CONFIG 2 /* create only: invalid config; the plugin is refused */
+#define ZPULSE_STATUS_PANIC 3  /* an internal bug (a Rust panic caught by the SDK) */
+
+/* Status of host->emit. */
+#define ZPULSE_EMIT_OK 0
+#define ZPULSE_EMIT_INVALID 1      /* not a valid event record */
+#define ZPULSE_EMIT_TOO_LARGE 2    /* over the agent's size limit */
+#define ZPULSE_EMIT_RATE_LIMITED 3 /* over the per-sample event limit; dropped */
+
+/* Levels of host->log. */
+#define ZPULSE_LOG_ERROR 1
+#define ZPULSE_LOG_WARN 2
+#define ZPULSE_LOG_INFO 3
+#define ZPULSE_LOG_DEBUG 4
+
+/* A UTF-8 string, not NUL-terminated. */
+typedef struct zpulse_str {
+    const char *ptr;
+    size_t len;
+} zpulse_str;
+
+/* What the agent passes to create. */
+typedef struct zpulse_host_api {
+    uint32_t abi_major;   /* ZPULSE_ABI_MAJOR */
+    uint32_t abi_minor;
+    uint32_t struct_size; /* sizeof the agent's struct: fields past it are absent */
+    uint32_t reserved;
+    void *ctx;            /* pass it back to every callback */
+    void (*log)(void *ctx, int32_t level, const uint8_t *msg, size_t len);
+    int32_t (*emit)(void *ctx, const uint8_t *event, size_t len);
+    void (*set_error)(void *ctx, const uint8_t *msg, size_t len);
+} zpulse_host_api;
+
+/* What the plugin exports. The first four fields are the same in every ABI version. */
+typedef struct zpulse_plugin_descriptor {
+    uint32_t abi_major;   /* ZPULSE_ABI_MAJOR */
+    uint32_t abi_minor;   /* ZPULSE_ABI_MINOR */
+    uint32_t struct_size; /* sizeof(zpulse_plugin_descriptor) */
+    uint32_t flags;       /* 0 */
+    zpulse_str name;      /* [A-Za-z0-9_-]{1,64}: the config table [plugins.<name>] */
+    zpulse_str version;   /* the plugin's version, up to 64 bytes */
+    zpulse_str build_info; /* free text for diagnostics */
+    /* Build the state from the config; store it in *out_state (NULL is allowed). */
+    int32_t (*create)(const zpulse_host_api *host, const uint8_t *config, size_t config_len,
+                      void **out_state);
+    /* Look at one sample; emit events through the host saved in create. */
+    int32_t (*on_sample)(void *state, const uint8_t *sample, size_t sample_len);
+    /* Free the state. */
+    void (*destroy)(void *state);
+} zpulse_plugin_descriptor;
+
+/* The one symbol a plugin exports. */
+const zpulse_plugin_descriptor *zpulse_plugin_entry(void);
+
+#if defined(__LP64__) && !defined(__cplusplus)
+_Static_assert(sizeof(zpulse_str) == 16, "zpulse_str layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, name) == 16, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, create) == 64, "descriptor layout");
+_Static_assert(sizeof(zpulse_plugin_descriptor) == 88, "descriptor layout");
+_Static_assert(offsetof(zpulse_host_api, ctx) == 16, "host api layout");
+_Static_assert(sizeof(zpulse_host_api) == 48, "host api layout");
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZPULSE_PLUGIN_H */

@@ -1,0 +1,388 @@
+//! Unit-testing a plugin without the agent: [`TestHost`] is an in-process host that records
+//! what a plugin logs and emits, and [`TestHost::run`] drives a [`Plugin`] through the same
+//! `extern "C"` functions the agent calls (config decoding, panics and all).
+//!
+//! ```
+//! # use zpulse_proto::sdk::{self, testing::TestHost, Host, Plugin};
+//! # struct Quiet;
+//! # impl Plugin for Quiet {
+//! #     const NAME: &'static str = "quiet";
+//! #     const VERSION: &'static str = "0";
+//! #     type Config = std::collections::BTreeMap<String, sdk::Value>;
+//! #     fn new(_: Self::Config, _: &Host) -> Result<Self, sdk::Error> { Ok(Quiet) }
+//! #     fn on_sample(&mut self, _: &sdk::Sample, _: &Host) -> Result<(), sdk::Error> { Ok(()) }
+//! # }
+//! let host = TestHost::new();
+//! let events = host.run::<Quiet>(&[], &[sdk::Sample::default()]).unwrap();
+//! assert!(events.is_empty());
+//! ```
+
+use super::{Event, Host, Plugin, encode_sample, export};
+use crate::Sample;
+use crate::abi::{self, HostApi};
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+#[derive(Default)]
+struct Recorded {
+    events: Vec<Event>,
+    rejected: Vec<String>,
+    logs: Vec<(i32, String)>,
+    error: Option<String>,
+}
+
+/// A host for tests. Keep it alive while any [`Host`] made from it is used.
+pub struct TestHost {
+    // Boxed so that the `ctx` and `HostApi` pointers stay put when the TestHost moves.
+    recorded: Box<Mutex<Recorded>>,
+    api: Box<HostApi>,
+}
+
+impl Default for TestHost {
+    fn default() -> Self {
+        TestHost::new()
+    }
+}
+
+impl TestHost {
+    pub fn new() -> TestHost {
+        let recorded = Box::new(Mutex::new(Recorded::default()));
+        let ctx = (&*recorded as *const Mutex<Recorded>).cast_mut().cast();
+        let api = Box::new(HostApi {
+            abi_major: abi::ABI_MAJOR,
+            abi_minor: abi::ABI_MINOR,
+            struct_size: std::mem::size_of::<HostApi>() as u32,
+            reserved: 0,
+            ctx,
+            log: log_cb,
+            emit: emit_cb,
+            set_error: set_error_cb,
+        });
+        TestHost { recorded, api }
+    }
+
+    /// The raw API, as the agent passes it to `create`.
+    pub fn api(&self) -> *const HostApi {
+        &*self.api
+    }
+
+    /// A [`Host`] to call a plugin's methods directly.
+    pub fn host(&self) -> Host {
+        // SAFETY: `api` is a valid HostApi that lives as long as `self`, and its callbacks
+        // only touch `recorded`, which lives as long too.
+        unsafe { Host::from_raw(self.api()) }.expect("the test host speaks this ABI")
+    }
+
+    /// Events emitted so far (valid ones), emptied.
+    pub fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut self.lock().events)
+    }
+
+    /// Why emitted records were rejected.
+    pub fn rejected(&self) -> Vec<String> {
+        self.lock().rejected.clone()
+    }
+
+    /// Log lines: (level, text).
+    pub fn logs(&self) -> Vec<(i32, String)> {
+        self.lock().logs.clone()
+    }
+
+    /// The last text given to `set_error`.
+    pub fn last_error(&self) -> Option<String> {
+        self.lock().error.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorded> {
+        self.recorded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs plugin `P` the way the agent does: `create` with `config` (MessagePack bytes of
+    /// the table; `&[]` is taken as an empty table), `on_sample` for each sample, `destroy`.
+    /// Returns the events, or the first failure as `"status N: reason"`.
+    pub fn run<P: Plugin>(&self, config: &[u8], samples: &[Sample]) -> Result<Vec<Event>, String> {
+        let descriptor = export::descriptor::<P>("test");
+        let (create, on_sample, destroy) = (
+            descriptor.create.expect("set by the SDK"),
+            descriptor.on_sample.expect("set by the SDK"),
+            descriptor.destroy.expect("set by the SDK"),
+        );
+        let empty_map = [0x80u8];
+        let config = if config.is_empty() {
+            &empty_map[..]
+        } else {
+            config
+        };
+        let mut state: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the API is valid for `self`'s lifetime, the config slice for the call, and
+        // `state` is a writable pointer.
+        let status = unsafe { create(self.api(), config.as_ptr(), config.len(), &mut state) };
+        if status != abi::STATUS_OK {
+            return Err(self.failure(status));
+        }
+        let mut result = Ok(());
+        for sample in samples {
+            let bytes = encode_sample(sample);
+            // SAFETY: `state` came from `create` and is not destroyed yet; calls are serial.
+            let status = unsafe { on_sample(state, bytes.as_ptr(), bytes.len()) };
+            if status != abi::STATUS_OK {
+                result = Err(self.failure(status));
+                break;
+            }
+        }
+        // SAFETY: destroyed once, after the last call.
+        unsafe { destroy(state) };
+        result.map(|()| self.take_events())
+    }
+
+    fn failure(&self, status: abi::Status) -> String {
+        let why = self
+            .last_error()
+            .unwrap_or_else(|| "no reason given".into());
+        format!("status {status}: {why}")
+    }
+}
+
+/// `ctx` back to the recorder.
+///
+/// # Safety
+/// `ctx` must be the pointer `TestHost::new` stored, with the TestHost alive.
+unsafe fn recorded<'a>(ctx: *mut c_void) -> &'a Mutex<Recorded> {
+    // SAFETY: per the function's contract.
+    unsafe { &*ctx.cast::<Mutex<Recorded>>() }
+}
+
+fn text(ptr: *const u8, len: usize) -> String {
+    // SAFETY: the plugin passes `len` readable bytes for the duration of the callback.
+    let bytes = unsafe { abi::bytes(ptr, len) }.unwrap_or_default();
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+unsafe extern "C" fn log_cb(ctx: *mut c_void, level: i32, ptr: *const u8, len: usize) {
+    let line = text(ptr, len);
+    // SAFETY: ctx is the one this TestHost handed out.
+    let rec = unsafe { recorded(ctx) };
+    rec.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .logs
+        .push((level, line));
+}
+
+unsafe extern "C" fn set_error_cb(ctx: *mut c_void, ptr: *const u8, len: usize) {
+    let message = text(ptr, len);
+    // SAFETY: as in `log_cb`.
+    let rec = unsafe { recorded(ctx) };
+    rec.lock().unwrap_or_else(|p| p.into_inner()).error = Some(message);
+}
+
+unsafe extern "C" fn emit_cb(ctx: *mut c_void, ptr: *const u8, len: usize) -> abi::EmitStatus {
+    // SAFETY: the plugin passes `len` readable bytes for the call.
+    let bytes = unsafe { abi::bytes(ptr, len) }.unwrap_or_default();
+    let decoded = Event::from_msgpack(bytes);
+    // SAFETY: as in `log_cb`.
+    let rec = unsafe { recorded(ctx) };
+    let mut rec = rec.lock().unwrap_or_else(|p| p.into_inner());
+    match decoded {
+        Ok(event) => {
+            rec.events.push(event);
+            abi::EMIT_OK
+        }
+        Err(why) => {
+            rec.rejected.push(why);
+            abi::EMIT_INVALID
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sdk::{self, Findings, Report, Rules, Threshold};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    struct Cfg {
+        raise: f64,
+        clear: f64,
+        panic_on_sample: bool,
+    }
+    impl Default for Cfg {
+        fn default() -> Self {
+            Cfg {
+                raise: 90.0,
+                clear: 70.0,
+                panic_on_sample: false,
+            }
+        }
+    }
+
+    struct Busy {
+        t: Threshold,
+        f: Findings,
+        panic: bool,
+    }
+
+    impl Plugin for Busy {
+        const NAME: &'static str = "busy";
+        const VERSION: &'static str = "1.2.3";
+        type Config = Cfg;
+        fn new(c: Cfg, host: &Host) -> Result<Self, sdk::Error> {
+            host.info("starting");
+            Ok(Busy {
+                t: Threshold::above(c.raise, c.clear)?,
+                f: Findings::new(Self::NAME, Rules::default()),
+                panic: c.panic_on_sample,
+            })
+        }
+        fn on_sample(&mut self, s: &Sample, host: &Host) -> Result<(), sdk::Error> {
+            if self.panic {
+                let v: Vec<u8> = Vec::new();
+                let _ = v[s.disks.len() + 3];
+            }
+            for d in &s.disks {
+                let r = Report::new(format!("{} {:.0}% busy", d.name, d.util)).with("util", d.util);
+                if let Some(e) = self.f.observe(s.end, &d.name, self.t.verdict(d.util), r) {
+                    host.emit(&e)?;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    fn sample(end: f64, util: f64) -> Sample {
+        Sample {
+            end,
+            disks: vec![crate::sample::DiskRates {
+                name: "sda".into(),
+                util,
+                ..Default::default()
+            }],
+            ..Sample::default()
+        }
+    }
+
+    fn config(pairs: &[(&str, sdk::Value)]) -> Vec<u8> {
+        let m: std::collections::BTreeMap<String, sdk::Value> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        sdk::config::encode(&m)
+    }
+
+    #[test]
+    fn a_plugin_runs_through_its_c_exports() {
+        let host = TestHost::new();
+        let events = host
+            .run::<Busy>(
+                &[],
+                &[sample(0.0, 95.0), sample(10.0, 96.0), sample(100.0, 5.0)],
+            )
+            .unwrap();
+        let states: Vec<_> = events.iter().map(|e| e.state.unwrap()).collect();
+        assert_eq!(states, [sdk::State::Raised, sdk::State::Cleared]);
+        assert_eq!(host.logs(), [(abi::LOG_INFO, "starting".to_string())]);
+    }
+
+    #[test]
+    fn the_descriptor_says_who_the_plugin_is() {
+        let d = export::descriptor::<Busy>("busy 1.2.3");
+        assert_eq!(d.header.abi_major, abi::ABI_MAJOR);
+        assert_eq!(
+            d.header.struct_size as usize,
+            std::mem::size_of::<abi::PluginDescriptor>()
+        );
+        // SAFETY: the descriptor's strings are statics.
+        unsafe {
+            assert_eq!(d.name.to_string_lossless().as_deref(), Some("busy"));
+            assert_eq!(d.version.to_string_lossless().as_deref(), Some("1.2.3"));
+        }
+        assert!(abi::check_header(&d.header).is_ok());
+    }
+
+    #[test]
+    fn a_bad_config_is_status_config_naming_the_key() {
+        let host = TestHost::new();
+        let err = host
+            .run::<Busy>(&config(&[("raise", "high".into())]), &[])
+            .unwrap_err();
+        assert!(err.starts_with("status 2: raise: invalid type"), "{err}");
+        let err = host
+            .run::<Busy>(&config(&[("rise", sdk::Value::UInt(1))]), &[])
+            .unwrap_err();
+        assert!(err.contains("unknown field `rise`"), "{err}");
+        // Config that decodes but that `new` refuses is an error too (status 1).
+        let err = host
+            .run::<Busy>(
+                &config(&[
+                    ("raise", sdk::Value::UInt(50)),
+                    ("clear", sdk::Value::UInt(60)),
+                ]),
+                &[],
+            )
+            .unwrap_err();
+        assert!(
+            err.starts_with("status 1:") && err.contains("flap"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_panic_becomes_status_panic_with_its_message() {
+        let host = TestHost::new();
+        let err = host
+            .run::<Busy>(
+                &config(&[("panic_on_sample", true.into())]),
+                &[sample(0.0, 1.0)],
+            )
+            .unwrap_err();
+        assert!(
+            err.starts_with("status 3: panicked: index out of bounds"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_sample_that_does_not_decode_is_an_error() {
+        let host = TestHost::new();
+        let d = export::descriptor::<Busy>("test");
+        let mut state = std::ptr::null_mut();
+        // SAFETY: valid API, config and out pointer; the state is destroyed once at the end.
+        unsafe {
+            let empty = [0x80u8];
+            assert_eq!(
+                d.create.unwrap()(host.api(), empty.as_ptr(), 1, &mut state),
+                abi::STATUS_OK
+            );
+            let garbage = [0xc1u8, 0x00];
+            assert_eq!(
+                d.on_sample.unwrap()(state, garbage.as_ptr(), garbage.len()),
+                abi::STATUS_ERROR
+            );
+            assert_eq!(
+                d.on_sample.unwrap()(std::ptr::null_mut(), garbage.as_ptr(), 2),
+                abi::STATUS_ERROR
+            );
+            d.destroy.unwrap()(state);
+            d.destroy.unwrap()(std::ptr::null_mut());
+        }
+        assert!(
+            host.last_error()
+                .unwrap()
+                .contains("could not decode the sample")
+        );
+    }
+
+    #[test]
+    fn invalid_events_are_refused_before_they_leave() {
+        let host = TestHost::new();
+        let h = host.host();
+        let mut e = Event::metrics("x", "y", "z");
+        e.check = "has space".into();
+        assert!(matches!(h.emit(&e), Err(sdk::EmitError::Invalid(_))));
+        assert_eq!(h.emit_raw(b"\xc1"), Err(sdk::EmitError::Rejected));
+        assert_eq!(host.rejected().len(), 1);
+        assert!(h.emit(&Event::metrics("x", "y", "z")).is_ok());
+        assert_eq!(host.take_events().len(), 1);
+    }
+}

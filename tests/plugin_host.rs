@@ -1,0 +1,729 @@
+//! The plugin host against real shared objects: the template plugin (Rust), a C plugin, and
+//! plugins that panic, hang, emit garbage or flood (`tests/plugins/*`). In every case the
+//! host keeps running, reports the problem once, and the other plugins' events still arrive.
+//!
+//! The cdylibs are built once per test run, by `cargo build` into the same target directory
+//! as this test (so nothing is compiled twice), and the C plugin with the system's C compiler.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use zpulse_agent::config::{self, PluginSettings};
+use zpulse_agent::plugins::{Extra, Output, PluginHost, Status};
+use zpulse_proto::event::{Kind, Severity, State, Value};
+use zpulse_proto::{Entry, Sample, sdk};
+
+/// Where the built plugins are.
+struct Built {
+    /// `target/<profile>`: the Rust cdylibs and the `zpulse` binary.
+    profile_dir: PathBuf,
+    /// The C plugin, and the same built claiming ABI 2.
+    hello_c: PathBuf,
+    hello_c_abi2: PathBuf,
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn built() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        // This test runs from target/<profile>/deps/.
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let target_dir = profile_dir.parent().unwrap();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .current_dir(workspace())
+            .args(["build", "--quiet", "--target-dir"])
+            .arg(target_dir)
+            .args([
+                "-p",
+                "zpulse-plugin-template",
+                "-p",
+                "zpulse-test-plugin-panics",
+                "-p",
+                "zpulse-test-plugin-hangs",
+                "-p",
+                "zpulse-test-plugin-noisy",
+                "-p",
+                "zpulse-agent",
+                "--bin",
+                "zpulse",
+                "--lib",
+            ]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build
+            .status()
+            .expect("running cargo build for the test plugins");
+        assert!(status.success(), "cargo build of the test plugins failed");
+
+        let c_dir = target_dir.join("plugin-tests-c");
+        std::fs::create_dir_all(&c_dir).unwrap();
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let compile = |out: &Path, defines: &[&str]| {
+            let status = Command::new(&cc)
+                .args([
+                    "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+                ])
+                .args(defines)
+                .arg("-I")
+                .arg(workspace().join("proto/include"))
+                .arg("-o")
+                .arg(out)
+                .arg(workspace().join("tests/plugins/c/hello.c"))
+                .status()
+                .expect("running the C compiler");
+            assert!(status.success(), "compiling hello.c failed");
+        };
+        let hello_c = c_dir.join("libhello_c.so");
+        let hello_c_abi2 = c_dir.join("libhello_c_abi2.so");
+        compile(&hello_c, &[]);
+        compile(&hello_c_abi2, &["-DHELLO_ABI_MAJOR=2"]);
+        Built {
+            profile_dir,
+            hello_c,
+            hello_c_abi2,
+        }
+    })
+}
+
+/// A Rust test plugin by crate name, e.g. `zpulse_test_plugin_noisy`.
+fn rust_plugin(lib: &str) -> PathBuf {
+    built().profile_dir.join(format!("lib{lib}.so"))
+}
+
+const TEMPLATE: &str = "zpulse_plugin_template";
+
+/// A private plugin directory holding copies of `plugins` (source path, file name).
+struct PluginDir {
+    dir: tempfile::TempDir,
+}
+
+impl PluginDir {
+    fn new(plugins: &[(&Path, &str)]) -> PluginDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        for (src, name) in plugins {
+            let dst = dir.path().join(name);
+            std::fs::copy(src, &dst).unwrap();
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        PluginDir { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The config `toml` (plugin tables and limits), with this directory as the plugin dir.
+    fn settings(&self, toml: &str) -> PluginSettings {
+        let file = self.dir.path().join("zpulse.toml");
+        let text = format!("[plugins]\ndirs = [{:?}]\n{toml}", self.dir.path());
+        std::fs::write(&file, &text).unwrap();
+        config::parse(&text, &file).unwrap().plugins
+    }
+
+    fn start(&self, toml: &str) -> PluginHost {
+        PluginHost::start(&self.settings(toml), &Extra::default(), "lab-host")
+    }
+}
+
+/// The real sample between the two lab captures.
+fn sample() -> Sample {
+    static SAMPLE: OnceLock<Sample> = OnceLock::new();
+    SAMPLE
+        .get_or_init(|| {
+            let series = zpulse_tests::fixture("lab/basic");
+            let a = zpulse_agent::capture::load(&series.join("000")).unwrap();
+            let b = zpulse_agent::capture::load(&series.join("001")).unwrap();
+            Sample::between(&a, &b).unwrap()
+        })
+        .clone()
+}
+
+/// The same sample, `n` intervals later.
+fn sample_n(n: u32) -> Sample {
+    let mut s = sample();
+    s.end += f64::from(n) * s.interval;
+    s
+}
+
+fn from(out: &Output, check: &str) -> Vec<Entry> {
+    out.events
+        .iter()
+        .filter(|e| e.event.check == check)
+        .cloned()
+        .collect()
+}
+
+fn agent(out: &Output, check: &str) -> Vec<Entry> {
+    from(out, check)
+        .into_iter()
+        .filter(|e| e.event.kind == Kind::Agent)
+        .collect()
+}
+
+fn status_of(host: &PluginHost, label: &str) -> Status {
+    host.plugins()
+        .into_iter()
+        .find(|p| p.label() == label)
+        .unwrap_or_else(|| panic!("no plugin {label} in {:?}", host.plugins()))
+        .status
+}
+
+/// The C plugin answered this run: the proof that the other plugins keep going.
+fn assert_hello(out: &Output, samples: u64) {
+    let hello = from(out, "hello-c");
+    assert_eq!(hello.len(), 1, "hello-c events: {:?}", out.events);
+    assert_eq!(hello[0].event.data["samples"], Value::UInt(samples));
+}
+
+#[test]
+fn good_rust_and_c_plugins_load_and_emit() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin(TEMPLATE), "libtemplate.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    // Thresholds at 0: every whole disk of the capture is "busy", so the check raises.
+    let mut host = dir.start(
+        "[plugins.template]\nbusy_pct = 0\nclear_pct = 0\ncritical_pct = 100\nraise_after = 1\n",
+    );
+    let infos = host.plugins();
+    assert_eq!(infos.len(), 2);
+    for p in &infos {
+        assert_eq!(p.status, Status::Loaded, "{p:?}");
+        assert_eq!(p.abi, Some((1, 0)));
+    }
+    let c = infos
+        .iter()
+        .find(|p| p.name.as_deref() == Some("hello-c"))
+        .unwrap();
+    assert_eq!(c.version.as_deref(), Some("1.0.0"));
+    let t = infos
+        .iter()
+        .find(|p| p.name.as_deref() == Some("template"))
+        .unwrap();
+    assert_eq!(t.version.as_deref(), Some("0.1.0"));
+    assert_eq!(
+        t.build_info.as_deref(),
+        Some("zpulse-plugin-template 0.1.0")
+    );
+
+    let s = sample();
+    let out = host.run(&s);
+    assert!(
+        out.events.iter().all(|e| e.event.kind != Kind::Agent),
+        "{:?}",
+        out.events
+    );
+    let findings = from(&out, "template");
+    let mut subjects: Vec<&str> = findings.iter().map(|e| e.event.subject.as_str()).collect();
+    subjects.sort();
+    // The lab's pool disks and system disk: whole disks only (no partitions, no loop devices,
+    // no floppy).
+    assert_eq!(
+        subjects,
+        ["sda", "sdb", "sdc", "sdd", "sde", "sdf", "vda"],
+        "{findings:?}"
+    );
+    for e in &findings {
+        assert_eq!(e.event.state, Some(State::Raised));
+        assert_eq!(e.event.severity, Severity::Warning);
+        assert_eq!(e.event.host, "lab-host");
+        assert_eq!(e.time.seconds, s.end as u32);
+        assert!(
+            e.event
+                .summary
+                .starts_with(&format!("{} was busy", e.event.subject))
+        );
+        assert!(e.event.validate().is_ok());
+    }
+    let hello = from(&out, "hello-c");
+    assert_eq!(hello.len(), 1);
+    let bytes = match hello[0].event.data["sample_bytes"] {
+        Value::UInt(n) => n,
+        ref v => panic!("{v:?}"),
+    };
+    assert_eq!(bytes as usize, sdk::encode_sample(&s).len());
+    assert!(
+        out.logs
+            .iter()
+            .any(|l| l.source == "hello-c" && l.message == "hello from C")
+    );
+
+    // Stateful: the next sample, with the same figures, raises nothing again.
+    let out = host.run(&sample_n(1));
+    assert!(from(&out, "template").is_empty(), "{:?}", out.events);
+    assert_hello(&out, 2);
+    host.shutdown();
+}
+
+#[test]
+fn a_plugin_of_another_abi_is_refused_naming_both_versions() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&b.hello_c_abi2, "libhello_c_abi2.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("");
+    let status = status_of(&host, "libhello_c_abi2.so");
+    let Status::Refused(why) = status else {
+        panic!("{status:?}")
+    };
+    assert!(
+        why.contains("plugin ABI 2.0") && why.contains("agent speaks ABI 1.0"),
+        "{why}"
+    );
+    let abi2 = host.plugins().into_iter().find(|p| p.abi == Some((2, 0)));
+    assert!(abi2.is_some(), "the refused plugin's ABI is still shown");
+
+    let out = host.run(&sample());
+    let refused = agent(&out, "plugin.refused");
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].event.subject, "libhello_c_abi2.so");
+    assert!(refused[0].event.summary.contains("ABI 2.0"));
+    assert!(out.logs.iter().any(|l| l.message.contains("ABI 2.0")));
+    assert_hello(&out, 1);
+    let out = host.run(&sample_n(1));
+    assert!(agent(&out, "plugin.refused").is_empty(), "reported once");
+    assert_hello(&out, 2);
+}
+
+#[test]
+fn a_world_writable_plugin_is_refused_before_it_is_loaded() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin(TEMPLATE), "libtemplate.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let open = dir.path().join("libtemplate.so");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let mut host = dir.start("");
+    let Status::Refused(why) = status_of(&host, "libtemplate.so") else {
+        panic!()
+    };
+    assert!(
+        why.contains("libtemplate.so is writable by its group and everyone"),
+        "{why}"
+    );
+    // Refused before dlopen: its name was never read.
+    let info = host.plugins().into_iter().find(|p| p.path == open).unwrap();
+    assert_eq!(info.name, None);
+
+    let out = host.run(&sample());
+    assert_eq!(agent(&out, "plugin.refused").len(), 1);
+    assert_hello(&out, 1);
+    let out = host.run(&sample_n(1));
+    assert!(agent(&out, "plugin.refused").is_empty());
+    assert_hello(&out, 2);
+}
+
+#[test]
+fn a_group_writable_plugin_directory_is_refused() {
+    let b = built();
+    let dir = PluginDir::new(&[(&b.hello_c, "libhello_c.so")]);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o775)).unwrap();
+    let host = PluginHost::start(&dir.settings(""), &Extra::default(), "h");
+    let Status::Refused(why) = status_of(&host, "libhello_c.so") else {
+        panic!()
+    };
+    assert!(why.contains("is writable by its group"), "{why}");
+}
+
+#[test]
+fn a_panicking_plugin_is_disabled_after_max_failures_and_reported_once_each() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin("zpulse_test_plugin_panics"), "libpanics.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("max_failures = 3\n");
+    assert_eq!(status_of(&host, "panics"), Status::Loaded);
+    let mut outs = Vec::new();
+    for n in 0..6 {
+        let out = host.run(&sample_n(n));
+        assert_hello(&out, u64::from(n) + 1);
+        outs.push(out);
+    }
+    let failing: Vec<Entry> = outs
+        .iter()
+        .flat_map(|o| agent(o, "plugin.failing"))
+        .collect();
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert!(
+        failing[0]
+            .event
+            .summary
+            .contains("on_sample panicked: deliberate panic with"),
+        "{}",
+        failing[0].event.summary
+    );
+    assert_eq!(agent(&outs[0], "plugin.failing").len(), 1);
+    let disabled: Vec<Entry> = outs
+        .iter()
+        .flat_map(|o| agent(o, "plugin.disabled"))
+        .collect();
+    assert_eq!(disabled.len(), 1);
+    assert_eq!(
+        agent(&outs[2], "plugin.disabled").len(),
+        1,
+        "after the third failure"
+    );
+    assert_eq!(disabled[0].event.severity, Severity::Critical);
+    assert!(disabled[0].event.summary.contains("3 failures in a row"));
+    let Status::Disabled(why) = status_of(&host, "panics") else {
+        panic!()
+    };
+    assert!(why.contains("panicked"), "{why}");
+    host.shutdown();
+}
+
+#[test]
+fn a_plugin_that_panics_in_create_is_refused() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin("zpulse_test_plugin_panics"), "libpanics.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("[plugins.panics]\nin_create = true\n");
+    let Status::Refused(why) = status_of(&host, "panics") else {
+        panic!()
+    };
+    assert_eq!(why, "create panicked: told to panic in create");
+    let out = host.run(&sample());
+    assert_eq!(agent(&out, "plugin.refused").len(), 1);
+    assert_hello(&out, 1);
+}
+
+#[test]
+fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin("zpulse_test_plugin_hangs"), "libhangs.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let budget = Duration::from_millis(400);
+    let hang = Duration::from_millis(2500);
+    let mut host = dir.start(&format!(
+        "budget = \"400ms\"\n[plugins.hangs]\nhang_ms = {}\nhang_samples = [1]\n",
+        hang.as_millis()
+    ));
+    let hangs_events = |out: &Output| -> Vec<String> {
+        from(out, "hangs")
+            .iter()
+            .filter(|e| e.event.kind == Kind::Metrics)
+            .map(|e| e.event.summary.clone())
+            .collect()
+    };
+
+    // Sample 1: the plugin sleeps; the caller gets its answer after the budget, not the hang.
+    let start = Instant::now();
+    let out = host.run(&sample_n(0));
+    let took = start.elapsed();
+    assert!(
+        took >= budget && took < budget + Duration::from_millis(800),
+        "{took:?}"
+    );
+    assert_hello(&out, 1);
+    assert!(hangs_events(&out).is_empty());
+    let hung = agent(&out, "plugin.hung");
+    assert_eq!(hung.len(), 1);
+    assert_eq!(hung[0].event.state, Some(State::Raised));
+    assert!(
+        hung[0]
+            .event
+            .summary
+            .contains("on_sample has been running for more than 0.4 s")
+    );
+    assert!(matches!(status_of(&host, "hangs"), Status::Hung(_)));
+
+    // Sample 2, at once: the plugin is skipped, nothing is reported again, no waiting for it.
+    let start = Instant::now();
+    let out = host.run(&sample_n(1));
+    assert!(
+        start.elapsed() < budget,
+        "only the C plugin ran: {:?}",
+        start.elapsed()
+    );
+    assert_hello(&out, 2);
+    assert!(hangs_events(&out).is_empty());
+    assert!(agent(&out, "plugin.hung").is_empty());
+
+    // After it returns: what it emitted late arrives, it runs again, and the finding clears.
+    std::thread::sleep(hang);
+    let out = host.run(&sample_n(2));
+    assert_hello(&out, 3);
+    assert_eq!(hangs_events(&out), ["sample 1", "sample 2"]);
+    let hung = agent(&out, "plugin.hung");
+    assert_eq!(hung.len(), 1);
+    assert_eq!(hung[0].event.state, Some(State::Cleared));
+    assert!(
+        out.logs
+            .iter()
+            .any(|l| l.message.starts_with("on_sample returned after"))
+    );
+    assert_eq!(status_of(&host, "hangs"), Status::Loaded);
+    host.shutdown();
+}
+
+#[test]
+fn garbage_events_are_dropped_and_reported_once() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin("zpulse_test_plugin_noisy"), "libnoisy.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("max_event_bytes = 8192\n[plugins.noisy]\ngarbage = true\n");
+    let mut reports = 0;
+    for n in 0..3 {
+        let out = host.run(&sample_n(n));
+        assert_hello(&out, u64::from(n) + 1);
+        let noisy: Vec<Entry> = from(&out, "noisy");
+        // Only the good event of each sample got through.
+        assert_eq!(noisy.len(), 1, "{noisy:?}");
+        assert_eq!(noisy[0].event.summary, format!("good event {}", n + 1));
+        let invalid = agent(&out, "plugin.invalid-event");
+        if n == 0 {
+            assert_eq!(invalid.len(), 1);
+            // The first bad record's reason, and how many were dropped in that sample.
+            assert!(
+                invalid[0]
+                    .event
+                    .summary
+                    .contains("not a MessagePack event record"),
+                "{}",
+                invalid[0].event.summary
+            );
+            assert_eq!(invalid[0].event.data["dropped"], Value::UInt(5));
+        }
+        reports += invalid.len();
+    }
+    assert_eq!(reports, 1);
+    assert_eq!(status_of(&host, "noisy"), Status::Loaded);
+}
+
+#[test]
+fn a_flood_is_rate_limited_and_reported_once() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin("zpulse_test_plugin_noisy"), "libnoisy.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("max_events_per_sample = 100\n[plugins.noisy]\nflood = 20000\n");
+    let mut reports = 0;
+    for n in 0..3 {
+        let out = host.run(&sample_n(n));
+        assert_hello(&out, u64::from(n) + 1);
+        assert_eq!(from(&out, "noisy").len(), 100);
+        reports += agent(&out, "plugin.rate-limited").len();
+    }
+    assert_eq!(reports, 1);
+}
+
+#[test]
+fn an_invalid_plugin_config_is_refused_naming_file_line_and_key() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin(TEMPLATE), "libtemplate.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    // Line 3 of the file: [plugins] and dirs come first.
+    let mut host = dir.start("[plugins.template]\nbusy_pct = \"high\"\n");
+    let Status::Refused(why) = status_of(&host, "template") else {
+        panic!()
+    };
+    assert!(why.ends_with(
+        "zpulse.toml:3: [plugins.template] is invalid: busy_pct: invalid type: string \"high\", expected f64"
+    ), "{why}");
+    let out = host.run(&sample());
+    assert_eq!(agent(&out, "plugin.refused").len(), 1);
+    assert_hello(&out, 1);
+
+    let host = dir.start("[plugins.template]\nbusy_pc = 90\n");
+    let Status::Refused(why) = status_of(&host, "template") else {
+        panic!()
+    };
+    assert!(why.contains("unknown field `busy_pc`"), "{why}");
+    // A config the plugin's own checks refuse.
+    let host = dir.start("[plugins.template]\nbusy_pct = 50\nclear_pct = 60\n");
+    let Status::Refused(why) = status_of(&host, "template") else {
+        panic!()
+    };
+    assert!(why.contains("create failed: the clear level (60)"), "{why}");
+}
+
+#[test]
+fn two_plugins_of_one_name_load_once() {
+    let dir = PluginDir::new(&[
+        (&rust_plugin(TEMPLATE), "liba.so"),
+        (&rust_plugin(TEMPLATE), "libb.so"),
+    ]);
+    let host = dir.start("");
+    assert_eq!(status_of(&host, "template"), Status::Loaded);
+    let Status::Refused(why) = &host.plugins()[1].status else {
+        panic!()
+    };
+    assert!(
+        why.contains("a plugin named template is already loaded from"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_real_sample_round_trips_through_messagepack() {
+    let s = sample();
+    let bytes = sdk::encode_sample(&s);
+    let back = sdk::decode_sample(&bytes).unwrap();
+    // Byte-identical re-encoding, and the same JSON: nothing lost, absent stays absent.
+    assert_eq!(sdk::encode_sample(&back), bytes);
+    assert_eq!(
+        serde_json::to_value(&back).unwrap(),
+        serde_json::to_value(&s).unwrap()
+    );
+    assert_eq!(back.disks, s.disks);
+    assert_eq!(back.arc, s.arc);
+}
+
+/// `zpulse`, as built for these tests.
+fn zpulse(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(built().profile_dir.join("zpulse"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_plugins_lists_name_version_abi_path_and_status() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin(TEMPLATE), "libtemplate.so"),
+        (&b.hello_c_abi2, "libhello_c_abi2.so"),
+    ]);
+    let config = dir.path().join("empty.toml");
+    std::fs::write(&config, "").unwrap();
+    let d = dir.path().to_str().unwrap();
+    let (ok, stdout, stderr) = zpulse(&[
+        "plugins",
+        "--config",
+        config.to_str().unwrap(),
+        "--plugin-dir",
+        d,
+    ]);
+    assert!(!ok, "a refused plugin makes the exit status 1");
+    assert!(
+        stderr.contains("1 of 2 plugins are not running"),
+        "{stderr}"
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME") && lines[0].contains("ABI") && lines[0].ends_with("PATH"));
+    let abi2 = lines
+        .iter()
+        .position(|l| l.starts_with("libhello_c_abi2.so"))
+        .unwrap();
+    assert!(lines[abi2].contains(" 2.0 ") && lines[abi2].contains("refused"));
+    assert!(lines[abi2 + 1].trim_start().starts_with("plugin ABI 2.0"));
+    let template = lines.iter().find(|l| l.starts_with("template")).unwrap();
+    for part in ["0.1.0", "1.0", "loaded", "libtemplate.so"] {
+        assert!(template.contains(part), "{template}");
+    }
+
+    let (_, json, _) = zpulse(&[
+        "plugins",
+        "--format",
+        "json",
+        "--config",
+        config.to_str().unwrap(),
+        "--plugin-dir",
+        d,
+    ]);
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(listed.len(), 2);
+    assert!(
+        listed
+            .iter()
+            .any(|p| p["name"] == "template" && p["status"] == "loaded")
+    );
+}
+
+#[test]
+fn cli_replay_prints_plugin_events_with_the_samples() {
+    let b = built();
+    let dir = PluginDir::new(&[(&b.hello_c, "libhello_c.so")]);
+    let config = dir.path().join("zpulse.toml");
+    std::fs::write(&config, "hostname = \"replayed\"\n").unwrap();
+    let series = zpulse_tests::fixture("lab/basic");
+    let plugin = dir.path().join("libhello_c.so");
+    let (ok, stdout, stderr) = zpulse(&[
+        "replay",
+        series.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--plugin",
+        plugin.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{stderr}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "one sample, one event");
+    assert!(lines[0].get("interval").is_some());
+    assert_eq!(lines[1]["tag"], "zpulse.metrics");
+    assert_eq!(lines[1]["record"]["check"], "hello-c");
+    assert_eq!(lines[1]["record"]["host"], "replayed");
+    assert_eq!(
+        lines[1]["time"].as_f64().unwrap() as u64,
+        lines[0]["end"].as_f64().unwrap() as u64
+    );
+    assert!(stderr.contains("hello-c: hello from C"), "{stderr}");
+
+    let (ok, text, _) = zpulse(&[
+        "replay",
+        series.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--plugin-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(ok);
+    assert!(
+        text.contains("Events\n  [info metrics] hello-c host: hello from C\n"),
+        "{text}"
+    );
+
+    // Without an interval, `once` has no sample to give plugins: it says so.
+    let (ok, _, stderr) = zpulse(&["once", "--plugin", plugin.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("add --interval"), "{stderr}");
+}
+
+/// The config the tests write is what `config::parse` accepts (keeps `PluginDir` honest).
+#[test]
+fn plugin_tables_reach_the_host_as_written() {
+    let dir = PluginDir::new(&[]);
+    let s = dir.settings("[plugins.template]\nbusy_pct = 1\n");
+    let tables: BTreeMap<_, _> = s
+        .tables
+        .iter()
+        .map(|(k, v)| (k.clone(), v.origin.clone()))
+        .collect();
+    assert!(tables["template"].ends_with("zpulse.toml:3"), "{tables:?}");
+}

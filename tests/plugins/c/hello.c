@@ -1,0 +1,124 @@
+/*
+ * hello-c: a zpulse plugin in plain C, proof that the ABI is language-neutral.
+ *
+ * On every sample it emits one metrics event whose data holds the size of the sample it got
+ * and the number of samples seen. MessagePack is written by hand: a real C plugin would use
+ * a library such as msgpack-c or mpack.
+ *
+ * Build: cc -shared -fPIC -I proto/include -o libhello_c.so tests/plugins/c/hello.c
+ * With -DHELLO_ABI_MAJOR=2 it claims another ABI major, which the agent must refuse.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zpulse_plugin.h"
+
+#ifndef HELLO_ABI_MAJOR
+#define HELLO_ABI_MAJOR ZPULSE_ABI_MAJOR
+#endif
+
+struct state {
+    const zpulse_host_api *host;
+    unsigned long samples;
+};
+
+struct buf {
+    uint8_t data[512];
+    size_t len;
+};
+
+static void put(struct buf *b, const void *p, size_t n) {
+    if (b->len + n <= sizeof b->data) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+    }
+}
+
+static void put_byte(struct buf *b, uint8_t x) { put(b, &x, 1); }
+
+/* fixstr: strings shorter than 32 bytes. */
+static void put_str(struct buf *b, const char *s) {
+    size_t n = strlen(s);
+    put_byte(b, (uint8_t)(0xa0 | n));
+    put(b, s, n);
+}
+
+/* uint 64, big-endian. */
+static void put_u64(struct buf *b, uint64_t v) {
+    put_byte(b, 0xcf);
+    for (int shift = 56; shift >= 0; shift -= 8)
+        put_byte(b, (uint8_t)(v >> shift));
+}
+
+static void say(const zpulse_host_api *host, int32_t level, const char *msg) {
+    host->log(host->ctx, level, (const uint8_t *)msg, strlen(msg));
+}
+
+static int32_t create(const zpulse_host_api *host, const uint8_t *config, size_t config_len,
+                      void **out_state) {
+    /* The config must be a map (0x80-0x8f fixmap, 0xde map16, 0xdf map32). */
+    if (config_len == 0 || !((config[0] & 0xf0) == 0x80 || config[0] == 0xde || config[0] == 0xdf)) {
+        const char *why = "the config is not a MessagePack map";
+        host->set_error(host->ctx, (const uint8_t *)why, strlen(why));
+        return ZPULSE_STATUS_CONFIG;
+    }
+    struct state *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        const char *why = "out of memory";
+        host->set_error(host->ctx, (const uint8_t *)why, strlen(why));
+        return ZPULSE_STATUS_ERROR;
+    }
+    s->host = host;
+    *out_state = s;
+    say(host, ZPULSE_LOG_INFO, "hello from C");
+    return ZPULSE_STATUS_OK;
+}
+
+static int32_t on_sample(void *state, const uint8_t *sample, size_t sample_len) {
+    struct state *s = state;
+    (void)sample;
+    s->samples++;
+    struct buf b = {.len = 0};
+    put_byte(&b, 0x87); /* a map of 7 pairs */
+    put_str(&b, "v");
+    put_byte(&b, 0x01);
+    put_str(&b, "kind");
+    put_str(&b, "metrics");
+    put_str(&b, "check");
+    put_str(&b, "hello-c");
+    put_str(&b, "severity");
+    put_str(&b, "info");
+    put_str(&b, "subject");
+    put_str(&b, "host");
+    put_str(&b, "summary");
+    put_str(&b, "hello from C");
+    put_str(&b, "data");
+    put_byte(&b, 0x82);
+    put_str(&b, "sample_bytes");
+    put_u64(&b, (uint64_t)sample_len);
+    put_str(&b, "samples");
+    put_u64(&b, (uint64_t)s->samples);
+    if (s->host->emit(s->host->ctx, b.data, b.len) != ZPULSE_EMIT_OK) {
+        const char *why = "the agent refused the event";
+        s->host->set_error(s->host->ctx, (const uint8_t *)why, strlen(why));
+        return ZPULSE_STATUS_ERROR;
+    }
+    return ZPULSE_STATUS_OK;
+}
+
+static void destroy(void *state) { free(state); }
+
+static const zpulse_plugin_descriptor descriptor = {
+    .abi_major = HELLO_ABI_MAJOR,
+    .abi_minor = ZPULSE_ABI_MINOR,
+    .struct_size = sizeof(zpulse_plugin_descriptor),
+    .flags = 0,
+    .name = {"hello-c", 7},
+    .version = {"1.0.0", 5},
+    .build_info = {"hello.c", 7},
+    .create = create,
+    .on_sample = on_sample,
+    .destroy = destroy,
+};
+
+const zpulse_plugin_descriptor *zpulse_plugin_entry(void) { return &descriptor; }

@@ -1,0 +1,42 @@
+//! Sleeps in `on_sample` for the samples listed in `hang_samples` (1-based), `hang_ms` each;
+//! emits one metrics event per sample it finishes, so the test sees when it runs again.
+
+use std::time::Duration;
+use zpulse_proto::sdk::{self, Event, Host, Plugin, Sample};
+use zpulse_proto::serde::Deserialize;
+
+#[derive(Default, Deserialize)]
+#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
+pub struct Config {
+    hang_ms: u64,
+    hang_samples: Vec<u64>,
+}
+
+pub struct Hangs {
+    config: Config,
+    seen: u64,
+}
+
+impl Plugin for Hangs {
+    const NAME: &'static str = "hangs";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = Config;
+
+    fn new(config: Config, _host: &Host) -> Result<Self, sdk::Error> {
+        Ok(Hangs { config, seen: 0 })
+    }
+
+    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
+        self.seen += 1;
+        if self.config.hang_samples.contains(&self.seen) {
+            std::thread::sleep(Duration::from_millis(self.config.hang_ms));
+        }
+        let event = Event::metrics(Self::NAME, "hangs", format!("sample {}", self.seen))
+            .with("n", self.seen)
+            .with("end", sample.end);
+        host.emit(&event)?;
+        Ok(())
+    }
+}
+
+zpulse_proto::export_plugin!(Hangs);
