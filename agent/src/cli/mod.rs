@@ -4,6 +4,7 @@ mod capture;
 mod once;
 mod plugins;
 mod replay;
+mod run;
 
 pub use plugins::PluginArgs;
 
@@ -62,6 +63,18 @@ pub enum Command {
         #[command(flatten)]
         plugins: PluginArgs,
     },
+    /// Run the agent: sample on a fixed schedule, run plugins, send events to the sinks.
+    /// SIGHUP reloads the config; SIGTERM/SIGINT flush and exit.
+    Run {
+        #[command(flatten)]
+        plugins: PluginArgs,
+    },
+    /// Validate the config file (and build its sinks without connecting); exit 1 on errors.
+    CheckConfig {
+        /// Config file [default: /etc/zpulse/zpulse.toml if it exists].
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// List the plugins the agent would load: name, version, ABI, path, status and why.
     Plugins {
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -93,6 +106,8 @@ pub fn main() -> ExitCode {
             plugins,
         } => replay::run(&series, format, &plugins),
         Command::Plugins { format, plugins } => plugins::list(&plugins, format),
+        Command::Run { plugins } => run::run(&plugins),
+        Command::CheckConfig { config } => run::check(config.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

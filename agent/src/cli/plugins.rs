@@ -29,7 +29,7 @@ impl PluginArgs {
         self.config.is_some() || !self.plugin_dirs.is_empty() || !self.plugins.is_empty()
     }
 
-    fn extra(&self) -> Extra {
+    pub fn extra(&self) -> Extra {
         Extra {
             dirs: self.plugin_dirs.clone(),
             paths: self.plugins.clone(),

@@ -9,20 +9,17 @@
 //! A sink never panics on what it is given and never blocks the sampler: `deliver` may take
 //! its time (the sink's own thread waits), and `stats` tells the heartbeat how it is doing.
 
+pub mod build;
 pub mod forward;
 pub mod stdout;
 pub mod syslog;
 
 use std::fmt;
 use std::time::Instant;
-use zpulse_proto::event::{Event, EventTime};
 
-/// An event with the time it happened (the sample's end, or when the agent noticed).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stamped {
-    pub time: EventTime,
-    pub event: Event,
-}
+/// An event with the time it happened: the Forward entry of proto, under the name the sinks
+/// have always used.
+pub use zpulse_proto::event::Entry as Stamped;
 
 /// Counters every sink keeps, for the agent heartbeat.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

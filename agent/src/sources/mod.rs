@@ -32,7 +32,7 @@ pub enum System {
     /// Sysctls: live, or `sysctl/<name>` files in a capture. `root` is `/` live (for
     /// `/dev/zfs`) or the capture directory (for its `zfs-ioctl/` replies).
     Freebsd {
-        sysctl: Box<dyn freebsd::Sysctl>,
+        sysctl: Box<dyn freebsd::Sysctl + Send>,
         root: Root,
     },
 }

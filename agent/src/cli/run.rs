@@ -1,0 +1,53 @@
+//! `zpulse run` and `zpulse check-config`.
+
+use super::PluginArgs;
+use crate::config;
+use crate::daemon::{self, Options};
+use crate::sinks;
+use std::path::Path;
+
+pub fn run(args: &PluginArgs) -> Result<(), String> {
+    daemon::run(Options {
+        config: args.config.clone(),
+        extra: args.extra(),
+    })
+}
+
+/// Reads the config and builds every sink (without connecting), as `run` would; prints what
+/// it found. The same errors as `run`, without starting anything.
+pub fn check(path: Option<&Path>) -> Result<(), String> {
+    let cfg = config::load(path)?;
+    let dir = cfg.file.as_deref().and_then(Path::parent);
+    let mut names = Vec::new();
+    for s in &cfg.sinks {
+        names.push(sinks::build::build(s, dir)?.name());
+    }
+    if names.is_empty() {
+        names.push("stdout (default)".into());
+    }
+    let source = cfg.file.as_deref().map_or_else(
+        || "no config file: built-in defaults".into(),
+        |p| p.display().to_string(),
+    );
+    super::emit(&format!(
+        "{source}: ok\n  interval {:?}\n  plugin dirs {}\n  plugin tables {}\n  sinks {}\n",
+        cfg.interval,
+        cfg.plugins
+            .dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if cfg.plugins.tables.is_empty() {
+            "-".into()
+        } else {
+            cfg.plugins
+                .tables
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        names.join(", ")
+    ))
+}

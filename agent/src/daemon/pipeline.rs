@@ -1,0 +1,140 @@
+//! One thread per sink, fed by a bounded channel. The plugin stage hands each batch to every
+//! sink without waiting: a sink whose queue is full loses that batch for itself alone (and
+//! counts it), so a slow collector never holds back sampling or the other sinks.
+
+use crate::daemon::log;
+use crate::plugins::Level;
+use crate::sinks::{Sink, SinkStats, Stamped};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Batches a sink may have waiting before new ones are dropped for it. At one batch per
+/// sample that is over an hour at the default interval; the Forward sink's own spool holds
+/// far more once a batch has reached it.
+const QUEUE_BATCHES: usize = 512;
+/// How often an idle sink thread gets a chance to retry (Forward resends from its spool).
+const IDLE_TICK: Duration = Duration::from_secs(1);
+
+enum Job {
+    Batch(Vec<Stamped>),
+    /// Deliver what is queued, flush until the deadline, then end the thread.
+    Close(Instant),
+}
+
+/// A sink on its own thread.
+pub struct SinkWorker {
+    name: String,
+    jobs: Sender<Job>,
+    stats: Arc<Mutex<SinkStats>>,
+    /// Batches refused because the queue was full (events in them).
+    overflow: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the heartbeat reports of one sink.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkReport {
+    pub name: String,
+    pub queued_batches: usize,
+    pub stats: SinkStats,
+    pub overflow: u64,
+}
+
+impl SinkWorker {
+    pub fn start(mut sink: Box<dyn Sink>) -> SinkWorker {
+        let name = sink.name();
+        let (jobs, rx): (Sender<Job>, Receiver<Job>) = bounded(QUEUE_BATCHES);
+        let stats = Arc::new(Mutex::new(sink.stats()));
+        let shared = Arc::clone(&stats);
+        let thread_name = name.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("sink {name}"))
+            .spawn(move || {
+                let publish = |sink: &dyn Sink| {
+                    if let Ok(mut s) = shared.lock() {
+                        *s = sink.stats();
+                    }
+                };
+                loop {
+                    match rx.recv_timeout(IDLE_TICK) {
+                        Ok(Job::Batch(batch)) => {
+                            if let Err(e) = sink.deliver(&batch) {
+                                log::log(Level::Warn, &thread_name, &e.to_string());
+                            }
+                        }
+                        Ok(Job::Close(deadline)) => {
+                            // Whatever was queued before the close goes first.
+                            while let Ok(Job::Batch(batch)) = rx.try_recv() {
+                                let _ = sink.deliver(&batch);
+                            }
+                            if let Err(e) = sink.flush(deadline) {
+                                log::log(Level::Warn, &thread_name, &e.to_string());
+                            }
+                            publish(sink.as_ref());
+                            return;
+                        }
+                        Err(RecvTimeoutError::Timeout) => {
+                            // An empty batch lets a sink with a backlog (spool) retry.
+                            let _ = sink.deliver(&[]);
+                        }
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                    publish(sink.as_ref());
+                }
+            })
+            .ok();
+        SinkWorker {
+            name,
+            jobs,
+            stats,
+            overflow: Arc::new(AtomicU64::new(0)),
+            thread,
+        }
+    }
+
+    /// Hands a batch over without blocking; a full queue drops it for this sink and counts.
+    pub fn offer(&self, batch: Vec<Stamped>) {
+        let n = batch.len() as u64;
+        match self.jobs.try_send(Job::Batch(batch)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                if self.overflow.fetch_add(n, Ordering::Relaxed) == 0 {
+                    log::log(
+                        Level::Warn,
+                        &self.name,
+                        "queue full: dropping events for this sink (reported in the heartbeat)",
+                    );
+                }
+            }
+        }
+    }
+
+    pub fn report(&self) -> SinkReport {
+        SinkReport {
+            name: self.name.clone(),
+            queued_batches: self.jobs.len(),
+            stats: self.stats.lock().map(|s| s.clone()).unwrap_or_default(),
+            overflow: self.overflow.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Delivers what is queued and flushes, waiting at most until `deadline`.
+    pub fn close(mut self, deadline: Instant) {
+        let _ = self.jobs.send_deadline(Job::Close(deadline), deadline);
+        if let Some(thread) = self.thread.take() {
+            // The thread honours the deadline in flush; give it a little slack to return.
+            let until = deadline + Duration::from_millis(200);
+            while !thread.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                log::log(Level::Warn, &self.name, "did not finish flushing in time");
+            }
+        }
+    }
+}
