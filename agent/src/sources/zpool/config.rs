@@ -47,7 +47,11 @@ pub fn pool_config(
     }
     for (key, class) in [("l2cache", VdevClass::Cache), ("spares", VdevClass::Spare)] {
         for dev in tree.nvlist_array(key).unwrap_or(&[]) {
-            root.children.push(vdev(dev, "", Some(class), 1)?);
+            let mut v = vdev(dev, "", Some(class), 1)?;
+            if class == VdevClass::Spare {
+                v.state = spare_state(&v);
+            }
+            root.children.push(v);
         }
     }
     let health = if config.contains("suspended") {
@@ -215,6 +219,16 @@ fn health(state: &u64, aux: &u64) -> Option<String> {
         _ => "UNKNOWN",
     };
     Some(text.to_string())
+}
+
+/// A hot spare is `INUSE` when it replaces a device, `AVAIL` when healthy and idle, as
+/// `zpool status` says; otherwise its health.
+fn spare_state(v: &Vdev) -> Option<String> {
+    match (v.aux.as_deref(), v.state.as_deref()) {
+        (Some("spared"), _) => Some("INUSE".into()),
+        (_, Some("ONLINE")) => Some("AVAIL".into()),
+        (_, other) => other.map(str::to_string),
+    }
 }
 
 /// `vdev_aux_t` names, for the reason a vdev is not healthy.
