@@ -1,0 +1,159 @@
+//! `zpulse run` as a process: it samples, emits its heartbeat, reloads on SIGHUP (refusing a
+//! bad file and keeping the running config), and exits cleanly on SIGTERM within 5 s.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zpulse-daemon-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The agent with its stdout and stderr lines arriving on channels.
+struct Agent {
+    child: Child,
+    out: mpsc::Receiver<String>,
+    err: mpsc::Receiver<String>,
+}
+
+impl Agent {
+    fn start(config: &PathBuf) -> Agent {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse"))
+            .args(["run", "--config"])
+            .arg(config)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = |r: Box<dyn std::io::Read + Send>| {
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(r).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            rx
+        };
+        let out = lines(Box::new(child.stdout.take().unwrap()));
+        let err = lines(Box::new(child.stderr.take().unwrap()));
+        Agent { child, out, err }
+    }
+
+    fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+
+    /// Waits for a line on `rx` containing `needle`.
+    fn expect(rx: &mpsc::Receiver<String>, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if line.contains(needle) {
+                return line;
+            }
+        }
+        panic!("no line containing {needle:?} within {within:?}");
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn heartbeat_reload_and_clean_stop() {
+    let dir = temp("reload");
+    let config = dir.join("zpulse.toml");
+    std::fs::write(
+        &config,
+        "interval = \"200ms\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"stdout\"\n",
+    )
+    .unwrap();
+    let mut agent = Agent::start(&config);
+
+    // Two readings make the first sample; the first sample brings the first heartbeat.
+    let hb = Agent::expect(&agent.out, "agent.heartbeat", Duration::from_secs(10));
+    let hb: serde_json::Value = serde_json::from_str(&hb).unwrap();
+    assert_eq!(hb["tag"], "zpulse.agent");
+    assert_eq!(hb["record"]["kind"], "agent");
+    assert_eq!(hb["record"]["data"]["interval_s"], 0.2);
+    assert!(hb["record"]["data"]["samples"].as_u64().unwrap() >= 2);
+
+    // A broken file is refused and the agent goes on.
+    std::fs::write(&config, "interval = \"200ms\"\nbogus_key = 1\n").unwrap();
+    agent.signal("HUP");
+    let refused = Agent::expect(&agent.err, "reload refused", Duration::from_secs(5));
+    assert!(refused.contains("bogus_key"), "{refused}");
+    assert!(agent.child.try_wait().unwrap().is_none(), "still running");
+
+    // A good file is taken: the new generation announces itself with a fresh heartbeat
+    // carrying the new interval.
+    std::fs::write(
+        &config,
+        "interval = \"300ms\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"stdout\"\n",
+    )
+    .unwrap();
+    agent.signal("HUP");
+    Agent::expect(&agent.err, "configuration reloaded", Duration::from_secs(5));
+    let hb = Agent::expect(&agent.out, "\"interval_s\":0.3", Duration::from_secs(10));
+    assert!(hb.contains("agent.heartbeat"));
+
+    // SIGTERM: flush and exit 0 within 5 s.
+    let asked = Instant::now();
+    agent.signal("TERM");
+    let status = loop {
+        if let Some(s) = agent.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "did not stop within 5 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    Agent::expect(&agent.err, "stopping", Duration::from_secs(1));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_bad_config_at_start_is_one_clear_error() {
+    let dir = temp("bad");
+    let config = dir.join("zpulse.toml");
+    std::fs::write(
+        &config,
+        "interval = \"10s\"\n[[sink]]\ntype = \"carrier-pigeon\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("carrier-pigeon") && err.contains("forward, syslog, stdout"), "{err}");
+    assert!(err.contains("zpulse.toml:2"), "names the file and line: {err}");
+    let check = Command::new(env!("CARGO_BIN_EXE_zpulse"))
+        .args(["check-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!check.status.success());
+    assert!(String::from_utf8_lossy(&check.stderr).contains("carrier-pigeon"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
