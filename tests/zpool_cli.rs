@@ -315,6 +315,13 @@ fn leaves_join_their_disks_and_disks_know_rotation() {
             disk, leaf.name,
             "lab leaves are whole disks named like their kernel device"
         );
+        // Each disk knows the pool, class and top-level vdev it serves.
+        let role = &snap.disk(disk).unwrap().roles;
+        assert_eq!(role.len(), 1, "{disk}");
+        assert_eq!(
+            (role[0].pool.as_str(), Some(role[0].class)),
+            ("tank", leaf.class)
+        );
         // sda/sdb are the lab's "HDDs": sys/block/<disk>/queue/rotational in the capture.
         let rotational = std::fs::read_to_string(
             fixture(capture).join(format!("sys/block/{disk}/queue/rotational")),

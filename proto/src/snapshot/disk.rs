@@ -27,7 +27,22 @@ pub struct Disk {
     /// Bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// The vdevs this disk (or a partition of it) serves. One SSD may serve several: a SLOG
+    /// partition and a special partition, say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<DiskRole>,
     pub counters: DiskCounters,
+}
+
+/// Where a disk sits in a pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskRole {
+    pub pool: String,
+    pub class: super::VdevClass,
+    /// The top-level vdev (`mirror-0`, `sde`).
+    pub vdev: String,
+    /// The leaf's own name in the pool (`sda`, `ada2p1`, `gpt/slog0`).
+    pub leaf: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

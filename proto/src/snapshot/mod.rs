@@ -13,7 +13,7 @@ mod tunables;
 mod vdev;
 mod zfs;
 
-pub use disk::{Devstat, Disk, DiskCounters, Diskstats};
+pub use disk::{Devstat, Disk, DiskCounters, DiskRole, Diskstats};
 pub use host::{CpuTimes, HostIdentity, Memory, NetInterface, Os};
 pub use kstat::{Kstat, KstatHeader, KstatValue};
 pub use pool::{DatasetKstats, Pool, PoolIo, Txg};

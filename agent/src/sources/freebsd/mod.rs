@@ -136,6 +136,7 @@ fn read_disks(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
             physical_block_size: g.and_then(geom::GeomDisk::physical_block_size),
             size: g.and_then(|d| d.mediasize),
             counters: DiskCounters::Devstat(e.stats),
+            roles: Vec::new(),
             name: e.name,
         });
     }

@@ -173,6 +173,7 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
             size: info.size,
             counters: DiskCounters::Diskstats(line.stats),
             aliases: Vec::new(),
+            roles: Vec::new(),
         })
         .collect();
 }

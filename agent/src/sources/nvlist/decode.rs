@@ -50,111 +50,120 @@ const POINTER: usize = 8;
 pub fn decode(bytes: &[u8]) -> Result<NvList, NvError> {
     let order = stream_header(bytes)?;
     let input = Input { buf: bytes, order };
+    let mut lists = Lists::new(list_header(&input)?);
+    let mut pos = STREAM_HEADER + LIST_HEADER;
+    loop {
+        let Some(size) = input.i32(pos) else {
+            let mut e = truncated(bytes, pos, "pair size or list terminator", 4);
+            e.path = lists.path(None);
+            return Err(e);
+        };
+        if size == 0 {
+            pos += 4;
+            if lists.close() {
+                if pos != bytes.len() {
+                    return Err(fault(pos, NvErrorKind::TrailingBytes(bytes.len() - pos)));
+                }
+                return Ok(lists.root);
+            }
+            continue;
+        }
+        let (size, name, parsed) = pair(&input, pos, size).map_err(|f| NvError {
+            offset: f.offset,
+            path: lists.path(f.name.as_deref()),
+            kind: f.kind,
+        })?;
+        lists.add(pos, name, parsed)?;
+        pos += size;
+    }
+}
 
-    let version = input
-        .i32(STREAM_HEADER)
-        .ok_or_else(|| truncated(bytes, STREAM_HEADER, "nvlist header", LIST_HEADER))?;
-    let nvflag = input
-        .u32(STREAM_HEADER + 4)
-        .ok_or_else(|| truncated(bytes, STREAM_HEADER, "nvlist header", LIST_HEADER))?;
+/// The top-level `nvl_version` (must be 0) and `nvl_nvflag`, after the stream header.
+fn list_header(input: &Input<'_>) -> Result<u32, NvError> {
+    let (Some(version), Some(nvflag)) = (input.i32(STREAM_HEADER), input.u32(STREAM_HEADER + 4))
+    else {
+        return Err(truncated(
+            input.buf,
+            STREAM_HEADER,
+            "nvlist header",
+            LIST_HEADER,
+        ));
+    };
     if version != 0 {
         return Err(fault(
             STREAM_HEADER,
             NvErrorKind::UnsupportedVersion(version),
         ));
     }
+    Ok(nvflag)
+}
 
-    let mut root = NvList::with_nvflag(nvflag);
-    // The lists opened under `root` and not yet terminated, innermost last.
-    let mut open: Vec<Open> = Vec::new();
-    let mut pos = STREAM_HEADER + LIST_HEADER;
+/// The explicit stack that replaces recursion: the top-level list and the embedded lists
+/// opened under it whose terminator has not been read yet, innermost last.
+struct Lists {
+    root: NvList,
+    open: Vec<Open>,
+}
 
-    loop {
-        let size = input.i32(pos).ok_or_else(|| {
-            let mut e = truncated(bytes, pos, "pair size or list terminator", 4);
-            e.path = path(&open, None);
-            e
-        })?;
+/// An embedded list being read: its pairs so far and where it goes when it ends.
+struct Open {
+    list: NvList,
+    slot: Slot,
+}
 
-        if size == 0 {
-            // End of the innermost open list.
-            pos += 4;
-            let Some(done) = open.pop() else {
-                if pos != bytes.len() {
-                    return Err(fault(pos, NvErrorKind::TrailingBytes(bytes.len() - pos)));
-                }
-                return Ok(root);
-            };
-            let parent = match open.last_mut() {
-                Some(o) => &mut o.list,
-                None => &mut root,
-            };
-            match done.slot {
-                Slot::Nested { name } => parent.push(name, NvValue::NvList(done.list)),
-                Slot::Element {
-                    name,
-                    nvflags,
-                    mut elements,
-                } => {
-                    elements.push(done.list);
-                    match nvflags.get(elements.len()) {
-                        Some(&nvflag) => open.push(Open {
-                            list: NvList::with_nvflag(nvflag),
-                            slot: Slot::Element {
-                                name,
-                                nvflags,
-                                elements,
-                            },
-                        }),
-                        None => parent.push(name, NvValue::NvListArray(elements)),
-                    }
-                }
-            }
-            continue;
+enum Slot {
+    /// The value of the parent's `NVLIST` pair `name`.
+    Nested { name: String },
+    /// Element `elements.len()` of the parent's `NVLIST_ARRAY` pair `name`; `nvflags` holds
+    /// every element's `nvl_nvflag`, read from the array's value.
+    Element {
+        name: String,
+        nvflags: Vec<u32>,
+        elements: Vec<NvList>,
+    },
+}
+
+impl Lists {
+    fn new(nvflag: u32) -> Self {
+        Lists {
+            root: NvList::with_nvflag(nvflag),
+            open: Vec::new(),
         }
+    }
 
-        let (size, name, parsed) = pair(&input, pos, size).map_err(|f| NvError {
-            offset: f.offset,
-            path: path(&open, f.name.as_deref()),
-            kind: f.kind,
-        })?;
-        let pair_start = pos;
-        pos += size;
+    /// The list the next pair belongs to.
+    fn current(&mut self) -> &mut NvList {
+        match self.open.last_mut() {
+            Some(o) => &mut o.list,
+            None => &mut self.root,
+        }
+    }
 
-        let opens_list = match &parsed {
+    /// Adds the pair that starts at byte `at`: a value goes into the current list; an
+    /// `NVLIST` or non-empty `NVLIST_ARRAY` opens the list whose pairs follow.
+    fn add(&mut self, at: usize, name: String, parsed: Parsed) -> Result<(), NvError> {
+        let opens = match &parsed {
             Parsed::Value(_) => false,
             Parsed::Nested(_) => true,
             Parsed::Array(nvflags) => !nvflags.is_empty(),
         };
-        if opens_list && open.len() >= MAX_DEPTH {
+        if opens && self.open.len() >= MAX_DEPTH {
             return Err(NvError {
-                offset: pair_start,
-                path: path(&open, Some(&name)),
+                offset: at,
+                path: self.path(Some(&name)),
                 kind: NvErrorKind::TooDeep { limit: MAX_DEPTH },
             });
         }
         match parsed {
-            Parsed::Value(value) => {
-                let list = match open.last_mut() {
-                    Some(o) => &mut o.list,
-                    None => &mut root,
-                };
-                list.push(name, value);
-            }
-            Parsed::Nested(nvflag) => open.push(Open {
+            Parsed::Value(value) => self.current().push(name, value),
+            Parsed::Nested(nvflag) => self.open.push(Open {
                 list: NvList::with_nvflag(nvflag),
                 slot: Slot::Nested { name },
             }),
             Parsed::Array(nvflags) => match nvflags.first() {
                 // An empty NVLIST_ARRAY has no element lists after it.
-                None => {
-                    let list = match open.last_mut() {
-                        Some(o) => &mut o.list,
-                        None => &mut root,
-                    };
-                    list.push(name, NvValue::NvListArray(Vec::new()));
-                }
-                Some(&first) => open.push(Open {
+                None => self.current().push(name, NvValue::NvListArray(Vec::new())),
+                Some(&first) => self.open.push(Open {
                     list: NvList::with_nvflag(first),
                     slot: Slot::Element {
                         name,
@@ -164,39 +173,52 @@ pub fn decode(bytes: &[u8]) -> Result<NvList, NvError> {
                 }),
             },
         }
+        Ok(())
     }
-}
 
-/// A list whose pairs are being read: its content so far and where it goes when its
-/// terminator arrives.
-struct Open {
-    list: NvList,
-    slot: Slot,
-}
+    /// A terminator: ends the innermost open list, attaching it to its parent (or starting
+    /// the array's next element). True when it was the top-level list, i.e. the stream ends.
+    fn close(&mut self) -> bool {
+        let Some(done) = self.open.pop() else {
+            return true;
+        };
+        match done.slot {
+            Slot::Nested { name } => self.current().push(name, NvValue::NvList(done.list)),
+            Slot::Element {
+                name,
+                nvflags,
+                mut elements,
+            } => {
+                elements.push(done.list);
+                match nvflags.get(elements.len()) {
+                    Some(&nvflag) => self.open.push(Open {
+                        list: NvList::with_nvflag(nvflag),
+                        slot: Slot::Element {
+                            name,
+                            nvflags,
+                            elements,
+                        },
+                    }),
+                    None => self.current().push(name, NvValue::NvListArray(elements)),
+                }
+            }
+        }
+        false
+    }
 
-enum Slot {
-    /// The value of the `NVLIST` pair `name` of the parent.
-    Nested { name: String },
-    /// Element `elements.len()` of the `NVLIST_ARRAY` pair `name` of the parent;
-    /// `nvflags` holds every element's `nvl_nvflag` from the array's value.
-    Element {
-        name: String,
-        nvflags: Vec<u32>,
-        elements: Vec<NvList>,
-    },
-}
-
-/// `vdev_tree.children[0].vdev_stats`: the open lists, then the pair being read if any.
-fn path(open: &[Open], pair: Option<&str>) -> String {
-    let mut segments: Vec<String> = open
-        .iter()
-        .map(|o| match &o.slot {
-            Slot::Nested { name } => name.clone(),
-            Slot::Element { name, elements, .. } => format!("{name}[{}]", elements.len()),
-        })
-        .collect();
-    segments.extend(pair.map(str::to_owned));
-    segments.join(".")
+    /// `vdev_tree.children[0].vdev_stats`: the open lists, then the pair being read if any.
+    fn path(&self, pair: Option<&str>) -> String {
+        let mut segments: Vec<String> = self
+            .open
+            .iter()
+            .map(|o| match &o.slot {
+                Slot::Nested { name } => name.clone(),
+                Slot::Element { name, elements, .. } => format!("{name}[{}]", elements.len()),
+            })
+            .collect();
+        segments.extend(pair.map(str::to_owned));
+        segments.join(".")
+    }
 }
 
 /// The stream header: refuse XDR and unknown encodings, return the byte order.
@@ -432,21 +454,22 @@ fn fixed_width(ty: DataType) -> usize {
 /// 0/1 fails with its element index and raw value.
 fn fixed_value(ty: DataType, data: &[u8], order: Order) -> Result<NvValue, (usize, i32)> {
     use DataType::*;
-    let first = |width: usize| data.get(..width).unwrap_or_default();
+    // For scalars `data` is exactly one element; the loads read its first bytes.
+    let byte = data.first().copied().unwrap_or_default();
     Ok(match ty {
         Boolean => NvValue::Boolean,
-        Byte => NvValue::Byte(first(1).first().copied().unwrap_or_default()),
-        Int8 => NvValue::Int8(first(1).first().map_or(0, |&b| b as i8)),
-        Uint8 => NvValue::Uint8(first(1).first().copied().unwrap_or_default()),
-        Int16 => NvValue::Int16(order.i16(first(2))),
-        Uint16 => NvValue::Uint16(order.u16(first(2))),
-        Int32 => NvValue::Int32(order.i32(first(4))),
-        Uint32 => NvValue::Uint32(order.u32(first(4))),
-        Int64 => NvValue::Int64(order.i64(first(8))),
-        Uint64 => NvValue::Uint64(order.u64(first(8))),
-        Hrtime => NvValue::Hrtime(order.i64(first(8))),
-        Double => NvValue::Double(f64::from_bits(order.u64(first(8)))),
-        BooleanValue => NvValue::BooleanValue(boolean(order.i32(first(4))).map_err(|v| (0, v))?),
+        Byte => NvValue::Byte(byte),
+        Int8 => NvValue::Int8(byte as i8),
+        Uint8 => NvValue::Uint8(byte),
+        Int16 => NvValue::Int16(order.i16(data)),
+        Uint16 => NvValue::Uint16(order.u16(data)),
+        Int32 => NvValue::Int32(order.i32(data)),
+        Uint32 => NvValue::Uint32(order.u32(data)),
+        Int64 => NvValue::Int64(order.i64(data)),
+        Uint64 => NvValue::Uint64(order.u64(data)),
+        Hrtime => NvValue::Hrtime(order.i64(data)),
+        Double => NvValue::Double(f64::from_bits(order.u64(data))),
+        BooleanValue => NvValue::BooleanValue(boolean(order.i32(data)).map_err(|v| (0, v))?),
         ByteArray => NvValue::ByteArray(data.to_vec()),
         Uint8Array => NvValue::Uint8Array(data.to_vec()),
         Int8Array => NvValue::Int8Array(data.iter().map(|&b| b as i8).collect()),

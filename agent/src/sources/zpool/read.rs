@@ -109,6 +109,7 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
             }
         };
         join_disks(&mut cfg.root, &snap.disks, resolve);
+        record_roles(&rp.name, &cfg, &mut snap.disks);
         match snap.pools.iter_mut().find(|p| p.name == rp.name) {
             Some(pool) => pool.config = Some(cfg),
             None => snap.pools.push(Pool {
@@ -149,6 +150,28 @@ pub fn leaf_paths(packed: &[u8]) -> Vec<String> {
         .into_iter()
         .filter_map(|v| v.path.clone())
         .collect()
+}
+
+/// Tells each disk which pool, class and top-level vdev it serves.
+fn record_roles(
+    pool: &str,
+    cfg: &zpulse_proto::snapshot::PoolConfig,
+    disks: &mut [zpulse_proto::snapshot::Disk],
+) {
+    for top in &cfg.root.children {
+        let Some(class) = top.class else { continue };
+        for leaf in top.leaves() {
+            let Some(name) = &leaf.disk else { continue };
+            if let Some(d) = disks.iter_mut().find(|d| &d.name == name) {
+                d.roles.push(zpulse_proto::snapshot::DiskRole {
+                    pool: pool.to_string(),
+                    class,
+                    vdev: top.name.clone(),
+                    leaf: leaf.name.clone(),
+                });
+            }
+        }
+    }
 }
 
 /// Device links as a capture recorded them.

@@ -1,6 +1,6 @@
 //! The fuzz target's committed seed corpus (`fuzz/seeds/nvlist_decode/`): the four lab
-//! replies plus two synthetic streams, made here with the test encoder, that hold every
-//! data type in both byte orders (the kernel's replies use only a few types).
+//! replies plus synthetic streams made here with the test encoder: every data type in both
+//! byte orders (the kernel's replies use only a few types), and nesting at the depth limit.
 
 use super::super::encode::{Endian, encode};
 use super::super::*;
@@ -49,10 +49,39 @@ pub(super) fn all_types() -> NvList {
         .with("empty_array", NvValue::NvListArray(Vec::new()))
 }
 
-fn synthetic() -> [(&'static str, Vec<u8>); 2] {
+/// Lists nested exactly [`MAX_DEPTH`] deep, alternating `NVLIST` and `NVLIST_ARRAY`, so the
+/// fuzzer starts next to the depth limit (random mutation rarely builds 64 levels).
+fn deepest() -> NvList {
+    (0..MAX_DEPTH).fold(
+        NvList::new().with("leaf", NvValue::Uint64(1)),
+        |inner, i| {
+            let value = if i % 2 == 0 {
+                NvValue::NvList(inner)
+            } else {
+                NvValue::NvListArray(vec![inner])
+            };
+            NvList::new().with("d", value)
+        },
+    )
+}
+
+fn synthetic() -> [(&'static str, NvList, Vec<u8>); 3] {
     [
-        ("all-types-le.nvlist", encode(&all_types(), Endian::Little)),
-        ("all-types-be.nvlist", encode(&all_types(), Endian::Big)),
+        (
+            "all-types-le.nvlist",
+            all_types(),
+            encode(&all_types(), Endian::Little),
+        ),
+        (
+            "all-types-be.nvlist",
+            all_types(),
+            encode(&all_types(), Endian::Big),
+        ),
+        (
+            "depth-64-le.nvlist",
+            deepest(),
+            encode(&deepest(), Endian::Little),
+        ),
     ]
 }
 
@@ -65,23 +94,23 @@ fn committed_seeds_decode() {
         decode(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         count += 1;
     }
-    assert!(count >= 6, "{count} seeds");
-    for (name, bytes) in synthetic() {
+    assert!(count >= 7, "{count} seeds");
+    for (name, list, bytes) in synthetic() {
         let committed = std::fs::read(format!("{SEEDS}/{name}")).unwrap();
         assert_eq!(
             committed, bytes,
             "{name} is stale: run write_synthetic_fuzz_seeds"
         );
-        assert_eq!(decode(&bytes).unwrap(), all_types());
+        assert_eq!(decode(&bytes).unwrap(), list);
     }
 }
 
 /// `cargo test -p zpulse-agent --lib write_synthetic_fuzz_seeds -- --ignored` regenerates
-/// the synthetic seeds after a change to `all_types`.
+/// the synthetic seeds after a change to them.
 #[test]
 #[ignore]
 fn write_synthetic_fuzz_seeds() {
-    for (name, bytes) in synthetic() {
+    for (name, _, bytes) in synthetic() {
         std::fs::write(format!("{SEEDS}/{name}"), bytes).unwrap();
     }
 }
