@@ -1,0 +1,828 @@
+//! zpulse check `hdd-saturation`: **spinning disks that are saturated, and whether by seeks**.
+//!
+//! A spinning disk serves about 150 random requests a second; everything beyond waits in its
+//! queue. For every rotational whole disk, and for every top-level vdev made only of
+//! rotational disks, the check keeps a window of samples (default 30 minutes) and computes
+//! what an administrator would from `iostat -x` over that time: mean and p95 `%util`, the
+//! share of samples at or above the saturation level (95%), await mean and peak, IOPS, MB/s
+//! and the average request size. It raises a finding when the saturated share (default 10%)
+//! or the mean `%util` (default 60%) passes its threshold.
+//!
+//! It then asks the question the seed's admin asked: *can this much data keep a disk this
+//! busy?* A disk streaming sequentially moves about `sequential_mb_s` (150 MB/s) for every
+//! second it is busy. A disk that moved less than `seek_bound_pct` (25%) of that per busy
+//! second, in requests of at most `small_request_kib` (64 KiB), spent its time moving its
+//! heads, not data: it is **seek-bound**. When the ARC is mostly metadata (more than
+//! `metadata_share_pct`, 50%) and the pool has no special vdev, those seeks are metadata
+//! reads, and the advice is a *mirrored* special vdev — mirrored because losing it loses the
+//! pool.
+//!
+//! Config (`[plugins.hdd-saturation]` in zpulse.toml), every key optional; the page
+//! `docs/checks/hdd-saturation.md` explains each:
+//!
+//! ```toml
+//! [plugins.hdd-saturation]
+//! saturation_pct = 95                 # a sample at or above this %util is "saturated"
+//! saturated_share_pct = 10            # raise when this share of samples is saturated …
+//! saturated_share_clear_pct = 5       # … clear at or below this share
+//! saturated_share_critical_pct = 50   # … critical from this share
+//! mean_util_pct = 60                  # or raise when the mean %util reaches this …
+//! mean_util_clear_pct = 45            # … clear at or below this mean
+//! mean_util_critical_pct = 90         # … critical from this mean
+//! window = "30m"                      # the window the figures are over …
+//! window_samples = 360                # … and at most this many samples (0 = no limit)
+//! min_samples = 12                    # fewer samples in the window: say nothing
+//! raise_after = 1                     # consecutive samples before raising
+//! min_hold = "10m"                    # a finding stays up at least this long
+//! sequential_mb_s = 150               # what one of these disks streams sequentially
+//! seek_bound_pct = 25                 # seek-bound below this share of it per busy second …
+//! small_request_kib = 64              # … in requests no larger than this
+//! streaming_pct = 50                  # bandwidth-bound from this share per busy second
+//! metadata_share_pct = 50             # ARC metadata share that points at a special vdev
+//! per_disk = true                     # findings per disk as well as per vdev
+//! disks = []                          # only these disks (kernel names); empty = all HDDs
+//! ```
+
+mod window;
+
+pub use window::{Obs, Stats, Window, percentile};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+use zpulse_proto::Sample;
+use zpulse_proto::sample::DiskRates;
+use zpulse_proto::sdk::{
+    self, Event, Findings, Host, Plugin, Report, Rules, Threshold, Value, Verdict,
+};
+use zpulse_proto::serde::Deserialize;
+use zpulse_proto::snapshot::VdevClass;
+
+/// The `[plugins.hdd-saturation]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
+pub struct Config {
+    pub saturation_pct: f64,
+    pub saturated_share_pct: f64,
+    pub saturated_share_clear_pct: f64,
+    pub saturated_share_critical_pct: f64,
+    pub mean_util_pct: f64,
+    pub mean_util_clear_pct: f64,
+    pub mean_util_critical_pct: f64,
+    #[serde(with = "sdk::config::duration")]
+    pub window: Duration,
+    pub window_samples: u32,
+    pub min_samples: u32,
+    pub raise_after: u32,
+    #[serde(with = "sdk::config::duration")]
+    pub min_hold: Duration,
+    pub sequential_mb_s: f64,
+    pub seek_bound_pct: f64,
+    pub small_request_kib: f64,
+    pub streaming_pct: f64,
+    pub metadata_share_pct: f64,
+    pub per_disk: bool,
+    pub disks: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            // The seed's admin counted a sample at ≥ 95% busy as saturated.
+            saturation_pct: 95.0,
+            // The seed's mirror was saturated in 16% of its samples: a problem worth a
+            // warning; 10% leaves room below it.
+            saturated_share_pct: 10.0,
+            saturated_share_clear_pct: 5.0,
+            saturated_share_critical_pct: 50.0,
+            // At 60% busy a queue already doubles or triples response times (M/M/1: 1/(1-ρ)).
+            mean_util_pct: 60.0,
+            mean_util_clear_pct: 45.0,
+            mean_util_critical_pct: 90.0,
+            window: Duration::from_secs(30 * 60),
+            window_samples: 360,
+            // Two minutes at the default 10 s interval: one burst in a handful of samples is
+            // not a saturated disk.
+            min_samples: 12,
+            raise_after: 1,
+            min_hold: Duration::from_secs(600),
+            // A 7200-rpm disk streams 150–200 MB/s; the low end keeps the diagnosis honest.
+            sequential_mb_s: 150.0,
+            seek_bound_pct: 25.0,
+            small_request_kib: 64.0,
+            streaming_pct: 50.0,
+            metadata_share_pct: 50.0,
+            per_disk: true,
+            disks: Vec::new(),
+        }
+    }
+}
+
+/// What the time a busy disk spent went into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    /// Little data per busy second, in small requests: the heads were moving.
+    SeekBound,
+    /// Near the sequential rate per busy second: the disk is out of bandwidth.
+    Streaming,
+    /// In between, or not enough to tell.
+    Mixed,
+}
+
+/// One subject's window judged against the config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assessment {
+    pub verdict: Verdict,
+    pub stats: Stats,
+    /// Disks behind the figures (1 for a disk).
+    pub disks: usize,
+    /// MB/s moved ÷ what the disks stream sequentially, 0–1.
+    pub sequential_share: f64,
+    /// MB/s moved per busy second ÷ the sequential rate, 0–1; `None` when never busy.
+    pub busy_share: Option<f64>,
+    pub load: Load,
+}
+
+/// One subject judged: its finding subject, the assessment and the event text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    pub subject: String,
+    pub assessment: Assessment,
+    pub report: Report,
+}
+
+/// A top-level vdev made of spinning disks, as the disks' roles describe it.
+#[derive(Debug, Clone)]
+struct VdevTrack {
+    pool: String,
+    class: VdevClass,
+    vdev: String,
+    members: Vec<String>,
+    window: Window,
+}
+
+pub struct HddSaturation {
+    config: Config,
+    share: Threshold,
+    mean: Threshold,
+    findings: Findings,
+    disks: BTreeMap<String, Window>,
+    vdevs: BTreeMap<String, VdevTrack>,
+    /// The ARC's metadata share per sample, 0–1, over the same window.
+    metadata: Window,
+}
+
+impl Plugin for HddSaturation {
+    const NAME: &'static str = "hdd-saturation";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = Config;
+
+    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
+        let plugin = HddSaturation::with_config(config)?;
+        let c = &plugin.config;
+        host.info(&format!(
+            "watching {} over {} s: saturated share {}% or mean {}% busy",
+            if c.disks.is_empty() {
+                "every spinning disk and HDD vdev".to_string()
+            } else {
+                c.disks.join(", ")
+            },
+            c.window.as_secs(),
+            c.saturated_share_pct,
+            c.mean_util_pct
+        ));
+        Ok(plugin)
+    }
+
+    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
+        for event in self.step(sample) {
+            host.emit(&event)?;
+        }
+        Ok(())
+    }
+}
+
+impl HddSaturation {
+    /// The check without a host: validates the config the way [`Plugin::new`] does.
+    pub fn with_config(config: Config) -> Result<HddSaturation, String> {
+        let share = Threshold::above(config.saturated_share_pct, config.saturated_share_clear_pct)
+            .and_then(|t| t.critical(config.saturated_share_critical_pct))
+            .map_err(|e| format!("saturated_share_pct: {e}"))?;
+        let mean = Threshold::above(config.mean_util_pct, config.mean_util_clear_pct)
+            .and_then(|t| t.critical(config.mean_util_critical_pct))
+            .map_err(|e| format!("mean_util_pct: {e}"))?;
+        for (key, value) in [
+            ("saturation_pct", config.saturation_pct),
+            ("sequential_mb_s", config.sequential_mb_s),
+            ("small_request_kib", config.small_request_kib),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(format!("{key} must be a positive number, not {value}"));
+            }
+        }
+        if !(config.seek_bound_pct >= 0.0 && config.seek_bound_pct <= config.streaming_pct) {
+            return Err(format!(
+                "seek_bound_pct ({}) must be between 0 and streaming_pct ({})",
+                config.seek_bound_pct, config.streaming_pct
+            ));
+        }
+        if config.window.is_zero() {
+            return Err("window must be longer than 0 s".into());
+        }
+        let findings = Findings::new(
+            Self::NAME,
+            Rules {
+                raise_after: config.raise_after,
+                min_hold: config.min_hold,
+                material_change: 0.25,
+            },
+        );
+        let metadata = Window::new(config.window.as_secs_f64(), config.window_samples as usize);
+        Ok(HddSaturation {
+            config,
+            share,
+            mean,
+            findings,
+            disks: BTreeMap::new(),
+            vdevs: BTreeMap::new(),
+            metadata,
+        })
+    }
+
+    /// Takes one sample into the windows and returns the events it causes.
+    pub fn step(&mut self, sample: &Sample) -> Vec<Event> {
+        self.record(sample);
+        self.evaluate(sample)
+    }
+
+    fn new_window(&self) -> Window {
+        Window::new(
+            self.config.window.as_secs_f64(),
+            self.config.window_samples as usize,
+        )
+    }
+
+    fn record(&mut self, sample: &Sample) {
+        let now = sample.end;
+        let watched: BTreeMap<&str, &DiskRates> = sample
+            .disks
+            .iter()
+            .filter(|d| watched(&self.config.disks, d))
+            .map(|d| (d.name.as_str(), d))
+            .collect();
+        for (name, rates) in &watched {
+            let fresh = self.new_window();
+            self.disks
+                .entry((*name).to_string())
+                .or_insert(fresh)
+                .push(disk_obs(rates, sample));
+        }
+
+        // Top-level vdevs whose every disk spins: the disks' roles say which they are.
+        let mut members: BTreeMap<(String, VdevClass, String), BTreeSet<String>> = BTreeMap::new();
+        for disk in &sample.snapshot.disks {
+            for role in &disk.roles {
+                members
+                    .entry((role.pool.clone(), role.class, role.vdev.clone()))
+                    .or_default()
+                    .insert(disk.name.clone());
+            }
+        }
+        for ((pool, class, vdev), names) in members {
+            let all_hdd = names.iter().all(|n| {
+                sample.snapshot.disk(n).and_then(|d| d.rotational) == Some(true)
+                    && (self.config.disks.is_empty() || self.config.disks.contains(n))
+            });
+            // Every disk must have rates this sample, or the vdev's figures would be partial.
+            let rates: Option<Vec<&DiskRates>> = names
+                .iter()
+                .map(|n| watched.get(n.as_str()).copied())
+                .collect();
+            let (true, Some(rates)) = (all_hdd, rates) else {
+                continue;
+            };
+            let subject = format!("{pool}/{}/{vdev}", class.as_str());
+            let mut obs = vdev_obs(&rates, sample);
+            if let Some(v) = sample
+                .pools
+                .iter()
+                .filter(|p| p.name == pool)
+                .flat_map(|p| &p.vdevs)
+                .find(|v| v.subject == subject)
+            {
+                let ops_r = v.read_ops_per_s * v.seconds;
+                let ops_w = v.write_ops_per_s * v.seconds;
+                obs.zfs_read_wait = v
+                    .total_wait_r
+                    .filter(|_| ops_r > 0.0)
+                    .map(|ns| (ns as f64 * ops_r, ops_r));
+                obs.zfs_write_wait = v
+                    .total_wait_w
+                    .filter(|_| ops_w > 0.0)
+                    .map(|ns| (ns as f64 * ops_w, ops_w));
+            }
+            let window = self.new_window();
+            let track = self.vdevs.entry(subject).or_insert(VdevTrack {
+                pool,
+                class,
+                vdev,
+                members: Vec::new(),
+                window,
+            });
+            track.members = names.into_iter().collect();
+            track.window.push(obs);
+        }
+
+        if let Some(share) = sample
+            .snapshot
+            .arc
+            .as_ref()
+            .and_then(|a| a.metadata_share())
+        {
+            self.metadata.push(Obs {
+                end: now,
+                interval: sample.interval,
+                util: share,
+                ..Obs::default()
+            });
+        }
+
+        // Age every window, also of subjects this sample did not have, and forget the empty.
+        for w in self.disks.values_mut() {
+            w.prune(now);
+        }
+        for t in self.vdevs.values_mut() {
+            t.window.prune(now);
+        }
+        self.metadata.prune(now);
+        self.disks.retain(|_, w| !w.is_empty());
+        self.vdevs.retain(|_, t| !t.window.is_empty());
+    }
+
+    /// Mean share of the ARC that is metadata over the window, 0–1.
+    pub fn metadata_share(&self) -> Option<f64> {
+        self.metadata.stats(f64::INFINITY).map(|s| s.util_mean)
+    }
+
+    /// Judges one window.
+    pub fn assess(&self, stats: Stats, disks: usize) -> Assessment {
+        let c = &self.config;
+        let share_v = self.share.verdict(settle(stats.saturated_share * 100.0));
+        let mean_v = self.mean.verdict(settle(stats.util_mean));
+        let verdict = combine(share_v, mean_v);
+        let sequential = c.sequential_mb_s * 1e6 * disks as f64;
+        let sequential_share = stats.bytes_per_s() / sequential;
+        // Per second of busy time, what did the disks move? A sequential stream moves the
+        // full rate; seeks move almost nothing.
+        let busy_share =
+            (stats.util_mean > 0.0).then(|| sequential_share / (stats.util_mean / 100.0));
+        let small = stats
+            .avg_request_bytes
+            .is_some_and(|b| b <= c.small_request_kib * 1024.0);
+        let load = match busy_share.map(|b| settle(b * 100.0)) {
+            Some(b) if b <= c.seek_bound_pct && small => Load::SeekBound,
+            Some(b) if b >= c.streaming_pct => Load::Streaming,
+            _ => Load::Mixed,
+        };
+        Assessment {
+            verdict,
+            stats,
+            disks,
+            sequential_share,
+            busy_share,
+            load,
+        }
+    }
+
+    /// Every subject with enough samples, judged over its window as of `sample` (the
+    /// newest one recorded): what the findings are fed.
+    pub fn judge(&self, sample: &Sample) -> Vec<Judgement> {
+        let min = self.config.min_samples.max(1) as usize;
+        let meta = self.metadata_share();
+        let mut judged = Vec::new();
+        if self.config.per_disk {
+            for (name, window) in &self.disks {
+                if window.len() < min {
+                    continue;
+                }
+                let Some(stats) = window.stats(self.config.saturation_pct) else {
+                    continue;
+                };
+                let assessment = self.assess(stats, 1);
+                let roles = disk_roles(sample, name);
+                let subject = Subject::Disk {
+                    name,
+                    roles: &roles,
+                };
+                let report = self.report(&subject, &assessment, sample, meta);
+                judged.push(Judgement {
+                    subject: name.clone(),
+                    assessment,
+                    report,
+                });
+            }
+        }
+        for (subject, track) in &self.vdevs {
+            // A one-disk vdev is its disk: the disk's finding already names the vdev.
+            if track.window.len() < min || (self.config.per_disk && track.members.len() == 1) {
+                continue;
+            }
+            let Some(stats) = track.window.stats(self.config.saturation_pct) else {
+                continue;
+            };
+            let assessment = self.assess(stats, track.members.len());
+            let report = self.report(&Subject::Vdev(track), &assessment, sample, meta);
+            judged.push(Judgement {
+                subject: subject.clone(),
+                assessment,
+                report,
+            });
+        }
+        judged
+    }
+
+    fn evaluate(&mut self, sample: &Sample) -> Vec<Event> {
+        let mut events = Vec::new();
+        for j in self.judge(sample) {
+            events.extend(self.findings.observe(
+                sample.end,
+                &j.subject,
+                j.assessment.verdict,
+                j.report,
+            ));
+        }
+        // Subjects whose window has run dry (a disk pulled, a pool exported, a long gap).
+        let min_samples = self.config.min_samples;
+        events.extend(self.findings.clear_unseen(sample.end, |subject| {
+            Report::new(format!(
+                "{subject}: too few recent samples to judge (fewer than {min_samples} in the window)"
+            ))
+        }));
+        events
+    }
+
+    fn report(
+        &self,
+        subject: &Subject,
+        a: &Assessment,
+        sample: &Sample,
+        meta: Option<f64>,
+    ) -> Report {
+        let c = &self.config;
+        let s = &a.stats;
+        let mb_s = s.bytes_per_s() / 1e6;
+        let capacity = c.sequential_mb_s * a.disks as f64;
+        let label = subject.label();
+        let summary = if a.verdict == Verdict::Clear {
+            format!(
+                "{label} is no longer saturated: busy {}% mean, ≥{}% in {}% of {} samples",
+                pct(s.util_mean),
+                pct(c.saturation_pct),
+                pct(s.saturated_share * 100.0),
+                s.samples
+            )
+        } else {
+            let awaits = match (s.await_mean_ms, s.await_peak_ms) {
+                (Some(m), Some(p)) => format!(", await {m:.1} ms mean / {p:.0} ms peak"),
+                _ => String::new(),
+            };
+            let request = s
+                .avg_request_bytes
+                .map(|b| format!(" of {:.0} KiB", b / 1024.0))
+                .unwrap_or_default();
+            let whose = match subject {
+                Subject::Disk { .. } => "its".to_string(),
+                Subject::Vdev(_) => "its disks'".to_string(),
+            };
+            let tag = match a.load {
+                Load::SeekBound => ": seek-bound",
+                Load::Streaming => ": streaming near its sequential rate",
+                Load::Mixed => "",
+            };
+            format!(
+                "{label} busy {}% mean (p95 {}%), ≥{}% in {}% of {} samples{awaits}, \
+                 moving {mb_s:.1} MB/s in {:.0} IOPS{request} — {}% of {whose} sequential \
+                 {capacity:.0} MB/s{tag}",
+                pct(s.util_mean),
+                pct(s.util_p95),
+                pct(c.saturation_pct),
+                pct(s.saturated_share * 100.0),
+                s.samples,
+                s.iops,
+                pct(a.sequential_share * 100.0),
+            )
+        };
+        let pool = subject.pool_role();
+        let pool_info = pool.as_ref().map(|(p, _)| pool_info(sample, p));
+        let mut r = Report::new(summary)
+            .with("util_mean_pct", round(s.util_mean))
+            .with("util_p95_pct", round(s.util_p95))
+            .with("util_max_pct", round(s.util_max))
+            .with("saturated_share_pct", round(s.saturated_share * 100.0))
+            .with("iops", round(s.iops))
+            .with("read_iops", round(s.read_iops))
+            .with("mb_per_s", round(mb_s))
+            .with("read_mb_per_s", round(s.read_bytes_per_s / 1e6))
+            .with("write_mb_per_s", round(s.write_bytes_per_s / 1e6))
+            .with("aqu_sz", round(s.aqu_sz))
+            .with("sequential_share_pct", round(a.sequential_share * 100.0))
+            .with("seek_bound", a.load == Load::SeekBound);
+        let optional = [
+            ("await_mean_ms", s.await_mean_ms),
+            ("await_peak_ms", s.await_peak_ms),
+            ("avg_request_kib", s.avg_request_bytes.map(|b| b / 1024.0)),
+            ("busy_throughput_share_pct", a.busy_share.map(|b| b * 100.0)),
+            ("arc_metadata_share_pct", meta.map(|m| m * 100.0)),
+            ("zfs_read_wait_ms", s.zfs_read_wait_ms),
+            ("zfs_write_wait_ms", s.zfs_write_wait_ms),
+        ];
+        for (key, value) in optional {
+            if let Some(v) = value {
+                r = r.with(key, round(v));
+            }
+        }
+        match subject {
+            Subject::Disk { roles, .. } => {
+                if !roles.is_empty() {
+                    let list: Vec<Value> = roles
+                        .iter()
+                        .map(|(p, c, v)| Value::from(format!("{p}/{}/{v}", c.as_str())))
+                        .collect();
+                    r = r.with("vdevs", Value::List(list));
+                }
+            }
+            Subject::Vdev(t) => {
+                r = r
+                    .with("pool", t.pool.as_str())
+                    .with("class", t.class.as_str())
+                    .with("vdev", t.vdev.as_str())
+                    .with("disks", t.members.clone())
+                    .with("busiest_disk_util_mean_pct", round(s.util_max_member_mean));
+            }
+        }
+        if let Some(info) = &pool_info
+            && let Some(has) = info.has_special
+        {
+            r = r.with("pool_has_special", has);
+        }
+        if a.verdict != Verdict::Clear
+            && let Some(advice) = advice(a, pool.as_ref(), pool_info.as_ref(), meta, c)
+        {
+            r = r.advice(advice);
+        }
+        r
+    }
+}
+
+enum Subject<'a> {
+    Disk {
+        name: &'a str,
+        roles: &'a [(String, VdevClass, String)],
+    },
+    Vdev(&'a VdevTrack),
+}
+
+impl Subject<'_> {
+    /// `tank mirror-0 (HDD: sda, sdb)`, `sda (tank mirror-0)`; the class only when it is
+    /// not the normal one.
+    fn label(&self) -> String {
+        let place = |pool: &str, class: VdevClass, vdev: &str| match class {
+            VdevClass::Normal => format!("{pool} {vdev}"),
+            other => format!("{pool} {} {vdev}", other.as_str()),
+        };
+        match self {
+            Subject::Disk { name, roles: [] } => (*name).to_string(),
+            Subject::Disk { name, roles } => {
+                let places: Vec<String> = roles.iter().map(|(p, c, v)| place(p, *c, v)).collect();
+                format!("{name} ({})", places.join(", "))
+            }
+            Subject::Vdev(t) => format!(
+                "{} (HDD: {})",
+                place(&t.pool, t.class, &t.vdev),
+                t.members.join(", ")
+            ),
+        }
+    }
+
+    /// The pool and class the subject serves (a disk: its first role).
+    fn pool_role(&self) -> Option<(String, VdevClass)> {
+        match self {
+            Subject::Disk { roles, .. } => roles.first().map(|(p, c, _)| (p.clone(), *c)),
+            Subject::Vdev(t) => Some((t.pool.clone(), t.class)),
+        }
+    }
+}
+
+/// What the pool config says that matters for the advice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PoolInfo {
+    /// `None` when the pool's vdev tree was not read.
+    has_special: Option<bool>,
+    /// Failures the weakest normal-class vdev survives.
+    data_tolerates: Option<u32>,
+}
+
+fn pool_info(sample: &Sample, pool: &str) -> PoolInfo {
+    let config = sample.snapshot.pool(pool).and_then(|p| p.config.as_ref());
+    PoolInfo {
+        has_special: config.map(|c| c.class(VdevClass::Special).next().is_some()),
+        data_tolerates: config.and_then(|c| {
+            c.class(VdevClass::Normal)
+                .map(|v| v.redundancy.map(|r| r.tolerated_failures()))
+                .collect::<Option<Vec<u32>>>()?
+                .into_iter()
+                .min()
+        }),
+    }
+}
+
+/// What to do about it, when there is something specific to say.
+fn advice(
+    a: &Assessment,
+    pool: Option<&(String, VdevClass)>,
+    info: Option<&PoolInfo>,
+    meta: Option<f64>,
+    c: &Config,
+) -> Option<String> {
+    let meta_heavy = meta.map(|m| m * 100.0 > c.metadata_share_pct);
+    match a.load {
+        Load::Streaming => Some(
+            "The disks move data near their sequential rate: this is bandwidth, not seeks; \
+             more vdevs (or faster disks) add bandwidth, or the workload must move less"
+                .into(),
+        ),
+        Load::Mixed => None,
+        Load::SeekBound => {
+            let Some((pool, class)) = pool else {
+                return Some(
+                    "A spinning disk busy while moving little data in small requests is doing \
+                     random I/O: move the random part to SSDs"
+                        .into(),
+                );
+            };
+            if *class != VdevClass::Normal {
+                return Some(format!(
+                    "This HDD serves {pool}'s {} class, whose I/O is small and random by \
+                     nature: that class belongs on SSDs",
+                    class.as_str()
+                ));
+            }
+            let meta_pct = meta
+                .map(|m| format!("{:.0}%", m * 100.0))
+                .unwrap_or_default();
+            match (meta_heavy, info.and_then(|i| i.has_special)) {
+                (Some(true), Some(false)) => {
+                    let tolerates = info.and_then(|i| i.data_tolerates).unwrap_or(1);
+                    let width = (tolerates + 1).max(2);
+                    // Reads: the seed's case, metadata the ARC misses. Writes: every txg
+                    // writes indirect blocks, dnodes and space maps beside the data, and a
+                    // special vdev takes those too.
+                    let s = &a.stats;
+                    let why = if s.iops > 0.0 && s.read_iops / s.iops >= 0.5 {
+                        format!(
+                            "so every metadata read the ARC misses is a seek on these HDDs \
+                             ({:.0}% of their requests are reads)",
+                            s.read_iops / s.iops * 100.0
+                        )
+                    } else {
+                        format!(
+                            "and these HDDs mostly write ({:.0}% of their requests): every \
+                             txg scatters metadata (indirect blocks, dnodes, space maps) \
+                             beside the data",
+                            100.0 - s.read_iops / s.iops.max(f64::MIN_POSITIVE) * 100.0
+                        )
+                    };
+                    Some(format!(
+                        "The ARC is {meta_pct} metadata and {pool} has no special vdev, {why}: \
+                         add a special vdev of SSDs as a {width}-way mirror (zpool add {pool} \
+                         special mirror SSD1 SSD2{}), which takes metadata off the spindles. \
+                         It must be mirrored, at least as redundant as the data vdevs: losing \
+                         the special vdev loses the whole pool. Only metadata written after \
+                         adding it moves there (rewrite datasets with zfs send | zfs recv for \
+                         the rest)",
+                        (3..=width).map(|i| format!(" SSD{i}")).collect::<String>()
+                    ))
+                }
+                (Some(true), Some(true)) => Some(format!(
+                    "The ARC is {meta_pct} metadata, yet {pool} already has a special vdev: \
+                     metadata written before it was added still lives on the HDDs (rewrite \
+                     with zfs send | zfs recv), and a full special vdev spills new metadata \
+                     back to them (check its fill with zpool list -v)"
+                )),
+                (Some(false), _) => Some(format!(
+                    "The ARC is only {meta_pct} metadata: the seeks are data reads and writes. \
+                     A bigger ARC, more mirror vdevs to spread the seeks, or SSDs for the hot \
+                     data help; a special vdev would only with special_small_blocks"
+                )),
+                _ => Some(
+                    "A spinning disk busy while moving little data in small requests is doing \
+                     random I/O: a mirrored special vdev for metadata, a bigger ARC or more \
+                     vdevs spread the seeks"
+                        .into(),
+                ),
+            }
+        }
+    }
+}
+
+/// Holds when either holds (the higher severity), clear when both are, else borderline.
+pub fn combine(a: Verdict, b: Verdict) -> Verdict {
+    match (a, b) {
+        (Verdict::Holds(x), Verdict::Holds(y)) => Verdict::Holds(x.max(y)),
+        (Verdict::Holds(x), _) | (_, Verdict::Holds(x)) => Verdict::Holds(x),
+        (Verdict::Clear, Verdict::Clear) => Verdict::Clear,
+        _ => Verdict::Borderline,
+    }
+}
+
+/// The pools, classes and top-level vdevs a disk serves.
+fn disk_roles(sample: &Sample, disk: &str) -> Vec<(String, VdevClass, String)> {
+    let mut roles: Vec<_> = sample
+        .snapshot
+        .disk(disk)
+        .map(|d| {
+            d.roles
+                .iter()
+                .map(|r| (r.pool.clone(), r.class, r.vdev.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    roles.sort();
+    roles.dedup();
+    roles
+}
+
+/// Spinning whole disks (or the ones named in the config). Partitions repeat their disk's
+/// figures; loop, RAM, zvol and optical devices are not what a pool's HDDs are.
+pub fn watched(names: &[String], disk: &DiskRates) -> bool {
+    let virtual_device = ["loop", "ram", "zram", "zd", "fd", "sr"]
+        .iter()
+        .any(|prefix| disk.name.starts_with(prefix));
+    disk.rotational == Some(true)
+        && disk.whole_disk.is_none()
+        && !virtual_device
+        && (names.is_empty() || names.contains(&disk.name))
+}
+
+fn disk_obs(d: &DiskRates, sample: &Sample) -> Obs {
+    let ios = d.iops() * sample.interval;
+    Obs {
+        end: sample.end,
+        interval: sample.interval,
+        util: d.util,
+        ios,
+        read_ios: d.r_s * sample.interval,
+        read_bytes: d.rkb_s * 1024.0 * sample.interval,
+        write_bytes: d.wkb_s * 1024.0 * sample.interval,
+        await_total_ms: d.await_ms.map(|a| a * ios),
+        aqu_sz: d.aqu_sz,
+        util_max_member: d.util,
+        zfs_read_wait: None,
+        zfs_write_wait: None,
+    }
+}
+
+/// A vdev's disks together: traffic adds up, `%util` is their mean (a mirror is as busy as
+/// its disks are on average; the busiest is kept too).
+fn vdev_obs(disks: &[&DiskRates], sample: &Sample) -> Obs {
+    let each: Vec<Obs> = disks.iter().map(|d| disk_obs(d, sample)).collect();
+    let n = each.len().max(1) as f64;
+    Obs {
+        end: sample.end,
+        interval: sample.interval,
+        util: each.iter().map(|o| o.util).sum::<f64>() / n,
+        ios: each.iter().map(|o| o.ios).sum(),
+        read_ios: each.iter().map(|o| o.read_ios).sum(),
+        read_bytes: each.iter().map(|o| o.read_bytes).sum(),
+        write_bytes: each.iter().map(|o| o.write_bytes).sum(),
+        await_total_ms: each.iter().map(|o| o.await_total_ms).sum(),
+        aqu_sz: each.iter().map(|o| o.aqu_sz).sum(),
+        util_max_member: each.iter().map(|o| o.util).fold(0.0, f64::max),
+        zfs_read_wait: None,
+        zfs_write_wait: None,
+    }
+}
+
+/// A percentage for a sentence: one decimal below 10, none above.
+fn pct(x: f64) -> String {
+    if x.abs() < 10.0 && x.fract() != 0.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// A figure compared with a threshold, to a billionth: a time-weighted mean of samples at
+/// exactly 60% can come out as 60.00000000000001, and must not land across the edge.
+fn settle(x: f64) -> f64 {
+    (x * 1e9).round() / 1e9
+}
+
+/// Two decimals: enough for people, and stable figures don't look like changes.
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+zpulse_proto::export_plugin!(HddSaturation);
+
+#[cfg(test)]
+mod tests;
