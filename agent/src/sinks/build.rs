@@ -21,7 +21,7 @@ pub fn build(sink: &SinkConfig, config_dir: Option<&Path>) -> Result<Box<dyn Sin
         "syslog" => SyslogConfig::from_table(&sink.table, config_dir)
             .and_then(SyslogSink::new)
             .map(|s| Box::new(s) as Box<dyn Sink>),
-        "forward" => forward_config(&sink.table, config_dir)
+        "forward" => ForwardConfig::from_toml(&sink.table, config_dir.unwrap_or(Path::new(".")))
             .and_then(ForwardSink::new)
             .map(|s| Box::new(s) as Box<dyn Sink>),
         other => Err(format!(
@@ -29,31 +29,4 @@ pub fn build(sink: &SinkConfig, config_dir: Option<&Path>) -> Result<Box<dyn Sin
         )),
     };
     built.map_err(|e| format!("{}: {e}", sink.origin))
-}
-
-fn forward_config(table: &toml::Table, base: Option<&Path>) -> Result<ForwardConfig, String> {
-    let mut table = table.clone();
-    table.remove("type");
-    let mut config: ForwardConfig = toml::Value::Table(table)
-        .try_into()
-        .map_err(|e: toml::de::Error| format!("sink (forward): {}", e.message()))?;
-    if let Some(base) = base {
-        let resolve = |p: &mut std::path::PathBuf| {
-            if p.is_relative() {
-                *p = base.join(&*p);
-            }
-        };
-        if let Some(dir) = config.spool_dir.as_mut() {
-            resolve(dir);
-        }
-        if let Some(tls) = config.tls.as_mut() {
-            for p in [tls.ca.as_mut(), tls.cert.as_mut(), tls.key.as_mut()]
-                .into_iter()
-                .flatten()
-            {
-                resolve(p);
-            }
-        }
-    }
-    Ok(config)
 }

@@ -6,7 +6,7 @@
 //!
 //! 1. [`Sink::deliver`] cuts the events into batches (consecutive events with the same tag,
 //!    at most `batch_max_events` and `batch_max_bytes`), gives each a random chunk id,
-//!    encodes it once as it will go on the wire, appends it to the [spool](spool) and syncs.
+//!    encodes it once as it will go on the wire, appends it to the disk spool and syncs.
 //!    From then on the batch survives a collector outage and an agent restart. Nothing else
 //!    is done on the caller's thread, so a slow collector never slows the sampler.
 //! 2. The sink's sender thread takes the oldest batch, sends it and waits for the ack with
@@ -37,6 +37,8 @@ mod tests;
 pub use config::{ForwardConfig, TlsConfig, split_address};
 
 use super::{Sink, SinkError, SinkStats, Stamped};
+use crate::daemon::log::log;
+use crate::plugins::Level;
 use conn::{Connection, Failure, Target};
 use rustls::pki_types::ServerName;
 use spool::Spool;
@@ -200,6 +202,10 @@ impl Sink for ForwardSink {
     }
 
     fn deliver(&mut self, batch: &[Stamped]) -> Result<(), SinkError> {
+        // Nothing to do: the sender thread retries on its own, and an idle sync is wasted I/O.
+        if batch.is_empty() {
+            return Ok(());
+        }
         let messages = self.encode(batch);
         let mut st = self.shared.lock();
         let mut lost = 0u64;
@@ -341,7 +347,7 @@ fn sender(shared: &Shared, target: &Target, name: &str) {
                         let n = st.spool.drop_head();
                         st.dropped += u64::from(n);
                         st.last_error = Some(format!("{e}; {n} events dropped"));
-                        eprintln!("zpulse: {name}: {e}; {n} events dropped");
+                        log(Level::Error, name, &format!("{e}; {n} events dropped"));
                     }
                     None => {}
                 }
@@ -382,7 +388,7 @@ fn sender(shared: &Shared, target: &Target, name: &str) {
                     st.delivered += u64::from(n);
                 }
                 if st.last_error.take().is_some() {
-                    eprintln!("zpulse: {name}: delivering again");
+                    log(Level::Info, name, "delivering again");
                 }
                 backoff = Backoff::default();
                 retry_at = None;
@@ -403,10 +409,12 @@ fn sender(shared: &Shared, target: &Target, name: &str) {
                     let delay = backoff.next();
                     retry_at = Some(Instant::now() + delay);
                     if st.last_error.as_deref() != Some(e.as_str()) {
-                        eprintln!(
-                            "zpulse: {name}: {e}; {} events spooled, retrying in {:.1}s",
-                            st.spool.events(),
-                            delay.as_secs_f64()
+                        let spooled = st.spool.events();
+                        let secs = delay.as_secs_f64();
+                        log(
+                            Level::Warn,
+                            name,
+                            &format!("{e}; {spooled} events spooled, retrying in {secs:.1}s"),
                         );
                     }
                 }

@@ -378,6 +378,10 @@ fn batches_are_cut_at_tags_and_limits() {
     let chunks: std::collections::HashSet<_> = cut.iter().map(|c| c.0).collect();
     assert_eq!(chunks.len(), 4, "every batch has its own chunk id");
     assert!(sink.encode(&[]).is_empty());
+    // The daemon's idle ticks deliver nothing: no batch, no spool write.
+    let mut sink = sink;
+    sink.deliver(&[]).unwrap();
+    assert_eq!(sink.stats(), SinkStats::default());
 }
 
 #[test]
