@@ -18,7 +18,10 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         if p.is_dir() {
             files(&p, out);
-        } else if p.file_name().is_some_and(|n| n != "zpulse-capture.toml") && !p.starts_with(dir.join("cli")) && !p.starts_with(dir.join("zfs-ioctl")) {
+        } else if p.file_name().is_some_and(|n| n != "zpulse-capture.toml")
+            && !p.starts_with(dir.join("cli"))
+            && !p.starts_with(dir.join("zfs-ioctl"))
+        {
             out.push(p);
         }
     }
@@ -58,17 +61,35 @@ fn main() {
     let parsed = time(n, || {
         std::hint::black_box(sources::snapshot(&system, Default::default()));
     });
-    report(&format!("lab capture ({} files)", lab_files.len()), raw, parsed);
+    report(
+        &format!("lab capture ({} files)", lab_files.len()),
+        raw,
+        parsed,
+    );
 
     // This host: the files a Linux snapshot reads when ZFS is absent.
     let live = System::live();
-    let host_files = ["/proc/diskstats", "/proc/stat", "/proc/meminfo", "/proc/net/dev"];
+    let host_files = [
+        "/proc/diskstats",
+        "/proc/stat",
+        "/proc/meminfo",
+        "/proc/net/dev",
+    ];
     let raw = time(n, || {
         for f in host_files {
             std::hint::black_box(std::fs::read(f).ok());
         }
-        for dev in std::fs::read_dir("/sys/block").into_iter().flatten().flatten() {
-            for attr in ["rotational", "physical_block_size", "logical_block_size", "size"] {
+        for dev in std::fs::read_dir("/sys/block")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for attr in [
+                "rotational",
+                "physical_block_size",
+                "logical_block_size",
+                "size",
+            ] {
                 let p = dev.path().join("queue").join(attr);
                 std::hint::black_box(std::fs::read(p).ok());
             }

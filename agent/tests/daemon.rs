@@ -146,8 +146,14 @@ fn a_bad_config_at_start_is_one_clear_error() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("carrier-pigeon") && err.contains("forward, syslog, stdout"), "{err}");
-    assert!(err.contains("zpulse.toml:2"), "names the file and line: {err}");
+    assert!(
+        err.contains("carrier-pigeon") && err.contains("forward, syslog, stdout"),
+        "{err}"
+    );
+    assert!(
+        err.contains("zpulse.toml:2"),
+        "names the file and line: {err}"
+    );
     let check = Command::new(env!("CARGO_BIN_EXE_zpulse"))
         .args(["check-config", "--config"])
         .arg(&config)

@@ -2,13 +2,13 @@
 //! replays through the same parsers as the live system.
 
 use super::{CaptureError, MANIFEST, Manifest};
-use crate::sources::{Root, System};
-use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 use crate::sources::freebsd::Sysctl;
 use crate::sources::freebsd::sysctl::SysctlValue;
 use crate::sources::zfs_ioctl::Platform;
 use crate::sources::zpool::read as zpool;
+use crate::sources::{Root, System};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 use zpulse_proto::snapshot::{HostIdentity, Tunables};
 
 /// What a capture run copied.
@@ -138,7 +138,12 @@ fn copy_ioctl_replies(
         let base = format!("{}/{}", zpool::STATS_DIR, pool.name);
         write(dest, &format!("{base}.nvlist"), &pool.packed, stats)?;
         if pool.error != 0 {
-            write(dest, &format!("{base}.error"), pool.error.to_string().as_bytes(), stats)?;
+            write(
+                dest,
+                &format!("{base}.error"),
+                pool.error.to_string().as_bytes(),
+                stats,
+            )?;
         }
         for path in zpool::leaf_paths(&pool.packed) {
             if let Ok(target) = std::fs::canonicalize(&path)

@@ -67,7 +67,8 @@ fn space_row(out: &mut String, v: &Vdev, depth: usize, disks: &[Disk]) {
             bytes(s.space),
             bytes(s.alloc),
             bytes(s.space.saturating_sub(s.alloc)),
-            s.fragmentation.map_or_else(|| "-".into(), |f| format!("{f}%")),
+            s.fragmentation
+                .map_or_else(|| "-".into(), |f| format!("{f}%")),
         ),
         _ => ("-".into(), "-".into(), "-".into(), "-".into()),
     };
@@ -95,7 +96,11 @@ pub fn pool_rates_text(out: &mut String, pool: &Pool, rates: &[VdevRates], disks
         "      {:<18} {:>8} {:>8} {:>9} {:>9} {:>17} {:>17} disk",
         "vdev", "r/s", "w/s", "rMB/s", "wMB/s", "total_wait r/w ms", "disk_wait r/w ms"
     );
-    let find = |v: &Vdev| rates.iter().find(|r| r.name == v.name && r.class == v.class);
+    let find = |v: &Vdev| {
+        rates
+            .iter()
+            .find(|r| r.name == v.name && r.class == v.class)
+    };
     if let Some(r) = rates.first() {
         rate_row(out, &pool.name, 0, r, "");
     }
@@ -153,9 +158,17 @@ fn redundancy_text(r: Redundancy) -> String {
 
 fn disk_text(v: &Vdev, disks: &[Disk]) -> String {
     let Some(name) = &v.disk else {
-        return if v.vdev_type == "file" { "(file)".into() } else { String::new() };
+        return if v.vdev_type == "file" {
+            "(file)".into()
+        } else {
+            String::new()
+        };
     };
-    let kind = match disks.iter().find(|d| &d.name == name).and_then(|d| d.rotational) {
+    let kind = match disks
+        .iter()
+        .find(|d| &d.name == name)
+        .and_then(|d| d.rotational)
+    {
         Some(true) => " HDD",
         Some(false) => " SSD",
         None => "",

@@ -12,9 +12,9 @@ pub mod error;
 pub mod freebsd;
 pub mod linux;
 pub mod nvlist;
+pub mod root;
 pub mod zfs_ioctl;
 pub mod zpool;
-pub mod root;
 
 pub use error::ParseError;
 pub use root::Root;

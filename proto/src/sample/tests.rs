@@ -21,6 +21,7 @@ fn snap(at: f64, disks: Vec<Disk>) -> Snapshot {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one argument per diskstats column the formulas use
 fn ds(
     reads: u64,
     rsec: u64,
