@@ -68,6 +68,10 @@ pub enum Command {
     Run {
         #[command(flatten)]
         plugins: PluginArgs,
+        /// Feed a capture series through the plugins and sinks instead of the live system,
+        /// then flush and exit.
+        #[arg(long, value_name = "SERIES")]
+        replay: Option<PathBuf>,
     },
     /// Validate the config file (and build its sinks without connecting); exit 1 on errors.
     CheckConfig {
@@ -106,7 +110,7 @@ pub fn main() -> ExitCode {
             plugins,
         } => replay::run(&series, format, &plugins),
         Command::Plugins { format, plugins } => plugins::list(&plugins, format),
-        Command::Run { plugins } => run::run(&plugins),
+        Command::Run { plugins, replay } => run::run(&plugins, replay),
         Command::CheckConfig { config } => run::check(config.as_deref()),
     };
     match result {

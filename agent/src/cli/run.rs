@@ -6,10 +6,11 @@ use crate::daemon::{self, Options};
 use crate::sinks;
 use std::path::Path;
 
-pub fn run(args: &PluginArgs) -> Result<(), String> {
+pub fn run(args: &PluginArgs, replay: Option<std::path::PathBuf>) -> Result<(), String> {
     daemon::run(Options {
         config: args.config.clone(),
         extra: args.extra(),
+        replay,
     })
 }
 

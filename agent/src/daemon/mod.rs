@@ -46,6 +46,9 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(60);
 pub struct Options {
     pub config: Option<PathBuf>,
     pub extra: Extra,
+    /// Feed the samples of this capture series instead of the live system, then flush and
+    /// exit: the whole pipeline (plugins, sinks) on recorded data.
+    pub replay: Option<PathBuf>,
 }
 
 enum StageMsg {
@@ -132,9 +135,16 @@ pub fn run(options: Options) -> Result<(), String> {
     let sampler = {
         let counters = Arc::clone(&counters);
         let stage_tx = stage_tx.clone();
+        let replay = match &options.replay {
+            Some(dir) => Some(replay_samples(dir)?),
+            None => None,
+        };
         std::thread::Builder::new()
             .name("sampler".into())
-            .spawn(move || sampler_loop(system, interval, sampler_rx, stage_tx, counters))
+            .spawn(move || match replay {
+                Some(samples) => replay_loop(samples, stage_tx, counters),
+                None => sampler_loop(system, interval, sampler_rx, stage_tx, counters),
+            })
             .map_err(|e| format!("cannot start the sampler thread: {e}"))?
     };
 
@@ -168,6 +178,36 @@ pub fn run(options: Options) -> Result<(), String> {
 fn reload(options: &Options) -> Result<Generation, String> {
     let config = config::load(options.config.as_deref())?;
     generation(config, &System::live())
+}
+
+/// The samples between consecutive captures of a series, as `zpulse replay` makes them.
+fn replay_samples(dir: &Path) -> Result<Vec<Sample>, String> {
+    let dirs = crate::capture::series(dir).map_err(|e| e.to_string())?;
+    let mut snaps = Vec::new();
+    for d in &dirs {
+        snaps.push(crate::capture::load(d).map_err(|e| e.to_string())?);
+    }
+    snaps
+        .windows(2)
+        .map(|w| Sample::between(&w[0], &w[1]).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// Hands every recorded sample to the plugin stage (waiting for it: nothing is dropped), then
+/// asks the agent to stop as SIGTERM would, so the sinks flush.
+fn replay_loop(
+    samples: Vec<Sample>,
+    stage: Sender<StageMsg>,
+    counters: Arc<Mutex<SamplerCounters>>,
+) {
+    for sample in samples {
+        counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
+        if stage.send(StageMsg::Sample(Box::new(sample))).is_err() {
+            break;
+        }
+    }
+    log::log(Level::Info, "agent", "replay finished");
+    let _ = signal_hook::low_level::raise(signal_hook::consts::SIGTERM);
 }
 
 fn sampler_loop(
