@@ -9,3 +9,41 @@ pub fn fixture(rel: &str) -> PathBuf {
         .join("fixtures")
         .join(rel)
 }
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// Builds `packages` (their libraries and the `zpulse` binary) into the target directory this
+/// test runs from, so nothing is compiled twice, and returns `target/<profile>`, where the
+/// binary and the plugin shared objects are. Integration tests run from
+/// `target/<profile>/deps/`.
+pub fn build_into_test_target(packages: &[&str]) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps")
+        .to_path_buf();
+    let target_dir = profile_dir.parent().expect("target dir");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build
+        .current_dir(workspace())
+        .args(["build", "--quiet", "--target-dir"])
+        .arg(target_dir);
+    for p in packages {
+        build.args(["-p", p]);
+    }
+    build.args(["-p", "zpulse-agent", "--bin", "zpulse", "--lib"]);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let status = build.status().expect("running cargo build");
+    assert!(status.success(), "cargo build of {packages:?} failed");
+    profile_dir
+}

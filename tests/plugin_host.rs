@@ -15,6 +15,7 @@ use zpulse_agent::config::{self, PluginSettings};
 use zpulse_agent::plugins::{Extra, Output, PluginHost, Status};
 use zpulse_proto::event::{Kind, Severity, State, Value};
 use zpulse_proto::{Entry, Sample, sdk};
+use zpulse_tests::workspace;
 
 /// Where the built plugins are.
 struct Built {
@@ -25,49 +26,16 @@ struct Built {
     hello_c_abi2: PathBuf,
 }
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
 fn built() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
-        // This test runs from target/<profile>/deps/.
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let profile_dir = zpulse_tests::build_into_test_target(&[
+            "zpulse-plugin-template",
+            "zpulse-test-plugin-panics",
+            "zpulse-test-plugin-hangs",
+            "zpulse-test-plugin-noisy",
+        ]);
         let target_dir = profile_dir.parent().unwrap();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .current_dir(workspace())
-            .args(["build", "--quiet", "--target-dir"])
-            .arg(target_dir)
-            .args([
-                "-p",
-                "zpulse-plugin-template",
-                "-p",
-                "zpulse-test-plugin-panics",
-                "-p",
-                "zpulse-test-plugin-hangs",
-                "-p",
-                "zpulse-test-plugin-noisy",
-                "-p",
-                "zpulse-agent",
-                "--bin",
-                "zpulse",
-                "--lib",
-            ]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build
-            .status()
-            .expect("running cargo build for the test plugins");
-        assert!(status.success(), "cargo build of the test plugins failed");
-
         let c_dir = target_dir.join("plugin-tests-c");
         std::fs::create_dir_all(&c_dir).unwrap();
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
