@@ -1,0 +1,542 @@
+//! zpulse check **l2arc-value**: what an L2ARC gives (reads it serves that would otherwise go
+//! to the pool) against what it costs (ARC memory for the headers of the blocks it holds, and
+//! the writes that feed it), with a verdict: `worth it`, `marginal` or `negative`.
+//!
+//! Over the window: the L2ARC hit ratio (how often an ARC miss found its block there); the
+//! share of *all* ARC reads it served, `l2_hits / (hits + iohits + misses)` (`iohits` from
+//! OpenZFS 2.2), on top of the ARC's own hit rate; the bytes it served; the RAM its headers
+//! take (`l2_hdr_size`) as a share of the ARC; what that RAM would do as ARC (ghost-list hits
+//! are reads a larger ARC would have served); persistence (`l2arc_rebuild_enabled`,
+//! `l2_rebuild_success`); and the write load on its device.
+//!
+//! The verdict (check `l2arc-value`, subject `pool/cache/dev` when the host has one cache
+//! device, else `l2arc`):
+//!
+//! * `negative` (warning) — it costs RAM or device writes, and it serves less than
+//!   `marginal_share_pct` of the reads while no longer filling up, or the ARC misses so
+//!   little that even a perfect L2ARC could not serve that much (the seed: ARC 98.5%, L2ARC
+//!   +1.3%); or the RAM of its headers, as ARC, would have served more reads than it did.
+//! * `worth it` (info) — it serves at least `worth_share_pct` of the reads.
+//! * `marginal` (info) — in between, or still filling.
+//!
+//! Config (`[plugins.l2arc-value]`), every key optional; `docs/checks/l2arc-value.md`
+//! explains each:
+//!
+//! ```toml
+//! [plugins.l2arc-value]
+//! window = "15m"            # the verdict looks at most this far back …
+//! window_samples = 90       # … and at most this many samples
+//! min_samples = 3           # fewer samples in the window: no verdict
+//! min_reads = 10000         # fewer ARC reads in the window: no verdict
+//! worth_share_pct = 5       # serves at least this share of all ARC reads: worth it
+//! marginal_share_pct = 2    # serves less (and costs something): negative
+//! min_hold = "15m"          # a finding stays up at least this long
+//! ```
+
+use std::collections::VecDeque;
+use std::time::Duration;
+use zpulse_proto::Sample;
+use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
+use zpulse_proto::serde::Deserialize;
+use zpulse_proto::snapshot::{Snapshot, VdevClass};
+
+/// The `[plugins.l2arc-value]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
+pub struct Config {
+    #[serde(with = "sdk::config::duration")]
+    pub window: Duration,
+    pub window_samples: usize,
+    pub min_samples: usize,
+    pub min_reads: u64,
+    pub worth_share_pct: f64,
+    pub marginal_share_pct: f64,
+    #[serde(with = "sdk::config::duration")]
+    pub min_hold: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            window: Duration::from_secs(900),
+            window_samples: 90,
+            min_samples: 3,
+            min_reads: 10_000,
+            worth_share_pct: 5.0,
+            marginal_share_pct: 2.0,
+            min_hold: Duration::from_secs(900),
+        }
+    }
+}
+
+impl Config {
+    /// Refuses settings that cannot work, saying why.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, v) in [
+            ("worth_share_pct", self.worth_share_pct),
+            ("marginal_share_pct", self.marginal_share_pct),
+        ] {
+            if !(0.0..=100.0).contains(&v) {
+                return Err(format!(
+                    "{name} must be a percentage from 0 to 100, not {v}"
+                ));
+            }
+        }
+        if self.marginal_share_pct > self.worth_share_pct {
+            return Err(format!(
+                "marginal_share_pct ({}) must not be above worth_share_pct ({})",
+                self.marginal_share_pct, self.worth_share_pct
+            ));
+        }
+        if self.min_samples < 1 {
+            return Err("min_samples must be at least 1".into());
+        }
+        if self.window_samples < self.min_samples {
+            return Err(format!(
+                "window_samples ({}) must be at least min_samples ({})",
+                self.window_samples, self.min_samples
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One interval: arcstats counter deltas and the cache devices' load.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Point {
+    end: f64,
+    interval: f64,
+    reads: f64,
+    hits: f64,
+    misses: f64,
+    l2_hits: f64,
+    l2_misses: f64,
+    l2_read_bytes: f64,
+    l2_write_bytes: f64,
+    ghost_hits: f64,
+    /// Σ of the cache disks' busy × interval, and the seconds it covers.
+    busy_s: f64,
+    busy_secs: f64,
+    /// `l2_asize` at the end of the interval.
+    l2_asize: Option<u64>,
+}
+
+/// The verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worth {
+    WorthIt,
+    Marginal,
+    Negative,
+}
+
+impl Worth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Worth::WorthIt => "worth it",
+            Worth::Marginal => "marginal",
+            Worth::Negative => "negative",
+        }
+    }
+}
+
+/// Everything the verdict rests on, over the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assessment {
+    pub value: Worth,
+    /// Why it is negative, in words.
+    pub reason: Option<String>,
+    pub samples: usize,
+    pub seconds: f64,
+    pub reads: f64,
+    pub arc_hit_ratio: f64,
+    /// l2_hits / all ARC reads.
+    pub l2_share: f64,
+    /// ARC misses / all ARC reads: the most any L2ARC could serve.
+    pub max_share: f64,
+    pub l2_hit_ratio: Option<f64>,
+    pub l2_hits: f64,
+    pub l2_read_bytes: f64,
+    pub l2_write_bytes: f64,
+    pub ghost_hits: f64,
+    /// Reads the headers' RAM would have served as ARC (linear in the ghost lists).
+    pub ram_as_arc_hits: f64,
+    pub hdr_bytes: u64,
+    pub arc_bytes: u64,
+    pub l2_asize: Option<u64>,
+    pub device_bytes: u64,
+    pub filling: bool,
+    pub device_util: Option<f64>,
+    /// `l2arc_rebuild_enabled` (absent before OpenZFS 2.0: never persistent).
+    pub rebuild_enabled: Option<bool>,
+    pub rebuild_success: Option<u64>,
+}
+
+fn bytes(n: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n.abs();
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{v:.0} B")
+    } else if v < 10.0 {
+        format!("{v:.1} {}", UNITS[unit])
+    } else {
+        format!("{v:.0} {}", UNITS[unit])
+    }
+}
+
+fn duration(s: f64) -> String {
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7200.0 {
+        format!("{:.0} minutes", s / 60.0)
+    } else {
+        format!("{:.1} hours", s / 3600.0)
+    }
+}
+
+/// Three significant digits: enough for people, and stable figures don't look like changes.
+fn round(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return 0.0;
+    }
+    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// A percentage with as many decimals as a small figure needs.
+fn pct(x: f64) -> String {
+    let p = x * 100.0;
+    if p != 0.0 && p.abs() < 1.0 {
+        format!("{p:.2}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// The cache devices of every pool: (subject `pool/cache/dev`, kernel disk, space).
+fn cache_devices(snap: &Snapshot) -> Vec<(String, Option<String>, u64)> {
+    let mut out = Vec::new();
+    for pool in &snap.pools {
+        let Some(config) = pool.config.as_ref() else {
+            continue;
+        };
+        for v in config.class(VdevClass::Cache) {
+            out.push((
+                format!("{}/cache/{}", pool.name, v.name),
+                v.disk.clone(),
+                v.stats.as_ref().map_or(0, |s| s.space),
+            ));
+        }
+    }
+    out
+}
+
+/// The check's logic, without the plugin plumbing: feed it samples, get events.
+pub struct L2arcValue {
+    config: Config,
+    findings: Findings,
+    window: VecDeque<Point>,
+}
+
+impl L2arcValue {
+    pub fn new(config: Config) -> Result<L2arcValue, String> {
+        config.validate()?;
+        Ok(L2arcValue {
+            // Read mixes swing: the verdict is updated when a figure halves or doubles, or the
+            // verdict changes.
+            findings: Findings::new(
+                "l2arc-value",
+                Rules {
+                    raise_after: 1,
+                    min_hold: config.min_hold,
+                    material_change: 0.5,
+                },
+            ),
+            config,
+            window: VecDeque::new(),
+        })
+    }
+
+    /// Looks at one sample; returns the events to emit.
+    pub fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        let now = sample.end;
+        let snap = &sample.snapshot;
+        let devices = cache_devices(snap);
+        let mut events = Vec::new();
+        if devices.is_empty() {
+            self.window.clear();
+        } else if let Some(arc) = sample.arc.as_ref() {
+            let d = |n: &str| arc.delta(n).unwrap_or(0) as f64;
+            let (busy_s, busy_secs) = devices
+                .iter()
+                .filter_map(|(_, disk, _)| sample.disk(disk.as_deref()?))
+                .fold((0.0, 0.0), |(b, s), r| {
+                    (b + r.util / 100.0 * sample.interval, s + sample.interval)
+                });
+            self.window.push_back(Point {
+                end: now,
+                interval: sample.interval,
+                reads: d("hits") + d("iohits") + d("misses"),
+                hits: d("hits"),
+                misses: d("misses"),
+                l2_hits: d("l2_hits"),
+                l2_misses: d("l2_misses"),
+                l2_read_bytes: d("l2_read_bytes"),
+                l2_write_bytes: d("l2_write_bytes"),
+                ghost_hits: d("mru_ghost_hits") + d("mfu_ghost_hits"),
+                busy_s,
+                busy_secs,
+                l2_asize: snap.arc.as_ref().and_then(|a| a.l2_asize()),
+            });
+            let oldest = now - self.config.window.as_secs_f64();
+            while self.window.len() > self.config.window_samples
+                || self.window.front().is_some_and(|p| p.end < oldest)
+            {
+                self.window.pop_front();
+            }
+            if let Some(a) = self.assess(snap, &devices) {
+                let subject = if devices.len() == 1 {
+                    devices[0].0.clone()
+                } else {
+                    "l2arc".to_string()
+                };
+                let names: Vec<String> = devices.iter().map(|d| d.0.clone()).collect();
+                let (verdict, report) = report(&subject, &names, &a);
+                events.extend(self.findings.observe(now, &subject, verdict, report));
+            }
+        }
+        events.extend(self.findings.clear_unseen(now, |s| {
+            Report::new(format!("{s}: no L2ARC device any more"))
+        }));
+        events
+    }
+
+    fn assess(
+        &self,
+        snap: &Snapshot,
+        devices: &[(String, Option<String>, u64)],
+    ) -> Option<Assessment> {
+        let w = &self.window;
+        if w.len() < self.config.min_samples {
+            return None;
+        }
+        let sum = |f: fn(&Point) -> f64| w.iter().map(f).sum::<f64>();
+        let reads = sum(|p| p.reads);
+        if reads < self.config.min_reads as f64 || reads <= 0.0 {
+            return None;
+        }
+        let arc = snap.arc.as_ref()?;
+        let l2_hits = sum(|p| p.l2_hits);
+        let l2_lookups = l2_hits + sum(|p| p.l2_misses);
+        let ghost_hits = sum(|p| p.ghost_hits);
+        let hdr_bytes = arc.l2_hdr_size().unwrap_or(0);
+        let ghost_size =
+            arc.0.u64("mru_ghost_size").unwrap_or(0) + arc.0.u64("mfu_ghost_size").unwrap_or(0);
+        // Ghost hits are reads a larger ARC would have served, the ghost lists being the size
+        // of that larger ARC: RAM worth a fraction of them serves about that fraction.
+        let ram_as_arc_hits = if ghost_size > 0 {
+            ghost_hits * (hdr_bytes as f64 / ghost_size as f64).min(1.0)
+        } else {
+            0.0
+        };
+        let l2_share = l2_hits / reads;
+        let max_share = sum(|p| p.misses) / reads;
+        let l2_write_bytes = sum(|p| p.l2_write_bytes);
+        let device_bytes: u64 = devices.iter().map(|d| d.2).sum();
+        let asize_start = w.front().and_then(|p| p.l2_asize);
+        let l2_asize = w.back().and_then(|p| p.l2_asize);
+        // Still filling: its content grew by more than a tenth over the window and it is
+        // not yet near the device's size. While it fills, a low hit rate says little.
+        let filling = match (asize_start, l2_asize) {
+            (Some(a), Some(b)) => {
+                b as f64 > a as f64 * 1.1 && (b as f64) < device_bytes as f64 * 0.9
+            }
+            _ => false,
+        };
+        let costs = hdr_bytes > 0 || l2_write_bytes > 0.0;
+        let marginal = self.config.marginal_share_pct / 100.0;
+        let reason = if !costs {
+            None
+        } else if max_share < marginal {
+            Some(format!(
+                "the ARC misses only {} of reads, so no L2ARC can add more than that",
+                pct(max_share)
+            ))
+        } else if hdr_bytes > 0 && ram_as_arc_hits > l2_hits {
+            Some("the RAM of its headers would serve more reads as ARC".to_string())
+        } else if l2_share < marginal && !filling {
+            Some("it serves too few reads for what it costs".to_string())
+        } else {
+            None
+        };
+        let value = if reason.is_some() {
+            Worth::Negative
+        } else if l2_share >= self.config.worth_share_pct / 100.0 {
+            Worth::WorthIt
+        } else {
+            Worth::Marginal
+        };
+        let busy_secs = sum(|p| p.busy_secs);
+        Some(Assessment {
+            value,
+            reason,
+            samples: w.len(),
+            seconds: sum(|p| p.interval),
+            reads,
+            arc_hit_ratio: sum(|p| p.hits) / reads,
+            l2_share,
+            max_share,
+            l2_hit_ratio: (l2_lookups > 0.0).then(|| l2_hits / l2_lookups),
+            l2_hits,
+            l2_read_bytes: sum(|p| p.l2_read_bytes),
+            l2_write_bytes,
+            ghost_hits,
+            ram_as_arc_hits,
+            hdr_bytes,
+            arc_bytes: arc.size().unwrap_or(0),
+            l2_asize,
+            device_bytes,
+            filling,
+            device_util: (busy_secs > 0.0).then(|| sum(|p| p.busy_s) / busy_secs * 100.0),
+            rebuild_enabled: snap.tunables.l2arc_rebuild_enabled().map(|v| v != 0),
+            rebuild_success: arc.l2_rebuild_success(),
+        })
+    }
+}
+
+/// The finding for one assessment.
+pub fn report(subject: &str, devices: &[String], a: &Assessment) -> (Verdict, Report) {
+    let per_s = |x: f64| if a.seconds > 0.0 { x / a.seconds } else { 0.0 };
+    let hdr_share = if a.arc_bytes > 0 {
+        a.hdr_bytes as f64 / a.arc_bytes as f64
+    } else {
+        0.0
+    };
+    let mut report = Report::new("")
+        .with("verdict", a.value.as_str())
+        .with("arc_reads", a.reads.round())
+        .with("arc_hit_pct", round(a.arc_hit_ratio * 100.0))
+        .with("l2_share_of_reads_pct", round(a.l2_share * 100.0))
+        .with("max_share_of_reads_pct", round(a.max_share * 100.0))
+        .with("l2_hits", a.l2_hits.round())
+        .with("l2_read_bytes_per_s", round(per_s(a.l2_read_bytes)))
+        .with("l2_write_bytes_per_s", round(per_s(a.l2_write_bytes)))
+        .with("l2_hdr_bytes", a.hdr_bytes)
+        .with("l2_hdr_share_of_arc_pct", round(hdr_share * 100.0))
+        .with("ghost_hits_per_s", round(per_s(a.ghost_hits)))
+        .with("ram_as_arc_hits", a.ram_as_arc_hits.round())
+        .with("filling", a.filling)
+        .with("devices", devices.to_vec());
+    if let Some(r) = a.l2_hit_ratio {
+        report = report.with("l2_hit_pct", round(r * 100.0));
+    }
+    if let Some(u) = a.device_util {
+        report = report.with("device_util_pct", round(u));
+    }
+    if let Some(e) = a.rebuild_enabled {
+        report = report.with("rebuild_enabled", e);
+    }
+    if let Some(n) = a.rebuild_success {
+        report = report.with("rebuild_success", n);
+    }
+    let hit = a.l2_hit_ratio.map_or(String::new(), |r| {
+        format!(", L2ARC hit ratio {:.0}%", r * 100.0)
+    });
+    let mut text = format!(
+        "{subject} served {:.0} of {:.0} ARC reads over the last {} ({} of all reads on top \
+         of the ARC's own {} hit rate{hit}, {}/s read from it)",
+        a.l2_hits,
+        a.reads,
+        duration(a.seconds),
+        pct(a.l2_share),
+        pct(a.arc_hit_ratio),
+        bytes(per_s(a.l2_read_bytes)),
+    );
+    text += &format!(
+        "; its headers take {} of ARC RAM ({} of the ARC) and feeding it wrote {}/s to it",
+        bytes(a.hdr_bytes as f64),
+        pct(hdr_share),
+        bytes(per_s(a.l2_write_bytes)),
+    );
+    if let Some(u) = a.device_util {
+        text += &format!(" ({u:.0}% busy)");
+    }
+    if a.ghost_hits > 0.0 {
+        text += &format!(
+            "; the ARC's ghost lists were hit {:.1} times/s, so that RAM as ARC would have \
+             served about {:.0} reads",
+            per_s(a.ghost_hits),
+            a.ram_as_arc_hits
+        );
+    }
+    if a.rebuild_enabled != Some(true) {
+        text += "; it is not persistent: empty after every reboot";
+    } else if a.filling {
+        text += "; it is still filling";
+    }
+    let (severity, advice) = match a.value {
+        Worth::Negative => {
+            let why = a.reason.as_deref().unwrap_or("it costs more than it gives");
+            (
+                Severity::Warning,
+                Some(format!(
+                    "Remove it (zpool remove <pool> <device>): {why}. Its header RAM returns \
+                     to the ARC, and the device can serve better as a mirrored special vdev \
+                     or SLOG"
+                )),
+            )
+        }
+        Worth::Marginal => (
+            Severity::Info,
+            Some(
+                "It gives little: judge it over a longer window or a busier period; \
+                 secondarycache=metadata or l2arc_mfuonly=1 focus it on what is re-read"
+                    .to_string(),
+            ),
+        ),
+        Worth::WorthIt => (Severity::Info, None),
+    };
+    text += &format!(": {}", a.value.as_str());
+    report.summary = text;
+    if let Some(advice) = advice {
+        report = report.advice(advice);
+    }
+    (Verdict::Holds(severity), report)
+}
+
+/// The plugin: [`L2arcValue`] behind the SDK.
+pub struct L2arcValuePlugin {
+    inner: L2arcValue,
+}
+
+impl Plugin for L2arcValuePlugin {
+    const NAME: &'static str = "l2arc-value";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = Config;
+
+    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
+        let inner = L2arcValue::new(config)?;
+        host.info(&format!(
+            "weighing the L2ARC over {} s, from {} ARC reads",
+            inner.config.window.as_secs(),
+            inner.config.min_reads
+        ));
+        Ok(L2arcValuePlugin { inner })
+    }
+
+    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
+        for event in self.inner.observe(sample) {
+            host.emit(&event)?;
+        }
+        Ok(())
+    }
+}
+
+zpulse_proto::export_plugin!(L2arcValuePlugin);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1081 @@
+//! zpulse check **slog-usage**: what a separate intent log (SLOG) does for its pool — whether
+//! sync writes use it at all, whether it keeps up, whether it is sized for what it can ever
+//! hold, and what a crash would cost with the device it sits on.
+//!
+//! The ZIL is always there; a SLOG is only a fast, power-safe place for it. It helps
+//! synchronous writes (fsync, O_SYNC, `sync=always`, NFS and iSCSI commits) and nothing else,
+//! and it is only read after a crash, to replay. Four findings, each under its own `check`
+//! name:
+//!
+//! * `slog-usage` (subject `pool/log`) — the verdict over the window: `idle` (no sync writes
+//!   reach it: it brings nothing), `useful`, or `saturated` (its busiest device is busy
+//!   `saturated_busy_pct` of the time, or its writes wait `saturated_wait_ms`), with the
+//!   sync-write load (ZIL commits/s, itx/s, bytes/s), the share of ZIL bytes that went to the
+//!   SLOG rather than the main pool, and each device's busy and latency.
+//! * `slog-usage.size` (subject `pool/log`) — the log against what it can ever hold, about
+//!   two txgs of `zfs_dirty_data_max`: `oversized` beyond `oversize_factor` times that,
+//!   `undersized` below one `zfs_dirty_data_max` or when its peak use reaches `full_pct`.
+//! * `slog-usage.redundancy` (subject `pool/log/<vdev>`) — an unmirrored log vdev: a crash
+//!   together with the loss of that device loses the last seconds of acknowledged sync
+//!   writes. A warning while sync writes use it, information while it is idle.
+//! * `slog-usage.device` (subject `pool/log/<vdev>[/<leaf>]`) — a log on a loop device or a
+//!   file (no power-loss guarantee of its own, and missing at import unless set up before the
+//!   pool: critical while sync writes use it, else a warning), or on a spinning disk (info).
+//!
+//! Config (`[plugins.slog-usage]`), every key optional; `docs/checks/slog-usage.md` explains
+//! each:
+//!
+//! ```toml
+//! [plugins.slog-usage]
+//! window = "10m"            # the verdict looks at most this far back …
+//! window_samples = 60       # … and at most this many samples
+//! min_samples = 3           # fewer samples in the window: no verdict
+//! idle_writes_per_s = 0.1   # log-vdev writes/s below which the SLOG is idle
+//! saturated_busy_pct = 90   # mean %util of its busiest device: saturated
+//! saturated_wait_ms = 10    # mean write wait (queue + device) of a log vdev: saturated
+//! txgs_held = 2             # how many txgs of zfs_dirty_data_max a log can ever hold
+//! oversize_factor = 4       # bigger than this × what it can hold: oversized
+//! full_pct = 80             # peak allocation at this % of its size: undersized
+//! min_hold = "5m"           # a finding stays up at least this long
+//! pools = []                # only these pools; empty = every pool
+//! ```
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+use zpulse_proto::Sample;
+use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
+use zpulse_proto::serde::Deserialize;
+use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
+
+/// OpenZFS's cap on `zfs_dirty_data_max` when the kernel does not report it: 4 GiB
+/// (`zfs_dirty_data_max_max`), and 10% of memory (`zfs_dirty_data_max_percent`).
+const DIRTY_MAX_MAX: u64 = 4 << 30;
+const DIRTY_MAX_PERCENT: u64 = 10;
+
+/// The `[plugins.slog-usage]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
+pub struct Config {
+    #[serde(with = "sdk::config::duration")]
+    pub window: Duration,
+    pub window_samples: usize,
+    pub min_samples: usize,
+    pub idle_writes_per_s: f64,
+    pub saturated_busy_pct: f64,
+    pub saturated_wait_ms: f64,
+    pub txgs_held: f64,
+    pub oversize_factor: f64,
+    pub full_pct: f64,
+    #[serde(with = "sdk::config::duration")]
+    pub min_hold: Duration,
+    pub pools: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            window: Duration::from_secs(600),
+            window_samples: 60,
+            min_samples: 3,
+            idle_writes_per_s: 0.1,
+            saturated_busy_pct: 90.0,
+            saturated_wait_ms: 10.0,
+            txgs_held: 2.0,
+            oversize_factor: 4.0,
+            full_pct: 80.0,
+            min_hold: Duration::from_secs(300),
+            pools: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Refuses settings that cannot work, saying why.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, v) in [
+            ("saturated_busy_pct", self.saturated_busy_pct),
+            ("full_pct", self.full_pct),
+        ] {
+            if !(0.0..=100.0).contains(&v) {
+                return Err(format!(
+                    "{name} must be a percentage from 0 to 100, not {v}"
+                ));
+            }
+        }
+        for (name, v) in [
+            ("idle_writes_per_s", self.idle_writes_per_s),
+            ("saturated_wait_ms", self.saturated_wait_ms),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(format!("{name} must be 0 or more, not {v}"));
+            }
+        }
+        if !(self.txgs_held > 0.0 && self.txgs_held.is_finite()) {
+            return Err(format!("txgs_held must be above 0, not {}", self.txgs_held));
+        }
+        if !(self.oversize_factor >= 1.0 && self.oversize_factor.is_finite()) {
+            return Err(format!(
+                "oversize_factor must be 1 or more, not {}",
+                self.oversize_factor
+            ));
+        }
+        if self.min_samples < 1 {
+            return Err("min_samples must be at least 1".into());
+        }
+        if self.window_samples < self.min_samples {
+            return Err(format!(
+                "window_samples ({}) must be at least min_samples ({})",
+                self.window_samples, self.min_samples
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// ZIL activity over one interval, as counts (not rates).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Zil {
+    pub commits: f64,
+    pub itx: f64,
+    pub itx_bytes: f64,
+    pub slog_bytes: f64,
+    pub normal_bytes: f64,
+}
+
+impl Zil {
+    fn add(&mut self, o: &Zil) {
+        self.commits += o.commits;
+        self.itx += o.itx;
+        self.itx_bytes += o.itx_bytes;
+        self.slog_bytes += o.slog_bytes;
+        self.normal_bytes += o.normal_bytes;
+    }
+
+    /// From `zil` counter deltas (the global kstat, or a 2.2+ dataset's rows).
+    fn from_deltas(d: impl Fn(&str) -> Option<u64>) -> Zil {
+        let f = |n: &str| d(n).unwrap_or(0) as f64;
+        Zil {
+            commits: f("zil_commit_count"),
+            itx: f("zil_itx_count"),
+            itx_bytes: f("zil_itx_indirect_bytes")
+                + f("zil_itx_copied_bytes")
+                + f("zil_itx_needcopy_bytes"),
+            slog_bytes: f("zil_itx_metaslab_slog_bytes"),
+            normal_bytes: f("zil_itx_metaslab_normal_bytes"),
+        }
+    }
+}
+
+/// Where the ZIL figures come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZilScope {
+    /// The pool's own datasets (OpenZFS 2.2+ per-dataset ZIL counters).
+    Pool,
+    /// The host-wide `zil` kstat: every pool together.
+    Host,
+}
+
+impl ZilScope {
+    fn as_str(self) -> &'static str {
+        match self {
+            ZilScope::Pool => "pool",
+            ZilScope::Host => "host",
+        }
+    }
+}
+
+/// One log leaf device over one interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct DevPoint {
+    /// `sde`, `loop0`: the leaf's name in the pool.
+    name: String,
+    /// Kernel disk, for the busy figure.
+    disk: Option<String>,
+    util: Option<f64>,
+    w_await: Option<f64>,
+    w_s: f64,
+    /// ZFS's write wait for this leaf (queue + device), ns.
+    total_wait_w: Option<u64>,
+}
+
+/// One log vdev set of a pool over one interval.
+#[derive(Debug, Clone, PartialEq)]
+struct Point {
+    end: f64,
+    interval: f64,
+    /// Write I/Os and bytes the log vdevs took.
+    writes: f64,
+    bytes: f64,
+    /// Per top-level log vdev: write I/Os in the interval.
+    top_writes: BTreeMap<String, f64>,
+    zil: Option<(Zil, ZilScope)>,
+    devices: Vec<DevPoint>,
+    /// Σ alloc of the log vdevs at the end of the interval.
+    alloc: u64,
+}
+
+/// The verdict on a pool's SLOG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usage {
+    Idle,
+    Useful,
+    Saturated,
+}
+
+impl Usage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Usage::Idle => "idle",
+            Usage::Useful => "useful",
+            Usage::Saturated => "saturated",
+        }
+    }
+}
+
+/// A device's figures over the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceSummary {
+    pub name: String,
+    pub util_mean: Option<f64>,
+    pub util_peak: Option<f64>,
+    /// Mean write time per request (iostat `w_await`), weighted by writes, ms.
+    pub w_await_ms: Option<f64>,
+    /// ZFS's mean write wait (queue + device), weighted by writes, ms.
+    pub wait_ms: Option<f64>,
+}
+
+/// The window's figures for one pool's log class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    pub samples: usize,
+    pub seconds: f64,
+    pub writes_per_s: f64,
+    pub bytes_per_s: f64,
+    pub zil: Option<(Zil, ZilScope)>,
+    pub devices: Vec<DeviceSummary>,
+    pub peak_alloc: u64,
+}
+
+impl Window {
+    pub fn slog_share(&self) -> Option<f64> {
+        let (z, _) = self.zil?;
+        let total = z.slog_bytes + z.normal_bytes;
+        (total > 0.0).then(|| z.slog_bytes / total)
+    }
+}
+
+/// Bytes in binary units, as `zpool list` prints them.
+pub fn bytes(n: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n.abs();
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{v:.0} B")
+    } else if v < 10.0 {
+        format!("{v:.1} {}", UNITS[unit])
+    } else {
+        format!("{v:.0} {}", UNITS[unit])
+    }
+}
+
+fn duration(s: f64) -> String {
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7200.0 {
+        format!("{:.0} minutes", s / 60.0)
+    } else {
+        format!("{:.1} hours", s / 3600.0)
+    }
+}
+
+/// Three significant digits: enough for people, and stable figures don't look like changes.
+fn round(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return 0.0;
+    }
+    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// What the kernel holds back as dirty data at most: the tunable, or OpenZFS's default
+/// (10% of memory, at most 4 GiB). The second value says which.
+pub fn dirty_data_max(snap: &Snapshot) -> Option<(u64, &'static str)> {
+    if let Some(v) = snap.tunables.zfs_dirty_data_max().filter(|&v| v > 0) {
+        return Some((v, "zfs_dirty_data_max"));
+    }
+    let total = snap.memory?.total;
+    let pct = snap
+        .tunables
+        .number("zfs_dirty_data_max_percent")
+        .unwrap_or(DIRTY_MAX_PERCENT);
+    let cap = snap
+        .tunables
+        .number("zfs_dirty_data_max_max")
+        .unwrap_or(DIRTY_MAX_MAX);
+    Some((
+        (total / 100 * pct).min(cap),
+        "default (10% of memory, at most 4 GiB)",
+    ))
+}
+
+/// Why a log leaf offers no power-loss guarantee of its own, if it does not.
+pub fn not_power_safe(leaf: &Vdev) -> Option<String> {
+    let path = leaf.path.as_deref().unwrap_or(&leaf.name);
+    if leaf.vdev_type == "file" {
+        return Some(format!("a file ({path})"));
+    }
+    let dev = path.strip_prefix("/dev/").unwrap_or(path);
+    let disk = leaf.disk.as_deref().unwrap_or(dev);
+    if dev.starts_with("loop") || disk.starts_with("loop") {
+        return Some(format!("a loop device ({path})"));
+    }
+    // FreeBSD memory disks: vnode-backed (a file) or malloc/swap-backed (RAM).
+    if dev.starts_with("md") && dev[2..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        return Some(format!("a memory disk ({path})"));
+    }
+    None
+}
+
+/// The check's logic, without the plugin plumbing: feed it samples, get events.
+pub struct SlogUsage {
+    config: Config,
+    verdict: Findings,
+    size: Findings,
+    redundancy: Findings,
+    device: Findings,
+    windows: BTreeMap<String, VecDeque<Point>>,
+    /// Previous per-dataset ZIL counters (OpenZFS 2.2+), by pool and objset.
+    datasets: BTreeMap<(String, String), BTreeMap<String, u64>>,
+}
+
+impl SlogUsage {
+    pub fn new(config: Config) -> Result<SlogUsage, String> {
+        config.validate()?;
+        let rules = Rules {
+            raise_after: 1,
+            min_hold: config.min_hold,
+            material_change: 0.2,
+        };
+        Ok(SlogUsage {
+            // Sync-write rates swing with the workload: the verdict is updated when a figure
+            // halves or doubles, or the verdict changes.
+            verdict: Findings::new(
+                "slog-usage",
+                Rules {
+                    material_change: 0.5,
+                    ..rules
+                },
+            ),
+            // The peak use in the window moves with every burst: update the sizing only
+            // when a figure doubles or halves.
+            size: Findings::new(
+                "slog-usage.size",
+                Rules {
+                    material_change: 1.0,
+                    ..rules
+                },
+            ),
+            redundancy: Findings::new(
+                "slog-usage.redundancy",
+                Rules {
+                    material_change: 1.0,
+                    ..rules
+                },
+            ),
+            device: Findings::new(
+                "slog-usage.device",
+                Rules {
+                    material_change: 1.0,
+                    ..rules
+                },
+            ),
+            config,
+            windows: BTreeMap::new(),
+            datasets: BTreeMap::new(),
+        })
+    }
+
+    fn watched(&self, pool: &str) -> bool {
+        self.config.pools.is_empty() || self.config.pools.iter().any(|p| p == pool)
+    }
+
+    /// The pool's own ZIL counts from its datasets' 2.2+ counters: `None` when the kernel
+    /// has no such counters, `Some(None)` on the first reading (nothing to subtract yet).
+    fn pool_zil(&mut self, pool: &Pool) -> Option<Option<Zil>> {
+        let mut supported = false;
+        let mut total: Option<Zil> = None;
+        for ds in &pool.datasets {
+            if ds.counters.u64("zil_commit_count").is_none() {
+                continue;
+            }
+            supported = true;
+            let now: BTreeMap<String, u64> = ds
+                .counters
+                .fields
+                .keys()
+                .filter(|k| k.starts_with("zil_"))
+                .filter_map(|k| Some((k.clone(), ds.counters.u64(k)?)))
+                .collect();
+            let key = (pool.name.clone(), ds.objset.clone());
+            let Some(before) = self.datasets.insert(key, now.clone()) else {
+                continue;
+            };
+            let sum = total.get_or_insert_with(Zil::default);
+            // A counter that went back: the dataset was re-created; it adds nothing this time.
+            if now
+                .iter()
+                .all(|(k, v)| before.get(k).is_none_or(|b| b <= v))
+            {
+                sum.add(&Zil::from_deltas(|n| Some(now.get(n)? - before.get(n)?)));
+            }
+        }
+        supported.then_some(total)
+    }
+
+    /// Looks at one sample; returns the events to emit.
+    pub fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        let now = sample.end;
+        let snap = &sample.snapshot;
+        let host_zil = sample
+            .zil
+            .as_ref()
+            .map(|z| Zil::from_deltas(|n| z.delta(n)));
+        let dirty = dirty_data_max(snap);
+        let mut events = Vec::new();
+        let mut live = Vec::new();
+        for pool in &snap.pools {
+            let pool_zil = self.pool_zil(pool);
+            if !self.watched(&pool.name) {
+                continue;
+            }
+            let Some(config) = pool.config.as_ref() else {
+                continue;
+            };
+            let tops: Vec<&Vdev> = config.class(VdevClass::Log).collect();
+            if tops.is_empty() {
+                continue;
+            }
+            let subject = format!("{}/log", pool.name);
+            live.push(subject.clone());
+            let zil = match (pool_zil, host_zil) {
+                (Some(z), _) => z.map(|z| (z, ZilScope::Pool)),
+                (None, Some(z)) => Some((z, ZilScope::Host)),
+                (None, None) => None,
+            };
+            if let Some(point) = point(sample, pool, &tops, zil) {
+                let window = self.windows.entry(subject.clone()).or_default();
+                window.push_back(point);
+                let oldest = now - self.config.window.as_secs_f64();
+                while window.len() > self.config.window_samples
+                    || window.front().is_some_and(|p| p.end < oldest)
+                {
+                    window.pop_front();
+                }
+            }
+            let window = self.windows.get(&subject);
+            let layout = layout(&tops);
+            let space: u64 = tops
+                .iter()
+                .filter_map(|v| v.stats.as_ref())
+                .map(|s| s.space)
+                .sum();
+
+            // The verdict, once the window holds enough samples.
+            let summary = window
+                .filter(|w| w.len() >= self.config.min_samples)
+                .map(summarize);
+            if let Some(win) = &summary {
+                let (verdict, report) = self.verdict_report(&subject, &layout, win, pool);
+                events.extend(self.verdict.observe(now, &subject, verdict, report));
+            }
+
+            // Size against what it can hold; the peak use over whatever window there is.
+            if let Some((dirty, basis)) = dirty {
+                let seen = window.filter(|w| !w.is_empty()).map(summarize);
+                let (verdict, report) =
+                    self.size_report(&subject, &layout, space, dirty, basis, seen.as_ref());
+                events.extend(self.size.observe(now, &subject, verdict, report));
+            }
+
+            // Redundancy and the devices, per top-level vdev; exposure from whatever part of
+            // the window there is.
+            for top in &tops {
+                let top_subject = format!("{subject}/{}", top.name);
+                let writes_per_s = window.map(|w| {
+                    let secs: f64 = w.iter().map(|p| p.interval).sum();
+                    let n: f64 = w.iter().filter_map(|p| p.top_writes.get(&top.name)).sum();
+                    if secs > 0.0 { n / secs } else { 0.0 }
+                });
+                let busy = writes_per_s.is_some_and(|w| w >= self.config.idle_writes_per_s);
+                if let Some((verdict, report)) =
+                    self.redundancy_report(&pool.name, &top_subject, top, writes_per_s, busy)
+                {
+                    events.extend(self.redundancy.observe(now, &top_subject, verdict, report));
+                }
+                for leaf in top.leaves() {
+                    let leaf_subject = if std::ptr::eq(leaf, *top) {
+                        top_subject.clone()
+                    } else {
+                        format!("{top_subject}/{}", leaf.name)
+                    };
+                    if let Some((verdict, report)) =
+                        device_report(snap, &pool.name, &leaf_subject, leaf, busy, writes_per_s)
+                    {
+                        events.extend(self.device.observe(now, &leaf_subject, verdict, report));
+                    }
+                }
+            }
+        }
+        let gone = |s: &str| Report::new(format!("{s} is no longer reported"));
+        for f in [
+            &mut self.verdict,
+            &mut self.size,
+            &mut self.redundancy,
+            &mut self.device,
+        ] {
+            events.extend(f.clear_unseen(now, gone));
+        }
+        self.windows.retain(|s, _| live.contains(s));
+        let pools: Vec<&str> = snap.pools.iter().map(|p| p.name.as_str()).collect();
+        self.datasets
+            .retain(|(p, _), _| pools.contains(&p.as_str()));
+        events
+    }
+
+    fn verdict_report(
+        &self,
+        subject: &str,
+        layout: &str,
+        w: &Window,
+        pool: &Pool,
+    ) -> (Verdict, Report) {
+        let busiest = w
+            .devices
+            .iter()
+            .filter_map(|d| d.util_mean.map(|u| (d, u)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let slowest = w
+            .devices
+            .iter()
+            .filter_map(|d| d.wait_ms.map(|u| (d, u)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let usage = if w.writes_per_s < self.config.idle_writes_per_s {
+            Usage::Idle
+        } else if busiest.is_some_and(|(_, u)| u >= self.config.saturated_busy_pct)
+            || slowest.is_some_and(|(_, ms)| ms >= self.config.saturated_wait_ms)
+        {
+            Usage::Saturated
+        } else {
+            Usage::Useful
+        };
+        let mut report = Report::new("")
+            .with("verdict", usage.as_str())
+            .with("log_writes_per_s", round(w.writes_per_s))
+            .with("log_bytes_per_s", round(w.bytes_per_s))
+            .with("peak_alloc_bytes", w.peak_alloc)
+            .with("vdevs", layout);
+        let zil_text = match w.zil {
+            Some((z, scope)) => {
+                let secs = w.seconds.max(f64::MIN_POSITIVE);
+                report = report
+                    .with("zil_scope", scope.as_str())
+                    .with("zil_commits_per_s", round(z.commits / secs))
+                    .with("zil_itx_per_s", round(z.itx / secs))
+                    .with("zil_itx_bytes_per_s", round(z.itx_bytes / secs))
+                    .with("zil_slog_bytes_per_s", round(z.slog_bytes / secs))
+                    .with("zil_normal_bytes_per_s", round(z.normal_bytes / secs));
+                let share = w.slog_share();
+                if let Some(s) = share {
+                    report = report.with("slog_share_pct", round(s * 100.0));
+                }
+                let whose = if scope == ZilScope::Host {
+                    " (host-wide)"
+                } else {
+                    ""
+                };
+                format!(
+                    " for {:.1} ZIL commits/s, {:.1} itx/s and {}/s of logged data{whose}{}",
+                    z.commits / secs,
+                    z.itx / secs,
+                    bytes(z.itx_bytes / secs),
+                    share.map_or(String::new(), |s| format!(
+                        ", {:.0}% of the log-block bytes going to the SLOG",
+                        s * 100.0
+                    ))
+                )
+            }
+            None => String::new(),
+        };
+        let names: Vec<String> = w.devices.iter().map(|d| d.name.clone()).collect();
+        report = report.with("devices", names);
+        let mut devices = Vec::new();
+        for d in &w.devices {
+            let mut parts = Vec::new();
+            if let (Some(mean), Some(peak)) = (d.util_mean, d.util_peak) {
+                parts.push(format!("busy {mean:.0}% (peak {peak:.0}%)"));
+            }
+            if let Some(ms) = d.w_await_ms {
+                parts.push(format!("{ms:.1} ms per write"));
+            }
+            if !parts.is_empty() {
+                devices.push(format!("{} {}", d.name, parts.join(", ")));
+            }
+        }
+        // The figures of the busiest device (the members of a log mirror move together).
+        if let Some((d, mean)) = busiest {
+            report = report
+                .with("busiest_device", d.name.clone())
+                .with("busiest_util_pct", round(mean));
+            if let Some(peak) = d.util_peak {
+                report = report.with("busiest_util_peak_pct", round(peak));
+            }
+            if let Some(ms) = d.w_await_ms {
+                report = report.with("busiest_w_await_ms", round(ms));
+            }
+        }
+        if let Some((d, ms)) = slowest {
+            report = report
+                .with("slowest_device", d.name.clone())
+                .with("slowest_zfs_write_wait_ms", round(ms));
+        }
+        let devices = if devices.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", devices.join("; "))
+        };
+        let over = duration(w.seconds);
+        report.summary = match usage {
+            Usage::Idle => format!(
+                "{subject} ({layout}) took {:.2} writes/s over the last {over}{zil_text}: no \
+                 sync writes use it, so the SLOG brings nothing",
+                w.writes_per_s
+            ),
+            Usage::Useful => format!(
+                "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
+                 {devices}: useful, not saturated",
+                w.writes_per_s,
+                bytes(w.bytes_per_s)
+            ),
+            Usage::Saturated => format!(
+                "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
+                 {devices}: saturated, sync writes queue behind it",
+                w.writes_per_s,
+                bytes(w.bytes_per_s)
+            ),
+        };
+        let spilled = w.slog_share().is_some_and(|s| s < 0.9);
+        let advice = match usage {
+            Usage::Idle => Some(format!(
+                "A SLOG speeds up only synchronous writes (fsync, O_SYNC, sync=always, NFS and \
+                 iSCSI commits). Without them it can go (zpool remove {} <log vdev>) and its \
+                 device serve elsewhere, e.g. as half of a special mirror",
+                pool.name
+            )),
+            Usage::Saturated => Some(format!(
+                "The log device is the bottleneck of sync writes: a faster device with \
+                 power-loss protection, or a second log vdev (zpool add {} log mirror DEV1 \
+                 DEV2), spreads them; logbias=throughput keeps bulk sync writes off the SLOG",
+                pool.name
+            )),
+            Usage::Useful if spilled => Some(
+                "Part of the ZIL went to the main pool: datasets with logbias=throughput, a \
+                 log that was full, or (host-wide figures) other pools without a SLOG"
+                    .to_string(),
+            ),
+            Usage::Useful => None,
+        };
+        if let Some(a) = advice {
+            report = report.advice(a);
+        }
+        let severity = match usage {
+            Usage::Saturated => Severity::Warning,
+            _ => Severity::Info,
+        };
+        (Verdict::Holds(severity), report)
+    }
+
+    fn size_report(
+        &self,
+        subject: &str,
+        layout: &str,
+        space: u64,
+        dirty: u64,
+        basis: &str,
+        w: Option<&Window>,
+    ) -> (Verdict, Report) {
+        let holdable = self.config.txgs_held * dirty as f64;
+        let peak = w.map(|w| w.peak_alloc);
+        // Nearly full is a judgement over the window: only with enough samples.
+        let judged = w.is_some_and(|w| w.samples >= self.config.min_samples);
+        let mut report = Report::new("")
+            .with("size_bytes", space)
+            .with("dirty_data_max_bytes", dirty)
+            .with("dirty_data_max_basis", basis)
+            .with("holdable_bytes", round(holdable))
+            .with("size_to_holdable", round(space as f64 / holdable));
+        if let Some(p) = peak {
+            report = report
+                .with("peak_alloc_bytes", p)
+                .with("peak_alloc_pct", round(p as f64 / space as f64 * 100.0));
+        }
+        let peak_text = match (peak, w) {
+            (Some(p), Some(w)) => format!(
+                "; its peak use over the last {} was {}",
+                duration(w.seconds),
+                bytes(p as f64)
+            ),
+            _ => String::new(),
+        };
+        let can_hold = format!(
+            "about {} ({} txgs of {} {})",
+            bytes(holdable),
+            self.config.txgs_held,
+            basis_name(basis),
+            bytes(dirty as f64)
+        );
+        let nearly_full =
+            judged && peak.is_some_and(|p| p as f64 >= space as f64 * self.config.full_pct / 100.0);
+        if space < dirty || nearly_full {
+            report.summary = format!(
+                "{subject} ({layout}) is {}, {}: it can hold {can_hold}{peak_text}: undersized, \
+                 a burst of sync writes spills the ZIL to the main pool",
+                bytes(space as f64),
+                if nearly_full {
+                    format!(
+                        "and was {:.0}% full",
+                        peak.unwrap_or(0) as f64 / space as f64 * 100.0
+                    )
+                } else {
+                    format!("less than one {}", basis_name(basis))
+                }
+            );
+            report = report.with("sizing", "undersized").advice(format!(
+                "Give the log at least {} (zpool add POOL log mirror DEV1 DEV2 with larger \
+                 devices, then remove the old one)",
+                bytes(holdable)
+            ));
+            return (Verdict::Holds(Severity::Warning), report);
+        }
+        if space as f64 > self.config.oversize_factor * holdable {
+            report.summary = format!(
+                "{subject} ({layout}) is {} but can ever hold {can_hold}{peak_text}: oversized, \
+                 {} of it is never used",
+                bytes(space as f64),
+                bytes(space as f64 - holdable)
+            );
+            report = report.with("sizing", "oversized").advice(format!(
+                "A log of about {} is enough (more brings nothing); on a new layout, the rest \
+                 of the device can serve as a partition of a mirrored special vdev",
+                bytes(holdable * 2.0)
+            ));
+            return (Verdict::Holds(Severity::Info), report);
+        }
+        report.summary = format!(
+            "{subject} ({layout}) is {}, fitting what it can hold: {can_hold}",
+            bytes(space as f64)
+        );
+        (Verdict::Clear, report.with("sizing", "fits"))
+    }
+
+    fn redundancy_report(
+        &self,
+        pool: &str,
+        subject: &str,
+        top: &Vdev,
+        writes_per_s: Option<f64>,
+        busy: bool,
+    ) -> Option<(Verdict, Report)> {
+        let redundancy = top.redundancy.unwrap_or(Redundancy::None);
+        if redundancy.tolerated_failures() > 0 {
+            return Some((
+                Verdict::Clear,
+                Report::new(format!("{subject} is redundant now")),
+            ));
+        }
+        let load = match writes_per_s {
+            Some(w) if busy => format!("carries {w:.0} sync writes/s"),
+            Some(w) => format!("is idle ({w:.2} writes/s)"),
+            None => "has no rates yet".to_string(),
+        };
+        let mut report = Report::new(format!(
+            "{subject} is a single unmirrored device and {load}: if the system crashes and \
+             the device is lost with it, the sync writes of the last seconds (up to about two \
+             txgs) are gone although fsync had returned"
+        ))
+        .with("tolerated_failures", 0u32)
+        .advice(format!(
+            "Attach a second device (zpool attach {pool} {} NEWDEV). Losing the log alone \
+             while the system runs costs nothing: ZFS still holds the data and falls back to \
+             the main pool; only a crash together with the device's loss does",
+            top.name
+        ));
+        if let Some(w) = writes_per_s {
+            report = report.with("writes_per_s", round(w));
+        }
+        let severity = if busy {
+            Severity::Warning
+        } else {
+            Severity::Info
+        };
+        Some((Verdict::Holds(severity), report))
+    }
+}
+
+fn basis_name(basis: &str) -> &str {
+    if basis == "zfs_dirty_data_max" {
+        "zfs_dirty_data_max"
+    } else {
+        "dirty_data_max"
+    }
+}
+
+/// The device finding for one log leaf: a loop device or file, or a spinning disk.
+fn device_report(
+    snap: &Snapshot,
+    pool: &str,
+    subject: &str,
+    leaf: &Vdev,
+    busy: bool,
+    writes_per_s: Option<f64>,
+) -> Option<(Verdict, Report)> {
+    if let Some(what) = not_power_safe(leaf) {
+        let load = match writes_per_s {
+            Some(w) if busy => format!("taking {w:.0} sync writes/s"),
+            _ => "idle now".to_string(),
+        };
+        let report = Report::new(format!(
+            "{subject} is {what}, {load}: a log there has no power-loss guarantee of its own \
+             (an acknowledged sync write is only as safe as the backing store's flush), and \
+             after a reboot the pool imports without it unless it is set up first, exactly \
+             when its records are needed"
+        ))
+        .with("device", what)
+        .with("writes_per_s", round(writes_per_s.unwrap_or(0.0)))
+        .advice(format!(
+            "Put the log on a partition or whole SSD with power-loss protection (zpool remove \
+             {pool} {}, then zpool add {pool} log mirror DEV1 DEV2), or drop it: the ZIL in \
+             the main pool is safe",
+            leaf.name
+        ));
+        let severity = if busy {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        return Some((Verdict::Holds(severity), report));
+    }
+    let disk = leaf.disk.as_deref().and_then(|d| snap.disk(d))?;
+    if disk.rotational == Some(true) {
+        let report = Report::new(format!(
+            "{subject} is a spinning disk ({}): a log there is hardly faster than the ZIL in \
+             the main pool",
+            disk.name
+        ))
+        .with("disk", disk.name.clone())
+        .with("rotational", true)
+        .advice("A SLOG pays off on a low-latency SSD with power-loss protection");
+        return Some((Verdict::Holds(Severity::Info), report));
+    }
+    Some((
+        Verdict::Clear,
+        Report::new(format!("{subject} is a solid-state device")),
+    ))
+}
+
+/// `mirror-2: sdc, sdd; sde` — each top-level log vdev with its leaves.
+fn layout(tops: &[&Vdev]) -> String {
+    tops.iter()
+        .map(|v| {
+            if v.children.is_empty() {
+                v.name.clone()
+            } else {
+                let leaves: Vec<&str> = v.leaves().iter().map(|l| l.name.as_str()).collect();
+                format!("{}: {}", v.name, leaves.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// One interval of a pool's log vdevs, or `None` when a log vdev has no rates this time
+/// (new, or reopened): such an interval is left out rather than read as "no writes".
+fn point(
+    sample: &Sample,
+    pool: &Pool,
+    tops: &[&Vdev],
+    zil: Option<(Zil, ZilScope)>,
+) -> Option<Point> {
+    let rates = sample.pools.iter().find(|p| p.name == pool.name)?;
+    let base = format!("{}/log", pool.name);
+    let mut top_writes = BTreeMap::new();
+    let (mut writes, mut bytes) = (0.0, 0.0);
+    let mut devices = Vec::new();
+    for top in tops {
+        let subject = format!("{base}/{}", top.name);
+        let r = rates.vdevs.iter().find(|v| v.subject == subject)?;
+        let n = r.write_ops_per_s * r.seconds;
+        writes += n;
+        bytes += r.write_bytes_per_s * r.seconds;
+        top_writes.insert(top.name.clone(), n);
+        for leaf in top.leaves() {
+            let leaf_subject = if std::ptr::eq(leaf, *top) {
+                subject.clone()
+            } else {
+                format!("{subject}/{}", leaf.name)
+            };
+            let lr = rates.vdevs.iter().find(|v| v.subject == leaf_subject);
+            let dr = leaf.disk.as_deref().and_then(|d| sample.disk(d));
+            devices.push(DevPoint {
+                name: leaf.name.clone(),
+                disk: leaf.disk.clone(),
+                util: dr.map(|d| d.util),
+                w_await: dr.and_then(|d| d.w_await),
+                w_s: dr.map_or(0.0, |d| d.w_s),
+                total_wait_w: lr.and_then(|l| l.total_wait_w),
+            });
+        }
+    }
+    let alloc = tops
+        .iter()
+        .filter_map(|v| v.stats.as_ref())
+        .map(|s| s.alloc)
+        .sum();
+    Some(Point {
+        end: sample.end,
+        interval: sample.interval,
+        writes,
+        bytes,
+        top_writes,
+        zil,
+        devices,
+        alloc,
+    })
+}
+
+/// The window's figures. Rates are totals over the window's seconds, so a short interval
+/// weighs as little as it lasted.
+fn summarize(w: &VecDeque<Point>) -> Window {
+    let seconds: f64 = w.iter().map(|p| p.interval).sum();
+    let per_s = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
+    // ZIL counts over the intervals that have them (the first reading of 2.2+ dataset
+    // counters has none), scaled to the window's seconds.
+    let with_zil: Vec<(Zil, ZilScope, f64)> = w
+        .iter()
+        .filter_map(|p| p.zil.map(|(z, s)| (z, s, p.interval)))
+        .collect();
+    let zil_secs: f64 = with_zil.iter().map(|z| z.2).sum();
+    let zil = (zil_secs > 0.0).then(|| {
+        let mut sum = Zil::default();
+        for (z, _, _) in &with_zil {
+            sum.add(z);
+        }
+        let k = seconds / zil_secs;
+        let scaled = Zil {
+            commits: sum.commits * k,
+            itx: sum.itx * k,
+            itx_bytes: sum.itx_bytes * k,
+            slog_bytes: sum.slog_bytes * k,
+            normal_bytes: sum.normal_bytes * k,
+        };
+        let scope = if with_zil.iter().any(|z| z.1 == ZilScope::Host) {
+            ZilScope::Host
+        } else {
+            ZilScope::Pool
+        };
+        (scaled, scope)
+    });
+    let mut names: Vec<&str> = w
+        .iter()
+        .flat_map(|p| p.devices.iter().map(|d| d.name.as_str()))
+        .collect();
+    names.dedup();
+    names.sort_unstable();
+    names.dedup();
+    let devices = names
+        .into_iter()
+        .map(|name| {
+            let pts: Vec<(&DevPoint, f64)> = w
+                .iter()
+                .flat_map(|p| {
+                    p.devices
+                        .iter()
+                        .filter(move |d| d.name == name)
+                        .map(move |d| (d, p.interval))
+                })
+                .collect();
+            let utils: Vec<(f64, f64)> = pts
+                .iter()
+                .filter_map(|(d, s)| d.util.map(|u| (u, *s)))
+                .collect();
+            let secs: f64 = utils.iter().map(|u| u.1).sum();
+            let util_mean =
+                (secs > 0.0).then(|| utils.iter().map(|(u, s)| u * s).sum::<f64>() / secs);
+            let util_peak = utils.iter().map(|u| u.0).reduce(f64::max);
+            // Per-write averages weighted by the writes of each interval.
+            let weighted = |f: &dyn Fn(&DevPoint) -> Option<f64>| {
+                let (sum, n) = pts.iter().fold((0.0, 0.0), |(sum, n), (d, s)| match f(d) {
+                    Some(v) if d.w_s > 0.0 => (sum + v * d.w_s * s, n + d.w_s * s),
+                    _ => (sum, n),
+                });
+                (n > 0.0).then(|| sum / n)
+            };
+            DeviceSummary {
+                name: name.to_string(),
+                util_mean,
+                util_peak,
+                w_await_ms: weighted(&|d| d.w_await),
+                wait_ms: weighted(&|d| d.total_wait_w.map(|ns| ns as f64 / 1e6)),
+            }
+        })
+        .collect();
+    Window {
+        samples: w.len(),
+        seconds,
+        writes_per_s: per_s(w.iter().map(|p| p.writes).sum()),
+        bytes_per_s: per_s(w.iter().map(|p| p.bytes).sum()),
+        zil,
+        devices,
+        peak_alloc: w.iter().map(|p| p.alloc).max().unwrap_or(0),
+    }
+}
+
+/// The plugin: [`SlogUsage`] behind the SDK.
+pub struct SlogUsagePlugin {
+    inner: SlogUsage,
+}
+
+impl Plugin for SlogUsagePlugin {
+    const NAME: &'static str = "slog-usage";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = Config;
+
+    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
+        let inner = SlogUsage::new(config)?;
+        host.info(&format!(
+            "watching the log vdevs of {} over {} s",
+            if inner.config.pools.is_empty() {
+                "every pool".to_string()
+            } else {
+                inner.config.pools.join(", ")
+            },
+            inner.config.window.as_secs()
+        ));
+        Ok(SlogUsagePlugin { inner })
+    }
+
+    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
+        for event in self.inner.observe(sample) {
+            host.emit(&event)?;
+        }
+        Ok(())
+    }
+}
+
+zpulse_proto::export_plugin!(SlogUsagePlugin);
+
+#[cfg(test)]
+mod tests;

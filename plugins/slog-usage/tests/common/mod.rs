@@ -1,0 +1,181 @@
+//! Helpers of the replay tests: the real lab captures, read through the agent's own capture
+//! reader, and the raw files of those captures, read here without the agent's parsers so that
+//! expected figures come from the captures themselves.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use zpulse_proto::{Sample, Snapshot};
+
+/// `tests/fixtures/lab/<rel>` of the workspace.
+pub fn lab(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/lab")
+        .join(rel)
+}
+
+/// The snapshots of the captures `rels` (each a series or a single capture), in order.
+pub fn snapshots(rels: &[&str]) -> Vec<Snapshot> {
+    rels.iter()
+        .flat_map(|rel| zpulse_agent::capture::series(&lab(rel)).unwrap())
+        .map(|dir| zpulse_agent::capture::load(&dir).unwrap())
+        .collect()
+}
+
+/// The samples between consecutive snapshots, as `zpulse replay` makes them.
+pub fn samples(snaps: &[Snapshot]) -> Vec<Sample> {
+    snaps
+        .windows(2)
+        .map(|w| Sample::between(&w[0], &w[1]).unwrap())
+        .collect()
+}
+
+/// The capture directories of `rels`, in order.
+pub fn dirs(rels: &[&str]) -> Vec<PathBuf> {
+    rels.iter()
+        .flat_map(|rel| zpulse_agent::capture::series(&lab(rel)).unwrap())
+        .collect()
+}
+
+/// A NAMED kstat file's `name type value` rows, numbers only.
+pub fn kstat(dir: &std::path::Path, rel: &str) -> BTreeMap<String, u64> {
+    let text = std::fs::read_to_string(dir.join(rel)).unwrap();
+    text.lines()
+        .skip(2)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((f.first()?.to_string(), f.get(2)?.parse().ok()?))
+        })
+        .collect()
+}
+
+pub fn arcstats(dir: &std::path::Path) -> BTreeMap<String, u64> {
+    kstat(dir, "proc/spl/kstat/zfs/arcstats")
+}
+
+pub fn zil(dir: &std::path::Path) -> BTreeMap<String, u64> {
+    kstat(dir, "proc/spl/kstat/zfs/zil")
+}
+
+/// A module parameter as the capture holds it.
+pub fn tunable(dir: &std::path::Path, name: &str) -> Option<u64> {
+    std::fs::read_to_string(dir.join("sys/module/zfs/parameters").join(name))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `captured_at` from the manifest.
+pub fn captured_at(dir: &std::path::Path) -> f64 {
+    let text = std::fs::read_to_string(dir.join("zpulse-capture.toml")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("captured_at = "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// One top-level vdev as `zpool status` prints it: section, name, leaves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusVdev {
+    pub section: String,
+    pub name: String,
+    pub leaves: Vec<String>,
+}
+
+impl StatusVdev {
+    /// Failures it survives, read from its name the way an administrator would.
+    pub fn tolerated_failures(&self) -> u32 {
+        if self.name.starts_with("mirror-") {
+            self.leaves.len() as u32 - 1
+        } else if let Some(rest) = self.name.strip_prefix("raidz") {
+            rest.split('-').next().unwrap().parse().unwrap_or(1)
+        } else {
+            0
+        }
+    }
+}
+
+/// The top-level vdevs of `zpool status` text (`cli/zpool-status.<pool>.txt`), by indentation.
+pub fn zpool_status(text: &str) -> Vec<StatusVdev> {
+    let mut out: Vec<StatusVdev> = Vec::new();
+    let mut section = "normal".to_string();
+    let mut in_config = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("NAME") {
+            in_config = true;
+            continue;
+        }
+        if !in_config || line.trim().is_empty() {
+            if line.starts_with("errors:") {
+                break;
+            }
+            continue;
+        }
+        let body = line.trim_start_matches('\t');
+        let indent = body.len() - body.trim_start().len();
+        let name = body.split_whitespace().next().unwrap().to_string();
+        let heading = ["special", "dedup", "logs", "cache", "spares"];
+        // A class heading has no state column after it.
+        if body.split_whitespace().count() == 1 && heading.contains(&name.as_str()) {
+            section = match name.as_str() {
+                "logs" => "log".into(),
+                "spares" => "spare".into(),
+                other => other.into(),
+            };
+            continue;
+        }
+        match indent {
+            0 => {} // the pool
+            2 => out.push(StatusVdev {
+                section: section.clone(),
+                name,
+                leaves: Vec::new(),
+            }),
+            _ => out.last_mut().unwrap().leaves.push(name),
+        }
+    }
+    for v in &mut out {
+        if v.leaves.is_empty() {
+            v.leaves.push(v.name.clone());
+        }
+    }
+    out
+}
+
+/// `zpool list -vp` rows with numbers: name → (alloc, free).
+pub fn zpool_list(text: &str) -> BTreeMap<String, (u64, u64)> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((f[0].to_string(), (f[2].parse().ok()?, f[3].parse().ok()?)))
+        })
+        .collect()
+}
+
+/// Slope of the least-squares line, computed the textbook way (independent of the check's).
+pub fn slope(points: &[(f64, f64)]) -> f64 {
+    let n = points.len() as f64;
+    let sx: f64 = points.iter().map(|p| p.0 - points[0].0).sum();
+    let sy: f64 = points.iter().map(|p| p.1).sum();
+    let sxx: f64 = points.iter().map(|p| (p.0 - points[0].0).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - points[0].0) * p.1).sum();
+    (n * sxy - sx * sy) / (n * sxx - sx * sx)
+}
+
+/// One `/proc/diskstats` line's numbers by field index (0 = major), for disk `name`.
+pub fn diskstats(dir: &std::path::Path, name: &str) -> Vec<u64> {
+    let text = std::fs::read_to_string(dir.join("proc/diskstats")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().nth(2) == Some(name))
+        .unwrap();
+    line.split_whitespace()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, f)| f.parse().unwrap())
+        .collect()
+}

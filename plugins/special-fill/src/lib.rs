@@ -1,0 +1,793 @@
+//! zpulse check **special-fill**: the special and dedup allocation classes of every pool —
+//! how full they are, how fast they fill, whether they are as redundant as the pool, and
+//! whether a special class added late holds only a small part of the pool's metadata.
+//!
+//! Three findings, each under its own `check` name so that one subject (`tank/special`) can
+//! carry several:
+//!
+//! * `special-fill` — used %, free bytes, growth over the window (least squares, bytes/day)
+//!   and the projected time until free space falls below
+//!   `zfs_special_class_metadata_reserve_pct` (from then on small blocks go to the normal
+//!   class) and until the class is full (then metadata spills to the normal class too).
+//! * `special-fill.redundancy` — a special or dedup class that survives fewer device failures
+//!   than the normal class: losing any top-level vdev loses the pool, so this is critical,
+//!   always.
+//! * `special-fill.late` — the special class served far fewer reads than the ARC missed
+//!   metadata blocks: most metadata still lives on the normal class, because a special vdev
+//!   only receives metadata written after it was added.
+//!
+//! Config (`[plugins.special-fill]`), every key optional; `docs/checks/special-fill.md`
+//! explains each:
+//!
+//! ```toml
+//! [plugins.special-fill]
+//! # warn_used_pct = 75     # default: 100 − zfs_special_class_metadata_reserve_pct
+//! critical_used_pct = 90   # critical from this fill level
+//! clear_margin_pct = 5     # clear this many points below the warning level
+//! warn_days = 30           # warn when the reserve is projected to be reached within
+//! critical_days = 7        # critical when the class is projected to be full within
+//! window = "24h"           # growth fit over at most this much time …
+//! window_samples = 8640    # … and at most this many samples
+//! min_samples = 3          # fewer samples in the window: no growth figure
+//! max_extrapolation = 20   # trust a projection up to 20 × the time span it is fitted on
+//! late_share_pct = 50      # note when the special class served less of the metadata reads
+//! late_min_metadata_reads = 1000  # metadata reads from disk the window needs for that
+//! min_hold = "5m"          # a finding stays up at least this long
+//! pools = []               # only these pools; empty = every pool
+//! ```
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+use zpulse_proto::Sample;
+use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
+use zpulse_proto::serde::Deserialize;
+use zpulse_proto::snapshot::{Pool, Redundancy, Vdev, VdevClass};
+
+/// OpenZFS's default of `zfs_special_class_metadata_reserve_pct`, used when the kernel does
+/// not report the tunable.
+pub const DEFAULT_RESERVE_PCT: f64 = 25.0;
+
+const DAY: f64 = 86_400.0;
+
+/// The `[plugins.special-fill]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
+pub struct Config {
+    /// Warning from this fill level; absent = where the metadata reserve begins
+    /// (100 − `zfs_special_class_metadata_reserve_pct`, 75% by default).
+    pub warn_used_pct: Option<f64>,
+    pub critical_used_pct: f64,
+    pub clear_margin_pct: f64,
+    pub warn_days: f64,
+    pub critical_days: f64,
+    #[serde(with = "sdk::config::duration")]
+    pub window: Duration,
+    pub window_samples: usize,
+    pub min_samples: usize,
+    pub max_extrapolation: f64,
+    pub late_share_pct: f64,
+    pub late_min_metadata_reads: u64,
+    #[serde(with = "sdk::config::duration")]
+    pub min_hold: Duration,
+    pub pools: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            warn_used_pct: None,
+            critical_used_pct: 90.0,
+            clear_margin_pct: 5.0,
+            warn_days: 30.0,
+            critical_days: 7.0,
+            window: Duration::from_secs(24 * 3600),
+            window_samples: 8640,
+            min_samples: 3,
+            max_extrapolation: 20.0,
+            late_share_pct: 50.0,
+            late_min_metadata_reads: 1000,
+            min_hold: Duration::from_secs(300),
+            pools: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Refuses settings that cannot work, saying why.
+    pub fn validate(&self) -> Result<(), String> {
+        let pct = |name: &str, v: f64| {
+            if (0.0..=100.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{name} must be a percentage from 0 to 100, not {v}"
+                ))
+            }
+        };
+        if let Some(w) = self.warn_used_pct {
+            pct("warn_used_pct", w)?;
+            if w > self.critical_used_pct {
+                return Err(format!(
+                    "warn_used_pct ({w}) must not be above critical_used_pct ({})",
+                    self.critical_used_pct
+                ));
+            }
+        }
+        pct("critical_used_pct", self.critical_used_pct)?;
+        pct("clear_margin_pct", self.clear_margin_pct)?;
+        pct("late_share_pct", self.late_share_pct)?;
+        if !(self.warn_days >= 0.0 && self.critical_days >= 0.0) {
+            return Err("warn_days and critical_days must be 0 or more".into());
+        }
+        if self.critical_days > self.warn_days {
+            return Err(format!(
+                "critical_days ({}) must not be above warn_days ({})",
+                self.critical_days, self.warn_days
+            ));
+        }
+        if self.min_samples < 2 {
+            return Err("min_samples must be at least 2: a growth rate needs two points".into());
+        }
+        if self.window_samples < self.min_samples {
+            return Err(format!(
+                "window_samples ({}) must be at least min_samples ({})",
+                self.window_samples, self.min_samples
+            ));
+        }
+        if !(self.max_extrapolation > 0.0 && self.max_extrapolation.is_finite()) {
+            return Err("max_extrapolation must be a positive number".into());
+        }
+        Ok(())
+    }
+}
+
+/// A least-squares growth rate and what it projects.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Growth {
+    pub bytes_per_day: f64,
+    pub samples: usize,
+    /// Seconds between the first and the last point of the fit.
+    pub span_s: f64,
+    /// Days until free space falls below the reserve; `None` when already below it, not
+    /// growing, or too far out to project from this window.
+    pub days_to_reserve: Option<f64>,
+    /// Days until the class is full; `None` when not growing or too far out.
+    pub days_to_full: Option<f64>,
+}
+
+/// The fill of one class of one pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fill {
+    pub subject: String,
+    pub pool: String,
+    pub class: VdevClass,
+    /// `mirror-1: sdc, sdd` for each top-level vdev.
+    pub layout: String,
+    pub alloc: u64,
+    pub space: u64,
+    pub reserve_pct: f64,
+    pub growth: Option<Growth>,
+}
+
+impl Fill {
+    pub fn used_pct(&self) -> f64 {
+        if self.space == 0 {
+            return 0.0;
+        }
+        self.alloc as f64 / self.space as f64 * 100.0
+    }
+
+    pub fn free(&self) -> u64 {
+        self.space.saturating_sub(self.alloc)
+    }
+
+    /// Allocation at which free space falls below the reserve.
+    pub fn reserve_alloc(&self) -> f64 {
+        self.space as f64 * (1.0 - self.reserve_pct / 100.0)
+    }
+
+    /// Free space is below the reserve: small blocks go to the normal class. Only the special
+    /// class has the reserve (`spa_preferred_class`); the dedup class takes DDT blocks until
+    /// it is full.
+    pub fn below_reserve(&self) -> bool {
+        self.class == VdevClass::Special && self.alloc as f64 > self.reserve_alloc()
+    }
+}
+
+/// Slope of the least-squares line through `points` (x, y), in y per x. `None` for fewer than
+/// two distinct x.
+pub fn least_squares_slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    // Centred sums: Unix times squared would lose the seconds in f64.
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// The weakest top-level vdev of a class: (name, failures it survives). Holes and indirect
+/// vdevs (left behind by device removal) hold no redundancy of their own and are skipped.
+fn weakest(vdevs: &[&Vdev]) -> Option<(String, u32)> {
+    vdevs
+        .iter()
+        .filter(|v| v.vdev_type != "hole" && v.vdev_type != "indirect")
+        .map(|v| {
+            let r = v.redundancy.unwrap_or(Redundancy::None);
+            (v.name.clone(), r.tolerated_failures())
+        })
+        .min_by_key(|(_, n)| *n)
+}
+
+fn describe_redundancy(v: &Vdev) -> String {
+    match v.redundancy.unwrap_or(Redundancy::None) {
+        Redundancy::None => "a single device".to_string(),
+        Redundancy::Mirror { width } => format!("a {width}-way mirror"),
+        Redundancy::Parity { parity } => format!("{}{parity}", v.vdev_type),
+    }
+}
+
+/// `mirror-1: sdc, sdd; sde` — each top-level vdev with its leaves.
+fn layout(vdevs: &[&Vdev]) -> String {
+    vdevs
+        .iter()
+        .map(|v| {
+            if v.children.is_empty() {
+                v.name.clone()
+            } else {
+                let leaves: Vec<&str> = v.leaves().iter().map(|l| l.name.as_str()).collect();
+                format!("{}: {}", v.name, leaves.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn failures(n: u32) -> String {
+    match n {
+        0 => "no failure".to_string(),
+        1 => "1 failure".to_string(),
+        n => format!("{n} failures"),
+    }
+}
+
+/// Bytes in binary units, as `zpool list` prints them.
+pub fn bytes(n: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n.abs();
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    let sign = if n < 0.0 { "-" } else { "" };
+    if unit == 0 {
+        format!("{sign}{v:.0} B")
+    } else if v < 10.0 {
+        format!("{sign}{v:.1} {}", UNITS[unit])
+    } else {
+        format!("{sign}{v:.0} {}", UNITS[unit])
+    }
+}
+
+/// A duration given in days, as people say it.
+fn days(d: f64) -> String {
+    let s = d * DAY;
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7200.0 {
+        format!("{:.0} minutes", s / 60.0)
+    } else if d < 2.0 {
+        format!("{:.0} hours", s / 3600.0)
+    } else {
+        format!("{d:.0} days")
+    }
+}
+
+/// Three significant digits: enough for people, and stable figures don't look like changes.
+fn round(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return 0.0;
+    }
+    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// Read evidence of one interval for the late-added estimate.
+#[derive(Debug, Clone, Copy)]
+struct ReadPoint {
+    end: f64,
+    special_reads: f64,
+    metadata_misses: f64,
+    l2_hits: f64,
+}
+
+/// The check's logic, without the plugin plumbing: feed it samples, get events.
+pub struct SpecialFill {
+    config: Config,
+    fill: Findings,
+    redundancy: Findings,
+    late: Findings,
+    /// (time, alloc) per subject, oldest first.
+    history: BTreeMap<String, VecDeque<(f64, f64)>>,
+    reads: BTreeMap<String, VecDeque<ReadPoint>>,
+}
+
+impl SpecialFill {
+    pub fn new(config: Config) -> Result<SpecialFill, String> {
+        config.validate()?;
+        let rules = Rules {
+            raise_after: 1,
+            min_hold: config.min_hold,
+            material_change: 0.2,
+        };
+        Ok(SpecialFill {
+            fill: Findings::new("special-fill", rules),
+            redundancy: Findings::new("special-fill.redundancy", rules),
+            // The estimate moves with the workload: update it only when it halves or doubles.
+            late: Findings::new(
+                "special-fill.late",
+                Rules {
+                    material_change: 0.5,
+                    ..rules
+                },
+            ),
+            config,
+            history: BTreeMap::new(),
+            reads: BTreeMap::new(),
+        })
+    }
+
+    fn watched(&self, pool: &str) -> bool {
+        self.config.pools.is_empty() || self.config.pools.iter().any(|p| p == pool)
+    }
+
+    /// The fill of `class` in `pool` now, with the growth over the window (which this call
+    /// extends by one point).
+    fn fill(&mut self, now: f64, pool: &Pool, class: VdevClass, reserve_pct: f64) -> Option<Fill> {
+        let config = pool.config.as_ref()?;
+        let vdevs: Vec<&Vdev> = config.class(class).collect();
+        if vdevs.is_empty() {
+            return None;
+        }
+        let (alloc, space) = vdevs
+            .iter()
+            .filter_map(|v| v.stats.as_ref())
+            .fold((0u64, 0u64), |(a, s), st| (a + st.alloc, s + st.space));
+        if space == 0 {
+            return None;
+        }
+        let subject = format!("{}/{}", pool.name, class.as_str());
+        let points = self.history.entry(subject.clone()).or_default();
+        points.push_back((now, alloc as f64));
+        let oldest = now - self.config.window.as_secs_f64();
+        while points.len() > self.config.window_samples
+            || points.front().is_some_and(|p| p.0 < oldest)
+        {
+            points.pop_front();
+        }
+        let mut fill = Fill {
+            subject,
+            pool: pool.name.clone(),
+            class,
+            layout: layout(&vdevs),
+            alloc,
+            space,
+            reserve_pct,
+            growth: None,
+        };
+        let pts: Vec<(f64, f64)> = points.iter().copied().collect();
+        let min = self.config.min_samples;
+        let max_extrapolation = self.config.max_extrapolation;
+        // Seconds until `target` bytes are allocated at `slope`, if growing and within what a
+        // fit over `span_s` can honestly project.
+        let eta = |slope: f64, span_s: f64, target: f64| -> Option<f64> {
+            let left = target - alloc as f64;
+            if slope <= 0.0 || left < 0.0 {
+                return None;
+            }
+            let s = left / slope;
+            (s <= max_extrapolation * span_s).then_some(s / DAY)
+        };
+        if pts.len() >= min
+            && let Some(slope) = least_squares_slope(&pts)
+        {
+            let span_s = pts[pts.len() - 1].0 - pts[0].0;
+            let reserve_alloc = fill.reserve_alloc();
+            let past = fill.below_reserve();
+            // Before the reserve, small blocks drive the growth, and they stop at the reserve:
+            // only the reserve is projected from it. Past the reserve only metadata lands on
+            // the class, so the end is projected from the samples since the reserve was
+            // crossed, once there are enough of them. The dedup class has no reserve.
+            let (days_to_reserve, days_to_full) = if class != VdevClass::Special {
+                (None, eta(slope, span_s, space as f64))
+            } else if !past {
+                (eta(slope, span_s, reserve_alloc), None)
+            } else {
+                let since: Vec<(f64, f64)> = pts
+                    .iter()
+                    .rev()
+                    .take_while(|p| p.1 > reserve_alloc)
+                    .copied()
+                    .collect();
+                let full = (since.len() >= min)
+                    .then(|| least_squares_slope(&since))
+                    .flatten()
+                    .and_then(|s| eta(s, since[0].0 - since[since.len() - 1].0, space as f64));
+                (None, full)
+            };
+            fill.growth = Some(Growth {
+                bytes_per_day: slope * DAY,
+                samples: pts.len(),
+                span_s,
+                days_to_reserve,
+                days_to_full,
+            });
+        }
+        Some(fill)
+    }
+
+    fn warn_used_pct(&self, reserve_pct: f64) -> f64 {
+        self.config
+            .warn_used_pct
+            .unwrap_or((100.0 - reserve_pct).max(0.0))
+            .min(self.config.critical_used_pct)
+    }
+
+    /// The verdict on one class's fill.
+    pub fn fill_verdict(&self, fill: &Fill) -> Verdict {
+        let used = fill.used_pct();
+        let warn_at = self.warn_used_pct(fill.reserve_pct);
+        let to_reserve = fill.growth.and_then(|g| g.days_to_reserve);
+        let to_full = fill.growth.and_then(|g| g.days_to_full);
+        if used >= self.config.critical_used_pct
+            || to_full.is_some_and(|d| d <= self.config.critical_days)
+        {
+            Verdict::Holds(Severity::Critical)
+        } else if used >= warn_at
+            || to_reserve.is_some_and(|d| d <= self.config.warn_days)
+            || to_full.is_some_and(|d| d <= self.config.warn_days)
+        {
+            Verdict::Holds(Severity::Warning)
+        } else if used <= warn_at - self.config.clear_margin_pct {
+            Verdict::Clear
+        } else {
+            Verdict::Borderline
+        }
+    }
+
+    /// Looks at one sample; returns the events to emit.
+    pub fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        let now = sample.end;
+        let snap = &sample.snapshot;
+        let reserve_pct = snap
+            .tunables
+            .zfs_special_class_metadata_reserve_pct()
+            .map_or(DEFAULT_RESERVE_PCT, |v| (v as f64).min(100.0));
+        // The ARC is shared by every pool: its metadata misses can be laid at one pool's door
+        // only when that pool is the only one with data vdevs.
+        let data_pools = snap
+            .pools
+            .iter()
+            .filter(|p| {
+                p.config
+                    .as_ref()
+                    .is_some_and(|c| c.class(VdevClass::Normal).next().is_some())
+            })
+            .count();
+        let mut events = Vec::new();
+        for pool in &snap.pools {
+            if !self.watched(&pool.name) {
+                continue;
+            }
+            for class in [VdevClass::Special, VdevClass::Dedup] {
+                let Some(fill) = self.fill(now, pool, class, reserve_pct) else {
+                    continue;
+                };
+                let verdict = self.fill_verdict(&fill);
+                let report = self.fill_report(&fill, verdict);
+                events.extend(self.fill.observe(now, &fill.subject, verdict, report));
+                if let Some((verdict, report)) = redundancy(pool, class) {
+                    events.extend(self.redundancy.observe(now, &fill.subject, verdict, report));
+                }
+            }
+            if pool
+                .config
+                .as_ref()
+                .is_some_and(|c| c.class(VdevClass::Special).next().is_some())
+            {
+                let subject = format!("{}/special", pool.name);
+                let (verdict, report) = self.late_verdict(sample, pool, data_pools == 1);
+                events.extend(self.late.observe(now, &subject, verdict, report));
+            }
+        }
+        let gone = |s: &str| Report::new(format!("{s} is no longer reported (pool exported?)"));
+        events.extend(self.fill.clear_unseen(now, gone));
+        events.extend(self.redundancy.clear_unseen(now, gone));
+        events.extend(self.late.clear_unseen(now, gone));
+        // Forget the history of classes that went away with their pool.
+        let live: Vec<String> = snap
+            .pools
+            .iter()
+            .flat_map(|p| ["special", "dedup"].map(|c| format!("{}/{c}", p.name)))
+            .collect();
+        self.history.retain(|s, _| live.contains(s));
+        self.reads.retain(|s, _| live.contains(s));
+        events
+    }
+
+    fn fill_report(&self, f: &Fill, verdict: Verdict) -> Report {
+        let used = f.used_pct();
+        let reserve = f.reserve_pct;
+        let mut report = Report::new("")
+            .with("used_pct", round(used))
+            .with("alloc_bytes", f.alloc)
+            .with("size_bytes", f.space)
+            .with("free_bytes", f.free())
+            .with("vdevs", f.layout.clone());
+        if f.class == VdevClass::Special {
+            report = report
+                .with("reserve_pct", reserve)
+                .with("below_reserve", f.below_reserve());
+        }
+        if verdict == Verdict::Clear {
+            report.summary = format!(
+                "{} ({}) is {used:.0}% full again: {} of {}, {} free",
+                f.subject,
+                f.layout,
+                bytes(f.alloc as f64),
+                bytes(f.space as f64),
+                bytes(f.free() as f64)
+            );
+            return report;
+        }
+        let mut text = format!(
+            "{} ({}) is {used:.0}% full: {} of {}, {} free",
+            f.subject,
+            f.layout,
+            bytes(f.alloc as f64),
+            bytes(f.space as f64),
+            bytes(f.free() as f64)
+        );
+        if let Some(g) = f.growth {
+            // The window's length is in the summary, not in `data`: while the window fills,
+            // its growth would look like a material change of the finding.
+            report = report.with("growth_bytes_per_day", round(g.bytes_per_day));
+            if g.bytes_per_day > 0.0 {
+                text += &format!(
+                    ", growing {}/day over the last {}",
+                    bytes(g.bytes_per_day),
+                    days(g.span_s / DAY)
+                );
+            } else {
+                text += &format!(", not growing over the last {}", days(g.span_s / DAY));
+            }
+            if let Some(d) = g.days_to_reserve {
+                report = report.with("days_to_reserve", round(d));
+            }
+            if let Some(d) = g.days_to_full {
+                report = report.with("days_to_full", round(d));
+            }
+        }
+        if f.below_reserve() {
+            text += &format!(
+                "; free space is below the {reserve:.0}% reserve, so small blocks now go to \
+                 the normal class"
+            );
+        } else if let Some(d) = f.growth.and_then(|g| g.days_to_reserve) {
+            text += &format!("; the {reserve:.0}% reserve is reached in ~{}", days(d));
+        }
+        if let Some(d) = f.growth.and_then(|g| g.days_to_full) {
+            let what = if f.class == VdevClass::Dedup {
+                "dedup tables spill to the special or normal class"
+            } else {
+                "metadata spills to the normal class and the benefit fades"
+            };
+            text += &format!("; full in ~{}, then {what}", days(d));
+        }
+        report.summary = text;
+        if matches!(verdict, Verdict::Holds(_)) {
+            let class = f.class.as_str();
+            report = report.advice(format!(
+                "Add capacity to the {class} class with a vdev as redundant as the rest \
+                 (zpool add {} {class} mirror DEV1 DEV2){}; blocks already there stay until \
+                 they are rewritten",
+                f.pool,
+                if f.class == VdevClass::Special {
+                    ", or lower special_small_blocks on the datasets that fill it"
+                } else {
+                    ""
+                }
+            ));
+        }
+        report
+    }
+
+    /// Whether the special class serves the metadata reads: special-class read I/Os against
+    /// the ARC's metadata misses (minus every L2ARC hit) over the window.
+    fn late_verdict(&mut self, sample: &Sample, pool: &Pool, only_pool: bool) -> (Verdict, Report) {
+        let subject = format!("{}/special", pool.name);
+        let rates = sample.pools.iter().find(|p| p.name == pool.name);
+        let tops = top_level_subjects(pool, VdevClass::Special);
+        let special_reads: Option<f64> = rates.map(|r| {
+            r.vdevs
+                .iter()
+                .filter(|v| tops.contains(&v.subject))
+                .map(|v| v.read_ops_per_s * v.seconds)
+                .sum()
+        });
+        let arc = sample.arc.as_ref();
+        // A top-level vdev without rates this time (new, or reopened) would count as no
+        // reads: such an interval is left out rather than taken as evidence.
+        let complete =
+            rates.is_some_and(|r| tops.iter().all(|t| r.vdevs.iter().any(|v| &v.subject == t)));
+        let point = match (special_reads, arc) {
+            (Some(special_reads), Some(arc)) if only_pool && complete => {
+                let d = |n: &str| arc.delta(n).unwrap_or(0) as f64;
+                Some(ReadPoint {
+                    end: sample.end,
+                    special_reads,
+                    metadata_misses: d("demand_metadata_misses") + d("prefetch_metadata_misses"),
+                    l2_hits: d("l2_hits"),
+                })
+            }
+            _ => None,
+        };
+        let window = self.reads.entry(subject.clone()).or_default();
+        if let Some(p) = point {
+            window.push_back(p);
+        }
+        let oldest = sample.end - self.config.window.as_secs_f64();
+        while window.len() > self.config.window_samples
+            || window.front().is_some_and(|p| p.end < oldest)
+        {
+            window.pop_front();
+        }
+        let nothing = Report::new(format!("{subject} serves the metadata reads"));
+        if !only_pool {
+            // Unknowable: clear rather than hold a stale estimate.
+            return (Verdict::Clear, nothing);
+        }
+        let special: f64 = window.iter().map(|p| p.special_reads).sum();
+        let misses: f64 = window.iter().map(|p| p.metadata_misses).sum();
+        let l2: f64 = window.iter().map(|p| p.l2_hits).sum();
+        let from_disk = (misses - l2).max(0.0);
+        if window.len() < self.config.min_samples
+            || from_disk < self.config.late_min_metadata_reads as f64
+        {
+            return (Verdict::Borderline, nothing);
+        }
+        let share = (special / from_disk).min(1.0);
+        let report = Report::new(format!(
+            "{subject} served {special:.0} reads while {from_disk:.0} metadata blocks were \
+             read from disk over the last {} ({} samples): at most {:.0}% of the metadata \
+             comes from the special class, the rest from the normal class",
+            days((window.back().map_or(0.0, |p| p.end) - window[0].end + sample.interval) / DAY),
+            window.len(),
+            share * 100.0
+        ))
+        .with("special_reads", special.round())
+        .with("metadata_reads_from_disk", from_disk.round())
+        .with("l2_hits", l2.round())
+        .with("share_upper_bound_pct", round(share * 100.0))
+        .advice(format!(
+            "A special vdev only receives metadata written after it was added; what was \
+             written before stays on the normal class until rewritten. A send/receive rewrite \
+             (zfs send -R {pool}/ds@snap | zfs receive {pool}/ds.new, then rename) moves it. \
+             The estimate is an upper bound: small blocks and scrub reads on the special \
+             class count for it",
+            pool = pool.name
+        ));
+        if share * 100.0 < self.config.late_share_pct {
+            (Verdict::Holds(Severity::Info), report)
+        } else {
+            (Verdict::Clear, report)
+        }
+    }
+}
+
+/// The subjects `VdevRates` gives the top-level vdevs of `class` (`tank/special/mirror-1`):
+/// matched by name, since file vdev names contain slashes themselves.
+pub fn top_level_subjects(pool: &Pool, class: VdevClass) -> Vec<String> {
+    pool.config.as_ref().map_or_else(Vec::new, |c| {
+        c.class(class)
+            .map(|v| format!("{}/{}/{}", pool.name, class.as_str(), v.name))
+            .collect()
+    })
+}
+
+/// The redundancy finding for one class: critical when it survives fewer failures than the
+/// normal class.
+fn redundancy(pool: &Pool, class: VdevClass) -> Option<(Verdict, Report)> {
+    let config = pool.config.as_ref()?;
+    let normal: Vec<&Vdev> = config.class(VdevClass::Normal).collect();
+    let ours: Vec<&Vdev> = config.class(class).collect();
+    let (normal_name, normal_n) = weakest(&normal)?;
+    let (name, n) = weakest(&ours)?;
+    let subject = format!("{}/{}", pool.name, class.as_str());
+    let holds = if class == VdevClass::Dedup {
+        "the dedup class holds the pool's dedup tables"
+    } else {
+        "the special class holds the pool's metadata"
+    };
+    let vdev = ours.iter().find(|v| v.name == name)?;
+    let normal_vdev = normal.iter().find(|v| v.name == normal_name)?;
+    let report = Report::new(format!(
+        "{subject} ({}: {}, survives {}) is less redundant than the normal class ({}: {}, \
+         survives {}): losing it loses the whole pool",
+        name,
+        describe_redundancy(vdev),
+        failures(n),
+        normal_name,
+        describe_redundancy(normal_vdev),
+        failures(normal_n)
+    ))
+    .with("vdev", name.clone())
+    .with("tolerated_failures", n)
+    .with("normal_vdev", normal_name)
+    .with("normal_tolerated_failures", normal_n)
+    .advice(if vdev.children.is_empty() {
+        format!(
+            "Attach a device to make it a mirror (zpool attach {} {} NEWDEV): {holds}, and a \
+             pool does not survive the loss of any of its top-level vdevs",
+            pool.name, name
+        )
+    } else {
+        format!(
+            "Widen it (zpool attach {} <a device of {}> NEWDEV) until it survives as many \
+             failures as the normal class: {holds}, and a pool does not survive the loss of \
+             any of its top-level vdevs",
+            pool.name, name
+        )
+    });
+    if n < normal_n {
+        Some((Verdict::Holds(Severity::Critical), report))
+    } else {
+        Some((
+            Verdict::Clear,
+            Report::new(format!(
+                "{subject} ({name}) survives {} now, as the normal class does",
+                failures(n)
+            )),
+        ))
+    }
+}
+
+/// The plugin: [`SpecialFill`] behind the SDK.
+pub struct SpecialFillPlugin {
+    inner: SpecialFill,
+}
+
+impl Plugin for SpecialFillPlugin {
+    const NAME: &'static str = "special-fill";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = Config;
+
+    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
+        let inner = SpecialFill::new(config)?;
+        host.info(&format!(
+            "watching the special and dedup classes of {}",
+            if inner.config.pools.is_empty() {
+                "every pool".to_string()
+            } else {
+                inner.config.pools.join(", ")
+            }
+        ));
+        Ok(SpecialFillPlugin { inner })
+    }
+
+    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
+        for event in self.inner.observe(sample) {
+            host.emit(&event)?;
+        }
+        Ok(())
+    }
+}
+
+zpulse_proto::export_plugin!(SpecialFillPlugin);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,125 @@
+//! `zpulse run` end to end: a recorded series (the degraded lab pool with a single-disk
+//! special vdev) goes through the shipped checks, loaded as shared objects, and every finding
+//! and the heartbeat reach both sinks at once — Fluent Forward to an independent receiver
+//! (npm `@fluent-org/logger`'s FluentServer) and syslog on a local datagram socket.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use zpulse_tests::{build_into_test_target, fixture, workspace};
+
+/// The checks the agent ships.
+const CHECKS: [(&str, &str); 5] = [
+    ("zpulse-check-hdd-saturation", "libzpulse_check_hdd_saturation.so"),
+    ("zpulse-check-arc-sizing", "libzpulse_check_arc_sizing.so"),
+    ("zpulse-check-special-fill", "libzpulse_check_special_fill.so"),
+    ("zpulse-check-slog-usage", "libzpulse_check_slog_usage.so"),
+    ("zpulse-check-l2arc-value", "libzpulse_check_l2arc_value.so"),
+];
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zpulse-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn findings_and_heartbeat_reach_forward_and_syslog() {
+    let modules = workspace().join("tests/forward/node_modules/@fluent-org/logger");
+    assert!(
+        modules.is_dir(),
+        "needs node and tests/forward/node_modules: .ci/run installs them (npm ci --prefix tests/forward)"
+    );
+    let packages: Vec<&str> = CHECKS.iter().map(|c| c.0).collect();
+    let profile = build_into_test_target(&packages);
+    let dir = temp("run");
+
+    // The Forward receiver, on a free loopback port; it prints every entry as a JSON line.
+    let mut server = Command::new("node")
+        .arg(workspace().join("tests/forward/server.js"))
+        .args(["--port", "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node");
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let ready: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let port = ready["listening"].as_u64().unwrap();
+
+    // The syslog "daemon": a datagram socket like /dev/log.
+    let log_path = dir.join("log.sock");
+    let syslog = UnixDatagram::bind(&log_path).unwrap();
+    syslog.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+
+    let paths: Vec<String> = CHECKS
+        .iter()
+        .map(|c| format!("{:?}", profile.join(c.1).display().to_string()))
+        .collect();
+    let config = dir.join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\ndirs = []\npaths = [{}]\n\n[[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = {:?}\n\n[[sink]]\ntype = \"syslog\"\naddress = \"unix://{}\"\n",
+            paths.join(", "),
+            dir.join("spool").display().to_string(),
+            log_path.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .arg("--replay")
+        .arg(fixture("lab/vdevs/deg-zpulse"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("not loaded"), "every shipped check loads: {stderr}");
+
+    // Everything the Forward receiver got (the agent flushed before exiting).
+    drop(server.stdin.take());
+    let forwarded: Vec<Value> = lines
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+        .filter(|v| v.get("record").is_some())
+        .collect();
+    let _ = server.wait();
+    let mut syslogged = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while let Ok(n) = syslog.recv(&mut buf) {
+        syslogged.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+
+    let heartbeat = forwarded
+        .iter()
+        .find(|e| e["record"]["check"] == "agent.heartbeat")
+        .expect("the heartbeat was forwarded");
+    assert_eq!(heartbeat["tag"], "zpulse.agent");
+    assert_eq!(heartbeat["record"]["data"]["plugins_running"], 5);
+    // The pool's special class is one disk beside a mirror: losing it loses the pool.
+    let special = forwarded
+        .iter()
+        .find(|e| e["record"]["check"] == "special-fill" && e["record"]["severity"] == "critical")
+        .unwrap_or_else(|| panic!("special-fill raised a critical finding: {forwarded:#?}"));
+    assert!(special["record"]["subject"].as_str().unwrap().starts_with("deg/special"));
+    assert_eq!(special["tag"], "zpulse.finding");
+
+    // Syslog got the same events.
+    assert_eq!(syslogged.len(), forwarded.len(), "{syslogged:#?}");
+    for e in &forwarded {
+        let check = e["record"]["check"].as_str().unwrap();
+        let subject = e["record"]["subject"].as_str().unwrap();
+        assert!(
+            syslogged.iter().any(|m| m.contains(check) && m.contains(subject)),
+            "{check} {subject} not in syslog: {syslogged:#?}"
+        );
+    }
+    // The critical finding is syslog severity crit (2), facility daemon (3): PRI 26.
+    assert!(syslogged.iter().any(|m| m.starts_with("<26>") && m.contains("special-fill")));
+    std::fs::remove_dir_all(dir).unwrap();
+}
