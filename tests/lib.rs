@@ -1,7 +1,10 @@
 //! Cross-crate tests of zpulse: the agent's sources and the proto's sample model together,
-//! against real captures in `fixtures/`. The library part only locates fixtures.
+//! against real captures in `fixtures/`. The library part locates fixtures, and [`raw`] reads
+//! the lab captures for the plugins' replay tests.
 
 use std::path::PathBuf;
+
+pub mod raw;
 
 /// `tests/fixtures/<rel>`.
 pub fn fixture(rel: &str) -> PathBuf {

@@ -44,6 +44,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::sdk::stats::{least_squares_slope, round2, settle};
 use zpulse_proto::sdk::{
     self, Event, Findings, Host, Plugin, Report, Rules, Severity, Threshold, Verdict,
 };
@@ -280,12 +281,7 @@ pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
     if points.len() < 3 {
         return None;
     }
-    let n = points.len() as f64;
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
+    least_squares_slope(points)
 }
 
 /// How much bigger the ARC could be, and what that would bring.
@@ -556,10 +552,10 @@ impl ArcSizing {
         let mut r = Report::new(summary)
             .with("size_mean_bytes", s.size_mean.round())
             .with("c_max_bytes", s.c_max.round())
-            .with("pinned_pct", round(s.pinned * 100.0))
-            .with("reads_per_s", round(s.reads_per_s))
-            .with("ghost_hits_per_s", round(s.ghost_hits_per_s))
-            .with("ghost_share_pct", round(s.ghost_share * 100.0))
+            .with("pinned_pct", round2(s.pinned * 100.0))
+            .with("reads_per_s", round2(s.reads_per_s))
+            .with("ghost_hits_per_s", round2(s.ghost_hits_per_s))
+            .with("ghost_share_pct", round2(s.ghost_share * 100.0))
             .with("keep_free_bytes", plan.keep_free.round())
             .with("raise_bytes", plan.raise.round());
         let optional = [
@@ -578,15 +574,15 @@ impl ArcSizing {
         ];
         for (key, value) in optional {
             if let Some(v) = value {
-                r = r.with(key, round(v));
+                r = r.with(key, round2(v));
             }
         }
         if plan.raise > 0.0 {
             r = r
                 .with("new_arc_max_bytes", plan.new_max.round())
-                .with("converted_ghost_hits_per_s", round(plan.converted_per_s));
+                .with("converted_ghost_hits_per_s", round2(plan.converted_per_s));
             if let Some(p) = plan.projected_hit_ratio {
-                r = r.with("projected_hit_ratio_pct", round(p * 100.0));
+                r = r.with("projected_hit_ratio_pct", round2(p * 100.0));
             }
         }
         match verdict {
@@ -647,17 +643,6 @@ pub fn bytes(b: f64) -> String {
     } else {
         format!("{:.0} MiB", b / MIB)
     }
-}
-
-/// A figure compared with a threshold, to a billionth: the mean of twelve samples at exactly
-/// 90% is 90.00000000000001 in floating point, and must not land on the other side of 90.
-fn settle(x: f64) -> f64 {
-    (x * 1e9).round() / 1e9
-}
-
-/// Two decimals: enough for people, and stable figures don't look like changes.
-fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 zpulse_proto::export_plugin!(ArcSizing);

@@ -12,33 +12,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use zpulse_agent::capture::{load, series};
 use zpulse_check_arc_sizing::{ArcSizing, Config, Judgement, slope};
 use zpulse_proto::Sample;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{self, Value, Verdict};
+use zpulse_tests::raw::{captured_at, dirs, replay};
 
 const MIB: f64 = 1024.0 * 1024.0;
-
-fn lab(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/lab")
-        .join(rel)
-}
-
-fn captures(rel: &[&str]) -> Vec<PathBuf> {
-    rel.iter()
-        .flat_map(|r| series(&lab(r)).expect("a capture series"))
-        .collect()
-}
-
-fn samples(dirs: &[PathBuf]) -> Vec<Sample> {
-    let snaps: Vec<_> = dirs.iter().map(|d| load(d).expect("loads")).collect();
-    snaps
-        .windows(2)
-        .map(|w| Sample::between(&w[0], &w[1]).expect("a sample"))
-        .collect()
-}
 
 /// A capture as its files say.
 struct Raw {
@@ -50,13 +30,7 @@ struct Raw {
 }
 
 fn raw(dir: &Path) -> Raw {
-    let manifest = std::fs::read_to_string(dir.join("zpulse-capture.toml")).unwrap();
-    let at = manifest
-        .lines()
-        .find_map(|l| l.strip_prefix("captured_at = "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let at = captured_at(dir);
     let arc = std::fs::read_to_string(dir.join("proc/spl/kstat/zfs/arcstats"))
         .unwrap()
         .lines()
@@ -169,8 +143,8 @@ fn run(pairs: &[(&str, Value)], samples: &[Sample]) -> Vec<sdk::Event> {
 
 #[test]
 fn storm_figures_match_the_raw_arcstats() {
-    let dirs = captures(&["checks/storm"]);
-    let samples = samples(&dirs);
+    let dirs = dirs(&["checks/storm"]);
+    let samples = replay(&dirs);
     let raws: Vec<Raw> = dirs.iter().map(|d| raw(d)).collect();
     let e = expect(&raws);
     let j = judge(
@@ -215,9 +189,9 @@ fn storm_figures_match_the_raw_arcstats() {
 #[test]
 fn a_pinned_arc_without_ghost_hits_gets_no_advice() {
     // The fill series and its end capture, 30 s later, when the ARC had reached its limit.
-    let dirs: Vec<PathBuf> = captures(&["checks/fill", "checks/fill-end"]);
+    let dirs: Vec<PathBuf> = dirs(&["checks/fill", "checks/fill-end"]);
     assert_eq!(dirs.len(), 7);
-    let samples = samples(&dirs);
+    let samples = replay(&dirs);
     let raws: Vec<Raw> = dirs.iter().map(|d| raw(d)).collect();
     let last = &raws[6];
     let pinned = last.arc["size"] as f64 / last.arc["c_max"] as f64;
@@ -271,7 +245,7 @@ fn healthy_lab_captures_raise_nothing() {
         &["vdevs/rz-zpulse"],
         &["vdevs/deg-zpulse"],
     ] {
-        let samples = samples(&captures(series));
+        let samples = replay(&dirs(series));
         let events = run(&[("min_samples", Value::UInt(1))], &samples);
         assert!(events.is_empty(), "{series:?}: {events:?}");
     }
@@ -279,8 +253,8 @@ fn healthy_lab_captures_raise_nothing() {
 
 #[test]
 fn the_quiet_pool_figures() {
-    let dirs = captures(&["checks/quiet"]);
-    let samples = samples(&dirs);
+    let dirs = dirs(&["checks/quiet"]);
+    let samples = replay(&dirs);
     let raws: Vec<Raw> = dirs.iter().map(|d| raw(d)).collect();
     let e = expect(&raws);
     let j = judge(

@@ -51,6 +51,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::sample::DiskRates;
+use zpulse_proto::sdk::stats::{round2, settle};
 use zpulse_proto::sdk::{
     self, Event, Findings, Host, Plugin, Report, Rules, Threshold, Value, Verdict,
 };
@@ -514,17 +515,17 @@ impl HddSaturation {
         let pool = subject.pool_role();
         let pool_info = pool.as_ref().map(|(p, _)| pool_info(sample, p));
         let mut r = Report::new(summary)
-            .with("util_mean_pct", round(s.util_mean))
-            .with("util_p95_pct", round(s.util_p95))
-            .with("util_max_pct", round(s.util_max))
-            .with("saturated_share_pct", round(s.saturated_share * 100.0))
-            .with("iops", round(s.iops))
-            .with("read_iops", round(s.read_iops))
-            .with("mb_per_s", round(mb_s))
-            .with("read_mb_per_s", round(s.read_bytes_per_s / 1e6))
-            .with("write_mb_per_s", round(s.write_bytes_per_s / 1e6))
-            .with("aqu_sz", round(s.aqu_sz))
-            .with("sequential_share_pct", round(a.sequential_share * 100.0))
+            .with("util_mean_pct", round2(s.util_mean))
+            .with("util_p95_pct", round2(s.util_p95))
+            .with("util_max_pct", round2(s.util_max))
+            .with("saturated_share_pct", round2(s.saturated_share * 100.0))
+            .with("iops", round2(s.iops))
+            .with("read_iops", round2(s.read_iops))
+            .with("mb_per_s", round2(mb_s))
+            .with("read_mb_per_s", round2(s.read_bytes_per_s / 1e6))
+            .with("write_mb_per_s", round2(s.write_bytes_per_s / 1e6))
+            .with("aqu_sz", round2(s.aqu_sz))
+            .with("sequential_share_pct", round2(a.sequential_share * 100.0))
             .with("seek_bound", a.load == Load::SeekBound);
         let optional = [
             ("await_mean_ms", s.await_mean_ms),
@@ -537,7 +538,7 @@ impl HddSaturation {
         ];
         for (key, value) in optional {
             if let Some(v) = value {
-                r = r.with(key, round(v));
+                r = r.with(key, round2(v));
             }
         }
         match subject {
@@ -556,7 +557,7 @@ impl HddSaturation {
                     .with("class", t.class.as_str())
                     .with("vdev", t.vdev.as_str())
                     .with("disks", t.members.clone())
-                    .with("busiest_disk_util_mean_pct", round(s.util_max_member_mean));
+                    .with("busiest_disk_util_mean_pct", round2(s.util_max_member_mean));
             }
         }
         if let Some(info) = &pool_info
@@ -809,17 +810,6 @@ fn pct(x: f64) -> String {
     } else {
         format!("{x:.0}")
     }
-}
-
-/// A figure compared with a threshold, to a billionth: a time-weighted mean of samples at
-/// exactly 60% can come out as 60.00000000000001, and must not land across the edge.
-fn settle(x: f64) -> f64 {
-    (x * 1e9).round() / 1e9
-}
-
-/// Two decimals: enough for people, and stable figures don't look like changes.
-fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 zpulse_proto::export_plugin!(HddSaturation);

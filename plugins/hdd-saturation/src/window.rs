@@ -141,14 +141,7 @@ impl Window {
     }
 }
 
-/// Nearest-rank percentile of sorted values (the value at rank ⌈p/100 · n⌉).
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
+pub use zpulse_proto::sdk::stats::percentile;
 
 /// One subject over the window.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,15 +190,6 @@ mod tests {
             util_max_member: util,
             ..Obs::default()
         }
-    }
-
-    #[test]
-    fn nearest_rank_percentile() {
-        let v: Vec<f64> = (1..=20).map(f64::from).collect();
-        assert_eq!(percentile(&v, 95.0), 19.0);
-        assert_eq!(percentile(&v, 100.0), 20.0);
-        assert_eq!(percentile(&[7.0], 95.0), 7.0);
-        assert_eq!(percentile(&v, 0.0), 1.0);
     }
 
     #[test]

@@ -10,33 +10,12 @@
 //! requests, a tiny fraction of the sequential rate, a metadata-heavy ARC, no special vdev.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use zpulse_agent::capture::{load, series};
+use std::path::Path;
 use zpulse_check_hdd_saturation::{Config, HddSaturation, Judgement, Load};
 use zpulse_proto::Sample;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{self, Event, Severity, Value};
-
-fn lab(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/lab")
-        .join(rel)
-}
-
-fn captures(rel: &[&str]) -> Vec<PathBuf> {
-    rel.iter()
-        .flat_map(|r| series(&lab(r)).expect("a capture series"))
-        .collect()
-}
-
-/// Samples between consecutive captures, the way the agent replays a series.
-fn samples(dirs: &[PathBuf]) -> Vec<Sample> {
-    let snaps: Vec<_> = dirs.iter().map(|d| load(d).expect("loads")).collect();
-    snaps
-        .windows(2)
-        .map(|w| Sample::between(&w[0], &w[1]).expect("a sample"))
-        .collect()
-}
+use zpulse_tests::raw::{captured_at, dirs, lab, replay};
 
 /// A capture as its files say: `captured_at`, diskstats fields by disk, arcstats rows.
 struct Raw {
@@ -46,13 +25,7 @@ struct Raw {
 }
 
 fn raw(dir: &Path) -> Raw {
-    let manifest = std::fs::read_to_string(dir.join("zpulse-capture.toml")).unwrap();
-    let at = manifest
-        .lines()
-        .find_map(|l| l.strip_prefix("captured_at = "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let at = captured_at(dir);
     let disks = std::fs::read_to_string(dir.join("proc/diskstats"))
         .unwrap()
         .lines()
@@ -188,8 +161,8 @@ fn run(pairs: &[(&str, Value)], samples: &[Sample]) -> Vec<Event> {
 }
 
 fn storm() -> (Vec<Sample>, Vec<Raw>) {
-    let dirs = captures(&["checks/storm"]);
-    (samples(&dirs), dirs.iter().map(|d| raw(d)).collect())
+    let dirs = dirs(&["checks/storm"]);
+    (replay(&dirs), dirs.iter().map(|d| raw(d)).collect())
 }
 
 #[test]
@@ -340,7 +313,7 @@ fn storm_scaled_to_what_the_vm_reached_is_seek_bound_metadata() {
 fn a_scrub_reads_in_large_requests_and_is_not_called_seek_bound() {
     // The storm's last capture and the one taken while the scrub ran, 24 s later.
     let dirs = vec![lab("checks/storm/007"), lab("checks/scrub-zpulse")];
-    let samples = samples(&dirs);
+    let samples = replay(&dirs);
     let raws: Vec<Raw> = dirs.iter().map(|d| raw(d)).collect();
     let e = expect(&raws, &["sda", "sdb"]);
     assert!(e.request_kib > 64.0, "{e:?}");
@@ -365,7 +338,7 @@ fn healthy_lab_pools_raise_nothing() {
         &["vdevs/rz-zpulse"],
         &["vdevs/deg-zpulse"],
     ] {
-        let samples = samples(&captures(series));
+        let samples = replay(&dirs(series));
         let events = run(&[("min_samples", Value::UInt(1))], &samples);
         assert!(events.is_empty(), "{series:?}: {events:?}");
     }
@@ -373,8 +346,8 @@ fn healthy_lab_pools_raise_nothing() {
 
 #[test]
 fn the_quiet_pool_is_judged_idle() {
-    let dirs = captures(&["checks/quiet"]);
-    let samples = samples(&dirs);
+    let dirs = dirs(&["checks/quiet"]);
+    let samples = replay(&dirs);
     let raws: Vec<Raw> = dirs.iter().map(|d| raw(d)).collect();
     let judged = judge(
         Config {

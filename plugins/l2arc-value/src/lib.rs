@@ -36,6 +36,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::sdk::stats::round_sig3;
 use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Snapshot, VdevClass};
@@ -196,15 +197,6 @@ fn duration(s: f64) -> String {
     } else {
         format!("{:.1} hours", s / 3600.0)
     }
-}
-
-/// Three significant digits: enough for people, and stable figures don't look like changes.
-fn round(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return 0.0;
-    }
-    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
-    (x * scale).round() / scale
 }
 
 /// A percentage with as many decimals as a small figure needs.
@@ -419,23 +411,23 @@ pub fn report(subject: &str, devices: &[String], a: &Assessment) -> (Verdict, Re
     let mut report = Report::new("")
         .with("verdict", a.value.as_str())
         .with("arc_reads", a.reads.round())
-        .with("arc_hit_pct", round(a.arc_hit_ratio * 100.0))
-        .with("l2_share_of_reads_pct", round(a.l2_share * 100.0))
-        .with("max_share_of_reads_pct", round(a.max_share * 100.0))
+        .with("arc_hit_pct", round_sig3(a.arc_hit_ratio * 100.0))
+        .with("l2_share_of_reads_pct", round_sig3(a.l2_share * 100.0))
+        .with("max_share_of_reads_pct", round_sig3(a.max_share * 100.0))
         .with("l2_hits", a.l2_hits.round())
-        .with("l2_read_bytes_per_s", round(per_s(a.l2_read_bytes)))
-        .with("l2_write_bytes_per_s", round(per_s(a.l2_write_bytes)))
+        .with("l2_read_bytes_per_s", round_sig3(per_s(a.l2_read_bytes)))
+        .with("l2_write_bytes_per_s", round_sig3(per_s(a.l2_write_bytes)))
         .with("l2_hdr_bytes", a.hdr_bytes)
-        .with("l2_hdr_share_of_arc_pct", round(hdr_share * 100.0))
-        .with("ghost_hits_per_s", round(per_s(a.ghost_hits)))
+        .with("l2_hdr_share_of_arc_pct", round_sig3(hdr_share * 100.0))
+        .with("ghost_hits_per_s", round_sig3(per_s(a.ghost_hits)))
         .with("ram_as_arc_hits", a.ram_as_arc_hits.round())
         .with("filling", a.filling)
         .with("devices", devices.to_vec());
     if let Some(r) = a.l2_hit_ratio {
-        report = report.with("l2_hit_pct", round(r * 100.0));
+        report = report.with("l2_hit_pct", round_sig3(r * 100.0));
     }
     if let Some(u) = a.device_util {
-        report = report.with("device_util_pct", round(u));
+        report = report.with("device_util_pct", round_sig3(u));
     }
     if let Some(e) = a.rebuild_enabled {
         report = report.with("rebuild_enabled", e);

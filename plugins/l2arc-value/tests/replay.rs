@@ -3,13 +3,11 @@
 //! computed here from the raw capture files: arcstats, `/proc/diskstats`, the module
 //! parameters and `zpool status`.
 
-mod common;
-
-use common::*;
 use zpulse_check_l2arc_value::{Config, L2arcValue, L2arcValuePlugin};
 use zpulse_proto::Event;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{Severity, State, Value};
+use zpulse_tests::raw::*;
 
 /// Each event with the index of the capture that ended its sample.
 fn run_indexed(rels: &[&str]) -> Vec<(usize, Event)> {
@@ -20,17 +18,6 @@ fn run_indexed(rels: &[&str]) -> Vec<(usize, Event)> {
         .enumerate()
         .flat_map(|(i, s)| check.observe(s).into_iter().map(move |e| (i + 1, e)))
         .collect()
-}
-
-fn num(e: &Event, key: &str) -> f64 {
-    e.data
-        .get(key)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{key} missing in {:?}", e.data))
-}
-
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs().max(1e-9)
 }
 
 /// `storm`: a metadata storm the small ARC still answers 99.7% of the time, beside an L2ARC

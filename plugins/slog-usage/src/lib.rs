@@ -43,6 +43,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::sdk::stats::round_sig3;
 use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
@@ -290,15 +291,6 @@ fn duration(s: f64) -> String {
     } else {
         format!("{:.1} hours", s / 3600.0)
     }
-}
-
-/// Three significant digits: enough for people, and stable figures don't look like changes.
-fn round(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return 0.0;
-    }
-    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
-    (x * scale).round() / scale
 }
 
 /// What the kernel holds back as dirty data at most: the tunable, or OpenZFS's default
@@ -574,8 +566,8 @@ impl SlogUsage {
         };
         let mut report = Report::new("")
             .with("verdict", usage.as_str())
-            .with("log_writes_per_s", round(w.writes_per_s))
-            .with("log_bytes_per_s", round(w.bytes_per_s))
+            .with("log_writes_per_s", round_sig3(w.writes_per_s))
+            .with("log_bytes_per_s", round_sig3(w.bytes_per_s))
             .with("peak_alloc_bytes", w.peak_alloc)
             .with("vdevs", layout);
         let zil_text = match w.zil {
@@ -583,14 +575,14 @@ impl SlogUsage {
                 let secs = w.seconds.max(f64::MIN_POSITIVE);
                 report = report
                     .with("zil_scope", scope.as_str())
-                    .with("zil_commits_per_s", round(z.commits / secs))
-                    .with("zil_itx_per_s", round(z.itx / secs))
-                    .with("zil_itx_bytes_per_s", round(z.itx_bytes / secs))
-                    .with("zil_slog_bytes_per_s", round(z.slog_bytes / secs))
-                    .with("zil_normal_bytes_per_s", round(z.normal_bytes / secs));
+                    .with("zil_commits_per_s", round_sig3(z.commits / secs))
+                    .with("zil_itx_per_s", round_sig3(z.itx / secs))
+                    .with("zil_itx_bytes_per_s", round_sig3(z.itx_bytes / secs))
+                    .with("zil_slog_bytes_per_s", round_sig3(z.slog_bytes / secs))
+                    .with("zil_normal_bytes_per_s", round_sig3(z.normal_bytes / secs));
                 let share = w.slog_share();
                 if let Some(s) = share {
-                    report = report.with("slog_share_pct", round(s * 100.0));
+                    report = report.with("slog_share_pct", round_sig3(s * 100.0));
                 }
                 let whose = if scope == ZilScope::Host {
                     " (host-wide)"
@@ -629,18 +621,18 @@ impl SlogUsage {
         if let Some((d, mean)) = busiest {
             report = report
                 .with("busiest_device", d.name.clone())
-                .with("busiest_util_pct", round(mean));
+                .with("busiest_util_pct", round_sig3(mean));
             if let Some(peak) = d.util_peak {
-                report = report.with("busiest_util_peak_pct", round(peak));
+                report = report.with("busiest_util_peak_pct", round_sig3(peak));
             }
             if let Some(ms) = d.w_await_ms {
-                report = report.with("busiest_w_await_ms", round(ms));
+                report = report.with("busiest_w_await_ms", round_sig3(ms));
             }
         }
         if let Some((d, ms)) = slowest {
             report = report
                 .with("slowest_device", d.name.clone())
-                .with("slowest_zfs_write_wait_ms", round(ms));
+                .with("slowest_zfs_write_wait_ms", round_sig3(ms));
         }
         let devices = if devices.is_empty() {
             String::new()
@@ -715,12 +707,13 @@ impl SlogUsage {
             .with("size_bytes", space)
             .with("dirty_data_max_bytes", dirty)
             .with("dirty_data_max_basis", basis)
-            .with("holdable_bytes", round(holdable))
-            .with("size_to_holdable", round(space as f64 / holdable));
+            .with("holdable_bytes", round_sig3(holdable))
+            .with("size_to_holdable", round_sig3(space as f64 / holdable));
         if let Some(p) = peak {
-            report = report
-                .with("peak_alloc_bytes", p)
-                .with("peak_alloc_pct", round(p as f64 / space as f64 * 100.0));
+            report = report.with("peak_alloc_bytes", p).with(
+                "peak_alloc_pct",
+                round_sig3(p as f64 / space as f64 * 100.0),
+            );
         }
         let peak_text = match (peak, w) {
             (Some(p), Some(w)) => format!(
@@ -814,7 +807,7 @@ impl SlogUsage {
             top.name
         ));
         if let Some(w) = writes_per_s {
-            report = report.with("writes_per_s", round(w));
+            report = report.with("writes_per_s", round_sig3(w));
         }
         let severity = if busy {
             Severity::Warning
@@ -854,7 +847,7 @@ fn device_report(
              when its records are needed"
         ))
         .with("device", what)
-        .with("writes_per_s", round(writes_per_s.unwrap_or(0.0)))
+        .with("writes_per_s", round_sig3(writes_per_s.unwrap_or(0.0)))
         .advice(format!(
             "Put the log on a partition or whole SSD with power-loss protection (zpool remove \
              {pool} {}, then zpool add {pool} log mirror DEV1 DEV2), or drop it: the ZIL in \

@@ -3,13 +3,11 @@
 //! computed here from the raw capture files: the `zil` kstat, `/proc/diskstats`, the module
 //! parameters, `zpool list -vp` and `zpool status`.
 
-mod common;
-
-use common::*;
 use zpulse_check_slog_usage::{Config, SlogUsage, SlogUsagePlugin};
 use zpulse_proto::Event;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{Severity, State, Value};
+use zpulse_tests::raw::*;
 
 fn run(rels: &[&str]) -> Vec<Event> {
     run_indexed(rels).into_iter().map(|(_, e)| e).collect()
@@ -24,17 +22,6 @@ fn run_indexed(rels: &[&str]) -> Vec<(usize, Event)> {
         .enumerate()
         .flat_map(|(i, s)| check.observe(s).into_iter().map(move |e| (i + 1, e)))
         .collect()
-}
-
-fn num(e: &Event, key: &str) -> f64 {
-    e.data
-        .get(key)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{key} missing in {:?}", e.data))
-}
-
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs().max(1e-9)
 }
 
 fn of<'a>(events: &'a [Event], check: &str) -> Vec<&'a Event> {

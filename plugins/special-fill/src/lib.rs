@@ -39,6 +39,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::sdk::stats::round_sig3;
 use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Pool, Redundancy, Vdev, VdevClass};
@@ -194,20 +195,7 @@ impl Fill {
     }
 }
 
-/// Slope of the least-squares line through `points` (x, y), in y per x. `None` for fewer than
-/// two distinct x.
-pub fn least_squares_slope(points: &[(f64, f64)]) -> Option<f64> {
-    let n = points.len() as f64;
-    if points.len() < 2 {
-        return None;
-    }
-    // Centred sums: Unix times squared would lose the seconds in f64.
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
-}
+pub use zpulse_proto::sdk::stats::least_squares_slope;
 
 /// The weakest top-level vdev of a class: (name, failures it survives). Holes and indirect
 /// vdevs (left behind by device removal) hold no redundancy of their own and are skipped.
@@ -285,15 +273,6 @@ fn days(d: f64) -> String {
     } else {
         format!("{d:.0} days")
     }
-}
-
-/// Three significant digits: enough for people, and stable figures don't look like changes.
-fn round(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return 0.0;
-    }
-    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
-    (x * scale).round() / scale
 }
 
 /// Read evidence of one interval for the late-added estimate.
@@ -523,7 +502,7 @@ impl SpecialFill {
         let used = f.used_pct();
         let reserve = f.reserve_pct;
         let mut report = Report::new("")
-            .with("used_pct", round(used))
+            .with("used_pct", round_sig3(used))
             .with("alloc_bytes", f.alloc)
             .with("size_bytes", f.space)
             .with("free_bytes", f.free())
@@ -555,7 +534,7 @@ impl SpecialFill {
         if let Some(g) = f.growth {
             // The window's length is in the summary, not in `data`: while the window fills,
             // its growth would look like a material change of the finding.
-            report = report.with("growth_bytes_per_day", round(g.bytes_per_day));
+            report = report.with("growth_bytes_per_day", round_sig3(g.bytes_per_day));
             if g.bytes_per_day > 0.0 {
                 text += &format!(
                     ", growing {}/day over the last {}",
@@ -566,10 +545,10 @@ impl SpecialFill {
                 text += &format!(", not growing over the last {}", days(g.span_s / DAY));
             }
             if let Some(d) = g.days_to_reserve {
-                report = report.with("days_to_reserve", round(d));
+                report = report.with("days_to_reserve", round_sig3(d));
             }
             if let Some(d) = g.days_to_full {
-                report = report.with("days_to_full", round(d));
+                report = report.with("days_to_full", round_sig3(d));
             }
         }
         if f.below_reserve() {
@@ -672,7 +651,7 @@ impl SpecialFill {
         .with("special_reads", special.round())
         .with("metadata_reads_from_disk", from_disk.round())
         .with("l2_hits", l2.round())
-        .with("share_upper_bound_pct", round(share * 100.0))
+        .with("share_upper_bound_pct", round_sig3(share * 100.0))
         .advice(format!(
             "A special vdev only receives metadata written after it was added; what was \
              written before stays on the normal class until rewritten. A send/receive rewrite \

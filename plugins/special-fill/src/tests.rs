@@ -219,20 +219,6 @@ fn below_the_reserve_the_summary_says_small_blocks_go_to_the_normal_class() {
     assert_eq!(num(e, "free_bytes"), (20 * GIB) as f64);
 }
 
-#[test]
-fn least_squares_slope_is_exact_on_a_line_and_robust_to_unix_times() {
-    let t0 = 1.8e9;
-    let pts: Vec<(f64, f64)> = (0..5)
-        .map(|i| (t0 + i as f64 * 10.0, 1000.0 + 3.0 * i as f64 * 10.0))
-        .collect();
-    assert!((least_squares_slope(&pts).unwrap() - 3.0).abs() < 1e-9);
-    assert_eq!(least_squares_slope(&pts[..1]), None);
-    assert_eq!(least_squares_slope(&[(1.0, 1.0), (1.0, 2.0)]), None);
-    // Noise around a line: the fit, not the end points.
-    let noisy = [(0.0, 0.0), (1.0, 12.0), (2.0, 18.0), (3.0, 30.0)];
-    assert!((least_squares_slope(&noisy).unwrap() - 9.6).abs() < 1e-9);
-}
-
 /// Feeds the special class growing by `per_sample` bytes every 10 s from `start` bytes.
 fn grow(c: &mut SpecialFill, start: u64, per_sample: u64, n: usize) -> Vec<Event> {
     let mut all = Vec::new();
@@ -713,6 +699,4 @@ fn bytes_and_rounding_read_well() {
     assert_eq!(bytes(0.0), "0 B");
     assert_eq!(bytes(1536.0), "1.5 KiB");
     assert_eq!(bytes((384u64 << 20) as f64), "384 MiB");
-    assert_eq!(round(123_456.0), 123_000.0);
-    assert_eq!(round(0.012_345), 0.0123);
 }

@@ -4,14 +4,12 @@
 //! where the capture has it, the tunables from the module-parameter files, and the layout
 //! from `zpool status`.
 
-mod common;
-
-use common::*;
 use zpulse_check_special_fill::{Config, SpecialFill, SpecialFillPlugin};
 use zpulse_proto::Event;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{Severity, State, Value};
 use zpulse_proto::snapshot::VdevClass;
+use zpulse_tests::raw::*;
 
 fn run(rels: &[&str]) -> Vec<Event> {
     let snaps = snapshots(rels);
@@ -20,10 +18,6 @@ fn run(rels: &[&str]) -> Vec<Event> {
         .iter()
         .flat_map(|s| check.observe(s))
         .collect()
-}
-
-fn num(e: &Event, key: &str) -> f64 {
-    e.data.get(key).and_then(Value::as_f64).unwrap()
 }
 
 /// (alloc, space) of one class, summed over its top-level vdevs, from the decoded config.

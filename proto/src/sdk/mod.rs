@@ -53,6 +53,7 @@ pub mod config;
 #[doc(hidden)]
 pub mod export;
 mod findings;
+pub mod stats;
 pub mod testing;
 
 pub use crate::Sample;

@@ -1,24 +1,35 @@
-//! Helpers of the replay tests: the real lab captures, read through the agent's own capture
-//! reader, and the raw files of those captures, read here without the agent's parsers so that
-//! expected figures come from the captures themselves.
-#![allow(dead_code)]
+//! Readers of the real lab captures for the plugins' replay tests: the capture series through
+//! the agent's own capture reader, and the raw files of those captures (kstats, module
+//! parameters, the manifest, `/proc/diskstats`, `zpool status` and `zpool list -vp` text),
+//! read here without the agent's parsers so that expected figures come from the captures
+//! themselves.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use zpulse_proto::{Sample, Snapshot};
+use std::path::{Path, PathBuf};
+use zpulse_proto::event::Value;
+use zpulse_proto::{Event, Sample, Snapshot};
 
 /// `tests/fixtures/lab/<rel>` of the workspace.
 pub fn lab(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/lab")
-        .join(rel)
+    crate::fixture("lab").join(rel)
+}
+
+/// The capture directories of `rels` (each a series or a single capture), in order.
+pub fn dirs(rels: &[&str]) -> Vec<PathBuf> {
+    rels.iter()
+        .flat_map(|rel| zpulse_agent::capture::series(&lab(rel)).expect("a capture series"))
+        .collect()
 }
 
 /// The snapshots of the captures `rels` (each a series or a single capture), in order.
 pub fn snapshots(rels: &[&str]) -> Vec<Snapshot> {
-    rels.iter()
-        .flat_map(|rel| zpulse_agent::capture::series(&lab(rel)).unwrap())
-        .map(|dir| zpulse_agent::capture::load(&dir).unwrap())
+    load(&dirs(rels))
+}
+
+/// The snapshots of the capture directories `dirs`, in order.
+pub fn load(dirs: &[PathBuf]) -> Vec<Snapshot> {
+    dirs.iter()
+        .map(|dir| zpulse_agent::capture::load(dir).expect("loads"))
         .collect()
 }
 
@@ -26,19 +37,17 @@ pub fn snapshots(rels: &[&str]) -> Vec<Snapshot> {
 pub fn samples(snaps: &[Snapshot]) -> Vec<Sample> {
     snaps
         .windows(2)
-        .map(|w| Sample::between(&w[0], &w[1]).unwrap())
+        .map(|w| Sample::between(&w[0], &w[1]).expect("a sample"))
         .collect()
 }
 
-/// The capture directories of `rels`, in order.
-pub fn dirs(rels: &[&str]) -> Vec<PathBuf> {
-    rels.iter()
-        .flat_map(|rel| zpulse_agent::capture::series(&lab(rel)).unwrap())
-        .collect()
+/// The samples of a replay of the capture directories `dirs`, in order.
+pub fn replay(dirs: &[PathBuf]) -> Vec<Sample> {
+    samples(&load(dirs))
 }
 
 /// A NAMED kstat file's `name type value` rows, numbers only.
-pub fn kstat(dir: &std::path::Path, rel: &str) -> BTreeMap<String, u64> {
+pub fn kstat(dir: &Path, rel: &str) -> BTreeMap<String, u64> {
     let text = std::fs::read_to_string(dir.join(rel)).unwrap();
     text.lines()
         .skip(2)
@@ -49,16 +58,16 @@ pub fn kstat(dir: &std::path::Path, rel: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-pub fn arcstats(dir: &std::path::Path) -> BTreeMap<String, u64> {
+pub fn arcstats(dir: &Path) -> BTreeMap<String, u64> {
     kstat(dir, "proc/spl/kstat/zfs/arcstats")
 }
 
-pub fn zil(dir: &std::path::Path) -> BTreeMap<String, u64> {
+pub fn zil(dir: &Path) -> BTreeMap<String, u64> {
     kstat(dir, "proc/spl/kstat/zfs/zil")
 }
 
 /// A module parameter as the capture holds it.
-pub fn tunable(dir: &std::path::Path, name: &str) -> Option<u64> {
+pub fn tunable(dir: &Path, name: &str) -> Option<u64> {
     std::fs::read_to_string(dir.join("sys/module/zfs/parameters").join(name))
         .ok()?
         .trim()
@@ -67,7 +76,7 @@ pub fn tunable(dir: &std::path::Path, name: &str) -> Option<u64> {
 }
 
 /// `captured_at` from the manifest.
-pub fn captured_at(dir: &std::path::Path) -> f64 {
+pub fn captured_at(dir: &Path) -> f64 {
     let text = std::fs::read_to_string(dir.join("zpulse-capture.toml")).unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix("captured_at = "))
@@ -164,4 +173,31 @@ pub fn slope(points: &[(f64, f64)]) -> f64 {
     let sxx: f64 = points.iter().map(|p| (p.0 - points[0].0).powi(2)).sum();
     let sxy: f64 = points.iter().map(|p| (p.0 - points[0].0) * p.1).sum();
     (n * sxy - sx * sy) / (n * sxx - sx * sx)
+}
+
+/// One `/proc/diskstats` line's numbers by field index (0 = major), for disk `name`.
+pub fn diskstats(dir: &Path, name: &str) -> Vec<u64> {
+    let text = std::fs::read_to_string(dir.join("proc/diskstats")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().nth(2) == Some(name))
+        .unwrap();
+    line.split_whitespace()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, f)| f.parse().unwrap())
+        .collect()
+}
+
+/// A number of an event's data; panics, naming the key, where it is missing or not a number.
+pub fn num(e: &Event, key: &str) -> f64 {
+    e.data
+        .get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{key} missing in {:?}", e.data))
+}
+
+/// Whether `a` is within `rel` (a fraction) of `b`.
+pub fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-9)
 }

@@ -1,0 +1,91 @@
+//! Window statistics and rounding that checks share: a least-squares trend, a nearest-rank
+//! percentile, and the rounding of figures before they are compared or reported.
+
+/// Slope of the least-squares line through `points` (x, y), in y per x. `None` for fewer than
+/// two points or no spread in x.
+///
+/// The sums are centred on the means, so that x given as Unix times (squared, ~3e18) does not
+/// lose the seconds in `f64`.
+pub fn least_squares_slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// Nearest-rank percentile of sorted values (the value at rank ⌈p/100 · n⌉, at least the
+/// first); NaN for no values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// A figure compared with a threshold, rounded to a billionth: a time-weighted mean of samples
+/// at exactly 60% can come out as 60.00000000000001, and must not land across the edge.
+pub fn settle(x: f64) -> f64 {
+    (x * 1e9).round() / 1e9
+}
+
+/// Two decimals: enough for people, and stable figures don't look like changes.
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Three significant digits: enough for people, and stable figures don't look like changes.
+/// 0 for 0 and for what is not finite.
+pub fn round_sig3(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return 0.0;
+    }
+    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_squares_slope_is_exact_on_a_line_and_robust_to_unix_times() {
+        let t0 = 1.8e9;
+        let pts: Vec<(f64, f64)> = (0..5)
+            .map(|i| (t0 + i as f64 * 10.0, 1000.0 + 3.0 * i as f64 * 10.0))
+            .collect();
+        assert!((least_squares_slope(&pts).unwrap() - 3.0).abs() < 1e-9);
+        assert_eq!(least_squares_slope(&pts[..1]), None);
+        assert_eq!(least_squares_slope(&[(1.0, 1.0), (1.0, 2.0)]), None);
+        // Noise around a line: the fit, not the end points.
+        let noisy = [(0.0, 0.0), (1.0, 12.0), (2.0, 18.0), (3.0, 30.0)];
+        assert!((least_squares_slope(&noisy).unwrap() - 9.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn nearest_rank_percentile() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(percentile(&v, 95.0), 19.0);
+        assert_eq!(percentile(&v, 100.0), 20.0);
+        assert_eq!(percentile(&[7.0], 95.0), 7.0);
+        assert_eq!(percentile(&v, 0.0), 1.0);
+        assert!(percentile(&[], 50.0).is_nan());
+    }
+
+    #[test]
+    fn rounding() {
+        assert_eq!(settle(60.00000000000001), 60.0);
+        assert_eq!(round2(1.2345), 1.23);
+        assert_eq!(round_sig3(123456.0), 123000.0);
+        assert_eq!(round_sig3(0.0012345), 0.00123);
+        assert_eq!(round_sig3(0.012_345), 0.0123);
+        assert_eq!(round_sig3(-4.5678), -4.57);
+        assert_eq!(round_sig3(f64::NAN), 0.0);
+        assert_eq!(round_sig3(0.0), 0.0);
+    }
+}
