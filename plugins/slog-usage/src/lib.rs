@@ -32,7 +32,8 @@
 //! min_samples = 3           # fewer samples in the window: no verdict
 //! idle_writes_per_s = 0.1   # log-vdev writes/s below which the SLOG is idle
 //! saturated_busy_pct = 90   # mean %util of its busiest device: saturated
-//! saturated_wait_ms = 10    # mean write wait (queue + device) of a log vdev: saturated
+//! saturated_wait_ms = 10    # mean write wait (queue + device) of a log vdev: saturated…
+//! saturated_wait_busy_pct = 60 # …when its busiest device is also at least this busy
 //! txgs_held = 2             # how many txgs of zfs_dirty_data_max a log can ever hold
 //! oversize_factor = 4       # bigger than this × what it can hold: oversized
 //! full_pct = 80             # peak allocation at this % of its size: undersized
@@ -64,6 +65,8 @@ pub struct Config {
     pub idle_writes_per_s: f64,
     pub saturated_busy_pct: f64,
     pub saturated_wait_ms: f64,
+    /// The wait criterion counts only while the busiest log device is at least this busy.
+    pub saturated_wait_busy_pct: f64,
     pub txgs_held: f64,
     pub oversize_factor: f64,
     pub full_pct: f64,
@@ -81,6 +84,7 @@ impl Default for Config {
             idle_writes_per_s: 0.1,
             saturated_busy_pct: 90.0,
             saturated_wait_ms: 10.0,
+            saturated_wait_busy_pct: 60.0,
             txgs_held: 2.0,
             oversize_factor: 4.0,
             full_pct: 80.0,
@@ -106,6 +110,7 @@ impl Config {
         for (name, v) in [
             ("idle_writes_per_s", self.idle_writes_per_s),
             ("saturated_wait_ms", self.saturated_wait_ms),
+            ("saturated_wait_busy_pct", self.saturated_wait_busy_pct),
         ] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(format!("{name} must be 0 or more, not {v}"));
@@ -558,7 +563,11 @@ impl SlogUsage {
         let usage = if w.writes_per_s < self.config.idle_writes_per_s {
             Usage::Idle
         } else if busiest.is_some_and(|(_, u)| u >= self.config.saturated_busy_pct)
-            || slowest.is_some_and(|(_, ms)| ms >= self.config.saturated_wait_ms)
+            // Slow writes alone are a slow device, not a saturated one: writes only queue
+            // behind a log that is also busy much of the time (the seed's SLOG at 42% busy was
+            // judged not saturated).
+            || (slowest.is_some_and(|(_, ms)| ms >= self.config.saturated_wait_ms)
+                && busiest.is_some_and(|(_, u)| u >= self.config.saturated_wait_busy_pct))
         {
             Usage::Saturated
         } else {
