@@ -33,36 +33,97 @@ fn temp(name: &str) -> PathBuf {
     dir
 }
 
+/// The two receivers: the Forward server (node) and a syslog datagram socket.
+struct Peers {
+    server: std::process::Child,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    port: u64,
+    syslog: UnixDatagram,
+    log_path: PathBuf,
+}
+
+impl Peers {
+    fn start(dir: &std::path::Path) -> Peers {
+        let modules = workspace().join("tests/forward/node_modules/@fluent-org/logger");
+        assert!(
+            modules.is_dir(),
+            "needs node and tests/forward/node_modules: .ci/run installs them (npm ci --prefix tests/forward)"
+        );
+        // The Forward receiver, on a free loopback port; it prints every entry as a JSON line.
+        let mut server = Command::new("node")
+            .arg(workspace().join("tests/forward/server.js"))
+            .args(["--port", "0"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("node");
+        let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+        let ready: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let port = ready["listening"].as_u64().unwrap();
+        // The syslog "daemon": a datagram socket like /dev/log.
+        let log_path = dir.join("log.sock");
+        let syslog = UnixDatagram::bind(&log_path).unwrap();
+        syslog
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        Peers {
+            server,
+            lines,
+            port,
+            syslog,
+            log_path,
+        }
+    }
+
+    fn sinks(&self, dir: &std::path::Path) -> String {
+        format!(
+            "[[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{}\"\nspool_dir = {:?}\n\n[[sink]]\ntype = \"syslog\"\naddress = \"unix://{}\"\n",
+            self.port,
+            dir.join("spool").display().to_string(),
+            self.log_path.display()
+        )
+    }
+
+    /// Everything both received (call after the agent exited: it flushed).
+    fn collect(mut self) -> (Vec<Value>, Vec<String>) {
+        drop(self.server.stdin.take());
+        let forwarded: Vec<Value> = self
+            .lines
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .filter(|v| v.get("record").is_some())
+            .collect();
+        let _ = self.server.wait();
+        let mut syslogged = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = self.syslog.recv(&mut buf) {
+            syslogged.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        (forwarded, syslogged)
+    }
+}
+
+/// Every forwarded event is also in syslog, with its check and subject.
+fn same_events(forwarded: &[Value], syslogged: &[String]) {
+    assert_eq!(syslogged.len(), forwarded.len(), "{syslogged:#?}");
+    for e in forwarded {
+        let check = e["record"]["check"].as_str().unwrap();
+        let subject = e["record"]["subject"].as_str().unwrap();
+        assert!(
+            syslogged
+                .iter()
+                .any(|m| m.contains(check) && m.contains(subject)),
+            "{check} {subject} not in syslog: {syslogged:#?}"
+        );
+    }
+}
+
 #[test]
 fn findings_and_heartbeat_reach_forward_and_syslog() {
-    let modules = workspace().join("tests/forward/node_modules/@fluent-org/logger");
-    assert!(
-        modules.is_dir(),
-        "needs node and tests/forward/node_modules: .ci/run installs them (npm ci --prefix tests/forward)"
-    );
     let packages: Vec<&str> = CHECKS.iter().map(|c| c.0).collect();
     let profile = build_into_test_target(&packages);
     let dir = temp("run");
-
-    // The Forward receiver, on a free loopback port; it prints every entry as a JSON line.
-    let mut server = Command::new("node")
-        .arg(workspace().join("tests/forward/server.js"))
-        .args(["--port", "0"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("node");
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let ready: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    let port = ready["listening"].as_u64().unwrap();
-
-    // The syslog "daemon": a datagram socket like /dev/log.
-    let log_path = dir.join("log.sock");
-    let syslog = UnixDatagram::bind(&log_path).unwrap();
-    syslog
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .unwrap();
-
+    let peers = Peers::start(&dir);
     let paths: Vec<String> = CHECKS
         .iter()
         .map(|c| format!("{:?}", profile.join(c.1).display().to_string()))
@@ -71,10 +132,9 @@ fn findings_and_heartbeat_reach_forward_and_syslog() {
     std::fs::write(
         &config,
         format!(
-            "[plugins]\ndirs = []\npaths = [{}]\n\n[[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = {:?}\n\n[[sink]]\ntype = \"syslog\"\naddress = \"unix://{}\"\n",
+            "[plugins]\ndirs = []\npaths = [{}]\n\n{}",
             paths.join(", "),
-            dir.join("spool").display().to_string(),
-            log_path.display()
+            peers.sinks(&dir)
         ),
     )
     .unwrap();
@@ -91,20 +151,7 @@ fn findings_and_heartbeat_reach_forward_and_syslog() {
         !stderr.contains("not loaded"),
         "every shipped check loads: {stderr}"
     );
-
-    // Everything the Forward receiver got (the agent flushed before exiting).
-    drop(server.stdin.take());
-    let forwarded: Vec<Value> = lines
-        .map_while(Result::ok)
-        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
-        .filter(|v| v.get("record").is_some())
-        .collect();
-    let _ = server.wait();
-    let mut syslogged = Vec::new();
-    let mut buf = vec![0u8; 65536];
-    while let Ok(n) = syslog.recv(&mut buf) {
-        syslogged.push(String::from_utf8_lossy(&buf[..n]).into_owned());
-    }
+    let (forwarded, syslogged) = peers.collect();
 
     let heartbeat = forwarded
         .iter()
@@ -129,24 +176,52 @@ fn findings_and_heartbeat_reach_forward_and_syslog() {
             .starts_with("deg/special")
     );
     assert_eq!(special["tag"], "zpulse.finding");
-
-    // Syslog got the same events.
-    assert_eq!(syslogged.len(), forwarded.len(), "{syslogged:#?}");
-    for e in &forwarded {
-        let check = e["record"]["check"].as_str().unwrap();
-        let subject = e["record"]["subject"].as_str().unwrap();
-        assert!(
-            syslogged
-                .iter()
-                .any(|m| m.contains(check) && m.contains(subject)),
-            "{check} {subject} not in syslog: {syslogged:#?}"
-        );
-    }
+    same_events(&forwarded, &syslogged);
     // The critical finding is syslog severity crit (2), facility daemon (3): PRI 26.
     assert!(
         syslogged
             .iter()
             .any(|m| m.starts_with("<26>") && m.contains("special-fill"))
     );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The live agent on this host (no ZFS here: disks and host only) with the same two sinks:
+/// its heartbeat reaches both, and SIGTERM flushes them before it exits.
+#[test]
+fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
+    let profile = build_into_test_target(&[]);
+    let dir = temp("live");
+    let peers = Peers::start(&dir);
+    let config = dir.join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "interval = \"200ms\"\n[plugins]\ndirs = []\n\n{}",
+            peers.sinks(&dir)
+        ),
+    )
+    .unwrap();
+    let mut agent = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let term = Command::new("kill")
+        .args(["-TERM", &agent.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(agent.wait().unwrap().success());
+    let (forwarded, syslogged) = peers.collect();
+    assert!(
+        forwarded
+            .iter()
+            .any(|e| e["record"]["check"] == "agent.heartbeat"),
+        "{forwarded:#?}"
+    );
+    same_events(&forwarded, &syslogged);
     std::fs::remove_dir_all(dir).unwrap();
 }
