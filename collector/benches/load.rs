@@ -1,0 +1,143 @@
+//! Load benchmark (not a timed test): N concurrent senders × M events each into one collector
+//! (in-process, a fresh SQLite database in a temp dir, `synchronous = FULL`), each sender
+//! sending PackedForward batches and waiting for each ack, as the agent does.
+//!
+//!   cargo bench -p zpulse-collector --bench load
+//!   ZPULSE_BENCH_SENDERS=64 ZPULSE_BENCH_EVENTS=5000 ZPULSE_BENCH_BATCH=100 \
+//!   ZPULSE_BENCH_GZIP=1 cargo bench -p zpulse-collector --bench load
+//!
+//! Prints events/s (stored and acked) and the ack latency percentiles per batch.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use zpulse_collector::config::Config;
+use zpulse_collector::server::Server;
+use zpulse_collector::store::Store;
+use zpulse_proto::event::{Event, EventTime, Severity, State};
+use zpulse_proto::forward::{ChunkId, Compression, Entries, FrameDecoder, Limits, ServerMessage};
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    // `cargo test --benches` passes --bench-less args; run only under `cargo bench`.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let senders = env("ZPULSE_BENCH_SENDERS", 16);
+    let events = env("ZPULSE_BENCH_EVENTS", 10_000);
+    let batch = env("ZPULSE_BENCH_BATCH", 100).max(1);
+    let gzip = env("ZPULSE_BENCH_GZIP", 0) == 1;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bench.db");
+    let server = Server::start(Config {
+        listen: "127.0.0.1:0".into(),
+        db: db.clone(),
+        max_connections: senders + 8,
+        ..Config::default()
+    })
+    .unwrap();
+    let addr = server.addr;
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..senders)
+        .map(|n| {
+            std::thread::spawn(move || {
+                let host = format!("host{n:03}");
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_nodelay(true).unwrap();
+                let mut dec = FrameDecoder::new(Limits::for_replies());
+                let mut buf = [0u8; 1024];
+                let mut latencies = Vec::with_capacity(events / batch + 1);
+                let mut sent = 0;
+                let mut seq = 0u64;
+                while sent < events {
+                    let mut entries = Entries::new();
+                    for i in 0..batch.min(events - sent) {
+                        let k = (sent + i) as u32;
+                        let mut e = if k.is_multiple_of(10) {
+                            Event::finding(
+                                "hdd-saturation",
+                                State::Updated,
+                                Severity::Warning,
+                                format!("tank/mirror-{}", k % 7),
+                                "The HDD mirror was saturated in 16% of the last 90 samples",
+                            )
+                            .with("saturated_share_pct", 16.0)
+                        } else {
+                            Event::metrics("disk", format!("sd{}", k % 12), "disk figures")
+                                .with("busy_pct", f64::from(k % 100))
+                                .with("read_iops", k)
+                                .with("write_bytes_s", 8_500_000u64)
+                        };
+                        e.host = host.clone();
+                        entries.push_event(
+                            EventTime {
+                                seconds: 1_900_000_000 + k,
+                                nanos: 0,
+                            },
+                            &e,
+                        );
+                    }
+                    seq += 1;
+                    let mut id = [0u8; 16];
+                    id[..8].copy_from_slice(&(n as u64).to_le_bytes());
+                    id[8..].copy_from_slice(&seq.to_le_bytes());
+                    let chunk = ChunkId(id).to_base64();
+                    let msg = entries.packed_forward(
+                        "zpulse.metrics",
+                        Some(&chunk),
+                        if gzip {
+                            Compression::Gzip
+                        } else {
+                            Compression::None
+                        },
+                    );
+                    let started = Instant::now();
+                    s.write_all(&msg).unwrap();
+                    loop {
+                        if let Some(m) = dec.next_server().unwrap() {
+                            assert_eq!(m, ServerMessage::Ack(chunk.clone()));
+                            break;
+                        }
+                        let r = s.read(&mut buf).unwrap();
+                        assert!(r > 0, "the collector closed the connection");
+                        dec.feed(&buf[..r]);
+                    }
+                    latencies.push(started.elapsed());
+                    sent += entries.len();
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut lat: Vec<Duration> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let elapsed = t0.elapsed();
+    let total = senders * events;
+    lat.sort();
+    let pct = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1];
+    let stats = server.stats.snapshot();
+    server.stop();
+    let stored = Store::open_read_only(&db).unwrap().counts().unwrap().0;
+    assert_eq!(stored as usize, total, "every acked event stored once");
+    println!(
+        "load: {senders} senders × {events} events, batches of {batch}{}: {total} events in \
+         {:.2} s = {:.0} events/s; ack latency per batch p50 {:.1} ms, p99 {:.1} ms, \
+         max {:.1} ms; {} batches; db {:.1} MiB",
+        if gzip { " (gzip)" } else { "" },
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64(),
+        pct(0.50).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3,
+        lat.last().unwrap().as_secs_f64() * 1e3,
+        stats["batches"],
+        std::fs::metadata(&db).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64
+    );
+}

@@ -1,0 +1,551 @@
+//! The read-only web page: a minimal HTTP/1.1 server on `std::net` (GET and HEAD only, one
+//! request per connection, the request head at most 8 KiB and 5 s, at most 32 connections at
+//! once), pages rendered on the server with inline SVG charts. Nothing is loaded from
+//! elsewhere: no scripts at all, and a `Content-Security-Policy` of `default-src 'none'` says
+//! so to the browser.
+//!
+//! * `/` — hosts, open findings, and per host a chart of its percentages over the last 24 h;
+//! * `/host/NAME` — one host: its open findings, all its charts, its finding history;
+//! * `/api/hosts`, `/api/open`, `/api/stats` — the same as JSON.
+//!
+//! Each request opens the database read-only (WAL lets readers run beside the writer).
+
+use crate::query::{ago, findings_json, hosts_json, utc, utc_ns};
+use crate::server::{Stats, log};
+use crate::store::{Filter, FindingRow, Store, severity_name};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const MAX_HEAD: usize = 8 << 10;
+const MAX_CONNECTIONS: usize = 32;
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// How far back the charts look.
+const CHART_WINDOW_S: i64 = 86400;
+/// Rows read for one host's charts, at most.
+const CHART_ROWS: usize = 50_000;
+const MAX_SERIES: usize = 12;
+const MAX_POINTS: usize = 400;
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
+                   base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Binds and serves in a thread; returns the bound address.
+pub fn start(addr: &str, db: PathBuf, stats: Arc<Stats>) -> Result<SocketAddr, String> {
+    let listener = TcpListener::bind(addr).map_err(|e| format!("http {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let active = Arc::new(AtomicUsize::new(0));
+    std::thread::Builder::new()
+        .name("http".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(stream) = conn else {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                };
+                if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    let mut s = stream;
+                    let _ = s.set_write_timeout(Some(TIMEOUT));
+                    let _ = respond(&mut s, 503, "text/plain", b"busy\n", false);
+                    continue;
+                }
+                let (db, stats, active) = (db.clone(), stats.clone(), active.clone());
+                let spawned =
+                    std::thread::Builder::new()
+                        .name("http conn".into())
+                        .spawn(move || {
+                            handle(stream, &db, &stats);
+                            active.fetch_sub(1, Ordering::SeqCst);
+                        });
+                if spawned.is_err() {
+                    log("http: cannot start a thread");
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(bound)
+}
+
+fn respond(
+    s: &mut TcpStream,
+    code: u16,
+    ctype: &str,
+    body: &[u8],
+    head_only: bool,
+) -> std::io::Result<()> {
+    let reason = match code {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
+        _ => "Internal Server Error",
+    };
+    let head = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\
+         Connection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\
+         Content-Security-Policy: {CSP}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    if !head_only {
+        s.write_all(body)?;
+    }
+    s.flush()
+}
+
+fn handle(mut s: TcpStream, db: &std::path::Path, stats: &Stats) {
+    let _ = s.set_read_timeout(Some(TIMEOUT));
+    let _ = s.set_write_timeout(Some(TIMEOUT));
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 2048];
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        if head.len() > MAX_HEAD {
+            let _ = respond(
+                &mut s,
+                431,
+                "text/plain",
+                b"request head too large\n",
+                false,
+            );
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            return;
+        }
+        match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+            Err(_) => return,
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut words = text.lines().next().unwrap_or("").split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let head_only = method == "HEAD";
+    if method != "GET" && !head_only {
+        let _ = respond(&mut s, 405, "text/plain", b"GET or HEAD only\n", false);
+        return;
+    }
+    let (code, ctype, body) = route(target, db, stats);
+    let _ = respond(&mut s, code, ctype, body.as_bytes(), head_only);
+}
+
+/// The response to a GET of `target`: status, content type, body.
+pub fn route(target: &str, db: &std::path::Path, stats: &Stats) -> (u16, &'static str, String) {
+    let path = target.split('?').next().unwrap_or("");
+    const HTML: &str = "text/html; charset=utf-8";
+    const JSON: &str = "application/json";
+    if path == "/api/stats" {
+        return (
+            200,
+            JSON,
+            serde_json::to_string(&stats.snapshot()).unwrap_or_default(),
+        );
+    }
+    let store = match Store::open_read_only(db) {
+        Ok(s) => s,
+        Err(e) => return (500, "text/plain; charset=utf-8", format!("{e}\n")),
+    };
+    let now = now_s();
+    let result = match path {
+        "/" | "/index.html" => index(&store, stats, now).map(|b| (HTML, b)),
+        "/api/hosts" => store.hosts().map(|h| (JSON, hosts_json(&h).to_string())),
+        "/api/open" => store
+            .open_findings(None)
+            .map(|f| (JSON, findings_json(&f).to_string())),
+        p if p.starts_with("/host/") => {
+            let name = percent_decode(&p["/host/".len()..]);
+            match store.hosts() {
+                Ok(hosts) if hosts.iter().any(|h| h.host == name) => {
+                    host_page(&store, &name, now).map(|b| (HTML, b))
+                }
+                Ok(_) => return (404, HTML, page("Not found", "<p>No such host.</p>")),
+                Err(e) => Err(e),
+            }
+        }
+        _ => return (404, HTML, page("Not found", "<p>Nothing here.</p>")),
+    };
+    match result {
+        Ok((ctype, body)) => (200, ctype, body),
+        Err(e) => (500, "text/plain; charset=utf-8", format!("{e}\n")),
+    }
+}
+
+fn now_s() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn percent_encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\">\
+         <title>{} — zpulse collector</title><style>\
+         body{{font:14px system-ui,sans-serif;margin:1.5em;color:#222}}\
+         table{{border-collapse:collapse;margin:.5em 0 1.5em}}\
+         th,td{{text-align:left;padding:.25em .7em;border-bottom:1px solid #ddd;vertical-align:top}}\
+         .critical{{color:#b00;font-weight:bold}}.warning{{color:#a60}}.info{{color:#367}}\
+         .muted{{color:#777}}svg{{background:#fafafa;border:1px solid #ddd}}\
+         </style></head><body><h1><a href=\"/\">zpulse collector</a> — {}</h1>\n{}\n</body></html>\n",
+        esc(title),
+        esc(title),
+        body
+    )
+}
+
+fn findings_html(out: &mut String, rows: &[FindingRow], now: i64, with_host: bool) {
+    if rows.is_empty() {
+        out.push_str("<p class=\"muted\">No open findings.</p>\n");
+        return;
+    }
+    out.push_str("<table class=\"findings\"><tr><th>Severity</th>");
+    if with_host {
+        out.push_str("<th>Host</th>");
+    }
+    out.push_str("<th>Check</th><th>Subject</th><th>Since</th><th>Summary</th></tr>\n");
+    for f in rows {
+        let sev = severity_name(Some(f.severity));
+        let _ = write!(out, "<tr class=\"finding\"><td class=\"{sev}\">{sev}</td>");
+        if with_host {
+            let _ = write!(
+                out,
+                "<td><a href=\"/host/{}\">{}</a></td>",
+                percent_encode(&f.host),
+                esc(&f.host)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}{}</td></tr>",
+            esc(&f.check),
+            esc(&f.subject),
+            utc_ns(f.raised_ts),
+            ago(f.raised_ts.div_euclid(1_000_000_000), now),
+            esc(&f.summary),
+            f.advice
+                .as_deref()
+                .map(|a| format!("<br><span class=\"muted\">{}</span>", esc(a)))
+                .unwrap_or_default()
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+fn index(store: &Store, stats: &Stats, now: i64) -> Result<String, String> {
+    let hosts = store.hosts()?;
+    let open = store.open_findings(None)?;
+    let mut b = String::new();
+    let _ = writeln!(b, "<h2>Hosts ({})</h2>", hosts.len());
+    b.push_str(
+        "<table class=\"hosts\"><tr><th>Host</th><th>Last seen</th><th>Agent</th>\
+         <th>Open findings</th><th>Peer</th></tr>\n",
+    );
+    for h in &hosts {
+        let worst = if h.open_findings > 0 {
+            severity_name(h.worst_open)
+        } else {
+            "muted"
+        };
+        let _ = writeln!(
+            b,
+            "<tr class=\"host\"><td><a href=\"/host/{}\">{}</a></td><td title=\"{}\">{}</td>\
+             <td>{}</td><td class=\"{worst}\">{}</td><td>{}</td></tr>",
+            percent_encode(&h.host),
+            esc(&h.host),
+            utc(h.last_seen),
+            ago(h.last_seen, now),
+            esc(h.version.as_deref().unwrap_or("-")),
+            h.open_findings,
+            esc(&h.peer)
+        );
+    }
+    b.push_str("</table>\n");
+    let _ = writeln!(b, "<h2>Open findings ({})</h2>", open.len());
+    findings_html(&mut b, &open, now, true);
+    b.push_str("<h2>Figures, last 24 h</h2>\n");
+    for h in hosts.iter().take(50) {
+        let _ = writeln!(
+            b,
+            "<h3><a href=\"/host/{}\">{}</a></h3>",
+            percent_encode(&h.host),
+            esc(&h.host)
+        );
+        b.push_str(&chart(store, &h.host, now)?);
+    }
+    let s = stats.snapshot();
+    let _ = writeln!(
+        b,
+        "<p class=\"muted\">This collector since start: {} events in {} batches, {} duplicate \
+         batches dropped, {} connections ({} open, {} refused), {} authentication failures, \
+         {} protocol errors.</p>",
+        s["events"],
+        s["batches"],
+        s["duplicates"],
+        s["connections_total"],
+        s["connections_active"],
+        s["connections_refused"],
+        s["auth_failures"],
+        s["protocol_errors"]
+    );
+    Ok(page("fleet", &b))
+}
+
+fn host_page(store: &Store, host: &str, now: i64) -> Result<String, String> {
+    let mut b = String::new();
+    let open = store.open_findings(Some(host))?;
+    let _ = writeln!(b, "<h2>Open findings ({})</h2>", open.len());
+    findings_html(&mut b, &open, now, false);
+    b.push_str("<h2>Figures, last 24 h</h2>\n");
+    b.push_str(&chart(store, host, now)?);
+    let history = store.events(&Filter {
+        host: Some(host.to_owned()),
+        kinds: Some(vec!["finding".into()]),
+        limit: 100,
+        ..Filter::default()
+    })?;
+    let _ = writeln!(b, "<h2>Finding history (latest {})</h2>", history.len());
+    b.push_str(
+        "<table><tr><th>Time</th><th>State</th><th>Severity</th><th>Check</th>\
+         <th>Subject</th><th>Summary</th></tr>\n",
+    );
+    for e in &history {
+        let sev = severity_name(e.severity);
+        let _ = writeln!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td class=\"{sev}\">{sev}</td><td>{}</td><td>{}</td>\
+             <td>{}</td></tr>",
+            utc_ns(e.ts),
+            esc(e.state.as_deref().unwrap_or("-")),
+            esc(&e.check),
+            esc(&e.subject),
+            esc(&e.summary)
+        );
+    }
+    b.push_str("</table>\n");
+    Ok(page(host, &b))
+}
+
+/// The `_pct` figures of a host's metrics, agent and finding events over the last 24 h, as
+/// series named `check subject key`, each a list of (time s, value).
+pub fn series(
+    store: &Store,
+    host: &str,
+    now: i64,
+) -> Result<BTreeMap<String, Vec<(f64, f64)>>, String> {
+    let rows = store.events(&Filter {
+        host: Some(host.to_owned()),
+        kinds: Some(vec!["metrics".into(), "agent".into(), "finding".into()]),
+        since_ts: Some((now - CHART_WINDOW_S) * 1_000_000_000),
+        limit: CHART_ROWS,
+        oldest_first: true,
+        ..Filter::default()
+    })?;
+    let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for r in &rows {
+        let Ok(serde_json::Value::Object(data)) = serde_json::from_str(&r.data) else {
+            continue;
+        };
+        for (k, v) in &data {
+            if !k.ends_with("_pct") {
+                continue;
+            }
+            let Some(x) = v.as_f64().filter(|x| x.is_finite()) else {
+                continue;
+            };
+            let name = if r.subject.is_empty() || r.subject == host {
+                format!("{} {k}", r.check)
+            } else {
+                format!("{} {} {k}", r.check, r.subject)
+            };
+            if out.len() >= 64 && !out.contains_key(&name) {
+                continue;
+            }
+            out.entry(name).or_default().push((r.ts as f64 / 1e9, x));
+        }
+    }
+    Ok(out)
+}
+
+const COLORS: [&str; 12] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939",
+];
+
+/// A line chart of a host's percentages, inline SVG.
+fn chart(store: &Store, host: &str, now: i64) -> Result<String, String> {
+    let mut all: Vec<(String, Vec<(f64, f64)>)> = series(store, host, now)?.into_iter().collect();
+    if all.is_empty() {
+        return Ok("<p class=\"muted\">No figures in the last 24 h.</p>\n".into());
+    }
+    // The series with the most points first; at most MAX_SERIES.
+    all.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    all.truncate(MAX_SERIES);
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    let (w, h, left, top, bottom) = (720.0, 220.0, 40.0, 10.0, 24.0);
+    let right = 10.0;
+    let t0 = all
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(f64::INFINITY, f64::min);
+    let t1 = all
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let vmax = all
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(100.0_f64, f64::max);
+    let span = (t1 - t0).max(1.0);
+    let x = |t: f64| left + (t - t0) / span * (w - left - right);
+    let y = |v: f64| top + (1.0 - v.max(0.0) / vmax) * (h - top - bottom);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        "<svg class=\"chart\" data-host=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" \
+         width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\">\
+         <title>{} figures (%)</title>",
+        esc(host),
+        esc(host)
+    );
+    for frac in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let v = vmax * frac;
+        let yy = y(v);
+        let _ = write!(
+            svg,
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\
+             <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{v:.0}%</text>",
+            w - right,
+            left - 4.0,
+            yy + 3.0
+        );
+    }
+    let _ = write!(
+        svg,
+        "<text x=\"{left}\" y=\"{}\" font-size=\"10\">{}</text>\
+         <text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+        h - 6.0,
+        utc(t0 as i64),
+        w - right,
+        h - 6.0,
+        utc(t1 as i64)
+    );
+    for (i, (name, points)) in all.iter().enumerate() {
+        let step = points.len().div_ceil(MAX_POINTS).max(1);
+        let mut d = String::new();
+        for (j, (t, v)) in points.iter().step_by(step).enumerate() {
+            let _ = write!(
+                d,
+                "{}{:.1},{:.1}",
+                if j == 0 { "M" } else { " L" },
+                x(*t),
+                y(*v)
+            );
+        }
+        let color = COLORS[i % COLORS.len()];
+        if points.len() == 1 {
+            let (t, v) = points[0];
+            let _ = write!(
+                svg,
+                "<circle class=\"series\" data-name=\"{}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" \
+                 fill=\"{color}\"><title>{}</title></circle>",
+                esc(name),
+                x(t),
+                y(v),
+                esc(name)
+            );
+        } else {
+            let _ = write!(
+                svg,
+                "<path class=\"series\" data-name=\"{}\" d=\"{d}\" fill=\"none\" \
+                 stroke=\"{color}\" stroke-width=\"1.5\"><title>{}</title></path>",
+                esc(name),
+                esc(name)
+            );
+        }
+    }
+    svg.push_str("</svg>\n<ul class=\"legend\">");
+    for (i, (name, points)) in all.iter().enumerate() {
+        let last = points.last().map_or(0.0, |p| p.1);
+        let _ = write!(
+            svg,
+            "<li><span style=\"color:{}\">■</span> {} — latest {last:.1}%</li>",
+            COLORS[i % COLORS.len()],
+            esc(name)
+        );
+    }
+    svg.push_str("</ul>\n");
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_and_paths() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(percent_decode(&percent_encode("nas 1/ä")), "nas 1/ä");
+        assert_eq!(percent_decode("%"), "%");
+        assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
+}

@@ -1,0 +1,10 @@
+//! The zpulse collector: a Fluent Forward receiver ([`server`]) that stores events from many
+//! hosts in SQLite ([`store`]), answers queries ([`query`]) and serves a read-only web page
+//! ([`http`]).
+
+pub mod config;
+pub mod http;
+pub mod query;
+pub mod server;
+pub mod store;
+pub mod tls;

@@ -1,0 +1,247 @@
+//! What `query`, `hosts` and `open` print: aligned tables for people, JSON for programs.
+
+use crate::store::{EventRow, FindingRow, HostRow, severity_name};
+use serde_json::{Value as Json, json};
+
+/// `2026-11-30T12:34:56Z` from seconds since the epoch (UTC; no time-zone database needed).
+pub fn utc(secs: i64) -> String {
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `utc` of a time in ns.
+pub fn utc_ns(ts: i64) -> String {
+    utc(ts.div_euclid(1_000_000_000))
+}
+
+/// `3m ago`, `2h ago`.
+pub fn ago(secs: i64, now: i64) -> String {
+    let d = (now - secs).max(0);
+    match d {
+        0..60 => format!("{d}s ago"),
+        60..3600 => format!("{}m ago", d / 60),
+        3600..86400 => format!("{}h ago", d / 3600),
+        _ => format!("{}d ago", d / 86400),
+    }
+}
+
+fn data_json(data: &str) -> Json {
+    serde_json::from_str(data).unwrap_or(Json::Null)
+}
+
+pub fn events_json(rows: &[EventRow]) -> Json {
+    Json::Array(
+        rows.iter()
+            .map(|r| {
+                json!({
+                    "time": r.ts as f64 / 1e9,
+                    "utc": utc_ns(r.ts),
+                    "tag": r.tag,
+                    "kind": r.kind,
+                    "host": r.host,
+                    "check": r.check,
+                    "severity": r.severity.map(|s| severity_name(Some(s))),
+                    "state": r.state,
+                    "subject": r.subject,
+                    "summary": r.summary,
+                    "advice": r.advice,
+                    "data": data_json(&r.data),
+                })
+            })
+            .collect(),
+    )
+}
+
+pub fn hosts_json(rows: &[HostRow]) -> Json {
+    Json::Array(
+        rows.iter()
+            .map(|h| {
+                json!({
+                    "host": h.host,
+                    "last_seen": h.last_seen,
+                    "last_seen_utc": utc(h.last_seen),
+                    "first_seen": h.first_seen,
+                    "last_event_time": h.last_event_ts as f64 / 1e9,
+                    "version": h.version,
+                    "peer": h.peer,
+                    "open_findings": h.open_findings,
+                    "worst_open": h.worst_open.map(|s| severity_name(Some(s))),
+                })
+            })
+            .collect(),
+    )
+}
+
+pub fn findings_json(rows: &[FindingRow]) -> Json {
+    Json::Array(
+        rows.iter()
+            .map(|f| {
+                json!({
+                    "host": f.host,
+                    "check": f.check,
+                    "subject": f.subject,
+                    "open": f.open,
+                    "severity": severity_name(Some(f.severity)),
+                    "state": f.state,
+                    "raised": f.raised_ts as f64 / 1e9,
+                    "raised_utc": utc_ns(f.raised_ts),
+                    "updated": f.updated_ts as f64 / 1e9,
+                    "cleared": f.cleared_ts.map(|t| t as f64 / 1e9),
+                    "summary": f.summary,
+                    "advice": f.advice,
+                    "data": data_json(&f.data),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Columns padded to their widest cell; the last column is not padded.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let cells: Vec<&str> = cells.collect();
+        let n = cells.len();
+        for (i, c) in cells.into_iter().enumerate() {
+            out.push_str(c);
+            if i + 1 < n {
+                let pad = widths[i] - c.chars().count() + 2;
+                out.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for r in rows {
+        line(&mut r.iter().map(String::as_str));
+    }
+    out
+}
+
+/// One line per event: time, host, severity, state, check, subject, summary.
+pub fn events_table(rows: &[EventRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                utc_ns(r.ts),
+                r.host.clone(),
+                r.kind.clone(),
+                severity_name(r.severity).to_owned(),
+                r.state.clone().unwrap_or_else(|| "-".into()),
+                if r.check.is_empty() {
+                    r.tag.clone()
+                } else {
+                    r.check.clone()
+                },
+                r.subject.clone(),
+                one_line(&r.summary, 120),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "TIME", "HOST", "KIND", "SEVERITY", "STATE", "CHECK", "SUBJECT", "SUMMARY",
+        ],
+        &cells,
+    )
+}
+
+pub fn hosts_table(rows: &[HostRow], now: i64) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|h| {
+            vec![
+                h.host.clone(),
+                format!("{} ({})", utc(h.last_seen), ago(h.last_seen, now)),
+                h.version.clone().unwrap_or_else(|| "-".into()),
+                h.open_findings.to_string(),
+                if h.open_findings > 0 {
+                    severity_name(h.worst_open).to_owned()
+                } else {
+                    "-".into()
+                },
+                h.peer.clone(),
+            ]
+        })
+        .collect();
+    table(
+        &["HOST", "LAST SEEN", "AGENT", "OPEN", "WORST", "PEER"],
+        &cells,
+    )
+}
+
+pub fn findings_table(rows: &[FindingRow], now: i64) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|f| {
+            vec![
+                severity_name(Some(f.severity)).to_owned(),
+                f.host.clone(),
+                f.check.clone(),
+                f.subject.clone(),
+                ago(f.raised_ts.div_euclid(1_000_000_000), now),
+                one_line(&f.summary, 120),
+            ]
+        })
+        .collect();
+    table(
+        &["SEVERITY", "HOST", "CHECK", "SUBJECT", "SINCE", "SUMMARY"],
+        &cells,
+    )
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if s.chars().count() > max {
+        let mut t: String = s.chars().take(max - 1).collect();
+        t.push('…');
+        t
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_764_505_496), "2025-11-30T12:24:56Z");
+        assert_eq!(ago(100, 230), "2m ago");
+    }
+
+    #[test]
+    fn tables_align() {
+        let t = table(&["A", "BB"], &[vec!["xxx".into(), "y".into()]]);
+        assert_eq!(t, "A    BB\nxxx  y\n");
+    }
+}

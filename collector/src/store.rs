@@ -1,0 +1,697 @@
+//! Storage: one SQLite database in WAL mode.
+//!
+//! * `events` — every event received, once: time (ns since the epoch), tag, kind, host,
+//!   check, severity (0 info, 1 warning, 2 critical; NULL for foreign records), state,
+//!   subject, summary, advice, `data` as JSON. Indexed by time, host, check and severity.
+//!   The finding events (`kind = 'finding'`, with their `state`) are the raised / updated /
+//!   cleared history of every finding.
+//! * `chunks` — the chunk id of every batch stored: a batch whose chunk id is already here was
+//!   stored before (its ack was lost and the agent resent it) and is acked without storing it
+//!   again. Kept for `dedup_window` (at least), so resends after long outages are caught.
+//! * `findings` — the current state of each finding, per (host, check, subject): open or
+//!   cleared, since when, the latest summary. `open = 1` rows are the open set.
+//! * `hosts` — last seen (receive time), last event time, agent version (from the heartbeat's
+//!   `data.version`), the peer address.
+//!
+//! Writes go through [`Store::apply`] inside a transaction the caller commits (the server's
+//! writer thread groups many batches per transaction, and acks them after the commit).
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Duration;
+use zpulse_proto::event::{Event, Severity, Value};
+use zpulse_proto::forward::Entry;
+
+/// The check of the agent's heartbeat: tracked in `hosts`, not as a finding.
+pub const HEARTBEAT_CHECK: &str = "agent.heartbeat";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY,
+    ts INTEGER NOT NULL,
+    received INTEGER NOT NULL,
+    tag TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    host TEXT NOT NULL,
+    check_name TEXT NOT NULL,
+    severity INTEGER,
+    state TEXT,
+    subject TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    advice TEXT,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
+CREATE INDEX IF NOT EXISTS events_host_ts ON events(host, ts);
+CREATE INDEX IF NOT EXISTS events_check_ts ON events(check_name, ts);
+CREATE INDEX IF NOT EXISTS events_severity_ts ON events(severity, ts);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk TEXT PRIMARY KEY,
+    received INTEGER NOT NULL,
+    events INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chunks_received ON chunks(received);
+CREATE TABLE IF NOT EXISTS findings (
+    host TEXT NOT NULL,
+    check_name TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    open INTEGER NOT NULL,
+    severity INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    raised_ts INTEGER NOT NULL,
+    updated_ts INTEGER NOT NULL,
+    cleared_ts INTEGER,
+    summary TEXT NOT NULL,
+    advice TEXT,
+    data TEXT NOT NULL,
+    PRIMARY KEY (host, check_name, subject)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS findings_open ON findings(open, severity);
+CREATE TABLE IF NOT EXISTS hosts (
+    host TEXT PRIMARY KEY,
+    first_seen INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL,
+    last_event_ts INTEGER NOT NULL,
+    version TEXT,
+    heartbeat_ts INTEGER,
+    peer TEXT NOT NULL
+) WITHOUT ROWID;
+";
+
+/// One event ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Event time, ns since the epoch.
+    pub ts: i64,
+    pub tag: String,
+    /// `finding`, `metrics`, `agent`, or `foreign` for a record that is not a zpulse event.
+    pub kind: String,
+    pub host: String,
+    pub check: String,
+    pub severity: Option<i64>,
+    pub state: Option<String>,
+    pub subject: String,
+    pub summary: String,
+    pub advice: Option<String>,
+    /// JSON object.
+    pub data: String,
+}
+
+impl Row {
+    /// A received entry. A record that is not a valid zpulse event is kept as `foreign`
+    /// (any Forward client may send to a collector), its fields as `data`, and `Err` carries
+    /// why it is not a zpulse event. `peer_host` names the host when the record does not.
+    pub fn from_entry(tag: &str, entry: &Entry, peer_host: &str) -> (Row, Result<(), String>) {
+        let ts = i64::from(entry.time.seconds) * 1_000_000_000 + i64::from(entry.time.nanos);
+        match entry.event() {
+            Ok(e) => (Row::from_event(tag, ts, &e, peer_host), Ok(())),
+            Err(why) => (Row::foreign(tag, ts, &entry.record, peer_host), Err(why)),
+        }
+    }
+
+    pub fn from_event(tag: &str, ts: i64, e: &Event, peer_host: &str) -> Row {
+        Row {
+            ts,
+            tag: tag.to_owned(),
+            kind: e.kind.as_str().to_owned(),
+            host: if e.host.is_empty() {
+                peer_host.to_owned()
+            } else {
+                e.host.clone()
+            },
+            check: e.check.clone(),
+            severity: Some(severity_rank(e.severity)),
+            state: e.state.map(|s| s.as_str().to_owned()),
+            subject: e.subject.clone(),
+            summary: e.summary.clone(),
+            advice: e.advice.clone(),
+            data: serde_json::to_string(&e.data).unwrap_or_else(|_| "{}".into()),
+        }
+    }
+
+    fn foreign(tag: &str, ts: i64, record: &[u8], peer_host: &str) -> Row {
+        let map: BTreeMap<String, Value> = rmp_serde::from_slice(record).unwrap_or_else(|e| {
+            BTreeMap::from([(
+                "_undecodable".to_owned(),
+                Value::Str(format!("{e}").chars().take(200).collect()),
+            )])
+        });
+        let text = |k: &str| match map.get(k) {
+            Some(Value::Str(s)) if !s.is_empty() => Some(s.chars().take(256).collect::<String>()),
+            _ => None,
+        };
+        Row {
+            ts,
+            tag: tag.to_owned(),
+            kind: "foreign".into(),
+            host: text("host")
+                .or_else(|| text("hostname"))
+                .unwrap_or_else(|| peer_host.to_owned()),
+            check: String::new(),
+            severity: None,
+            state: None,
+            subject: String::new(),
+            summary: text("message").or_else(|| text("msg")).unwrap_or_default(),
+            advice: None,
+            data: serde_json::to_string(&map).unwrap_or_else(|_| "{}".into()),
+        }
+    }
+}
+
+/// Per host in a batch: latest event time, latest heartbeat (time, agent version).
+type HostSeen = (i64, Option<(i64, Option<String>)>);
+
+/// A batch of events from one client message.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    /// The chunk id the client asked an ack for: the dedup key.
+    pub chunk: Option<String>,
+    /// The client's address.
+    pub peer: String,
+    pub rows: Vec<Row>,
+}
+
+/// What became of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Stored, with this many events.
+    Stored(usize),
+    /// A batch with this chunk id was stored before: nothing stored.
+    Duplicate,
+}
+
+pub fn severity_rank(s: Severity) -> i64 {
+    match s {
+        Severity::Info => 0,
+        Severity::Warning => 1,
+        Severity::Critical => 2,
+    }
+}
+
+pub fn severity_name(rank: Option<i64>) -> &'static str {
+    match rank {
+        Some(0) => "info",
+        Some(1) => "warning",
+        Some(2) => "critical",
+        _ => "-",
+    }
+}
+
+pub fn parse_severity(s: &str) -> Result<i64, String> {
+    match s {
+        "info" => Ok(0),
+        "warning" => Ok(1),
+        "critical" => Ok(2),
+        other => Err(format!(
+            "severity {other:?}: give info, warning or critical"
+        )),
+    }
+}
+
+/// How long and how much to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Events older than this are deleted; `None`: kept by age forever.
+    pub max_age: Option<Duration>,
+    /// The database's pages in use are kept below this, oldest events first; `None`: no cap.
+    pub max_bytes: Option<u64>,
+    /// How long chunk ids are remembered for dedup (whatever `max_age` says).
+    pub dedup_window: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention {
+            max_age: Some(Duration::from_secs(30 * 86400)),
+            max_bytes: None,
+            dedup_window: Duration::from_secs(7 * 86400),
+        }
+    }
+}
+
+/// What a retention pass deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub by_age: u64,
+    pub by_size: u64,
+    pub chunks: u64,
+}
+
+pub struct Store {
+    conn: Connection,
+}
+
+fn sql(e: rusqlite::Error) -> String {
+    format!("SQLite: {e}")
+}
+
+impl Store {
+    /// Opens (creating if needed) the database for writing.
+    pub fn open(path: &Path) -> Result<Store, String> {
+        let conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
+        // auto_vacuum only takes effect on a database without tables: new ones.
+        conn.execute_batch(
+            "PRAGMA auto_vacuum = INCREMENTAL;
+             PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = FULL;
+             PRAGMA journal_size_limit = 67108864;
+             PRAGMA foreign_keys = OFF;",
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .map_err(sql)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(format!(
+                "{}: SQLite refused WAL mode (journal_mode is {mode})",
+                path.display()
+            ));
+        }
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| format!("{}: creating the schema: {e}", path.display()))?;
+        Ok(Store { conn })
+    }
+
+    /// Opens an existing database for reading (queries, the web page).
+    pub fn open_read_only(path: &Path) -> Result<Store, String> {
+        if !path.exists() {
+            return Err(format!(
+                "{}: no database there (start `zpulse-collector serve --db {}` first)",
+                path.display(),
+                path.display()
+            ));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(sql)?;
+        Ok(Store { conn })
+    }
+
+    pub fn transaction(&mut self) -> Result<Transaction<'_>, String> {
+        self.conn.transaction().map_err(sql)
+    }
+
+    /// Stores one batch inside `tx` (the caller commits), unless its chunk id was stored
+    /// before. `now` is the receive time in seconds.
+    pub fn apply(tx: &Transaction, batch: &Batch, now: i64) -> Result<Outcome, String> {
+        if let Some(chunk) = &batch.chunk {
+            let fresh = tx
+                .prepare_cached(
+                    "INSERT INTO chunks(chunk, received, events) VALUES (?1, ?2, ?3)
+                     ON CONFLICT(chunk) DO NOTHING",
+                )
+                .and_then(|mut s| s.execute(params![chunk, now, batch.rows.len() as i64]))
+                .map_err(sql)?;
+            if fresh == 0 {
+                return Ok(Outcome::Duplicate);
+            }
+        }
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO events(ts, received, tag, kind, host, check_name, severity, state,
+                                    subject, summary, advice, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )
+            .map_err(sql)?;
+        // Per host: latest event time, latest heartbeat (time, version).
+        let mut hosts: HashMap<&str, HostSeen> = HashMap::new();
+        for r in &batch.rows {
+            insert
+                .execute(params![
+                    r.ts, now, r.tag, r.kind, r.host, r.check, r.severity, r.state, r.subject,
+                    r.summary, r.advice, r.data
+                ])
+                .map_err(sql)?;
+            let h = hosts.entry(r.host.as_str()).or_insert((r.ts, None));
+            h.0 = h.0.max(r.ts);
+            if r.kind == "agent" && r.check == HEARTBEAT_CHECK {
+                if h.1.as_ref().is_none_or(|(t, _)| r.ts >= *t) {
+                    h.1 = Some((r.ts, heartbeat_version(&r.data)));
+                }
+            } else if (r.kind == "finding" || r.kind == "agent") && r.state.is_some() {
+                track_finding(tx, r)?;
+            }
+        }
+        let mut host = tx
+            .prepare_cached(
+                "INSERT INTO hosts(host, first_seen, last_seen, last_event_ts, version,
+                                   heartbeat_ts, peer)
+                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(host) DO UPDATE SET
+                   last_seen = max(hosts.last_seen, excluded.last_seen),
+                   last_event_ts = max(hosts.last_event_ts, excluded.last_event_ts),
+                   version = CASE WHEN excluded.heartbeat_ts IS NOT NULL
+                                   AND (hosts.heartbeat_ts IS NULL
+                                        OR excluded.heartbeat_ts >= hosts.heartbeat_ts)
+                                  THEN excluded.version ELSE hosts.version END,
+                   heartbeat_ts = CASE WHEN excluded.heartbeat_ts IS NOT NULL
+                                        AND (hosts.heartbeat_ts IS NULL
+                                             OR excluded.heartbeat_ts >= hosts.heartbeat_ts)
+                                       THEN excluded.heartbeat_ts ELSE hosts.heartbeat_ts END,
+                   peer = excluded.peer",
+            )
+            .map_err(sql)?;
+        for (name, (last_ts, hb)) in hosts {
+            let (hb_ts, version) = match hb {
+                Some((t, v)) => (Some(t), v),
+                None => (None, None),
+            };
+            host.execute(params![name, now, last_ts, version, hb_ts, batch.peer])
+                .map_err(sql)?;
+        }
+        Ok(Outcome::Stored(batch.rows.len()))
+    }
+
+    /// Stores batches in one transaction; for tests and tools (the server groups its own).
+    pub fn store(&mut self, batches: &[Batch], now: i64) -> Result<Vec<Outcome>, String> {
+        let tx = self.transaction()?;
+        let out = batches
+            .iter()
+            .map(|b| Store::apply(&tx, b, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.commit().map_err(sql)?;
+        Ok(out)
+    }
+
+    /// Deletes by age, then by size (oldest events first). `now` in seconds.
+    pub fn retain(&mut self, r: &Retention, now: i64) -> Result<Pruned, String> {
+        let mut p = Pruned::default();
+        if let Some(age) = r.max_age {
+            let cutoff = (now - age.as_secs() as i64).saturating_mul(1_000_000_000);
+            p.by_age = self
+                .conn
+                .execute("DELETE FROM events WHERE ts < ?1", [cutoff])
+                .map_err(sql)? as u64;
+            self.conn
+                .execute(
+                    "DELETE FROM findings WHERE open = 0 AND updated_ts < ?1",
+                    [cutoff],
+                )
+                .map_err(sql)?;
+        }
+        let keep_chunks = r
+            .dedup_window
+            .max(r.max_age.unwrap_or(Duration::ZERO))
+            .as_secs() as i64;
+        p.chunks = self
+            .conn
+            .execute(
+                "DELETE FROM chunks WHERE received < ?1",
+                [now - keep_chunks],
+            )
+            .map_err(sql)? as u64;
+        if let Some(max) = r.max_bytes {
+            for _ in 0..64 {
+                if self.used_bytes()? <= max {
+                    break;
+                }
+                let count: i64 = self
+                    .conn
+                    .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+                    .map_err(sql)?;
+                if count == 0 {
+                    break;
+                }
+                let n = (count / 10).max(1);
+                p.by_size += self
+                    .conn
+                    .execute(
+                        "DELETE FROM events WHERE id IN
+                           (SELECT id FROM events ORDER BY ts LIMIT ?1)",
+                        [n],
+                    )
+                    .map_err(sql)? as u64;
+            }
+        }
+        if p.by_age + p.by_size + p.chunks > 0 {
+            self.conn
+                .execute_batch("PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(PASSIVE);")
+                .map_err(sql)?;
+        }
+        Ok(p)
+    }
+
+    /// Bytes of database pages in use (free pages excluded).
+    pub fn used_bytes(&self) -> Result<u64, String> {
+        let q = |p: &str| -> Result<i64, String> {
+            self.conn
+                .query_row(&format!("PRAGMA {p}"), [], |r| r.get(0))
+                .map_err(sql)
+        };
+        let pages = q("page_count")? - q("freelist_count")?;
+        Ok((pages.max(0) as u64) * q("page_size")? as u64)
+    }
+
+    /// Events matching `f`, newest first.
+    pub fn events(&self, f: &Filter) -> Result<Vec<EventRow>, String> {
+        let mut sql_text = String::from(
+            "SELECT ts, tag, kind, host, check_name, severity, state, subject, summary, advice,
+                    data FROM events WHERE 1=1",
+        );
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(h) = &f.host {
+            sql_text.push_str(" AND host = ?");
+            args.push(h.clone().into());
+        }
+        if let Some(c) = &f.check {
+            sql_text.push_str(" AND check_name = ?");
+            args.push(c.clone().into());
+        }
+        if let Some(s) = f.min_severity {
+            sql_text.push_str(" AND severity >= ?");
+            args.push(s.into());
+        }
+        if let Some(k) = &f.kinds {
+            sql_text.push_str(&format!(" AND kind IN ({})", vec!["?"; k.len()].join(",")));
+            args.extend(k.iter().map(|k| k.clone().into()));
+        }
+        if let Some(t) = f.since_ts {
+            sql_text.push_str(" AND ts >= ?");
+            args.push(t.into());
+        }
+        sql_text.push_str(if f.oldest_first {
+            " ORDER BY ts ASC, id ASC LIMIT ?"
+        } else {
+            " ORDER BY ts DESC, id DESC LIMIT ?"
+        });
+        args.push((f.limit as i64).into());
+        let mut stmt = self.conn.prepare(&sql_text).map_err(sql)?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(args), |r| {
+                Ok(EventRow {
+                    ts: r.get(0)?,
+                    tag: r.get(1)?,
+                    kind: r.get(2)?,
+                    host: r.get(3)?,
+                    check: r.get(4)?,
+                    severity: r.get(5)?,
+                    state: r.get(6)?,
+                    subject: r.get(7)?,
+                    summary: r.get(8)?,
+                    advice: r.get(9)?,
+                    data: r.get(10)?,
+                })
+            })
+            .map_err(sql)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+
+    /// Every host, by name.
+    pub fn hosts(&self) -> Result<Vec<HostRow>, String> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT h.host, h.first_seen, h.last_seen, h.last_event_ts, h.version, h.peer,
+                        (SELECT count(*) FROM findings f WHERE f.host = h.host AND f.open = 1),
+                        (SELECT max(severity) FROM findings f WHERE f.host = h.host AND f.open = 1)
+                 FROM hosts h ORDER BY h.host",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(HostRow {
+                    host: r.get(0)?,
+                    first_seen: r.get(1)?,
+                    last_seen: r.get(2)?,
+                    last_event_ts: r.get(3)?,
+                    version: r.get(4)?,
+                    peer: r.get(5)?,
+                    open_findings: r.get(6)?,
+                    worst_open: r.get(7)?,
+                })
+            })
+            .map_err(sql)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+
+    /// Open findings, worst first (then the longest-standing first); one host or all.
+    pub fn open_findings(&self, host: Option<&str>) -> Result<Vec<FindingRow>, String> {
+        self.findings(host, true)
+    }
+
+    /// Findings, open or cleared, worst first.
+    pub fn findings(&self, host: Option<&str>, open_only: bool) -> Result<Vec<FindingRow>, String> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT host, check_name, subject, open, severity, state, raised_ts, updated_ts,
+                        cleared_ts, summary, advice, data
+                 FROM findings
+                 WHERE (?1 IS NULL OR host = ?1) AND (?2 = 0 OR open = 1)
+                 ORDER BY open DESC, severity DESC, raised_ts ASC, host, check_name, subject",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map(params![host, i64::from(open_only)], |r| {
+                Ok(FindingRow {
+                    host: r.get(0)?,
+                    check: r.get(1)?,
+                    subject: r.get(2)?,
+                    open: r.get::<_, i64>(3)? != 0,
+                    severity: r.get(4)?,
+                    state: r.get(5)?,
+                    raised_ts: r.get(6)?,
+                    updated_ts: r.get(7)?,
+                    cleared_ts: r.get(8)?,
+                    summary: r.get(9)?,
+                    advice: r.get(10)?,
+                    data: r.get(11)?,
+                })
+            })
+            .map_err(sql)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+
+    /// Number of rows in `events` and `chunks`.
+    pub fn counts(&self) -> Result<(i64, i64), String> {
+        let n = |t: &str| -> Result<i64, String> {
+            self.conn
+                .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+                .map_err(sql)
+        };
+        Ok((n("events")?, n("chunks")?))
+    }
+
+    /// Whether a chunk id was stored.
+    pub fn has_chunk(&self, chunk: &str) -> Result<bool, String> {
+        self.conn
+            .query_row("SELECT 1 FROM chunks WHERE chunk = ?1", [chunk], |_| Ok(()))
+            .optional()
+            .map(|o| o.is_some())
+            .map_err(sql)
+    }
+
+    /// Checkpoints the WAL into the database (at shutdown).
+    pub fn checkpoint(&self) -> Result<(), String> {
+        self.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .map_err(sql)
+    }
+}
+
+fn heartbeat_version(data: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(data).ok()?;
+    Some(v.get("version")?.as_str()?.chars().take(64).collect())
+}
+
+/// Updates the current state of one finding from an event. An event older than the state
+/// already stored (a late resend) changes nothing here; it is still in the history.
+fn track_finding(tx: &Transaction, r: &Row) -> Result<(), String> {
+    let open = i64::from(r.state.as_deref() != Some("cleared"));
+    tx.prepare_cached(
+        "INSERT INTO findings(host, check_name, subject, open, severity, state, raised_ts,
+                              updated_ts, cleared_ts, summary, advice, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10)
+         ON CONFLICT(host, check_name, subject) DO UPDATE SET
+           raised_ts = CASE WHEN excluded.open = 1 AND findings.open = 0
+                            THEN excluded.raised_ts ELSE findings.raised_ts END,
+           open = excluded.open,
+           severity = excluded.severity,
+           state = excluded.state,
+           updated_ts = excluded.updated_ts,
+           cleared_ts = excluded.cleared_ts,
+           summary = excluded.summary,
+           advice = excluded.advice,
+           data = excluded.data
+         WHERE excluded.updated_ts >= findings.updated_ts",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            r.host,
+            r.check,
+            r.subject,
+            open,
+            r.severity.unwrap_or(0),
+            r.state,
+            r.ts,
+            r.summary,
+            r.advice,
+            r.data
+        ])
+    })
+    .map_err(sql)?;
+    Ok(())
+}
+
+/// What `query` selects.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub host: Option<String>,
+    pub check: Option<String>,
+    /// At this severity or worse.
+    pub min_severity: Option<i64>,
+    pub kinds: Option<Vec<String>>,
+    /// ns since the epoch.
+    pub since_ts: Option<i64>,
+    pub limit: usize,
+    pub oldest_first: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventRow {
+    pub ts: i64,
+    pub tag: String,
+    pub kind: String,
+    pub host: String,
+    pub check: String,
+    pub severity: Option<i64>,
+    pub state: Option<String>,
+    pub subject: String,
+    pub summary: String,
+    pub advice: Option<String>,
+    pub data: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostRow {
+    pub host: String,
+    pub first_seen: i64,
+    pub last_seen: i64,
+    pub last_event_ts: i64,
+    pub version: Option<String>,
+    pub peer: String,
+    pub open_findings: i64,
+    pub worst_open: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FindingRow {
+    pub host: String,
+    pub check: String,
+    pub subject: String,
+    pub open: bool,
+    pub severity: i64,
+    pub state: String,
+    pub raised_ts: i64,
+    pub updated_ts: i64,
+    pub cleared_ts: Option<i64>,
+    pub summary: String,
+    pub advice: Option<String>,
+    pub data: String,
+}

@@ -1,0 +1,189 @@
+//! The binary end to end: `serve --http` receives a small fleet, `query`, `hosts` and `open`
+//! show it, the web page renders it (in headless Chromium when installed).
+
+mod common;
+
+use common::*;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use zpulse_proto::event::{Severity, State};
+use zpulse_proto::forward::{Compression, Entries};
+
+fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+fn run(args: &[&str], db: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_small_fleet_through_serve_query_hosts_open_and_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("events.db");
+    let (fwd, http) = (free_addr(), free_addr());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args([
+            "serve",
+            "--listen",
+            &fwd.to_string(),
+            "--http",
+            &http.to_string(),
+            "--db",
+        ])
+        .arg(&db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut c = loop {
+        if let Ok(s) = std::net::TcpStream::connect(fwd) {
+            break Client::from_stream(s);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let now = now_t().seconds;
+    for (i, host) in ["nas1", "nas2", "backup"].iter().enumerate() {
+        let mut entries = Entries::new();
+        for k in 0..20u32 {
+            entries.push_event(
+                t(now - 2000 + k * 100),
+                &metrics(host, "hdd-saturation", "tank", "busy_pct", f64::from(k * 5)),
+            );
+        }
+        entries.push_event(t(now - 60), &heartbeat(host, &format!("0.{i}.0")));
+        let sev = [Severity::Critical, Severity::Warning, Severity::Info][i];
+        entries.push_event(
+            t(now - 30),
+            &finding(host, "special-fill", "tank/special", State::Raised, sev),
+        );
+        if *host == "backup" {
+            entries.push_event(
+                t(now - 10),
+                &finding(
+                    host,
+                    "special-fill",
+                    "tank/special",
+                    State::Cleared,
+                    Severity::Info,
+                ),
+            );
+        }
+        let ch = random_chunk();
+        c.send(&entries.packed_forward("zpulse.metrics", Some(&ch), Compression::Gzip))
+            .unwrap();
+        assert_eq!(c.ack(), Some(ch));
+    }
+
+    let hosts = run(&["hosts"], &db);
+    let lines: Vec<&str> = hosts.lines().collect();
+    assert!(lines[0].starts_with("HOST"), "{hosts}");
+    assert!(
+        lines[1].starts_with("backup") && lines[1].contains("0.2.0"),
+        "{hosts}"
+    );
+    assert!(
+        lines[2].starts_with("nas1") && lines[2].contains("critical"),
+        "{hosts}"
+    );
+    let open = run(&["open"], &db);
+    let lines: Vec<&str> = open.lines().collect();
+    assert_eq!(lines.len(), 3, "{open}");
+    assert!(
+        lines[1].starts_with("critical") && lines[1].contains("nas1"),
+        "{open}"
+    );
+    assert!(
+        lines[2].starts_with("warning") && lines[2].contains("nas2"),
+        "{open}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&run(&["open", "--format", "json"], &db)).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 2);
+    let q: serde_json::Value = serde_json::from_str(&run(
+        &[
+            "query",
+            "--host",
+            "nas2",
+            "--check",
+            "special-fill",
+            "--since",
+            "1h",
+            "--format",
+            "json",
+        ],
+        &db,
+    ))
+    .unwrap();
+    assert_eq!(q.as_array().unwrap().len(), 1, "{q}");
+    assert_eq!(q[0]["severity"], "warning");
+    let q = run(&["query", "--severity", "warning"], &db);
+    assert_eq!(q.lines().count(), 1 + 2, "{q}");
+    let q = run(&["query", "--since", "15m", "--host", "nas1"], &db);
+    // 10 metrics in the last 15 min (k*100 s ≥ 1100 s ago excluded), heartbeat, finding.
+    assert!(q.lines().count() > 3, "{q}");
+
+    // The page: in headless Chromium when installed, else over plain HTTP.
+    let url = format!("http://{http}/");
+    let chromium = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| Command::new(b).arg("--version").output().is_ok());
+    let dom = match chromium {
+        Some(b) => {
+            let out = Command::new(b)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--dump-dom",
+                    &url,
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        }
+        None => {
+            eprintln!("chromium not installed: fetching the page over plain HTTP instead");
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(http).unwrap();
+            write!(s, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        }
+    };
+    for host in ["nas1", "nas2", "backup"] {
+        assert!(dom.contains(&format!(">{host}</a>")), "{host} missing");
+    }
+    assert_eq!(dom.matches("<tr class=\"finding\">").count(), 2, "{dom}");
+    assert_eq!(dom.matches("<svg class=\"chart\"").count(), 3);
+    assert!(dom.contains("hdd-saturation tank busy_pct"));
+    // Nothing loaded from outside: no scripts, no external references.
+    assert!(!dom.contains("<script"));
+    assert!(!dom.contains("src=\""));
+    assert!(!dom.contains("href=\"http"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

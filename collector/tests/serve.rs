@@ -1,0 +1,447 @@
+//! The server in-process: every Forward mode, acks after commit, dedup, the handshake, limits,
+//! findings and hosts, the web page.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+use zpulse_collector::store::{Filter, Store};
+use zpulse_proto::event::{Severity, State};
+use zpulse_proto::forward::{Compression, Entries, ServerMessage, encode};
+
+fn store(r: &Running) -> Store {
+    Store::open_read_only(&r.db).unwrap()
+}
+
+fn all(r: &Running) -> Vec<zpulse_collector::store::EventRow> {
+    store(r)
+        .events(&Filter {
+            limit: 1_000_000,
+            oldest_first: true,
+            ..Filter::default()
+        })
+        .unwrap()
+}
+
+#[test]
+fn every_mode_is_stored_and_acked_after_commit() {
+    let r = start(|_| {});
+    let mut c = Client::connect(r.server.addr);
+    let e = metrics("nas1", "arc", "arc", "hit_pct", 97.0).to_msgpack();
+
+    // Message, with and without chunk.
+    c.send(&encode::message(
+        "zpulse.metrics",
+        t(100),
+        &e,
+        Some(&chunk(1)),
+    ))
+    .unwrap();
+    assert_eq!(c.ack().as_deref(), Some(chunk(1).as_str()));
+    c.send(&encode::message("zpulse.metrics", t(101), &e, None))
+        .unwrap();
+    // Forward.
+    c.send(&encode::forward(
+        "zpulse.metrics",
+        &[(t(102), &e[..]), (t(103), &e[..])],
+        Some(&chunk(2)),
+    ))
+    .unwrap();
+    assert_eq!(c.ack().as_deref(), Some(chunk(2).as_str()));
+    // PackedForward and CompressedPackedForward.
+    let mut entries = Entries::new();
+    for s in 104..110 {
+        entries.push(t(s), &e);
+    }
+    c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(3)), Compression::None))
+        .unwrap();
+    assert_eq!(c.ack().as_deref(), Some(chunk(3).as_str()));
+    c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(4)), Compression::Gzip))
+        .unwrap();
+    assert_eq!(c.ack().as_deref(), Some(chunk(4).as_str()));
+    // A keep-alive, then the same gzip batch again: acked, not stored twice.
+    c.send(&[0xc0]).unwrap();
+    c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(4)), Compression::Gzip))
+        .unwrap();
+    assert_eq!(c.ack().as_deref(), Some(chunk(4).as_str()));
+    // Acked means committed: visible to another connection now.
+    let rows = all(&r);
+    assert_eq!(rows.len(), 1 + 1 + 2 + 6 + 6, "{rows:#?}");
+    assert!(rows.iter().all(|x| x.host == "nas1" && x.kind == "metrics"));
+    assert_eq!(rows[0].ts, 100_000_000_000);
+    let stats = r.server.stats.snapshot();
+    assert_eq!(stats["duplicates"], 1);
+    assert_eq!(stats["events"], 16);
+}
+
+#[test]
+fn foreign_records_are_kept_with_their_fields() {
+    let r = start(|_| {});
+    let mut c = Client::connect(r.server.addr);
+    // {"message": "hello", "level": 3}
+    let mut rec = vec![0x82, 0xa7];
+    rec.extend_from_slice(b"message");
+    rec.extend_from_slice(&[0xa5]);
+    rec.extend_from_slice(b"hello");
+    rec.extend_from_slice(&[0xa5]);
+    rec.extend_from_slice(b"level");
+    rec.push(3);
+    c.send(&encode::message("app.log", t(5), &rec, Some(&chunk(9))))
+        .unwrap();
+    assert!(c.ack().is_some());
+    let rows = all(&r);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].kind, "foreign");
+    assert_eq!(rows[0].host, "127.0.0.1");
+    assert_eq!(rows[0].summary, "hello");
+    assert_eq!(rows[0].data, r#"{"level":3,"message":"hello"}"#);
+}
+
+#[test]
+fn findings_hosts_and_the_open_set() {
+    let r = start(|_| {});
+    let mut c = Client::connect(r.server.addr);
+    let mut send = |host: &str, evs: Vec<(u32, zpulse_proto::event::Event)>| {
+        let mut entries = Entries::new();
+        for (s, e) in &evs {
+            entries.push_event(t(*s), e);
+        }
+        let ch = random_chunk();
+        c.send(&entries.packed_forward("zpulse.finding", Some(&ch), Compression::None))
+            .unwrap();
+        assert_eq!(c.ack(), Some(ch), "{host}");
+    };
+    use Severity::*;
+    use State::*;
+    send(
+        "nas1",
+        vec![
+            (
+                10,
+                finding("nas1", "hdd-saturation", "tank", Raised, Warning),
+            ),
+            (11, heartbeat("nas1", "0.1.0")),
+            (
+                20,
+                finding("nas1", "hdd-saturation", "tank", Updated, Critical),
+            ),
+            (
+                12,
+                finding("nas1", "special-fill", "tank/special", Raised, Warning),
+            ),
+            (
+                30,
+                finding("nas1", "special-fill", "tank/special", Cleared, Info),
+            ),
+            // A late resend of an older state does not reopen it.
+            (
+                25,
+                finding("nas1", "special-fill", "tank/special", Updated, Warning),
+            ),
+        ],
+    );
+    send(
+        "nas2",
+        vec![
+            (15, heartbeat("nas2", "0.0.9")),
+            (16, heartbeat("nas2", "0.2.0")),
+            (14, heartbeat("nas2", "0.0.1")),
+            (17, finding("nas2", "slog-usage", "pool/log", Raised, Info)),
+        ],
+    );
+    let s = store(&r);
+    let open = s.open_findings(None).unwrap();
+    let keys: Vec<_> = open
+        .iter()
+        .map(|f| (f.host.as_str(), f.check.as_str(), f.severity))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![("nas1", "hdd-saturation", 2), ("nas2", "slog-usage", 0)]
+    );
+    assert_eq!(open[0].raised_ts, 10_000_000_000);
+    assert_eq!(open[0].state, "updated");
+    let closed = s.findings(Some("nas1"), false).unwrap();
+    let sf = closed.iter().find(|f| f.check == "special-fill").unwrap();
+    assert!(!sf.open);
+    assert_eq!(sf.cleared_ts, Some(30_000_000_000));
+    let hosts = s.hosts().unwrap();
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts[0].version.as_deref(), Some("0.1.0"));
+    assert_eq!(hosts[0].open_findings, 1);
+    assert_eq!(hosts[0].worst_open, Some(2));
+    assert_eq!(hosts[1].version.as_deref(), Some("0.2.0"));
+    // History: every state change is in events.
+    let history = s
+        .events(&Filter {
+            host: Some("nas1".into()),
+            check: Some("special-fill".into()),
+            limit: 10,
+            oldest_first: true,
+            ..Filter::default()
+        })
+        .unwrap();
+    let states: Vec<_> = history.iter().map(|e| e.state.clone().unwrap()).collect();
+    assert_eq!(states, ["raised", "updated", "cleared"]);
+    // Filters: severity is "this or worse".
+    let warn = s
+        .events(&Filter {
+            min_severity: Some(1),
+            limit: 100,
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(warn.len(), 4);
+}
+
+#[test]
+fn shared_key_handshake_and_auth_failures() {
+    let r = start(|c| {
+        c.shared_key = Some("fleet-key".into());
+        c.clients.insert("special".into(), "its-own-key".into());
+    });
+    let e = metrics("nas1", "arc", "arc", "hit_pct", 97.0).to_msgpack();
+    // Good key.
+    let mut c = Client::connect(r.server.addr);
+    c.handshake("nas1", "fleet-key").unwrap();
+    c.send(&encode::message(
+        "zpulse.metrics",
+        t(1),
+        &e,
+        Some(&chunk(1)),
+    ))
+    .unwrap();
+    assert!(c.ack().is_some());
+    // Per-client key.
+    let mut c = Client::connect(r.server.addr);
+    c.handshake("special", "its-own-key").unwrap();
+    let mut c = Client::connect(r.server.addr);
+    let err = c.handshake("special", "fleet-key").unwrap_err();
+    assert!(err.contains("shared key mismatch"), "{err}");
+    assert!(closed(&mut c));
+    // Wrong key.
+    let mut c = Client::connect(r.server.addr);
+    let err = c.handshake("nas2", "guess").unwrap_err();
+    assert!(err.contains("shared key mismatch"), "{err}");
+    // Events without a handshake.
+    let mut c = Client::connect(r.server.addr);
+    assert!(matches!(c.recv(), Some(ServerMessage::Helo(_))));
+    c.send(&encode::message(
+        "zpulse.metrics",
+        t(2),
+        &e,
+        Some(&chunk(2)),
+    ))
+    .unwrap();
+    assert!(c.recv().is_none());
+    wait_until("3 auth failures", || {
+        r.server.stats.snapshot()["auth_failures"] == 3
+    });
+    assert_eq!(all(&r).len(), 1);
+}
+
+#[test]
+fn limits_close_bad_peers_and_the_server_survives() {
+    let r = start(|c| {
+        c.max_frame_bytes = 64 << 10;
+        c.max_connections = 4;
+        c.read_timeout = Duration::from_millis(300);
+        c.idle_timeout = Duration::from_secs(2);
+    });
+    // Too large a frame.
+    let mut c = Client::connect(r.server.addr);
+    let big = metrics("h", "c", "s", "x_pct", 1.0).with("pad", "x".repeat(1000));
+    let mut entries = Entries::new();
+    for s in 0..100 {
+        entries.push_event(t(s), &big);
+    }
+    let _ = c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(1)), Compression::None));
+    assert!(closed(&mut c));
+    // A gzip bomb is refused (limit on inflation: 32 MiB by default).
+    let mut c = Client::connect(r.server.addr);
+    let zeros = vec![0u8; 40 << 20];
+    let bomb = encode::gzip(&zeros).unwrap();
+    assert!(bomb.len() < 60_000, "{}", bomb.len());
+    let mut msg = vec![0x93, 0xa1, b't', 0xc5];
+    msg.extend_from_slice(&(bomb.len() as u16).to_be_bytes());
+    msg.extend_from_slice(&bomb);
+    msg.extend_from_slice(&[0x81, 0xaa]);
+    msg.extend_from_slice(b"compressed");
+    msg.extend_from_slice(&[0xa4]);
+    msg.extend_from_slice(b"gzip");
+    c.send(&msg).unwrap();
+    assert!(closed(&mut c));
+    // Garbage.
+    let mut c = Client::connect(r.server.addr);
+    c.send(&[0xc1, 0xff, 0x00]).unwrap();
+    assert!(closed(&mut c));
+    // Half a message, then silence: the read timeout.
+    let mut c = Client::connect(r.server.addr);
+    c.send(&[0x93, 0xa1]).unwrap();
+    assert!(closed(&mut c));
+    // The connection cap: 4 idle connections held, the 5th is closed at once.
+    let held: Vec<_> = (0..4).map(|_| Client::connect(r.server.addr)).collect();
+    wait_until("4 active", || {
+        r.server.stats.snapshot()["connections_active"] == 4
+    });
+    let mut fifth = Client::connect(r.server.addr);
+    assert!(closed(&mut fifth));
+    assert!(r.server.stats.snapshot()["connections_refused"] >= 1);
+    drop(held);
+    // Idle ones are closed after idle_timeout; the server still works.
+    wait_until("held closed", || {
+        r.server.stats.snapshot()["connections_active"] == 0
+    });
+    let mut c = Client::connect(r.server.addr);
+    let e = metrics("h", "c", "s", "x_pct", 1.0).to_msgpack();
+    c.send(&encode::message(
+        "zpulse.metrics",
+        t(1),
+        &e,
+        Some(&chunk(2)),
+    ))
+    .unwrap();
+    assert!(c.ack().is_some());
+    let s = r.server.stats.snapshot();
+    assert!(s["protocol_errors"] >= 3, "{s:?}");
+    assert!(s["timeouts"] >= 1, "{s:?}");
+}
+
+#[test]
+fn idle_connections_are_closed() {
+    let r = start(|c| c.idle_timeout = Duration::from_millis(300));
+    let mut c = Client::connect(r.server.addr);
+    let t0 = std::time::Instant::now();
+    assert!(closed(&mut c));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+fn get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    (head.to_owned(), body.to_owned())
+}
+
+#[test]
+fn web_page_shows_hosts_findings_and_charts() {
+    let r = start(|_| {});
+    let mut c = Client::connect(r.server.addr);
+    let now = now_t().seconds;
+    let mut entries = Entries::new();
+    for i in 0..30u32 {
+        let at = t(now - 3000 + i * 100);
+        entries.push_event(
+            at,
+            &metrics("nas<1>", "hdd-saturation", "tank", "busy_pct", f64::from(i)),
+        );
+        entries.push_event(at, &metrics("nas<1>", "arc", "arc", "arc_hit_pct", 90.0));
+    }
+    entries.push_event(t(now - 100), &heartbeat("nas<1>", "0.1.0"));
+    entries.push_event(
+        t(now - 50),
+        &finding(
+            "nas<1>",
+            "special-fill",
+            "tank/special",
+            State::Raised,
+            Severity::Critical,
+        ),
+    );
+    c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(1)), Compression::Gzip))
+        .unwrap();
+    assert!(c.ack().is_some());
+    let addr =
+        zpulse_collector::http::start("127.0.0.1:0", r.db.clone(), r.server.stats.clone()).unwrap();
+    let (head, body) = get(addr, "/");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("Content-Security-Policy: default-src 'none'"));
+    assert!(body.contains("nas&lt;1&gt;"), "escaped host name");
+    assert!(!body.contains("nas<1>"));
+    assert!(body.contains("special-fill") && body.contains("critical"));
+    assert!(body.contains("<svg class=\"chart\""));
+    assert!(body.contains("hdd-saturation tank busy_pct"));
+    assert!(body.contains("arc arc_hit_pct"));
+    assert!(body.contains("agent.heartbeat cpu_pct"));
+    assert!(!body.contains("<script") && !body.contains("http://") || !body.contains("src=\"http"));
+    let (head, body) = get(addr, "/host/nas%3C1%3E");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body.contains("Finding history"));
+    let (head, _) = get(addr, "/host/nobody");
+    assert!(head.starts_with("HTTP/1.1 404"));
+    let (_, body) = get(addr, "/api/hosts");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v[0]["version"], "0.1.0");
+    assert_eq!(v[0]["open_findings"], 1);
+    let (_, body) = get(addr, "/api/open");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v[0]["severity"], "critical");
+    // Only GET and HEAD; a huge head is refused.
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "POST / HTTP/1.1\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 405"));
+    let mut s = TcpStream::connect(addr).unwrap();
+    let _ = s.write_all(format!("GET /{} HTTP/1.1\r\n", "a".repeat(20000)).as_bytes());
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 431"), "{out}");
+}
+
+#[test]
+fn retention_by_age_and_size() {
+    use zpulse_collector::store::{Batch, Retention, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("r.db")).unwrap();
+    let now = 2_000_000_000i64;
+    let mut batch = Batch::default();
+    for i in 0..5000i64 {
+        let e = metrics("h", "c", "s", "x_pct", 1.0).with("pad", "y".repeat(200));
+        batch.rows.push(Row::from_event(
+            "zpulse.metrics",
+            (now - 10_000 + i) * 1_000_000_000,
+            &e,
+            "p",
+        ));
+    }
+    s.store(&[batch], now).unwrap();
+    let p = s
+        .retain(
+            &Retention {
+                max_age: Some(Duration::from_secs(9_000)),
+                max_bytes: None,
+                dedup_window: Duration::from_secs(60),
+            },
+            now,
+        )
+        .unwrap();
+    assert_eq!(p.by_age, 1000);
+    assert_eq!(s.counts().unwrap().0, 4000);
+    let before = s.used_bytes().unwrap();
+    let p = s
+        .retain(
+            &Retention {
+                max_age: None,
+                max_bytes: Some(before / 2),
+                dedup_window: Duration::from_secs(60),
+            },
+            now,
+        )
+        .unwrap();
+    assert!(p.by_size > 0);
+    assert!(s.used_bytes().unwrap() <= before / 2);
+    // The newest events are the ones kept.
+    let newest = s
+        .events(&Filter {
+            limit: 1,
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(newest[0].ts, (now - 10_000 + 4999) * 1_000_000_000);
+}
