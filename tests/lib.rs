@@ -50,3 +50,23 @@ pub fn build_into_test_target(packages: &[&str]) -> PathBuf {
     assert!(status.success(), "cargo build of {packages:?} failed");
     profile_dir
 }
+
+/// Builds one binary of a workspace package into the test's target directory (see
+/// [`build_into_test_target`]) and returns its path.
+pub fn build_bin(package: &str, bin: &str) -> PathBuf {
+    let profile_dir = build_into_test_target(&[]);
+    let target_dir = profile_dir.parent().expect("target dir");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build
+        .current_dir(workspace())
+        .args(["build", "--quiet", "--target-dir"])
+        .arg(target_dir)
+        .args(["-p", package, "--bin", bin]);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let status = build.status().expect("running cargo build");
+    assert!(status.success(), "cargo build of {package} failed");
+    profile_dir.join(bin)
+}

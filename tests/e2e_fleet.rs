@@ -1,0 +1,263 @@
+//! A fleet into one collector: four simulated agents, each `zpulse run --replay` of a lab
+//! series recorded on a real OpenZFS kernel, with the shipped checks, send to one
+//! `zpulse-collector`. Its `hosts`, `open`, `query` and web page must show exactly what the
+//! agents concluded — the reference being each series replayed by `zpulse replay` with the
+//! same checks, without any transport.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::net::{TcpListener, TcpStream};
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use zpulse_tests::{build_bin, build_into_test_target, fixture};
+
+const CHECKS: [(&str, &str); 5] = [
+    (
+        "zpulse-check-hdd-saturation",
+        "libzpulse_check_hdd_saturation.so",
+    ),
+    ("zpulse-check-arc-sizing", "libzpulse_check_arc_sizing.so"),
+    (
+        "zpulse-check-special-fill",
+        "libzpulse_check_special_fill.so",
+    ),
+    ("zpulse-check-slog-usage", "libzpulse_check_slog_usage.so"),
+    ("zpulse-check-l2arc-value", "libzpulse_check_l2arc_value.so"),
+];
+
+/// (host name given to the agent, lab series it replays).
+const FLEET: [(&str, &str); 4] = [
+    ("nas-deg", "lab/vdevs/deg-zpulse"),
+    ("nas-storm", "lab/storm/series"),
+    ("nas-fill", "lab/checks/fill"),
+    ("nas-quiet", "lab/checks/quiet"),
+];
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Collector(Child);
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "collector did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// (check, subject) → severity of every finding left open by the events of a replay.
+fn open_set(events: &[Value]) -> BTreeMap<(String, String), String> {
+    let mut open = BTreeMap::new();
+    for e in events.iter().filter(|e| e["record"]["kind"] == "finding") {
+        let r = &e["record"];
+        let key = (
+            r["check"].as_str().unwrap().to_string(),
+            r["subject"].as_str().unwrap().to_string(),
+        );
+        if r["state"] == "cleared" {
+            open.remove(&key);
+        } else {
+            open.insert(key, r["severity"].as_str().unwrap().to_string());
+        }
+    }
+    open
+}
+
+fn json(cmd: &mut Command) -> Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
+}
+
+#[test]
+fn a_fleet_of_replayed_agents_reports_into_one_collector() {
+    let packages: Vec<&str> = CHECKS.iter().map(|c| c.0).collect();
+    let profile = build_into_test_target(&packages);
+    let collector_bin = build_bin("zpulse-collector", "zpulse-collector");
+    let dir = std::env::temp_dir().join(format!("zpulse-fleet-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("events.db");
+    let (port, http) = (free_port(), free_port());
+    let _collector = Collector(
+        Command::new(&collector_bin)
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--http",
+                &format!("127.0.0.1:{http}"),
+            ])
+            .arg("--db")
+            .arg(&db)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(port);
+    wait_for(http);
+
+    let plugins: Vec<String> = CHECKS
+        .iter()
+        .map(|c| format!("{:?}", profile.join(c.1).display().to_string()))
+        .collect();
+    let plugin_flags: Vec<String> = CHECKS
+        .iter()
+        .flat_map(|c| {
+            [
+                "--plugin".to_string(),
+                profile.join(c.1).display().to_string(),
+            ]
+        })
+        .collect();
+    let mut agents = Vec::new();
+    let mut expected: BTreeMap<String, BTreeMap<(String, String), String>> = BTreeMap::new();
+    for (host, series) in FLEET {
+        let config = dir.join(format!("{host}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "hostname = {host:?}\n[plugins]\ndirs = []\npaths = [{}]\n[[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = {:?}\n",
+                plugins.join(", "),
+                dir.join(format!("spool-{host}")).display().to_string()
+            ),
+        )
+        .unwrap();
+        agents.push(
+            Command::new(profile.join("zpulse"))
+                .args(["run", "--config"])
+                .arg(&config)
+                .arg("--replay")
+                .arg(fixture(series))
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        // The reference: the same series and checks, printed instead of sent.
+        let out = Command::new(profile.join("zpulse"))
+            .args(["replay", "--format", "json"])
+            .arg(fixture(series))
+            .args(&plugin_flags)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v.get("record").is_some())
+            .collect();
+        expected.insert(host.to_string(), open_set(&events));
+    }
+    for a in agents {
+        let out = a.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let cli = |args: &[&str]| {
+        let mut c = Command::new(&collector_bin);
+        c.args(args).arg("--db").arg(&db).args(["--format", "json"]);
+        json(&mut c)
+    };
+    // Every agent is known, with the version its heartbeat carried.
+    let hosts = cli(&["hosts"]);
+    let names: Vec<&str> = hosts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    for (host, _) in FLEET {
+        assert!(names.contains(&host), "{host} in {names:?}");
+    }
+    for h in hosts.as_array().unwrap() {
+        assert_eq!(h["version"], env!("CARGO_PKG_VERSION"));
+    }
+    // The open findings are exactly those the agents' own replays leave open.
+    let open = cli(&["open"]);
+    let mut got: BTreeMap<String, BTreeMap<(String, String), String>> = FLEET
+        .iter()
+        .map(|(h, _)| (h.to_string(), BTreeMap::new()))
+        .collect();
+    for f in open.as_array().unwrap() {
+        got.entry(f["host"].as_str().unwrap().to_string())
+            .or_default()
+            .insert(
+                (
+                    f["check"].as_str().unwrap().to_string(),
+                    f["subject"].as_str().unwrap().to_string(),
+                ),
+                f["severity"].as_str().unwrap().to_string(),
+            );
+    }
+    assert_eq!(got, expected);
+    let total: usize = expected.values().map(BTreeMap::len).sum();
+    assert!(total >= 5, "the series raise findings to compare: {expected:#?}");
+    // The quiet, healthy pool leaves nothing worse than info open.
+    assert!(expected["nas-quiet"].values().all(|s| s == "info"), "{expected:#?}");
+    // What the captures themselves say: the degraded pool's special class is a single disk.
+    assert_eq!(
+        expected["nas-deg"]
+            .get(&(
+                "special-fill.redundancy".to_string(),
+                "deg/special".to_string()
+            ))
+            .map(String::as_str),
+        Some("critical")
+    );
+    // Worst first.
+    let first = &open.as_array().unwrap()[0];
+    assert_eq!(first["severity"], "critical");
+    // query by host and severity.
+    let crit = cli(&["query", "--host", "nas-deg", "--severity", "critical"]);
+    assert!(!crit.as_array().unwrap().is_empty());
+    // The web page lists every host and the critical subject.
+    let page = http_get(http, "/");
+    assert!(
+        page.starts_with("HTTP/1.1 200"),
+        "{}",
+        &page[..page.len().min(200)]
+    );
+    for (host, _) in FLEET {
+        assert!(page.contains(host), "{host} on the page");
+    }
+    assert!(page.contains("deg/special"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
