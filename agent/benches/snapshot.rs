@@ -20,7 +20,6 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
             files(&p, out);
         } else if p.file_name().is_some_and(|n| n != "zpulse-capture.toml")
             && !p.starts_with(dir.join("cli"))
-            && !p.starts_with(dir.join("zfs-ioctl"))
         {
             out.push(p);
         }
