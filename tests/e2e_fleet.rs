@@ -12,19 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use zpulse_tests::{build_bin, build_into_test_target, fixture};
 
-const CHECKS: [(&str, &str); 5] = [
-    (
-        "zpulse-check-hdd-saturation",
-        "libzpulse_check_hdd_saturation.so",
-    ),
-    ("zpulse-check-arc-sizing", "libzpulse_check_arc_sizing.so"),
-    (
-        "zpulse-check-special-fill",
-        "libzpulse_check_special_fill.so",
-    ),
-    ("zpulse-check-slog-usage", "libzpulse_check_slog_usage.so"),
-    ("zpulse-check-l2arc-value", "libzpulse_check_l2arc_value.so"),
-];
+use zpulse_tests::SHIPPED_CHECKS as CHECKS;
 
 /// (host name given to the agent, lab series it replays).
 const FLEET: [(&str, &str); 4] = [
@@ -229,9 +217,15 @@ fn a_fleet_of_replayed_agents_reports_into_one_collector() {
     }
     assert_eq!(got, expected);
     let total: usize = expected.values().map(BTreeMap::len).sum();
-    assert!(total >= 5, "the series raise findings to compare: {expected:#?}");
+    assert!(
+        total >= 5,
+        "the series raise findings to compare: {expected:#?}"
+    );
     // The quiet, healthy pool leaves nothing worse than info open.
-    assert!(expected["nas-quiet"].values().all(|s| s == "info"), "{expected:#?}");
+    assert!(
+        expected["nas-quiet"].values().all(|s| s == "info"),
+        "{expected:#?}"
+    );
     // What the captures themselves say: the degraded pool's special class is a single disk.
     assert_eq!(
         expected["nas-deg"]

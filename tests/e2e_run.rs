@@ -11,20 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use zpulse_tests::{build_into_test_target, fixture, workspace};
 
-/// The checks the agent ships.
-const CHECKS: [(&str, &str); 5] = [
-    (
-        "zpulse-check-hdd-saturation",
-        "libzpulse_check_hdd_saturation.so",
-    ),
-    ("zpulse-check-arc-sizing", "libzpulse_check_arc_sizing.so"),
-    (
-        "zpulse-check-special-fill",
-        "libzpulse_check_special_fill.so",
-    ),
-    ("zpulse-check-slog-usage", "libzpulse_check_slog_usage.so"),
-    ("zpulse-check-l2arc-value", "libzpulse_check_l2arc_value.so"),
-];
+use zpulse_tests::SHIPPED_CHECKS as CHECKS;
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("zpulse-e2e-{}-{name}", std::process::id()));

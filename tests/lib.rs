@@ -70,3 +70,18 @@ pub fn build_bin(package: &str, bin: &str) -> PathBuf {
     assert!(status.success(), "cargo build of {package} failed");
     profile_dir.join(bin)
 }
+
+/// The checks the agent ships: (package, shared object built from it).
+pub const SHIPPED_CHECKS: [(&str, &str); 5] = [
+    (
+        "zpulse-check-hdd-saturation",
+        "libzpulse_check_hdd_saturation.so",
+    ),
+    ("zpulse-check-arc-sizing", "libzpulse_check_arc_sizing.so"),
+    (
+        "zpulse-check-special-fill",
+        "libzpulse_check_special_fill.so",
+    ),
+    ("zpulse-check-slog-usage", "libzpulse_check_slog_usage.so"),
+    ("zpulse-check-l2arc-value", "libzpulse_check_l2arc_value.so"),
+];

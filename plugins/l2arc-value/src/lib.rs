@@ -37,6 +37,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
+use zpulse_proto::sdk::text::{bytes, duration};
 use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Snapshot, VdevClass};
@@ -170,33 +171,6 @@ pub struct Assessment {
     /// `l2arc_rebuild_enabled` (absent before OpenZFS 2.0: never persistent).
     pub rebuild_enabled: Option<bool>,
     pub rebuild_success: Option<u64>,
-}
-
-fn bytes(n: f64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n.abs();
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{v:.0} B")
-    } else if v < 10.0 {
-        format!("{v:.1} {}", UNITS[unit])
-    } else {
-        format!("{v:.0} {}", UNITS[unit])
-    }
-}
-
-fn duration(s: f64) -> String {
-    if s < 120.0 {
-        format!("{s:.0} s")
-    } else if s < 7200.0 {
-        format!("{:.0} minutes", s / 60.0)
-    } else {
-        format!("{:.1} hours", s / 3600.0)
-    }
 }
 
 /// A percentage with as many decimals as a small figure needs.

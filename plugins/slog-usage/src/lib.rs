@@ -45,6 +45,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
+pub use zpulse_proto::sdk::text::bytes;
+use zpulse_proto::sdk::text::duration;
 use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
@@ -267,34 +269,6 @@ impl Window {
         let (z, _) = self.zil?;
         let total = z.slog_bytes + z.normal_bytes;
         (total > 0.0).then(|| z.slog_bytes / total)
-    }
-}
-
-/// Bytes in binary units, as `zpool list` prints them.
-pub fn bytes(n: f64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n.abs();
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{v:.0} B")
-    } else if v < 10.0 {
-        format!("{v:.1} {}", UNITS[unit])
-    } else {
-        format!("{v:.0} {}", UNITS[unit])
-    }
-}
-
-fn duration(s: f64) -> String {
-    if s < 120.0 {
-        format!("{s:.0} s")
-    } else if s < 7200.0 {
-        format!("{:.0} minutes", s / 60.0)
-    } else {
-        format!("{:.1} hours", s / 3600.0)
     }
 }
 

@@ -40,6 +40,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
+pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Pool, Redundancy, Vdev, VdevClass};
@@ -239,25 +240,6 @@ fn failures(n: u32) -> String {
         0 => "no failure".to_string(),
         1 => "1 failure".to_string(),
         n => format!("{n} failures"),
-    }
-}
-
-/// Bytes in binary units, as `zpool list` prints them.
-pub fn bytes(n: f64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n.abs();
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    let sign = if n < 0.0 { "-" } else { "" };
-    if unit == 0 {
-        format!("{sign}{v:.0} B")
-    } else if v < 10.0 {
-        format!("{sign}{v:.1} {}", UNITS[unit])
-    } else {
-        format!("{sign}{v:.0} {}", UNITS[unit])
     }
 }
 

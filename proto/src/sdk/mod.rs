@@ -54,6 +54,7 @@ pub mod config;
 pub mod export;
 mod findings;
 pub mod stats;
+pub mod text;
 pub mod testing;
 
 pub use crate::Sample;
