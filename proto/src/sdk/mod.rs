@@ -54,8 +54,8 @@ pub mod config;
 pub mod export;
 mod findings;
 pub mod stats;
-pub mod text;
 pub mod testing;
+pub mod text;
 
 pub use crate::Sample;
 pub use crate::event::{Data, Event, Kind, Severity, State, Value};
