@@ -131,17 +131,21 @@ fn run(cli: Cli) -> Result<(), String> {
             config,
             http,
         } => {
-            let mut c = load_config(config.as_deref())?;
-            if let Some(l) = listen {
-                c.listen = l;
-            }
-            if let Some(d) = db {
-                c.db = d;
-            }
-            if http.is_some() {
-                c.http = http;
-            }
-            serve(c)
+            // The command line wins over the file, now and at every reload.
+            let resolve = move || -> Result<Config, String> {
+                let mut c = load_config(config.as_deref())?;
+                if let Some(l) = &listen {
+                    c.listen = l.clone();
+                }
+                if let Some(d) = &db {
+                    c.db = d.clone();
+                }
+                if http.is_some() {
+                    c.http = http.clone();
+                }
+                Ok(c)
+            };
+            serve(resolve()?, resolve)
         }
         Cmd::Query {
             db,
@@ -198,9 +202,13 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-fn serve(c: Config) -> Result<(), String> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
+/// Runs the server until SIGTERM/SIGINT. SIGHUP reads the configuration again: a bad file is
+/// logged and the running server stays; a good one restarts the Forward listener with it
+/// (queued batches are stored first; agents reconnect and resend what was not acked, which the
+/// chunk-id dedup absorbs). The web page keeps its address until a restart.
+fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), String> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
         .map_err(|e| format!("signals: {e}"))?;
     if let Some(parent) = c.db.parent()
         && !parent.as_os_str().is_empty()
@@ -211,7 +219,7 @@ fn serve(c: Config) -> Result<(), String> {
     let db = c.db.clone();
     let tls = c.tls.is_some();
     let auth = c.requires_auth();
-    let server = Server::start(c)?;
+    let mut server = Server::start(c)?;
     log(format!(
         "forward listening on {} ({}{}), database {}",
         server.addr,
@@ -220,13 +228,33 @@ fn serve(c: Config) -> Result<(), String> {
         db.display()
     ));
     if let Some(h) = http {
-        let addr = zpulse_collector::http::start(&h, db, server.stats.clone())?;
+        let addr = zpulse_collector::http::start(&h, db.clone(), server.stats.clone())?;
         log(format!("http listening on {addr}"));
     }
-    if let Some(sig) = signals.forever().next() {
-        log(format!(
-            "signal {sig}: storing what is queued, then exiting"
-        ));
+    for sig in signals.forever() {
+        if sig != SIGHUP {
+            log(format!(
+                "signal {sig}: storing what is queued, then exiting"
+            ));
+            break;
+        }
+        match resolve().and_then(|next| {
+            next.check()?;
+            if next.db != db {
+                return Err("the database path cannot change on reload: restart".into());
+            }
+            Ok(next)
+        }) {
+            Ok(next) => {
+                let stats = server.stats.clone();
+                server.stop();
+                server = Server::start_counting(next, stats)?;
+                log(format!("reloaded: forward listening on {}", server.addr));
+            }
+            Err(e) => log(format!(
+                "reload refused, the running configuration stays: {e}"
+            )),
+        }
     }
     server.stop();
     log("stopped");

@@ -108,6 +108,11 @@ struct Ctx {
 impl Server {
     /// Opens the database (running retention once), binds, and starts the threads.
     pub fn start(config: Config) -> Result<Server, String> {
+        Server::start_counting(config, Arc::new(Stats::default()))
+    }
+
+    /// [`Server::start`] adding to existing counters (a reload keeps `/api/stats` going).
+    pub fn start_counting(config: Config, stats: Arc<Stats>) -> Result<Server, String> {
         config.check()?;
         let mut store = Store::open(&config.db)?;
         match store.retain(&config.retention, now_s()) {
@@ -125,7 +130,6 @@ impl Server {
         let listener = TcpListener::bind(&config.listen)
             .map_err(|e| format!("listen {}: {e}", config.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let stats = Arc::new(Stats::default());
         let stop = Arc::new(AtomicBool::new(false));
         let (jobs, rx) = bounded(QUEUE);
         let writer = std::thread::Builder::new()
