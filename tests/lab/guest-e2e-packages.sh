@@ -192,6 +192,18 @@ systemd-analyze security --no-pager zpulse.service > "$O/security-zpulse.txt" 2>
 systemd-analyze security --no-pager zpulse-collector.service > "$O/security-zpulse-collector.txt" 2>&1
 for s in zpulse zpulse-collector; do echo "INFO systemd-analyze security $s.service: $(tail -n 1 "$O/security-$s.txt")" >> "$R"; done
 
+# Reload: ExecReload sends SIGHUP; both keep running, same process, and say so in the journal.
+for s in zpulse zpulse-collector; do
+	before=$(systemctl show -p MainPID --value "$s")
+	check "reload-$s" systemctl reload "$s"
+	sleep 2
+	check "reloaded-still-active-$s" systemctl is-active "$s"
+	check "reloaded-same-pid-$s" test "$(systemctl show -p MainPID --value "$s")" = "$before"
+done
+journalctl --no-pager -u zpulse -u zpulse-collector | grep -E 'reload' > "$O/journal-reload.txt" || true
+check reload-logged-zpulse grep -q 'configuration reloaded' "$O/journal-reload.txt"
+check reload-logged-collector grep -q 'reloaded: forward listening' "$O/journal-reload.txt"
+
 # Stop: SIGTERM flushes within the stop timeout.
 timeout 60 systemctl stop zpulse zpulse-collector
 check stopped-cleanly test "$(systemctl show -p Result --value zpulse)" = success
