@@ -9,6 +9,7 @@
 //! max_connections = 256
 //! max_frame_bytes = 8388608
 //! max_inflated_bytes = 33554432
+//! max_buffered_bytes = 268435456   # unfinished messages of all connections together
 //! read_timeout = "30s"               # a message that started must complete within this
 //! idle_timeout = "5m"                # a connection with nothing to say is closed
 //! [clients]                          # per-client keys, by the hostname sent in PING
@@ -45,6 +46,9 @@ pub struct Config {
     pub max_connections: usize,
     pub max_frame_bytes: usize,
     pub max_inflated_bytes: usize,
+    /// Bytes of unfinished messages held for all connections together: past it, the
+    /// connection that would exceed it is closed (its agent resends after reconnecting).
+    pub max_buffered_bytes: usize,
     pub read_timeout: Duration,
     pub idle_timeout: Duration,
     pub retention: Retention,
@@ -71,6 +75,7 @@ impl Default for Config {
             max_connections: 256,
             max_frame_bytes: 8 << 20,
             max_inflated_bytes: 32 << 20,
+            max_buffered_bytes: 256 << 20,
             read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(300),
             retention: Retention::default(),
@@ -94,6 +99,7 @@ struct File {
     max_connections: Option<usize>,
     max_frame_bytes: Option<usize>,
     max_inflated_bytes: Option<usize>,
+    max_buffered_bytes: Option<usize>,
     read_timeout: Option<String>,
     idle_timeout: Option<String>,
     retention: Option<RetentionFile>,
@@ -139,6 +145,7 @@ impl Config {
         c.max_connections = f.max_connections.unwrap_or(c.max_connections);
         c.max_frame_bytes = f.max_frame_bytes.unwrap_or(c.max_frame_bytes);
         c.max_inflated_bytes = f.max_inflated_bytes.unwrap_or(c.max_inflated_bytes);
+        c.max_buffered_bytes = f.max_buffered_bytes.unwrap_or(c.max_buffered_bytes);
         c.read_timeout = dur("read_timeout", &f.read_timeout, c.read_timeout)?;
         c.idle_timeout = dur("idle_timeout", &f.idle_timeout, c.idle_timeout)?;
         if let Some(r) = f.retention {

@@ -50,6 +50,11 @@ pub struct Stats {
     pub duplicates: AtomicU64,
     pub foreign_records: AtomicU64,
     pub store_errors: AtomicU64,
+    /// Connections closed because all connections' unfinished messages together passed
+    /// `max_buffered_bytes`.
+    pub over_budget: AtomicU64,
+    /// Bytes of unfinished messages held right now, all connections together.
+    pub buffered_bytes: AtomicU64,
 }
 
 impl Stats {
@@ -57,6 +62,8 @@ impl Stats {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         BTreeMap::from([
             ("connections_total", g(&self.connections_total)),
+            ("over_budget", g(&self.over_budget)),
+            ("buffered_bytes", g(&self.buffered_bytes)),
             ("connections_active", g(&self.connections_active)),
             ("connections_refused", g(&self.connections_refused)),
             ("auth_failures", g(&self.auth_failures)),
@@ -281,6 +288,41 @@ fn connection(tcp: TcpStream, peer: SocketAddr, ctx: &Ctx) -> ConnResult {
     }
 }
 
+/// This connection's share of [`Stats::buffered_bytes`]: what its decoder holds of messages
+/// not yet complete. Every connection is bounded by the frame limit; this bounds them all
+/// together. Released when the connection ends.
+struct Held<'a> {
+    stats: &'a Stats,
+    bytes: u64,
+}
+
+impl Held<'_> {
+    /// Accounts `now` bytes for this connection; `false` when that takes all connections over
+    /// `max` (the caller closes the connection).
+    fn set(&mut self, now: u64, max: u64) -> bool {
+        if now >= self.bytes {
+            let more = now - self.bytes;
+            let total = self.stats.buffered_bytes.fetch_add(more, Ordering::Relaxed) + more;
+            self.bytes = now;
+            total <= max
+        } else {
+            self.stats
+                .buffered_bytes
+                .fetch_sub(self.bytes - now, Ordering::Relaxed);
+            self.bytes = now;
+            true
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.stats
+            .buffered_bytes
+            .fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
 /// Reads until a complete client message, honouring the read and idle timeouts. `Ok(None)`:
 /// the peer closed the connection between messages.
 fn next_message<S: Read>(
@@ -292,7 +334,18 @@ fn next_message<S: Read>(
 ) -> Result<Option<ClientMessage>, String> {
     let mut idle_since = Instant::now();
     let mut first_byte: Option<Instant> = None;
+    let mut held = Held {
+        stats: &ctx.stats,
+        bytes: 0,
+    };
     loop {
+        let max = ctx.config.max_buffered_bytes as u64;
+        if !held.set(dec.buffered() as u64, max) {
+            ctx.stats.over_budget.fetch_add(1, Ordering::Relaxed);
+            return Err(format!(
+                "closing: unfinished messages of all connections exceed max_buffered_bytes ({max})"
+            ));
+        }
         match dec.next_client() {
             Ok(Some(m)) => return Ok(Some(m)),
             Ok(None) => {}

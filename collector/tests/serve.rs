@@ -445,3 +445,47 @@ fn retention_by_age_and_size() {
         .unwrap();
     assert_eq!(newest[0].ts, (now - 10_000 + 4999) * 1_000_000_000);
 }
+
+#[test]
+fn unfinished_messages_are_bounded_across_all_connections() {
+    // Each peer stays under the frame limit, but two together pass the global budget.
+    let r = start(|c| {
+        c.max_buffered_bytes = 100_000;
+        c.read_timeout = Duration::from_secs(20);
+    });
+    let partial = |announced: u32, sent: usize| {
+        // [tag, bin32(announced bytes) …] cut after `sent` bytes of the blob.
+        let mut m = vec![0x93, 0xa1, b't', 0xc6];
+        m.extend_from_slice(&announced.to_be_bytes());
+        m.extend(std::iter::repeat_n(0u8, sent));
+        m
+    };
+    let mut first = Client::connect(r.server.addr);
+    first.send(&partial(70_000, 60_000)).unwrap();
+    wait_until("the first peer's bytes are held", || {
+        r.server.stats.snapshot()["buffered_bytes"] >= 60_000
+    });
+    let mut second = Client::connect(r.server.addr);
+    second.send(&partial(70_000, 60_000)).unwrap();
+    assert!(
+        closed(&mut second),
+        "the peer that passes the budget is closed"
+    );
+    assert!(r.server.stats.snapshot()["over_budget"] >= 1);
+    // The first peer goes away: its held bytes are released, and the server serves
+    // new peers as before.
+    drop(first);
+    wait_until("released", || {
+        r.server.stats.snapshot()["buffered_bytes"] == 0
+    });
+    let mut c = Client::connect(r.server.addr);
+    let e = metrics("h", "c", "s", "x_pct", 1.0).to_msgpack();
+    c.send(&encode::message(
+        "zpulse.metrics",
+        t(1),
+        &e,
+        Some(&chunk(9)),
+    ))
+    .unwrap();
+    assert_eq!(c.ack(), Some(chunk(9)));
+}
