@@ -30,6 +30,39 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
+/// A calendar date and time of day in UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Civil {
+    pub year: i64,
+    pub month: i64,
+    pub day: i64,
+    pub hour: i64,
+    pub minute: i64,
+    pub second: i64,
+}
+
+/// Seconds since the Unix epoch as a UTC date and time, with no time-zone database
+/// (Howard Hinnant's days-to-civil algorithm).
+pub fn civil_utc(secs: i64) -> Civil {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    Civil {
+        year: yoe + era * 400 + i64::from(month <= 2),
+        month,
+        day,
+        hour: rem / 3600,
+        minute: rem % 3600 / 60,
+        second: rem % 60,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +76,18 @@ mod tests {
         assert_eq!(duration(90.0), "90 s");
         assert_eq!(duration(900.0), "15 minutes");
         assert_eq!(duration(9000.0), "2.5 hours");
+    }
+
+    #[test]
+    fn civil_dates_match_gnu_date() {
+        // Expected values from GNU `date -u -d @N`.
+        let c = civil_utc(1_796_030_139);
+        assert_eq!(
+            (c.year, c.month, c.day, c.hour, c.minute, c.second),
+            (2026, 11, 30, 9, 15, 39)
+        );
+        let leap = civil_utc(951_782_400);
+        assert_eq!((leap.year, leap.month, leap.day), (2000, 2, 29));
+        assert_eq!(civil_utc(-1).year, 1969);
     }
 }
