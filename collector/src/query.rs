@@ -1,6 +1,6 @@
 //! What `query`, `hosts` and `open` print: aligned tables for people, JSON for programs.
 
-use crate::store::{EventRow, FindingRow, HostRow, severity_name};
+use crate::store::{FindingRow, HostRow, Row, severity_name};
 use serde_json::{Value as Json, json};
 
 /// `2026-11-30T12:34:56Z` from seconds since the epoch (UTC; no time-zone database needed).
@@ -32,7 +32,7 @@ fn data_json(data: &str) -> Json {
     serde_json::from_str(data).unwrap_or(Json::Null)
 }
 
-pub fn events_json(rows: &[EventRow]) -> Json {
+pub fn events_json(rows: &[Row]) -> Json {
     Json::Array(
         rows.iter()
             .map(|r| {
@@ -128,7 +128,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// One line per event: time, host, severity, state, check, subject, summary.
-pub fn events_table(rows: &[EventRow]) -> String {
+pub fn events_table(rows: &[Row]) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {

@@ -80,8 +80,8 @@ CREATE TABLE IF NOT EXISTS hosts (
 ) WITHOUT ROWID;
 ";
 
-/// One event ready to store.
-#[derive(Debug, Clone, PartialEq)]
+/// One event row: what the server writes, and what `query` reads back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
     /// Event time, ns since the epoch.
     pub ts: i64,
@@ -449,7 +449,7 @@ impl Store {
     }
 
     /// Events matching `f`, newest first.
-    pub fn events(&self, f: &Filter) -> Result<Vec<EventRow>, String> {
+    pub fn events(&self, f: &Filter) -> Result<Vec<Row>, String> {
         let mut sql_text = String::from(
             "SELECT ts, tag, kind, host, check_name, severity, state, subject, summary, advice,
                     data FROM events WHERE 1=1",
@@ -484,7 +484,7 @@ impl Store {
         let mut stmt = self.conn.prepare(&sql_text).map_err(sql)?;
         let rows = stmt
             .query_map(rusqlite::params_from_iter(args), |r| {
-                Ok(EventRow {
+                Ok(Row {
                     ts: r.get(0)?,
                     tag: r.get(1)?,
                     kind: r.get(2)?,
@@ -651,21 +651,6 @@ pub struct Filter {
     pub since_ts: Option<i64>,
     pub limit: usize,
     pub oldest_first: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EventRow {
-    pub ts: i64,
-    pub tag: String,
-    pub kind: String,
-    pub host: String,
-    pub check: String,
-    pub severity: Option<i64>,
-    pub state: Option<String>,
-    pub subject: String,
-    pub summary: String,
-    pub advice: Option<String>,
-    pub data: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

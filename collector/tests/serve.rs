@@ -15,7 +15,7 @@ fn store(r: &Running) -> Store {
     Store::open_read_only(&r.db).unwrap()
 }
 
-fn all(r: &Running) -> Vec<zpulse_collector::store::EventRow> {
+fn all(r: &Running) -> Vec<zpulse_collector::store::Row> {
     store(r)
         .events(&Filter {
             limit: 1_000_000,
