@@ -41,10 +41,9 @@
 //! min_step_mib = 256           # smaller raises are not worth advising
 //! ```
 
-use std::collections::VecDeque;
 use std::time::Duration;
 use zpulse_proto::Sample;
-use zpulse_proto::sdk::stats::{least_squares_slope, round2, settle};
+use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2, settle};
 use zpulse_proto::sdk::{
     self, Event, Findings, Host, Plugin, Report, Rules, Severity, Threshold, Verdict,
 };
@@ -192,34 +191,30 @@ pub struct WindowStats {
 /// The samples in the window.
 #[derive(Debug, Clone)]
 pub struct ArcWindow {
-    obs: VecDeque<ArcObs>,
-    span: f64,
-    max: usize,
+    obs: Window<ArcObs>,
+}
+
+impl Timed for ArcObs {
+    fn end(&self) -> f64 {
+        self.end
+    }
 }
 
 impl ArcWindow {
     /// `max` = 0 means no limit by count.
     pub fn new(span_s: f64, max: usize) -> ArcWindow {
         ArcWindow {
-            obs: VecDeque::new(),
-            span: span_s,
-            max: if max == 0 { usize::MAX } else { max },
+            obs: Window::new(span_s, max),
         }
     }
 
     pub fn push(&mut self, obs: ArcObs) {
-        self.obs.push_back(obs);
-        while self.obs.len() > self.max {
-            self.obs.pop_front();
-        }
-        self.prune(obs.end);
+        self.obs.push(obs);
     }
 
     /// Drops samples that ended `span` or more seconds before `now`.
     pub fn prune(&mut self, now: f64) {
-        while self.obs.front().is_some_and(|o| o.end <= now - self.span) {
-            self.obs.pop_front();
-        }
+        self.obs.prune(now);
     }
 
     pub fn len(&self) -> usize {

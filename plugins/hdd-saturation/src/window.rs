@@ -5,7 +5,7 @@
 //! the saturated share are over the per-sample values, because saturation is a property of
 //! moments, and a mean hides it.
 
-use std::collections::VecDeque;
+use zpulse_proto::sdk::stats;
 
 /// One subject (a disk, or a top-level vdev's member disks together) over one sample.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -44,35 +44,31 @@ impl Obs {
 /// newest sample, and at most `max` samples.
 #[derive(Debug, Clone)]
 pub struct Window {
-    obs: VecDeque<Obs>,
-    span: f64,
-    max: usize,
+    obs: stats::Window<Obs>,
+}
+
+impl stats::Timed for Obs {
+    fn end(&self) -> f64 {
+        self.end
+    }
 }
 
 impl Window {
     /// `max` = 0 means no limit by count.
     pub fn new(span_s: f64, max: usize) -> Window {
         Window {
-            obs: VecDeque::new(),
-            span: span_s,
-            max: if max == 0 { usize::MAX } else { max },
+            obs: stats::Window::new(span_s, max),
         }
     }
 
     pub fn push(&mut self, obs: Obs) {
-        self.obs.push_back(obs);
-        while self.obs.len() > self.max {
-            self.obs.pop_front();
-        }
-        self.prune(obs.end);
+        self.obs.push(obs);
     }
 
     /// Drops samples that ended `span` or more seconds before `now`: all their time lies
     /// outside the window.
     pub fn prune(&mut self, now: f64) {
-        while self.obs.front().is_some_and(|o| o.end <= now - self.span) {
-            self.obs.pop_front();
-        }
+        self.obs.prune(now);
     }
 
     pub fn len(&self) -> usize {

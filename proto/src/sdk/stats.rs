@@ -1,5 +1,66 @@
-//! Window statistics and rounding that checks share: a least-squares trend, a nearest-rank
-//! percentile, and the rounding of figures before they are compared or reported.
+//! Window statistics and rounding that checks share: the sliding window of recent
+//! observations, a least-squares trend, a nearest-rank percentile, and the rounding of figures
+//! before they are compared or reported.
+
+use std::collections::VecDeque;
+
+/// An observation that ends at a point in time (a sample's end, Unix seconds).
+pub trait Timed {
+    fn end(&self) -> f64;
+}
+
+/// The most recent observations: at most `span` seconds back from the newest one, and at
+/// most `max` of them.
+#[derive(Debug, Clone)]
+pub struct Window<T> {
+    obs: VecDeque<T>,
+    span: f64,
+    max: usize,
+}
+
+impl<T: Timed> Window<T> {
+    /// `max` = 0 means no limit by count.
+    pub fn new(span_s: f64, max: usize) -> Window<T> {
+        Window {
+            obs: VecDeque::new(),
+            span: span_s,
+            max: if max == 0 { usize::MAX } else { max },
+        }
+    }
+
+    pub fn push(&mut self, obs: T) {
+        let end = obs.end();
+        self.obs.push_back(obs);
+        while self.obs.len() > self.max {
+            self.obs.pop_front();
+        }
+        self.prune(end);
+    }
+
+    /// Drops observations that ended `span` or more seconds before `now`: all their time lies
+    /// outside the window.
+    pub fn prune(&mut self, now: f64) {
+        while self.obs.front().is_some_and(|o| o.end() <= now - self.span) {
+            self.obs.pop_front();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.obs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.obs.is_empty()
+    }
+
+    pub fn iter(&self) -> std::collections::vec_deque::Iter<'_, T> {
+        self.obs.iter()
+    }
+
+    pub fn back(&self) -> Option<&T> {
+        self.obs.back()
+    }
+}
 
 /// Slope of the least-squares line through `points` (x, y), in y per x. `None` for fewer than
 /// two points or no spread in x.
@@ -52,6 +113,30 @@ pub fn round_sig3(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Timed for f64 {
+        fn end(&self) -> f64 {
+            *self
+        }
+    }
+
+    #[test]
+    fn the_window_keeps_span_seconds_and_max_observations() {
+        let mut w: Window<f64> = Window::new(30.0, 0);
+        for end in [0.0, 10.0, 20.0, 30.0] {
+            w.push(end);
+        }
+        // 0.0 ended 30 s before 30.0: all its time lies outside the window.
+        assert_eq!(w.iter().copied().collect::<Vec<_>>(), [10.0, 20.0, 30.0]);
+        let mut capped: Window<f64> = Window::new(1e9, 2);
+        for end in [1.0, 2.0, 3.0] {
+            capped.push(end);
+        }
+        assert_eq!(capped.iter().copied().collect::<Vec<_>>(), [2.0, 3.0]);
+        capped.prune(1e9 + 2.5);
+        assert_eq!(capped.back(), Some(&3.0));
+        assert_eq!(capped.len(), 1);
+    }
 
     #[test]
     fn least_squares_slope_is_exact_on_a_line_and_robust_to_unix_times() {
