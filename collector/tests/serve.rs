@@ -242,6 +242,20 @@ fn shared_key_handshake_and_auth_failures() {
     assert_eq!(all(&r).len(), 1);
 }
 
+/// A fresh peer sends one event with chunk `n`; the ack it gets (the server still works).
+fn serves_a_new_peer(r: &Running, n: u8) -> Option<String> {
+    let mut c = Client::connect(r.server.addr);
+    let e = metrics("h", "c", "s", "x_pct", 1.0).to_msgpack();
+    c.send(&encode::message(
+        "zpulse.metrics",
+        t(1),
+        &e,
+        Some(&chunk(n)),
+    ))
+    .unwrap();
+    c.ack()
+}
+
 #[test]
 fn limits_close_bad_peers_and_the_server_survives() {
     let r = start(|c| {
@@ -294,16 +308,7 @@ fn limits_close_bad_peers_and_the_server_survives() {
     wait_until("held closed", || {
         r.server.stats.snapshot()["connections_active"] == 0
     });
-    let mut c = Client::connect(r.server.addr);
-    let e = metrics("h", "c", "s", "x_pct", 1.0).to_msgpack();
-    c.send(&encode::message(
-        "zpulse.metrics",
-        t(1),
-        &e,
-        Some(&chunk(2)),
-    ))
-    .unwrap();
-    assert!(c.ack().is_some());
+    assert_eq!(serves_a_new_peer(&r, 2), Some(chunk(2)));
     let s = r.server.stats.snapshot();
     assert!(s["protocol_errors"] >= 3, "{s:?}");
     assert!(s["timeouts"] >= 1, "{s:?}");
@@ -478,14 +483,5 @@ fn unfinished_messages_are_bounded_across_all_connections() {
     wait_until("released", || {
         r.server.stats.snapshot()["buffered_bytes"] == 0
     });
-    let mut c = Client::connect(r.server.addr);
-    let e = metrics("h", "c", "s", "x_pct", 1.0).to_msgpack();
-    c.send(&encode::message(
-        "zpulse.metrics",
-        t(1),
-        &e,
-        Some(&chunk(9)),
-    ))
-    .unwrap();
-    assert_eq!(c.ack(), Some(chunk(9)));
+    assert_eq!(serves_a_new_peer(&r, 9), Some(chunk(9)));
 }
