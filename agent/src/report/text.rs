@@ -233,7 +233,7 @@ fn arc_line(out: &mut String, arc: &ArcStats) {
 
 fn pools(out: &mut String, snap: &Snapshot) {
     for p in &snap.pools {
-        super::pool::pool_text(out, p, &snap.disks);
+        super::pool::pool_text(out, p, &snap.disks, snap.taken_at);
     }
 }
 

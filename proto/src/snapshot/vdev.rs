@@ -159,7 +159,8 @@ pub struct LatencyHistograms {
     pub trim: Vec<u64>,
 }
 
-/// `pool_scan_stat_t`: the last or current scrub / resilver.
+/// `pool_scan_stat_t` (include/sys/fs/zfs.h): the last or current scrub / resilver. Times are
+/// Unix seconds; the `pass_*` fields describe the current pass and are not stored on disk.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScanStats {
     /// `scrub`, `resilver`, `errorscrub`, or `none`.
@@ -170,17 +171,65 @@ pub struct ScanStats {
     pub end_time: u64,
     pub to_examine: u64,
     pub examined: u64,
+    /// Bytes repaired (scrub) or resilvered: what `zpool status` calls "repaired".
     pub processed: u64,
     pub errors: u64,
     /// Bytes issued (the progress `zpool status` reports); absent before 0.8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issued: Option<u64>,
+    /// Bytes examined in this pass (`pss_pass_exam`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_examined: Option<u64>,
+    /// Start of this pass (`pss_pass_start`): rates are over the pass, not the scan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_start: Option<u64>,
+    /// When a paused scrub was paused; 0 when it is not paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_scrub_pause: Option<u64>,
+    /// Seconds this pass spent paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_scrub_spent_paused: Option<u64>,
+    /// Bytes issued in this pass (`pss_pass_issued`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_issued: Option<u64>,
 }
 
 impl ScanStats {
-    /// Progress 0–1: issued / to_examine.
+    /// Progress 0–1 of a running scan: issued / to_examine, as `zpool status` computes "% done".
+    /// A finished or canceled scan has no progress.
     pub fn progress(&self) -> Option<f64> {
+        if !self.is_running() {
+            return None;
+        }
         crate::counter::ratio(self.issued? as f64, self.to_examine as f64)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.state == "scanning"
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.state == "finished"
+    }
+
+    /// Seconds of this pass that count for its rates at `now`, at least 1 (`zpool status`).
+    pub fn pass_seconds(&self, now: u64) -> u64 {
+        let start = self.pass_start.unwrap_or(self.start_time);
+        now.saturating_sub(start)
+            .saturating_sub(self.pass_scrub_spent_paused.unwrap_or(0))
+            .max(1)
+    }
+
+    /// Issue rate of this pass in bytes/s at `now`.
+    pub fn issue_rate(&self, now: u64) -> Option<u64> {
+        Some(self.pass_issued? / self.pass_seconds(now))
+    }
+
+    /// Seconds left at the current issue rate, when it is known and not zero.
+    pub fn seconds_left(&self, now: u64) -> Option<u64> {
+        let rate = self.issue_rate(now).filter(|r| *r > 0)?;
+        let issued = self.issued?;
+        (self.to_examine >= issued).then(|| (self.to_examine - issued) / rate)
     }
 }
 

@@ -291,6 +291,11 @@ fn scan_stats(raw: &[u64]) -> Option<ScanStats> {
         examined: raw[5],
         processed: raw[7],
         errors: raw[8],
+        pass_examined: raw.get(9).copied(),
+        pass_start: raw.get(10).copied(),
+        pass_scrub_pause: raw.get(11).copied(),
+        pass_scrub_spent_paused: raw.get(12).copied(),
+        pass_issued: raw.get(13).copied(),
         issued: raw.get(14).copied(),
     })
 }
