@@ -115,6 +115,18 @@ impl Vdev {
     pub fn leaves(&self) -> Vec<&Vdev> {
         self.walk().into_iter().filter(|v| v.is_leaf()).collect()
     }
+
+    /// The subject naming `v`, which lies in this top-level vdev of `pool`, in findings and
+    /// rates: `pool/class/top-level[/vdev]`, e.g. `tank/special/mirror-1/sdc`. Stable across
+    /// samples and unique in the pool.
+    pub fn subject_of(&self, pool: &str, v: &Vdev) -> String {
+        let class = self.class.map_or("normal", VdevClass::as_str);
+        if std::ptr::eq(self, v) {
+            format!("{pool}/{class}/{}", self.name)
+        } else {
+            format!("{pool}/{class}/{}/{}", self.name, v.name)
+        }
+    }
 }
 
 /// `vdev_stat_t`, by field. Arrays are indexed by ZIO type: 0 NULL, 1 READ, 2 WRITE, 3 FREE,
@@ -137,6 +149,21 @@ pub struct VdevStats {
     /// Deadman "slow I/O" count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_ios: Option<u64>,
+    /// Bytes repaired by self-healing reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_healed: Option<u64>,
+    /// Bytes this vdev received from the current or last scan: non-zero on a leaf being
+    /// resilvered (`zpool status` prints "(resilvering)") or repaired by a scrub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_processed: Option<u64>,
+    /// The ashift the vdev was created with (2.0+; top-level vdevs and leaves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_ashift: Option<u64>,
+    /// The device's logical and physical sector sizes as ashifts (2.0+; leaves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_ashift: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_ashift: Option<u64>,
     /// The whole array as the kernel sent it (41, 45, 47 or 48 entries by version).
     pub raw: Vec<u64>,
 }
@@ -244,9 +271,14 @@ pub struct PoolConfig {
     pub altroot: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scan: Option<ScanStats>,
-    /// Persistent error log size (approximate).
+    /// Persistent error log size (approximate): blocks with permanent errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_count: Option<u64>,
+    /// When the pool was imported (`initial_load_time`), Unix seconds; absent for a pool
+    /// created since boot. With the root vdev's `timestamp` (time since it was opened), a
+    /// lower bound of the pool's age.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_at: Option<u64>,
     /// The root vdev. Its children are the top-level vdevs of every class, cache and spare
     /// devices included, each with `class` set.
     pub root: Vdev,

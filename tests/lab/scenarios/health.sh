@@ -12,7 +12,7 @@
 #   layout - ashift=9 on a 4K-sector partition that starts off alignment, a mirror of two
 #            partitions of one disk, an HDD+SSD mirror, a raidz1 of ten files
 #   age    - the clock moved 40 days on: a scrubbed pool whose scrub is old, a never-scrubbed
-#            pool imported before the jump, and one created after it
+#            pool imported before the jump, and one created after it (000 before the jump)
 set -x
 H=/mnt/host; C=$H/guest/capture.sh; O=$H/out
 mkdir -p $O
@@ -115,6 +115,8 @@ zpool destroy ash; zpool destroy same; zpool destroy mix; zpool destroy wide
 # --- age: scrubs that grow old -------------------------------------------------------------------
 zpool create -f scrubbed sdc
 zpool create -f never sdd
+# Imported, so its import time (initial_load_time) is on the wall clock that then jumps.
+zpool export never; zpool import -d /dev never
 dd if=/dev/urandom of=/scrubbed/x bs=1M count=20 status=none
 zpool scrub scrubbed; zpool wait -t scrub scrubbed
 cap age/000 scrubbed never

@@ -18,8 +18,14 @@ mod vs {
     pub const READ_ERRORS: usize = 20;
     pub const WRITE_ERRORS: usize = 21;
     pub const CHECKSUM_ERRORS: usize = 22;
+    pub const SELF_HEALED: usize = 24;
+    pub const SCAN_PROCESSED: usize = 26;
     pub const FRAGMENTATION: usize = 27;
     pub const SLOW_IOS: usize = 34;
+    /// 2.0+: the vdev's own ashift, and what its device reports (logical, physical).
+    pub const CONFIGURED_ASHIFT: usize = 42;
+    pub const LOGICAL_ASHIFT: usize = 43;
+    pub const PHYSICAL_ASHIFT: usize = 44;
     /// Everything up to the error counters has been there since before 0.8.
     pub const MIN_LEN: usize = 23;
 }
@@ -65,6 +71,13 @@ pub fn pool_config(
         altroot,
         scan: tree.u64_array("scan_stats").and_then(scan_stats),
         error_count: config.u64("error_count"),
+        // `initial_load_time` (ZPOOL_CONFIG_LOADED_TIME): [seconds, nanoseconds] of the import
+        // (spa_load in module/zfs/spa.c); 0 for a pool created since boot, which was never
+        // loaded.
+        loaded_at: config
+            .u64_array("initial_load_time")
+            .and_then(|t| t.first().copied())
+            .filter(|&t| t > 0),
         root,
     })
 }
@@ -180,6 +193,12 @@ fn vdev_stats(raw: &[u64]) -> Option<VdevStats> {
         // UINT64_MAX marks "no valid value" (leaves, or spacemap histograms not loaded).
         fragmentation: raw.get(vs::FRAGMENTATION).copied().filter(|&f| f <= 100),
         slow_ios: raw.get(vs::SLOW_IOS).copied(),
+        self_healed: raw.get(vs::SELF_HEALED).copied(),
+        scan_processed: raw.get(vs::SCAN_PROCESSED).copied(),
+        // 0 where the kernel has no value (an interior vdev's device ashifts).
+        configured_ashift: raw.get(vs::CONFIGURED_ASHIFT).copied().filter(|&a| a > 0),
+        logical_ashift: raw.get(vs::LOGICAL_ASHIFT).copied().filter(|&a| a > 0),
+        physical_ashift: raw.get(vs::PHYSICAL_ASHIFT).copied().filter(|&a| a > 0),
         raw: raw.to_vec(),
     })
 }
