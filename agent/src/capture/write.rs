@@ -77,6 +77,14 @@ fn copy_linux(root: &Root, dest: &Path, stats: &mut CaptureStats) -> Result<(), 
             copy_file(root, &format!("sys/block/{dev}/queue/{attr}"), dest, stats)?;
         }
         copy_file(root, &format!("sys/block/{dev}/size"), dest, stats)?;
+        // Partitions: their offset and size (the layout check's alignment test).
+        for part in root.list(&format!("sys/block/{dev}")).unwrap_or_default() {
+            if root.exists(&format!("sys/block/{dev}/{part}/partition")) {
+                for attr in ["start", "size", "partition"] {
+                    copy_file(root, &format!("sys/block/{dev}/{part}/{attr}"), dest, stats)?;
+                }
+            }
+        }
     }
     copy_file(root, "sys/module/zfs/version", dest, stats)?;
     for name in Tunables::KNOWN {

@@ -755,9 +755,7 @@ fn disk_roles(sample: &Sample, disk: &str) -> Vec<(String, VdevClass, String)> {
 /// Spinning whole disks (or the ones named in the config). Partitions repeat their disk's
 /// figures; loop, RAM, zvol and optical devices are not what a pool's HDDs are.
 pub fn watched(names: &[String], disk: &DiskRates) -> bool {
-    let virtual_device = ["loop", "ram", "zram", "zd", "fd", "sr"]
-        .iter()
-        .any(|prefix| disk.name.starts_with(prefix));
+    let virtual_device = zpulse_proto::snapshot::is_virtual_disk(&disk.name);
     disk.rotational == Some(true)
         && disk.whole_disk.is_none()
         && !virtual_device

@@ -395,8 +395,8 @@ impl PoolHealth {
             baseline: [0, 1, 2].map(|i| counts[i].saturating_sub(new3[i])),
         });
         // A counter below its baseline was cleared meanwhile and counted again.
-        for i in 0..3 {
-            entry.baseline[i] = entry.baseline[i].min(counts[i]);
+        for (base, now) in entry.baseline.iter_mut().zip(counts) {
+            *base = (*base).min(now);
         }
         let grown = (0..3).any(|i| counts[i] > entry.baseline[i]);
         let names = ["read", "write", "checksum"];

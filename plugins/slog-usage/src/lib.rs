@@ -295,20 +295,7 @@ pub fn dirty_data_max(snap: &Snapshot) -> Option<(u64, &'static str)> {
 
 /// Why a log leaf offers no power-loss guarantee of its own, if it does not.
 pub fn not_power_safe(leaf: &Vdev) -> Option<String> {
-    let path = leaf.path.as_deref().unwrap_or(&leaf.name);
-    if leaf.vdev_type == "file" {
-        return Some(format!("a file ({path})"));
-    }
-    let dev = path.strip_prefix("/dev/").unwrap_or(path);
-    let disk = leaf.disk.as_deref().unwrap_or(dev);
-    if dev.starts_with("loop") || disk.starts_with("loop") {
-        return Some(format!("a loop device ({path})"));
-    }
-    // FreeBSD memory disks: vnode-backed (a file) or malloc/swap-backed (RAM).
-    if dev.starts_with("md") && dev[2..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
-        return Some(format!("a memory disk ({path})"));
-    }
-    None
+    leaf.virtual_backing()
 }
 
 /// The check's logic, without the plugin plumbing: feed it samples, get events.

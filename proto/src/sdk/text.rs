@@ -76,7 +76,7 @@ pub fn zfs_bytes(n: u64) -> String {
     }
     let unit = UNITS[index];
     let base = 1u64 << (10 * index);
-    if index == 0 || n % base == 0 {
+    if index == 0 || n.is_multiple_of(base) {
         return format!("{v}{unit}");
     }
     let value = n as f64 / base as f64;

@@ -112,6 +112,24 @@ impl Vdev {
         out
     }
 
+    /// What a leaf is backed by when it is no disk of its own: a file, a loop device, a
+    /// memory disk. Such a vdev has no power-loss guarantee and may not be there at import.
+    pub fn virtual_backing(&self) -> Option<String> {
+        let path = self.path.as_deref().unwrap_or(&self.name);
+        if self.vdev_type == "file" {
+            return Some(format!("a file ({path})"));
+        }
+        let dev = path.strip_prefix("/dev/").unwrap_or(path);
+        let disk = self.disk.as_deref().unwrap_or(dev);
+        if dev.starts_with("loop") || disk.starts_with("loop") {
+            return Some(format!("a loop device ({path})"));
+        }
+        if super::is_virtual_disk(dev) || super::is_virtual_disk(disk) {
+            return Some(format!("a virtual device ({path})"));
+        }
+        None
+    }
+
     pub fn leaves(&self) -> Vec<&Vdev> {
         self.walk().into_iter().filter(|v| v.is_leaf()).collect()
     }

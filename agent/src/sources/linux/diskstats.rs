@@ -171,6 +171,7 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
             logical_block_size: info.queue.logical_block_size,
             physical_block_size: info.queue.physical_block_size,
             size: info.size,
+            offset: info.start,
             counters: DiskCounters::Diskstats(line.stats),
             aliases: Vec::new(),
             roles: Vec::new(),
