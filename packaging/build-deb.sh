@@ -25,11 +25,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 rel=$target/release
-plugins="hdd_saturation arc_sizing special_fill slog_usage l2arc_value"
+plugins="pool_health layout hdd_saturation arc_sizing special_fill slog_usage l2arc_value"
 
 if [ $build = 1 ]; then
 	(cd "$top" && cargo build --release --locked -p zpulse-agent \
-		-p zpulse-check-hdd-saturation -p zpulse-check-arc-sizing -p zpulse-check-special-fill \
+		-p zpulse-check-pool-health -p zpulse-check-layout -p zpulse-check-hdd-saturation -p zpulse-check-arc-sizing -p zpulse-check-special-fill \
 		-p zpulse-check-slog-usage -p zpulse-check-l2arc-value)
 	if [ -f "$top/collector/Cargo.toml" ]; then
 		(cd "$top" && cargo build --release --locked -p zpulse-collector) ||

@@ -74,6 +74,8 @@ cat >"$tmp/expected" <<'EOF'
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_arc_sizing.so
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_hdd_saturation.so
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_l2arc_value.so
+-rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_layout.so
+-rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_pool_health.so
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_slog_usage.so
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_special_fill.so
 -rw-r--r-- root/root /usr/share/doc/zpulse/changelog.Debian.gz

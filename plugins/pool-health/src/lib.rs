@@ -806,3 +806,6 @@ impl Plugin for PoolHealthPlugin {
 }
 
 zpulse_proto::export_plugin!(PoolHealthPlugin);
+
+#[cfg(test)]
+mod tests;
