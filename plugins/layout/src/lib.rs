@@ -80,9 +80,8 @@ fn physical_sector(snap: &Snapshot, leaf: &Vdev) -> Option<u64> {
         return Some(1 << a.min(63));
     }
     let (disk, whole) = disks_of(snap, leaf);
-    disk.or(whole)
-        .and_then(|d| d.physical_block_size)
-        .map(u64::from)
+    let sector = |d: Option<&Disk>| d.and_then(|d| d.physical_block_size).map(u64::from);
+    sector(disk).or(sector(whole))
 }
 
 fn size_text(n: u64) -> String {
@@ -281,11 +280,15 @@ fn alignment(
             Report::new(format!("{subject}: {} is aligned", part.name)),
         ));
     }
+    let of = if part.name == leaf.name {
+        String::new()
+    } else {
+        format!(", {}", leaf.name)
+    };
     let report = Report::new(format!(
-        "{} (of {} in {}) starts at byte {offset}, {} past a {} physical sector boundary: \
+        "{}{of} in {} starts at byte {offset}, {} past a {} physical sector boundary: \
          every aligned ZFS block straddles two sectors of the disk",
         part.name,
-        leaf.name,
         pool.name,
         offset % physical,
         size_text(physical)
@@ -448,3 +451,6 @@ impl Plugin for LayoutPlugin {
 }
 
 zpulse_proto::export_plugin!(LayoutPlugin);
+
+#[cfg(test)]
+mod tests;
