@@ -398,48 +398,6 @@ fn the_agent_ran_live_in_the_lab_vm() {
     }
 }
 
-/// `zpool status` rows of the config table: (name, state, READ, WRITE, CKSUM); spares, which
-/// have no counters, are left out.
-fn status_error_rows(text: &str) -> Vec<(String, String, [u64; 3])> {
-    text.lines()
-        .skip_while(|l| !l.trim_start().starts_with("NAME"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            let n = |i: usize| w.get(i)?.parse::<u64>().ok();
-            Some((
-                w[0].to_string(),
-                w.get(1)?.to_string(),
-                [n(2)?, n(3)?, n(4)?],
-            ))
-        })
-        .collect()
-}
-
-/// The `scan:` line and its continuation lines, tabs and the label dropped.
-fn status_scan_lines(text: &str) -> Vec<String> {
-    let mut lines = text
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("scan:"));
-    let Some(first) = lines.next() else {
-        return Vec::new();
-    };
-    let mut out = vec![
-        first
-            .trim_start()
-            .trim_start_matches("scan:")
-            .trim()
-            .to_string(),
-    ];
-    out.extend(
-        lines
-            .take_while(|l| l.starts_with('\t'))
-            .map(|l| l.trim().to_string()),
-    );
-    out
-}
-
 /// What `zpulse once` prints for a capture carries what `zpool status` printed at that
 /// moment: the scan line in zpool's words, READ/WRITE/CKSUM and state of every vdev, and the
 /// data-error verdict.
@@ -454,7 +412,7 @@ fn status_text_equals_zpool_status() {
             .skip_while(|l| !l.starts_with(&format!("POOL  {pool} ")))
             .take_while(|l| !l.starts_with("DISK") && !l.starts_with("MEM"))
             .collect();
-        let expected_scan = status_scan_lines(&theirs);
+        let expected_scan = zpulse_tests::raw::zpool_status_scan(&theirs);
         let scan_at = section
             .iter()
             .position(|l| l.trim_start().starts_with("scan: "));
@@ -477,7 +435,7 @@ fn status_text_equals_zpool_status() {
                 }
             }
         }
-        for (name, state, counts) in status_error_rows(&theirs) {
+        for (name, state, counts) in zpulse_tests::raw::zpool_status_rows(&theirs) {
             let row = section
                 .iter()
                 .map(|l| l.split_whitespace().collect::<Vec<_>>())
