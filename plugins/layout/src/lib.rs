@@ -23,7 +23,7 @@
 //! ```
 
 use zpulse_proto::Sample;
-use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
+use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Disk, Pool, Redundancy, Snapshot, Vdev, VdevClass};
 
@@ -426,31 +426,21 @@ fn virtual_device(pool: &Pool, top: &Vdev, leaf: &Vdev) -> Option<(Verdict, Repo
     Some((Verdict::Holds(severity), report))
 }
 
-/// The plugin: [`Layout`] behind the SDK.
-pub struct LayoutPlugin {
-    inner: Layout,
-}
-
-impl Plugin for LayoutPlugin {
+impl Check for Layout {
     const NAME: &'static str = "layout";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = Config;
 
-    fn new(config: Config, _host: &Host) -> Result<Self, sdk::Error> {
-        Ok(LayoutPlugin {
-            inner: Layout::new(config)?,
-        })
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(Layout::new(config)?)
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for event in self.inner.observe(sample) {
-            host.emit(&event)?;
-        }
-        Ok(())
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        Layout::observe(self, sample)
     }
 }
 
-zpulse_proto::export_plugin!(LayoutPlugin);
+zpulse_proto::export_plugin!(Layout);
 
 #[cfg(test)]
 mod tests;

@@ -40,7 +40,7 @@ use zpulse_proto::sample::VdevRates;
 use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2};
 use zpulse_proto::sdk::text::{bytes, ctime_utc, dhms, scan_status};
 use zpulse_proto::sdk::{
-    self, Event, Findings, Host, Plugin, Report, Rules, Severity, Threshold, Verdict,
+    self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
 };
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Pool, PoolConfig, ScanStats, Vdev, VdevClass};
@@ -781,31 +781,21 @@ fn spares(pool: &str, cfg: &PoolConfig) -> Vec<(String, Verdict, Report)> {
     out
 }
 
-/// The plugin: [`PoolHealth`] behind the SDK.
-pub struct PoolHealthPlugin {
-    inner: PoolHealth,
-}
-
-impl Plugin for PoolHealthPlugin {
+impl Check for PoolHealth {
     const NAME: &'static str = "pool-health";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = Config;
 
-    fn new(config: Config, _host: &Host) -> Result<Self, sdk::Error> {
-        Ok(PoolHealthPlugin {
-            inner: PoolHealth::new(config)?,
-        })
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(PoolHealth::new(config)?)
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for event in self.inner.observe(sample) {
-            host.emit(&event)?;
-        }
-        Ok(())
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        PoolHealth::observe(self, sample)
     }
 }
 
-zpulse_proto::export_plugin!(PoolHealthPlugin);
+zpulse_proto::export_plugin!(PoolHealth);
 
 #[cfg(test)]
 mod tests;

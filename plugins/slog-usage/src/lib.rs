@@ -47,7 +47,7 @@ use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::text::duration;
-use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
+use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::Deserialize;
 use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
 
@@ -1006,39 +1006,33 @@ fn summarize(w: &VecDeque<Point>) -> Window {
     }
 }
 
-/// The plugin: [`SlogUsage`] behind the SDK.
-pub struct SlogUsagePlugin {
-    inner: SlogUsage,
-}
-
-impl Plugin for SlogUsagePlugin {
+impl Check for SlogUsage {
     const NAME: &'static str = "slog-usage";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = Config;
 
-    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
-        let inner = SlogUsage::new(config)?;
-        host.info(&format!(
-            "watching the log vdevs of {} over {} s",
-            if inner.config.pools.is_empty() {
-                "every pool".to_string()
-            } else {
-                inner.config.pools.join(", ")
-            },
-            inner.config.window.as_secs()
-        ));
-        Ok(SlogUsagePlugin { inner })
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(SlogUsage::new(config)?)
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for event in self.inner.observe(sample) {
-            host.emit(&event)?;
-        }
-        Ok(())
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        SlogUsage::observe(self, sample)
+    }
+
+    fn started(&self) -> Option<String> {
+        Some(format!(
+            "watching the log vdevs of {} over {} s",
+            if self.config.pools.is_empty() {
+                "every pool".to_string()
+            } else {
+                self.config.pools.join(", ")
+            },
+            self.config.window.as_secs()
+        ))
     }
 }
 
-zpulse_proto::export_plugin!(SlogUsagePlugin);
+zpulse_proto::export_plugin!(SlogUsage);
 
 #[cfg(test)]
 mod tests;

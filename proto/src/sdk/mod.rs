@@ -49,6 +49,7 @@
 //! hysteresis and a minimum hold time), and [`testing`] runs a plugin through its exported C
 //! functions in a unit test.
 
+mod check;
 pub mod config;
 #[doc(hidden)]
 pub mod export;
@@ -59,6 +60,7 @@ pub mod text;
 
 pub use crate::Sample;
 pub use crate::event::{Data, Event, Kind, Severity, State, Value};
+pub use check::Check;
 pub use findings::{Findings, Report, Rules, Threshold, Verdict};
 
 use crate::abi::{self, HostApi};
