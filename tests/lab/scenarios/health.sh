@@ -39,8 +39,9 @@ dd if=/dev/urandom of=/cks/d/data bs=1M count=300 status=none
 zpool sync cks
 cap cks/000 cks
 zpool export cks
-# Inside the data area of sdd1 (labels are the first 4 MiB and the last 512 KiB).
-dd if=/dev/urandom of=/dev/sdd1 bs=1M seek=64 count=160 conv=notrunc oflag=direct status=none
+# Most of sdd1's data area (its labels are the first 4 MiB and the last 512 KiB): the data
+# may sit in any of its 256 MiB metaslabs.
+dd if=/dev/urandom of=/dev/sdd1 bs=1M seek=8 count=3500 conv=notrunc oflag=direct status=none
 zpool import -d /dev cks
 zpool scrub cks; zpool wait -t scrub cks
 cap cks/001 cks
@@ -50,12 +51,12 @@ cap cks/002 cks
 zpool destroy cks
 
 # --- hm: DEGRADED mirror, then a resilver that meets unrecoverable errors ---------------------
-for d in sda sdb; do sgdisk -Z /dev/$d >/dev/null; done
-sgdisk -n 1:2048:+5G /dev/sda; sgdisk -n 1:2048:+5G /dev/sdb
+sgdisk -o -n 1:2048:+5G /dev/sda
 # sda2 starts one sector past a 4 KiB boundary (the layout check's misalignment case).
 sgdisk -a 1 -n 2:10487809:+512M /dev/sda
-sgdisk -n 2:0:+256M -n 3:0:+256M -n 4:0:+512M /dev/sdb
-udevadm settle
+sgdisk -o -n 1:2048:+5G -n 2:0:+256M -n 3:0:+256M -n 4:0:+512M /dev/sdb
+blockdev --rereadpt /dev/sda; blockdev --rereadpt /dev/sdb; udevadm settle
+ls -l /dev/sd[ab]*; cat /sys/block/sda/sda2/start
 zpool create -f hm mirror sda1 sdb1
 zfs create -o compression=off -o recordsize=128k hm/d
 dd if=/dev/urandom of=/hm/d/old bs=1M count=200 status=none
