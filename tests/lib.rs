@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 pub mod raw;
+pub mod settings;
 
 /// `tests/fixtures/<rel>`.
 pub fn fixture(rel: &str) -> PathBuf {

@@ -55,11 +55,11 @@ use zpulse_proto::sdk::stats::{round2, settle};
 use zpulse_proto::sdk::{
     self, Event, Findings, Host, Plugin, Report, Rules, Threshold, Value, Verdict,
 };
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::VdevClass;
 
 /// The `[plugins.hdd-saturation]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     pub saturation_pct: f64,

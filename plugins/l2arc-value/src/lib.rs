@@ -39,11 +39,11 @@ use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
 use zpulse_proto::sdk::text::{bytes, duration};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Snapshot, VdevClass};
 
 /// The `[plugins.l2arc-value]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     #[serde(with = "sdk::config::duration")]

@@ -24,11 +24,11 @@
 
 use zpulse_proto::Sample;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Disk, Pool, Redundancy, Snapshot, Vdev, VdevClass};
 
 /// The `[plugins.layout]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     pub pools: Vec<String>,

@@ -42,11 +42,11 @@ use zpulse_proto::sdk::text::{bytes, ctime_utc, dhms, scan_status};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
 };
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Pool, PoolConfig, ScanStats, Vdev, VdevClass};
 
 /// The `[plugins.pool-health]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     /// Pools to watch; empty means every pool.

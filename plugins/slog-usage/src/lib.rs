@@ -48,7 +48,7 @@ use zpulse_proto::sdk::stats::round_sig3;
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::text::duration;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
 
 /// OpenZFS's cap on `zfs_dirty_data_max` when the kernel does not report it: 4 GiB
@@ -57,7 +57,7 @@ const DIRTY_MAX_MAX: u64 = 4 << 30;
 const DIRTY_MAX_PERCENT: u64 = 10;
 
 /// The `[plugins.slog-usage]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     #[serde(with = "sdk::config::duration")]

@@ -42,7 +42,7 @@ use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Pool, Redundancy, Vdev, VdevClass};
 
 /// OpenZFS's default of `zfs_special_class_metadata_reserve_pct`, used when the kernel does
@@ -52,7 +52,7 @@ pub const DEFAULT_RESERVE_PCT: f64 = 25.0;
 const DAY: f64 = 86_400.0;
 
 /// The `[plugins.special-fill]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     /// Warning from this fill level; absent = where the metadata reserve begins
