@@ -30,7 +30,7 @@ mod error;
 mod value;
 
 #[cfg(test)]
-mod encode;
+pub(crate) mod encode;
 #[cfg(test)]
 mod tests;
 
