@@ -179,6 +179,16 @@ check_extra() {
 	done
 }
 
+echo "== shellcheck"
+command -v shellcheck >/dev/null || { echo "test.sh: shellcheck is missing (apt-get install shellcheck)" >&2; exit 1; }
+for s in "$here/test.sh" "$here/link-check.sh" "$here/gen-crates.sh"; do
+	if shellcheck -s sh "$s"; then ok "${s#"$here"/}"; else fail "${s#"$here"/}"; fi
+done
+# rc.subr sets and reads their variables (SC2034/SC2154) and is not here (SC1091).
+for s in "$files/zpulse.in" "$files/zpulse_collector.in"; do
+	if shellcheck -s sh -e SC2034,SC2154,SC1091 "$s"; then ok "${s#"$here"/}"; else fail "${s#"$here"/}"; fi
+done
+
 echo "== zpulse"
 conf='zpulse_enable=YES
 zpulse_flags="--verbose"'
