@@ -10,6 +10,7 @@
 //! its time (the sink's own thread waits), and `stats` tells the heartbeat how it is doing.
 
 pub mod build;
+pub mod ca_bundle;
 pub mod forward;
 pub mod stdout;
 pub mod syslog;

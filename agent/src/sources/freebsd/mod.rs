@@ -19,6 +19,8 @@ pub mod tunables;
 
 #[cfg(target_os = "freebsd")]
 mod live;
+#[cfg(test)]
+mod replay_tests;
 
 #[cfg(target_os = "freebsd")]
 pub use live::LiveSysctl;

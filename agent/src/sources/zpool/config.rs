@@ -2,7 +2,7 @@
 
 use crate::sources::nvlist::{NvList, NvValue};
 use zpulse_proto::snapshot::{
-    LatencyHistograms, PoolConfig, Redundancy, ScanStats, Vdev, VdevClass, VdevStats,
+    LatencyHistograms, Os, PoolConfig, Redundancy, ScanStats, Vdev, VdevClass, VdevStats,
 };
 
 /// `vdev_stat_t` indices (include/sys/fs/zfs.h).
@@ -35,12 +35,13 @@ pub fn pool_config(
     config: &NvList,
     error: u64,
     altroot: Option<String>,
+    os: Os,
 ) -> Result<PoolConfig, String> {
     let tree = config
         .nvlist("vdev_tree")
         .ok_or("the pool config has no vdev_tree")?;
     let pool_name = config.str("name").unwrap_or("?").to_string();
-    let mut root = vdev(tree, &pool_name, None, 0)?;
+    let mut root = vdev(tree, &pool_name, None, 0, os)?;
     root.children.clear();
     for child in tree.nvlist_array("children").unwrap_or(&[]) {
         let kind = child.str("type").unwrap_or("");
@@ -49,11 +50,11 @@ pub fn pool_config(
             continue;
         }
         root.children
-            .push(top_level(child, top_level_class(child))?);
+            .push(top_level(child, top_level_class(child), os)?);
     }
     for (key, class) in [("l2cache", VdevClass::Cache), ("spares", VdevClass::Spare)] {
         for dev in tree.nvlist_array(key).unwrap_or(&[]) {
-            let mut v = vdev(dev, "", Some(class), 1)?;
+            let mut v = vdev(dev, "", Some(class), 1, os)?;
             if class == VdevClass::Spare {
                 v.state = spare_state(&v);
             }
@@ -95,8 +96,8 @@ fn top_level_class(nv: &NvList) -> VdevClass {
     }
 }
 
-fn top_level(nv: &NvList, class: VdevClass) -> Result<Vdev, String> {
-    let mut v = vdev(nv, "", Some(class), 1)?;
+fn top_level(nv: &NvList, class: VdevClass, os: Os) -> Result<Vdev, String> {
+    let mut v = vdev(nv, "", Some(class), 1, os)?;
     v.redundancy = Some(match v.vdev_type.as_str() {
         "mirror" => Redundancy::Mirror {
             width: u32::try_from(v.children.len()).unwrap_or(u32::MAX),
@@ -113,7 +114,13 @@ fn top_level(nv: &NvList, class: VdevClass) -> Result<Vdev, String> {
 }
 
 /// Nesting is bounded by the nvlist decoder's depth limit, so recursion here is bounded too.
-fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Result<Vdev, String> {
+fn vdev(
+    nv: &NvList,
+    name: &str,
+    class: Option<VdevClass>,
+    depth: usize,
+    os: Os,
+) -> Result<Vdev, String> {
     if depth > 32 {
         return Err("vdev tree nested more than 32 levels".into());
     }
@@ -122,7 +129,7 @@ fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Resu
     let mut children = Vec::new();
     if vdev_type != "root" {
         for child in nv.nvlist_array("children").unwrap_or(&[]) {
-            children.push(vdev(child, "", class, depth + 1)?);
+            children.push(vdev(child, "", class, depth + 1, os)?);
         }
     }
     let mut v = Vdev {
@@ -145,7 +152,7 @@ fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Resu
         children,
     };
     v.name = if name.is_empty() {
-        display_name(nv, &v)
+        display_name(nv, &v, os)
     } else {
         name.to_string()
     };
@@ -153,11 +160,13 @@ fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Resu
 }
 
 /// The name `zpool status` prints (libzfs `zpool_vdev_name` without -P/-L/-g).
-fn display_name(nv: &NvList, v: &Vdev) -> String {
+fn display_name(nv: &NvList, v: &Vdev, os: Os) -> String {
     let id = v.id.map_or_else(String::new, |id| format!("-{id}"));
     match v.vdev_type.as_str() {
         "disk" | "file" => match &v.path {
-            Some(path) => super::join::short_name(path, v.whole_disk == Some(true), &v.vdev_type),
+            Some(path) => {
+                super::join::short_name(path, v.whole_disk == Some(true), &v.vdev_type, os)
+            }
             None => v.guid.map_or_else(|| "?".into(), |g| g.to_string()),
         },
         "raidz" => format!("raidz{}{id}", nv.u64("nparity").unwrap_or(1)),

@@ -128,7 +128,7 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
     for rp in &raw.pools {
         let decoded = nvlist::decode(&rp.packed)
             .map_err(|e| e.to_string())
-            .and_then(|nv| config::pool_config(&nv, rp.error, rp.altroot.clone()));
+            .and_then(|nv| config::pool_config(&nv, rp.error, rp.altroot.clone(), snap.host.os));
         let mut cfg = match decoded {
             Ok(c) => c,
             Err(e) => {
@@ -185,7 +185,8 @@ pub fn leaf_paths(packed: &[u8]) -> Vec<String> {
     let Ok(nv) = nvlist::decode(packed) else {
         return Vec::new();
     };
-    let Ok(cfg) = config::pool_config(&nv, 0, None) else {
+    // Only the paths are used, which do not depend on the OS's naming.
+    let Ok(cfg) = config::pool_config(&nv, 0, None, zpulse_proto::snapshot::Os::default()) else {
         return Vec::new();
     };
     cfg.root
