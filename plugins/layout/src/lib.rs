@@ -267,8 +267,8 @@ fn alignment(
     leaf: &Vdev,
     subject: &str,
 ) -> Option<(Verdict, Report)> {
-    let (disk, whole) = disks_of(snap, leaf);
-    let part = disk.filter(|d| d.whole_disk.is_some())?;
+    let (_, whole) = disks_of(snap, leaf);
+    let part = leaf.partition.as_deref().and_then(|p| snap.disk(p))?;
     let offset = part.offset?;
     let physical = whole.and_then(|w| w.physical_block_size).map(u64::from)?;
     if physical == 0 {

@@ -17,6 +17,14 @@ fn leaf(name: &str, disk: &str) -> Vdev {
     }
 }
 
+/// A leaf on partition `name` of `disk`, as the agent's join describes it.
+fn part_leaf(name: &str, disk: &str) -> Vdev {
+    Vdev {
+        partition: Some(name.into()),
+        ..leaf(name, disk)
+    }
+}
+
 fn top(name: &str, kind: &str, redundancy: Redundancy, ashift: u64, children: Vec<Vdev>) -> Vdev {
     Vdev {
         name: name.into(),
@@ -95,7 +103,8 @@ fn ashift_below_the_physical_sector_and_a_misaligned_partition() {
         vec![top("sda2", "disk", Redundancy::None, 9, vec![])]
             .into_iter()
             .map(|mut t| {
-                t.disk = Some("sda2".into());
+                t.disk = Some("sda".into());
+                t.partition = Some("sda2".into());
                 t
             })
             .collect(),
@@ -154,7 +163,7 @@ fn matching_ashift_and_aligned_partitions_raise_nothing() {
             "mirror",
             MIRROR,
             12,
-            vec![leaf("sda1", "sda1"), leaf("sdb1", "sdb1")],
+            vec![part_leaf("sda1", "sda"), part_leaf("sdb1", "sdb")],
         )],
         vec![
             disk("sda", true, 4096),
@@ -174,7 +183,7 @@ fn two_members_on_one_disk_are_critical() {
             "mirror",
             MIRROR,
             12,
-            vec![leaf("sdb2", "sdb2"), leaf("sdb3", "sdb3")],
+            vec![part_leaf("sdb2", "sdb"), part_leaf("sdb3", "sdb")],
         )],
         vec![
             disk("sdb", true, 512),
@@ -200,7 +209,7 @@ fn hdd_and_ssd_in_one_mirror() {
             "mirror",
             MIRROR,
             12,
-            vec![leaf("sdb4", "sdb4"), leaf("sdf", "sdf")],
+            vec![part_leaf("sdb4", "sdb"), leaf("sdf", "sdf")],
         )],
         vec![
             disk("sdb", true, 512),

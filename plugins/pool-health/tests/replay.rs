@@ -124,3 +124,147 @@ fn a_running_scrub_is_info_with_its_progress() {
     let done = num(e, "done_pct");
     assert!(done > 0.0 && done <= zpool_done, "{done} vs {zpool_done}");
 }
+
+/// READ/WRITE/CKSUM of one vdev in a capture's `zpool status -p`.
+fn counters(rel: &str, pool: &str, vdev: &str) -> [u64; 3] {
+    zpool_status_rows(&cli(rel, &format!("zpool-status.{pool}.txt")))
+        .into_iter()
+        .find(|(name, _, _)| name == vdev)
+        .unwrap_or_else(|| panic!("{rel}: no {vdev}"))
+        .2
+}
+
+/// `health/cks` (tests/lab/scenarios/health.sh): one side of an SSD mirror overwritten while
+/// exported; a scrub between captures 000 and 001 finds and repairs the damage; `zpool
+/// clear` before 002.
+#[test]
+fn checksum_errors_found_by_a_scrub_are_a_warning_until_zpool_clear() {
+    assert_eq!(counters("health/cks/000", "cks", "sdd"), [0, 0, 0]);
+    let found = counters("health/cks/001", "cks", "sdd");
+    assert!(found[2] > 0 && found[0] == 0 && found[1] == 0, "{found:?}");
+    assert_eq!(counters("health/cks/001", "cks", "sdc"), [0, 0, 0]);
+    assert_eq!(counters("health/cks/002", "cks", "sdd"), [0, 0, 0]);
+    let scan = zpool_status_scan(&cli("health/cks/001", "zpool-status.cks.txt"));
+    assert!(
+        scan[0].starts_with("scrub repaired") && scan[0].contains("with 0 errors"),
+        "{scan:?}"
+    );
+
+    let events = run(&["health/cks"]);
+    let errors = of(&events, "pool-health.errors");
+    assert_eq!(errors.len(), 2, "{events:?}");
+    let (raised, cleared) = (errors[0], errors[1]);
+    assert_eq!(raised.subject, "cks/normal/mirror-0/sdd");
+    assert_eq!(
+        (raised.severity, raised.state),
+        (Severity::Warning, Some(State::Raised))
+    );
+    let n = found[2];
+    assert!(
+        raised
+            .summary
+            .contains(&format!("{n} checksum errors ({n} new)")),
+        "{}",
+        raised.summary
+    );
+    assert_eq!(num(raised, "checksum_errors"), n as f64);
+    assert!(
+        raised
+            .advice
+            .as_deref()
+            .unwrap()
+            .contains("zpool clear cks sdd")
+    );
+    assert_eq!(
+        (cleared.subject.as_str(), cleared.state),
+        ("cks/normal/mirror-0/sdd", Some(State::Cleared))
+    );
+    // The scrub repaired everything: the pool stays ONLINE with no data errors.
+    assert!(of(&events, "pool-health.state").is_empty());
+    assert!(of(&events, "pool-health.data-errors").is_empty());
+}
+
+/// `zpool get -Hp` values of one capture.
+fn zpool_get(rel: &str, pool: &str, property: &str) -> u64 {
+    cli(rel, &format!("zpool-get.{pool}.txt"))
+        .lines()
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[1] == property)
+        .unwrap_or_else(|| panic!("{rel}: no {property}"))[2]
+        .parse()
+        .unwrap()
+}
+
+/// `health/fill`: one SSD pool filled to ~84% (000), ~93% (001), ~94% (002), then a file
+/// deleted (003).
+#[test]
+fn a_filling_pool_is_critical_past_90_with_its_growth_then_clears() {
+    let rels: Vec<String> = (0..4).map(|i| format!("health/fill/{i:03}")).collect();
+    let used: Vec<f64> = rels
+        .iter()
+        .map(|r| {
+            zpool_get(r, "fill", "allocated") as f64 / zpool_get(r, "fill", "size") as f64 * 100.0
+        })
+        .collect();
+    assert!(
+        used[0] > 80.0 && used[0] < 90.0 && used[1] > 90.0 && used[3] < 75.0,
+        "{used:?}"
+    );
+    let at: Vec<f64> = dirs(&["health/fill"])
+        .iter()
+        .map(|d| captured_at(d))
+        .collect();
+
+    let events = run_with(
+        &["health/fill"],
+        Config {
+            min_hold: std::time::Duration::ZERO,
+            ..Config::default()
+        },
+    );
+    let cap = of(&events, "pool-health.capacity");
+    // The check sees each sample's later capture: 001 first (past 90%), 002, then 003.
+    assert_eq!(cap[0].state, Some(State::Raised));
+    assert_eq!(cap[0].severity, Severity::Critical);
+    assert!(
+        (num(cap[0], "used_pct") - used[1]).abs() < 0.01,
+        "{} vs {}",
+        num(cap[0], "used_pct"),
+        used[1]
+    );
+    assert!(
+        cap[0]
+            .summary
+            .starts_with(&format!("fill is {:.1}% full", used[1])),
+        "{}",
+        cap[0].summary
+    );
+    // With two points there is a growth and a time to full.
+    let update = cap
+        .iter()
+        .find(|e| e.data.contains_key("growth_bytes_per_day"))
+        .expect("a growth");
+    let alloc = |r: &str| zpool_get(r, "fill", "allocated") as f64;
+    let growth = (alloc(&rels[2]) - alloc(&rels[1])) / (at[2] - at[1]);
+    assert!(
+        close(num(update, "growth_bytes_per_day"), growth * 86_400.0, 0.01),
+        "{}",
+        num(update, "growth_bytes_per_day")
+    );
+    let free = zpool_get(&rels[2], "fill", "free") as f64;
+    assert!(close(
+        num(update, "days_to_full") * 86_400.0,
+        free / growth,
+        0.01
+    ));
+    let last = cap.last().unwrap();
+    assert_eq!(last.state, Some(State::Cleared), "{cap:?}");
+    // zpool get fragmentation: 64% at 000, above 50% from 001 on.
+    assert!(zpool_get(&rels[1], "fill", "fragmentation") >= 50);
+    let frag = of(&events, "pool-health.fragmentation");
+    assert_eq!(frag[0].severity, Severity::Info);
+    assert_eq!(
+        num(frag[0], "fragmentation_pct"),
+        zpool_get(&rels[1], "fill", "fragmentation") as f64
+    );
+}

@@ -92,6 +92,9 @@ pub struct Vdev {
     /// The kernel disk this leaf lives on (`sdc`, `ada2`), from the join with the disk stats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<String>,
+    /// The kernel partition of that disk the leaf is (`sdc1`), when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<Vdev>,
 }

@@ -149,6 +149,7 @@ fn vdev(
         stats: stats.and_then(vdev_stats),
         histograms: nv.nvlist("vdev_stats_ex").map(histograms),
         disk: None,
+        partition: None,
         children,
     };
     v.name = if name.is_empty() {

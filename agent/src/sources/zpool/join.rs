@@ -80,18 +80,28 @@ pub fn disk_for(
     disks: &[Disk],
     resolve: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
-    let target = resolve(path).unwrap_or_else(|| path.to_string());
-    let name = target.strip_prefix("/dev/").unwrap_or(&target);
-    let found = disks
-        .iter()
-        .find(|d| d.name == name)
-        .or_else(|| disks.iter().find(|d| d.aliases.iter().any(|a| a == name)))?;
+    let found = device_for(path, disks, resolve)?;
     Some(
         found
             .whole_disk
             .clone()
             .unwrap_or_else(|| found.name.clone()),
     )
+}
+
+/// The kernel device a path names, partition or whole disk, among the disks of the snapshot
+/// (see [`disk_for`]).
+pub fn device_for<'a>(
+    path: &str,
+    disks: &'a [Disk],
+    resolve: &dyn Fn(&str) -> Option<String>,
+) -> Option<&'a Disk> {
+    let target = resolve(path).unwrap_or_else(|| path.to_string());
+    let name = target.strip_prefix("/dev/").unwrap_or(&target);
+    disks
+        .iter()
+        .find(|d| d.name == name)
+        .or_else(|| disks.iter().find(|d| d.aliases.iter().any(|a| a == name)))
 }
 
 #[cfg(test)]

@@ -172,8 +172,15 @@ fn join_disks(
 ) {
     if v.vdev_type == "disk"
         && let Some(path) = &v.path
+        && let Some(device) = join::device_for(path, disks, resolve)
     {
-        v.disk = join::disk_for(path, disks, resolve);
+        v.disk = Some(
+            device
+                .whole_disk
+                .clone()
+                .unwrap_or_else(|| device.name.clone()),
+        );
+        v.partition = device.whole_disk.is_some().then(|| device.name.clone());
     }
     for child in &mut v.children {
         join_disks(child, disks, resolve);
