@@ -397,7 +397,7 @@ fn prometheus_scrapes_replaying_agents_and_promql_matches_the_captures() {
                 .args(["run", "--pace", "4", "--config"])
                 .arg(&config)
                 .arg("--replay")
-                .arg(&a.dirs[0].parent().unwrap())
+                .arg(a.dirs[0].parent().unwrap())
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(dir.join(format!("{}.log", a.port))).unwrap())
                 .spawn()

@@ -29,7 +29,7 @@ pub fn build(sink: &SinkConfig, config_dir: Option<&Path>) -> Result<Box<dyn Sin
             .and_then(PrometheusSink::new)
             .map(|s| Box::new(s) as Box<dyn Sink>),
         other => Err(format!(
-            "unknown sink type '{other}': use forward, syslog, prometheus or stdout"
+            "unknown sink type '{other}': use forward, syslog, stdout or prometheus"
         )),
     };
     built.map_err(|e| format!("{}: {e}", sink.origin))
