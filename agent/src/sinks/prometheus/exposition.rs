@@ -481,6 +481,7 @@ fn pools(out: &mut Out, s: &Snapshot) {
         }
     }
     scans(out, s);
+    pool_io(out, s);
     // Pool `iostats` kstat (0.8+): TRIM and ARC counters of the pool.
     let mut rows: BTreeMap<String, Vec<(&str, u64)>> = BTreeMap::new();
     for p in &s.pools {
@@ -501,6 +502,52 @@ fn pools(out: &mut Out, s: &Snapshot) {
         );
         for (pool, v) in values {
             out.line(&name, &[("pool", pool)], Value::Int(v));
+        }
+    }
+}
+
+/// The pool-wide `io` kstat (KSTAT_TYPE_IO, OpenZFS up to 2.0; include/sys/kstat.h: byte and
+/// operation counts, and the ns the wait and run queues were busy).
+fn pool_io(out: &mut Out, s: &Snapshot) {
+    type Pick = fn(&zpulse_proto::snapshot::PoolIo) -> Value;
+    let fields: [(&str, &str, Pick); 6] = [
+        (
+            "zpulse_pool_reads_total",
+            "Read operations (pool io kstat, OpenZFS <= 2.0).",
+            |io| Value::Int(io.reads),
+        ),
+        (
+            "zpulse_pool_writes_total",
+            "Write operations (pool io kstat).",
+            |io| Value::Int(io.writes),
+        ),
+        (
+            "zpulse_pool_read_bytes_total",
+            "Bytes read (pool io kstat nread).",
+            |io| Value::Int(io.nread),
+        ),
+        (
+            "zpulse_pool_written_bytes_total",
+            "Bytes written (pool io kstat nwritten).",
+            |io| Value::Int(io.nwritten),
+        ),
+        (
+            "zpulse_pool_wait_time_seconds_total",
+            "Time the wait queue was not empty (pool io kstat wtime).",
+            |io| Value::Float(io.wtime as f64 / 1e9),
+        ),
+        (
+            "zpulse_pool_run_time_seconds_total",
+            "Time the run queue was not empty (pool io kstat rtime).",
+            |io| Value::Float(io.rtime as f64 / 1e9),
+        ),
+    ];
+    for (name, help, pick) in fields {
+        out.family(name, Type::Counter, help);
+        for p in &s.pools {
+            if let Some(io) = &p.io {
+                out.line(name, &[("pool", &p.name)], pick(io));
+            }
         }
     }
 }
@@ -1012,6 +1059,15 @@ fn disks(out: &mut Out, s: &Snapshot) {
             },
         ),
         (
+            "zpulse_disk_discards_merged_total",
+            "Adjacent discards merged (diskstats 4.18+).",
+            Type::Counter,
+            |c| match c {
+                DiskCounters::Diskstats(d) => d.discards_merged.map(Value::Int),
+                DiskCounters::Devstat(_) => None,
+            },
+        ),
+        (
             "zpulse_disk_discarded_bytes_total",
             "Bytes discarded (diskstats sectors x 512, devstat bytes[FREE]).",
             Type::Counter,
@@ -1041,7 +1097,7 @@ fn disks(out: &mut Out, s: &Snapshot) {
             },
         ),
         (
-            "zpulse_disk_flush_time_seconds_total",
+            "zpulse_disk_flush_requests_time_seconds_total",
             "Time flushes took (diskstats 5.5+; devstat duration[NO_DATA]).",
             Type::Counter,
             |c| match c {
