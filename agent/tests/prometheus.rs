@@ -153,7 +153,7 @@ fn agent(dir: &Path, sink: &str) -> Agent {
         .arg("--replay")
         .arg(workspace().join("tests/fixtures/lab/basic"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("agent.log")).unwrap())
         .spawn()
         .unwrap();
     let agent = Agent(child, addr);
@@ -265,6 +265,31 @@ fn idle_clients_cannot_take_the_endpoint_for_more_than_the_timeout() {
             "scrapes not served after the idle clients left"
         );
     }
+}
+
+#[test]
+fn a_reload_keeps_the_port_it_listens_on() {
+    let dir = temp("reload");
+    let a = agent(&dir, "");
+    let hup = Command::new("kill")
+        .args(["-HUP", &a.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    // The new configuration's sink listens on the same address: it must take over the
+    // socket this process holds, not fail to bind it.
+    let log = dir.join("agent.log");
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(!text.contains("reload refused"), "{text}");
+        if text.contains("configuration reloaded") {
+            break;
+        }
+        assert!(Instant::now() < until, "no reload: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(request(&a.1, "GET /metrics HTTP/1.1\r\n\r\n").status, 200);
 }
 
 #[test]
