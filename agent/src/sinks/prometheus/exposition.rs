@@ -169,6 +169,11 @@ fn escape_help(s: &str) -> String {
 
 /// A label value: backslash, double quote and line feed escaped.
 fn escape_label_into(out: &mut String, v: &str) {
+    // Almost every value needs nothing escaped: copy it whole.
+    if !v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        out.push_str(v);
+        return;
+    }
     for c in v.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -210,9 +215,16 @@ pub fn render(
     findings: &[OpenFinding],
     agent: Option<&AgentHealth>,
 ) -> Exposition {
+    // Sized like the previous rendering, so the buffers do not grow (and copy) as they fill.
+    static LAST_LEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let capacity = LAST_LEN
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .max(64 * 1024)
+        * 9
+        / 8;
     let mut out = Out {
-        text: String::with_capacity(64 * 1024),
-        om: String::with_capacity(64 * 1024),
+        text: String::with_capacity(capacity),
+        om: String::with_capacity(capacity),
         pending: None,
     };
     host(&mut out, snapshot);
@@ -246,6 +258,7 @@ pub fn render(
     if let Some(agent) = agent {
         agent_health(&mut out, agent);
     }
+    LAST_LEN.store(out.om.len(), std::sync::atomic::Ordering::Relaxed);
     out.finish()
 }
 
