@@ -108,21 +108,23 @@ impl Out {
         self.flush_header();
         let start = self.text.len();
         self.text.push_str(name);
-        // An empty label value is the same as no label (exposition formats): left out.
-        let mut first = true;
-        for (k, v) in labels.iter().filter(|(_, v)| !v.is_empty()) {
-            self.text.push(if first { '{' } else { ',' });
-            first = false;
-            self.text.push_str(k);
-            self.text.push_str("=\"");
-            escape_label_into(&mut self.text, v);
-            self.text.push('"');
-        }
-        if !first {
+        if write_labels(&mut self.text, labels) {
             self.text.push('}');
         }
         self.text.push(' ');
         value.write(&mut self.text);
+        self.text.push('\n');
+        self.om.push_str(&self.text[start..]);
+    }
+
+    /// One histogram bucket: `prefix` is the series up to `le="` ([`bucket_prefix`]).
+    fn bucket(&mut self, prefix: &str, le: &str, count: u64) {
+        self.flush_header();
+        let start = self.text.len();
+        self.text.push_str(prefix);
+        self.text.push_str(le);
+        self.text.push_str("\"} ");
+        Value::Int(count).write(&mut self.text);
         self.text.push('\n');
         self.om.push_str(&self.text[start..]);
     }
@@ -134,6 +136,31 @@ impl Out {
             openmetrics: self.om,
         }
     }
+}
+
+/// `{k="v",…` for the labels with a value (an empty value is the same as no label in the
+/// exposition formats); whether any was written (the caller closes the brace).
+fn write_labels(buf: &mut String, labels: &Labels) -> bool {
+    let mut first = true;
+    for (k, v) in labels.iter().filter(|(_, v)| !v.is_empty()) {
+        buf.push(if first { '{' } else { ',' });
+        first = false;
+        buf.push_str(k);
+        buf.push_str("=\"");
+        escape_label_into(buf, v);
+        buf.push('"');
+    }
+    !first
+}
+
+/// A bucket series up to its `le` value: `name{labels,le="`, written once per histogram
+/// instead of once per bucket.
+fn bucket_prefix(name: &str, labels: &Labels) -> String {
+    let mut p = String::with_capacity(name.len() + 128);
+    p.push_str(name);
+    let any = write_labels(&mut p, labels);
+    p.push_str(if any { ",le=\"" } else { "{le=\"" });
+    p
 }
 
 #[derive(Clone, Copy)]
@@ -906,8 +933,7 @@ fn latency_histograms(out: &mut Out, refs: &[VdevRef]) {
                 }
                 let mut labels = r.labels().to_vec();
                 labels.push(("op", op));
-                labels.push(("le", ""));
-                let le_at = labels.len() - 1;
+                let prefix = bucket_prefix(&bucket_name, &labels);
                 // Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything
                 // longer (vdev_stat_update, module/zfs/vdev.c), so it is +Inf's alone.
                 let mut cumulative = 0u64;
@@ -920,12 +946,9 @@ fn latency_histograms(out: &mut Out, refs: &[VdevRef]) {
                     if i == last {
                         break;
                     }
-                    labels[le_at].1 = &le[i];
-                    out.line(&bucket_name, &labels, Value::Int(cumulative));
+                    out.bucket(&prefix, &le[i], cumulative);
                 }
-                labels[le_at].1 = "+Inf";
-                out.line(&bucket_name, &labels, Value::Int(cumulative));
-                labels.pop();
+                out.bucket(&prefix, "+Inf", cumulative);
                 out.line(&sum_name, &labels, Value::Float(sum_ns as f64 / 1e9));
                 out.line(&count_name, &labels, Value::Int(cumulative));
             }
