@@ -262,7 +262,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     Ok(config)
 }
 
-const SINK_TYPES: &[&str] = &["forward", "syslog", "stdout"];
+const SINK_TYPES: &[&str] = &["forward", "syslog", "stdout", "prometheus"];
 const PLUGIN_KEYS: &[&str] = &[
     "dirs",
     "paths",

@@ -24,7 +24,7 @@ pub mod selfstat;
 use crate::config::{self, Config};
 use crate::plugins::{Extra, Level, PluginHost, Status};
 use crate::sinks::stdout::StdoutSink;
-use crate::sinks::{self, Sink, Stamped};
+use crate::sinks::{self, Reading, Sink, Stamped};
 use crate::sources::{self, System};
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 use heartbeat::{Heartbeat, SamplerCounters};
@@ -49,9 +49,13 @@ pub struct Options {
     /// Feed the samples of this capture series instead of the live system, then flush and
     /// exit: the whole pipeline (plugins, sinks) on recorded data.
     pub replay: Option<PathBuf>,
+    /// With `replay`: hold each reading this long (so that a scraper sees each capture).
+    pub pace: Option<Duration>,
 }
 
 enum StageMsg {
+    /// The first reading, which has no sample yet: only for the sinks that export figures.
+    First(Box<zpulse_proto::Snapshot>),
     Sample(Box<Sample>),
     Reload(Box<Generation>),
     Stop(Instant),
@@ -135,6 +139,7 @@ pub fn run(options: Options) -> Result<(), String> {
     let sampler = {
         let counters = Arc::clone(&counters);
         let stage_tx = stage_tx.clone();
+        let pace = options.pace;
         let replay = match &options.replay {
             Some(dir) => Some(replay_samples(dir)?),
             None => None,
@@ -142,7 +147,7 @@ pub fn run(options: Options) -> Result<(), String> {
         std::thread::Builder::new()
             .name("sampler".into())
             .spawn(move || match replay {
-                Some(samples) => replay_loop(samples, stage_tx, counters),
+                Some((first, samples)) => replay_loop(first, samples, pace, stage_tx, counters),
                 None => sampler_loop(system, interval, sampler_rx, stage_tx, counters),
             })
             .map_err(|e| format!("cannot start the sampler thread: {e}"))?
@@ -180,30 +185,46 @@ fn reload(options: &Options) -> Result<Generation, String> {
     generation(config, &System::live())
 }
 
-/// The samples between consecutive captures of a series, as `zpulse replay` makes them.
-fn replay_samples(dir: &Path) -> Result<Vec<Sample>, String> {
+/// The first capture of a series and the samples between consecutive captures, as
+/// `zpulse replay` makes them.
+fn replay_samples(dir: &Path) -> Result<(zpulse_proto::Snapshot, Vec<Sample>), String> {
     let dirs = crate::capture::series(dir).map_err(|e| e.to_string())?;
     let mut snaps = Vec::new();
     for d in &dirs {
         snaps.push(crate::capture::load(d).map_err(|e| e.to_string())?);
     }
-    snaps
+    let samples = snaps
         .windows(2)
         .map(|w| Sample::between(&w[0], &w[1]).map_err(|e| e.to_string()))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = snaps.into_iter().next().ok_or("the series is empty")?;
+    Ok((first, samples))
 }
 
 /// Hands every recorded sample to the plugin stage (waiting for it: nothing is dropped), then
-/// asks the agent to stop as SIGTERM would, so the sinks flush.
+/// asks the agent to stop as SIGTERM would, so the sinks flush. With a pace, each reading
+/// (the first capture, then each sample) is held that long before the next, and the last
+/// one too: a scraper sees every capture.
 fn replay_loop(
+    first: zpulse_proto::Snapshot,
     samples: Vec<Sample>,
+    pace: Option<Duration>,
     stage: Sender<StageMsg>,
     counters: Arc<Mutex<SamplerCounters>>,
 ) {
-    for sample in samples {
-        counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
-        if stage.send(StageMsg::Sample(Box::new(sample))).is_err() {
-            break;
+    let hold = || {
+        if let Some(p) = pace {
+            std::thread::sleep(p);
+        }
+    };
+    if stage.send(StageMsg::First(Box::new(first))).is_ok() {
+        hold();
+        for sample in samples {
+            counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
+            if stage.send(StageMsg::Sample(Box::new(sample))).is_err() {
+                break;
+            }
+            hold();
         }
     }
     log::log(Level::Info, "agent", "replay finished");
@@ -245,6 +266,13 @@ fn sampler_loop(
         if late {
             c.late += 1;
         }
+        if prev.is_none()
+            && stage
+                .try_send(StageMsg::First(Box::new(snap.clone())))
+                .is_err()
+        {
+            c.dropped += 1;
+        }
         if let Some(before) = &prev {
             match Sample::between(before, &snap) {
                 Ok(sample) => {
@@ -270,7 +298,13 @@ fn plugin_stage(
     let mut state = Stage::start(first, &extra);
     while let Ok(msg) = inbox.recv() {
         match msg {
+            StageMsg::First(snapshot) => {
+                state.offer_reading(&Reading::First(Arc::from(snapshot)));
+            }
             StageMsg::Sample(sample) => {
+                // The figures go out before the plugins run, so exporters are not late.
+                let sample: Arc<Sample> = Arc::from(sample);
+                state.offer_reading(&Reading::Sample(Arc::clone(&sample)));
                 let out = state.host.run(&sample);
                 for line in &out.logs {
                     log::line(line);
@@ -322,6 +356,12 @@ impl Stage {
         }
         stage.dispatch(out.events);
         stage
+    }
+
+    fn offer_reading(&self, reading: &Reading) {
+        for sink in &self.sinks {
+            sink.offer_reading(reading);
+        }
     }
 
     fn dispatch(&self, events: Vec<Stamped>) {

@@ -4,7 +4,7 @@
 
 use crate::daemon::log;
 use crate::plugins::Level;
-use crate::sinks::{Sink, SinkStats, Stamped};
+use crate::sinks::{Reading, Sink, SinkStats, Stamped};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,6 +20,8 @@ const IDLE_TICK: Duration = Duration::from_secs(1);
 
 enum Job {
     Batch(Vec<Stamped>),
+    /// For sinks that export figures (Prometheus): rendered on the sink's thread.
+    Reading(Reading),
     /// Deliver what is queued, flush until the deadline, then end the thread.
     Close(Instant),
 }
@@ -31,6 +33,7 @@ pub struct SinkWorker {
     stats: Arc<Mutex<SinkStats>>,
     /// Batches refused because the queue was full (events in them).
     overflow: Arc<AtomicU64>,
+    wants_readings: bool,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -46,6 +49,7 @@ pub struct SinkReport {
 impl SinkWorker {
     pub fn start(mut sink: Box<dyn Sink>) -> SinkWorker {
         let name = sink.name();
+        let wants_readings = sink.wants_readings();
         let (jobs, rx): (Sender<Job>, Receiver<Job>) = bounded(QUEUE_BATCHES);
         let stats = Arc::new(Mutex::new(sink.stats()));
         let shared = Arc::clone(&stats);
@@ -65,10 +69,23 @@ impl SinkWorker {
                                 log::log(Level::Warn, &thread_name, &e.to_string());
                             }
                         }
+                        Ok(Job::Reading(reading)) => {
+                            if let Err(e) = sink.observe(&reading) {
+                                log::log(Level::Warn, &thread_name, &e.to_string());
+                            }
+                        }
                         Ok(Job::Close(deadline)) => {
                             // Whatever was queued before the close goes first.
-                            while let Ok(Job::Batch(batch)) = rx.try_recv() {
-                                let _ = sink.deliver(&batch);
+                            while let Ok(job) = rx.try_recv() {
+                                match job {
+                                    Job::Batch(batch) => {
+                                        let _ = sink.deliver(&batch);
+                                    }
+                                    Job::Reading(reading) => {
+                                        let _ = sink.observe(&reading);
+                                    }
+                                    Job::Close(_) => break,
+                                }
                             }
                             if let Err(e) = sink.flush(deadline) {
                                 log::log(Level::Warn, &thread_name, &e.to_string());
@@ -91,6 +108,7 @@ impl SinkWorker {
             jobs,
             stats,
             overflow: Arc::new(AtomicU64::new(0)),
+            wants_readings,
             thread,
         }
     }
@@ -109,6 +127,14 @@ impl SinkWorker {
                     );
                 }
             }
+        }
+    }
+
+    /// Hands a reading to a sink that wants them, without blocking; when its queue is full
+    /// the reading is skipped (the sink still shows the previous one).
+    pub fn offer_reading(&self, reading: &Reading) {
+        if self.wants_readings {
+            let _ = self.jobs.try_send(Job::Reading(reading.clone()));
         }
     }
 

@@ -2,6 +2,7 @@
 
 use super::Sink;
 use super::forward::{ForwardConfig, ForwardSink};
+use super::prometheus::{PrometheusConfig, PrometheusSink};
 use super::stdout::StdoutSink;
 use super::syslog::{SyslogConfig, SyslogSink};
 use crate::config::SinkConfig;
@@ -24,8 +25,11 @@ pub fn build(sink: &SinkConfig, config_dir: Option<&Path>) -> Result<Box<dyn Sin
         "forward" => ForwardConfig::from_toml(&sink.table, config_dir.unwrap_or(Path::new(".")))
             .and_then(ForwardSink::new)
             .map(|s| Box::new(s) as Box<dyn Sink>),
+        "prometheus" => PrometheusConfig::from_table(&sink.table, config_dir)
+            .and_then(PrometheusSink::new)
+            .map(|s| Box::new(s) as Box<dyn Sink>),
         other => Err(format!(
-            "unknown sink type '{other}': use forward, syslog or stdout"
+            "unknown sink type '{other}': use forward, syslog, stdout or prometheus"
         )),
     };
     built.map_err(|e| format!("{}: {e}", sink.origin))
