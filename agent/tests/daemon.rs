@@ -74,6 +74,85 @@ impl Drop for Agent {
     }
 }
 
+/// SIGTERM, then: the exit status, and how long it took (or a panic after `within`).
+fn stop_within(agent: &mut Agent, within: Duration) -> (std::process::ExitStatus, Duration) {
+    let asked = Instant::now();
+    agent.signal("TERM");
+    loop {
+        if let Some(s) = agent.child.try_wait().unwrap() {
+            return (s, asked.elapsed());
+        }
+        assert!(
+            asked.elapsed() < within,
+            "still running {within:?} after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A loopback port nobody listens on (bound, then released).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn sigterm_after_reloads_with_an_unreachable_collector_exits_within_5s() {
+    let dir = temp("unreachable");
+    let config = dir.join("zpulse.toml");
+    let port = closed_port();
+    let write = |batch: u32| {
+        // Each reload changes the sink (batch_max_events), so each replaces it.
+        std::fs::write(
+            &config,
+            format!(
+                "interval = \"1s\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"forward\"\n\
+                 address = \"127.0.0.1:{port}\"\nspool_dir = \"{}\"\n\
+                 batch_max_events = {batch}\nconnect_timeout = \"30s\"\n",
+                dir.join("spool").display()
+            ),
+        )
+        .unwrap();
+    };
+    write(100);
+    let mut agent = Agent::start(&config);
+    Agent::expect(&agent.err, "starting", Duration::from_secs(10));
+    // The first heartbeat is in the spool, and the sender is failing to connect.
+    Agent::expect(&agent.err, "retrying", Duration::from_secs(10));
+    for n in 0..4 {
+        write(101 + n);
+        agent.signal("HUP");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (status, took) = stop_within(&mut agent, Duration::from_secs(30));
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(status.success(), "{status:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_fifo_in_place_of_the_config_neither_blocks_the_reload_nor_sigterm() {
+    let dir = temp("fifo");
+    let config = dir.join("zpulse.toml");
+    std::fs::write(
+        &config,
+        "interval = \"200ms\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"stdout\"\n",
+    )
+    .unwrap();
+    let mut agent = Agent::start(&config);
+    Agent::expect(&agent.out, "agent.heartbeat", Duration::from_secs(10));
+    std::fs::remove_file(&config).unwrap();
+    let made = Command::new("mkfifo").arg(&config).status().unwrap();
+    assert!(made.success());
+    agent.signal("HUP");
+    let refused = Agent::expect(&agent.err, "reload refused", Duration::from_secs(5));
+    assert!(refused.contains("not a regular file (a FIFO)"), "{refused}");
+    let (status, took) = stop_within(&mut agent, Duration::from_secs(30));
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(status.success(), "{status:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn heartbeat_reload_and_clean_stop() {
     let dir = temp("reload");

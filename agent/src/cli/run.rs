@@ -3,7 +3,6 @@
 use super::PluginArgs;
 use crate::config;
 use crate::daemon::{self, Options};
-use crate::sinks;
 use std::path::Path;
 
 pub fn run(args: &PluginArgs, replay: Option<std::path::PathBuf>) -> Result<(), String> {
@@ -18,13 +17,12 @@ pub fn run(args: &PluginArgs, replay: Option<std::path::PathBuf>) -> Result<(), 
 /// it found. The same errors as `run`, without starting anything.
 pub fn check(path: Option<&Path>) -> Result<(), String> {
     let cfg = config::load(path)?;
-    let dir = cfg.file.as_deref().and_then(Path::parent);
-    let mut names = Vec::new();
-    for s in &cfg.sinks {
-        names.push(sinks::build::build(s, dir)?.name());
-    }
-    if names.is_empty() {
-        names.push("stdout (default)".into());
+    let mut names: Vec<String> = daemon::plan_sinks(&cfg)?
+        .iter()
+        .map(|p| p.name().to_owned())
+        .collect();
+    if cfg.sinks.is_empty() {
+        names = vec!["stdout (default)".into()];
     }
     let source = cfg.file.as_deref().map_or_else(
         || "no config file: built-in defaults".into(),

@@ -201,6 +201,8 @@ pub struct PluginHost {
     done_rx: Receiver<(usize, Done)>,
     /// Output produced outside `run` (loading, late returns), given with the next one.
     pending: Output,
+    /// Disconnected when the agent is stopping: no more waiting for plugins.
+    interrupt: Option<Receiver<()>>,
 }
 
 impl PluginHost {
@@ -209,6 +211,18 @@ impl PluginHost {
     /// next [`run`](PluginHost::run) or [`take_output`](PluginHost::take_output), and in
     /// [`plugins`](PluginHost::plugins). `hostname` goes into every event.
     pub fn start(settings: &PluginSettings, extra: &Extra, hostname: &str) -> PluginHost {
+        PluginHost::start_interruptible(settings, extra, hostname, None)
+    }
+
+    /// [`start`](PluginHost::start), but every wait for plugins (here and in
+    /// [`run`](PluginHost::run)) ends as soon as `interrupt` is disconnected: a plugin with a
+    /// long budget must not hold up the agent's exit.
+    pub fn start_interruptible(
+        settings: &PluginSettings,
+        extra: &Extra,
+        hostname: &str,
+        interrupt: Option<Receiver<()>>,
+    ) -> PluginHost {
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let mut host = PluginHost {
             budget: Budget {
@@ -224,6 +238,7 @@ impl PluginHost {
             done_tx,
             done_rx,
             pending: Output::default(),
+            interrupt,
         };
         let mut sources: Vec<Source> = settings
             .dirs
@@ -421,7 +436,13 @@ impl PluginHost {
 
     /// Stops every plugin: each finishes its call, gets `destroy`, and its thread ends. Waits
     /// at most the budget; a hung plugin is left to the process's exit.
-    pub fn shutdown(mut self) {
+    pub fn shutdown(self) {
+        let deadline = Instant::now() + self.budget.budget;
+        self.shutdown_by(deadline);
+    }
+
+    /// [`shutdown`](PluginHost::shutdown), waiting never past `deadline`.
+    pub fn shutdown_by(mut self, deadline: Instant) {
         let mut waiting = 0;
         for slot in &mut self.slots {
             if let Some(run) = slot.run.as_mut()
@@ -430,7 +451,7 @@ impl PluginHost {
                 waiting += 1;
             }
         }
-        let deadline = Instant::now() + self.budget.budget;
+        let deadline = deadline.min(Instant::now() + self.budget.budget);
         while waiting > 0 {
             match self.done_rx.recv_deadline(deadline) {
                 Ok((_, Done::Stopped)) => waiting -= 1,
@@ -460,9 +481,17 @@ impl PluginHost {
             if !waiting {
                 return;
             }
-            match self.done_rx.recv_deadline(deadline) {
-                Ok((index, done)) => self.handle(index, done),
-                Err(_) => return,
+            let report = match &self.interrupt {
+                None => self.done_rx.recv_deadline(deadline).ok(),
+                Some(stop) => crossbeam_channel::select! {
+                    recv(self.done_rx) -> report => report.ok(),
+                    recv(stop) -> _ => None,
+                    default(deadline.saturating_duration_since(Instant::now())) => None,
+                },
+            };
+            match report {
+                Some((index, done)) => self.handle(index, done),
+                None => return,
             }
         }
     }
