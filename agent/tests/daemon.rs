@@ -131,6 +131,64 @@ fn sigterm_after_reloads_with_an_unreachable_collector_exits_within_5s() {
 }
 
 #[test]
+fn reloads_during_an_outage_lose_nothing_and_the_counters_run_on() {
+    let dir = temp("outage");
+    let config = dir.join("zpulse.toml");
+    let port = closed_port();
+    let write = |batch: u32| {
+        std::fs::write(
+            &config,
+            format!(
+                "interval = \"200ms\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"stdout\"\n\
+                 [[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\n\
+                 spool_dir = \"{}\"\nbatch_max_events = {batch}\n",
+                dir.join("spool").display()
+            ),
+        )
+        .unwrap();
+    };
+    write(100);
+    let mut agent = Agent::start(&config);
+    // Every generation sends a heartbeat with its first sample, to both sinks; the collector
+    // is down, so each one the Forward sink gets stays in its spool.
+    let heartbeat = |agent: &Agent| -> serde_json::Value {
+        let line = Agent::expect(&agent.out, "agent.heartbeat", Duration::from_secs(10));
+        serde_json::from_str(&line).unwrap()
+    };
+    let forward = |hb: &serde_json::Value| -> serde_json::Value {
+        hb["record"]["data"]["sinks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"].as_str().unwrap().starts_with("forward"))
+            .unwrap()
+            .clone()
+    };
+    let mut hb = heartbeat(&agent);
+    let mut heartbeats = 1u64;
+    for n in 0..10 {
+        // Changed (the Forward sink is replaced) and unchanged (it is kept) in turn.
+        write(100 + n / 2);
+        agent.signal("HUP");
+        Agent::expect(&agent.err, "configuration reloaded", Duration::from_secs(10));
+        hb = heartbeat(&agent);
+        heartbeats += 1;
+    }
+    let sink = forward(&hb);
+    assert_eq!(hb["record"]["data"]["events_lost"], 0, "{hb}");
+    assert_eq!(sink["dropped"], 0, "{sink}");
+    // Every heartbeat before this one is waiting in the spool.
+    assert_eq!(sink["pending"], heartbeats - 1, "{sink}");
+    let stdout = hb["record"]["data"]["sinks"][0].clone();
+    assert_eq!(stdout["name"], "stdout");
+    // The stdout sink was never replaced; it wrote every heartbeat before this one.
+    assert_eq!(stdout["delivered"], heartbeats - 1, "{stdout}");
+    let (status, _) = stop_within(&mut agent, Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn a_fifo_in_place_of_the_config_neither_blocks_the_reload_nor_sigterm() {
     let dir = temp("fifo");
     let config = dir.join("zpulse.toml");
