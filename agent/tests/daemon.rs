@@ -170,7 +170,11 @@ fn reloads_during_an_outage_lose_nothing_and_the_counters_run_on() {
         // Changed (the Forward sink is replaced) and unchanged (it is kept) in turn.
         write(100 + n / 2);
         agent.signal("HUP");
-        Agent::expect(&agent.err, "configuration reloaded", Duration::from_secs(10));
+        Agent::expect(
+            &agent.err,
+            "configuration reloaded",
+            Duration::from_secs(10),
+        );
         hb = heartbeat(&agent);
         heartbeats += 1;
     }
