@@ -17,6 +17,7 @@
 //! itself: check `plugin.<problem>`, subject the plugin) and a log line; a hung or failing
 //! plugin that works again clears its finding.
 
+mod elf;
 mod load;
 mod perms;
 mod worker;
