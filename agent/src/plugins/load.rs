@@ -96,7 +96,7 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
     file.read_exact_at(&mut head, 0)
         .map_err(|e| format!("cannot read it: {e}"))?;
     elf::check(&head, len)?;
-    let library = load_descriptor(&file)?;
+    let library = load_descriptor(file)?;
     // Never unloaded: see the module documentation.
     let library: &'static libloading::os::unix::Library = Box::leak(Box::new(library));
     // SAFETY: the symbol is looked up with the ABI's type for it; a library exporting
@@ -154,25 +154,52 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
 }
 
 /// `dlopen` of the opened file itself, so that what was checked is what is loaded.
+///
+/// The loader knows a library by the name it was opened with, and answers a later `dlopen`
+/// of the same name with the library already loaded. `/proc/self/fd/N` names whatever file
+/// descriptor N is at the time, so N must never name another file afterwards: the
+/// descriptor of every library loaded stays open for the life of the process (libraries
+/// are never unloaded either), one per file — the same file opened again (a reload) is
+/// loaded through the descriptor kept for it.
 #[cfg(not(target_os = "freebsd"))]
-fn load_descriptor(file: &std::fs::File) -> Result<libloading::os::unix::Library, String> {
+fn load_descriptor(file: std::fs::File) -> Result<libloading::os::unix::Library, String> {
+    use std::collections::HashMap;
     use std::os::fd::AsRawFd;
-    let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::{Mutex, OnceLock};
+    static KEPT: OnceLock<Mutex<HashMap<(u64, u64), std::fs::File>>> = OnceLock::new();
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot stat it: {e}"))?;
+    let mut kept = KEPT
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let identity = (meta.dev(), meta.ino());
+    let fd = match kept.get(&identity) {
+        Some(same_file) => same_file.as_raw_fd(),
+        None => file.as_raw_fd(),
+    };
+    let by_fd = format!("/proc/self/fd/{fd}");
     // SAFETY: dlopen runs the library's initialisers. The file behind this descriptor passed
-    // the ownership, permission and ELF checks: it is code that root (or the agent's user)
-    // put there, which is the trust decision the agent makes for every plugin.
-    unsafe {
+    // the ownership, permission and ELF checks (a kept descriptor is the same file, by
+    // device and inode): it is code that root (or the agent's user) put there, which is the
+    // trust decision the agent makes for every plugin.
+    let library = unsafe {
         libloading::os::unix::Library::open(
             Some(&by_fd),
             libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
         )
     }
-    .map_err(|e| format!("cannot load it: {e}"))
+    .map_err(|e| format!("cannot load it: {e}"))?;
+    // The descriptor whose number the loader recorded stays open, so the number stays ours.
+    kept.entry(identity).or_insert(file);
+    Ok(library)
 }
 
 /// `fdlopen(3)` of the opened file itself, so that what was checked is what is loaded.
 #[cfg(target_os = "freebsd")]
-fn load_descriptor(file: &std::fs::File) -> Result<libloading::os::unix::Library, String> {
+fn load_descriptor(file: std::fs::File) -> Result<libloading::os::unix::Library, String> {
     use std::os::fd::AsRawFd;
     unsafe extern "C" {
         // FreeBSD's libc (dlfcn.h): dlopen of an open descriptor.
@@ -220,7 +247,7 @@ mod tests {
         let other = dir.path().join("other.so");
         std::fs::copy(LIBM, &other).unwrap();
         std::fs::rename(&other, &plugin).unwrap();
-        let loaded = load_descriptor(&checked).unwrap();
+        let loaded = load_descriptor(checked).unwrap();
         assert!(exports(&loaded, b"zlibVersion\0"), "zlib, as checked");
         assert!(
             !exports(&loaded, b"cbrt\0"),
