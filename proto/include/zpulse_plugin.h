@@ -47,8 +47,12 @@ extern "C" {
 #endif
 
 #define ZPULSE_ABI_MAJOR 1
-#define ZPULSE_ABI_MINOR 0
+#define ZPULSE_ABI_MINOR 1
 #define ZPULSE_ENTRY_SYMBOL "zpulse_plugin_entry"
+
+/* Descriptor flags (ABI 1.1). The agent refuses a plugin that sets this one: its code aborts
+ * the process on an internal error instead of returning ZPULSE_STATUS_PANIC. */
+#define ZPULSE_DESCRIPTOR_PANIC_ABORT 1u
 
 /* Status of create and on_sample. */
 #define ZPULSE_STATUS_OK 0
@@ -91,7 +95,7 @@ typedef struct zpulse_plugin_descriptor {
     uint32_t abi_major;   /* ZPULSE_ABI_MAJOR */
     uint32_t abi_minor;   /* ZPULSE_ABI_MINOR */
     uint32_t struct_size; /* sizeof(zpulse_plugin_descriptor) */
-    uint32_t flags;       /* 0 */
+    uint32_t flags;       /* ZPULSE_DESCRIPTOR_* bits (ABI 1.1), normally 0 */
     zpulse_str name;      /* [A-Za-z0-9_-]{1,64}: the config table [plugins.<name>] */
     zpulse_str version;   /* the plugin's version, up to 64 bytes */
     zpulse_str build_info; /* free text for diagnostics */

@@ -31,8 +31,14 @@ use std::ffi::c_void;
 
 /// Incompatible changes bump the major: the agent refuses a plugin with another major.
 pub const ABI_MAJOR: u32 = 1;
-/// Compatible additions (fields appended to the descriptor or the host API) bump the minor.
-pub const ABI_MINOR: u32 = 0;
+/// Compatible additions (fields appended to the descriptor or the host API, header flags)
+/// bump the minor. 1.1: [`DESCRIPTOR_PANIC_ABORT`].
+pub const ABI_MINOR: u32 = 1;
+
+/// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
+/// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
+/// it (and `export_plugin!` refuses to compile such a plugin); the agent refuses to load one.
+pub const DESCRIPTOR_PANIC_ABORT: u32 = 1;
 
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &std::ffi::CStr = c"zpulse_plugin_entry";
@@ -119,7 +125,7 @@ pub struct DescriptorHeader {
     pub abi_minor: u32,
     /// `sizeof` the descriptor the plugin was built with.
     pub struct_size: u32,
-    /// Reserved, 0.
+    /// `DESCRIPTOR_*` bits (ABI 1.1); 0 before. Unknown bits are ignored.
     pub flags: u32,
 }
 
@@ -251,7 +257,7 @@ mod tests {
             flags: 0,
         };
         let err = check_header(&h).unwrap_err();
-        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.0"), "{err}");
+        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.1"), "{err}");
         let small = DescriptorHeader {
             abi_major: 1,
             abi_minor: 0,

@@ -118,6 +118,14 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
     let header = unsafe { std::ptr::read(descriptor.cast::<DescriptorHeader>()) };
     let abi = Some((header.abi_major, header.abi_minor));
     abi::check_header(&header).map_err(|reason| Refusal { abi, reason })?;
+    if header.flags & abi::DESCRIPTOR_PANIC_ABORT != 0 {
+        return Err(Refusal {
+            abi,
+            reason: "it was built with panic = \"abort\": its first panic would abort the \
+                     agent; rebuild it with panic = \"unwind\" (the default)"
+                .into(),
+        });
+    }
     // SAFETY: the header says the descriptor is ABI 1 and at least as large as ours.
     let d: PluginDescriptor = unsafe { std::ptr::read(descriptor) };
     let refuse = |reason: String| Refusal { abi, reason };

@@ -14,7 +14,12 @@ pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor
             abi_major: abi::ABI_MAJOR,
             abi_minor: abi::ABI_MINOR,
             struct_size: std::mem::size_of::<PluginDescriptor>() as u32,
-            flags: 0,
+            // One panic strategy for the whole build: this crate's is the plugin's.
+            flags: if cfg!(panic = "abort") {
+                abi::DESCRIPTOR_PANIC_ABORT
+            } else {
+                0
+            },
         },
         name: StrRef::from_static(P::NAME),
         version: StrRef::from_static(P::VERSION),
