@@ -193,6 +193,55 @@ fn reloads_during_an_outage_lose_nothing_and_the_counters_run_on() {
 }
 
 #[test]
+fn check_config_connects_to_nothing_resends_nothing_and_creates_nothing() {
+    let dir = temp("check-side-effects");
+    let config = dir.join("zpulse.toml");
+    let spool = dir.join("spool");
+    let forward = |port: u16, spool: &std::path::Path| {
+        format!(
+            "interval = \"200ms\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"forward\"\n\
+             address = \"127.0.0.1:{port}\"\nspool_dir = \"{}\"\n",
+            spool.display()
+        )
+    };
+    // A run against a collector that is down leaves its first heartbeat in the spool.
+    std::fs::write(&config, forward(closed_port(), &spool)).unwrap();
+    let mut agent = Agent::start(&config);
+    Agent::expect(&agent.err, "retrying", Duration::from_secs(10));
+    let (status, _) = stop_within(&mut agent, Duration::from_secs(30));
+    assert!(status.success());
+    let spooled = std::fs::read_dir(&spool).unwrap().count();
+    assert!(spooled > 0, "the run left a spool");
+
+    // Now a collector listens; check-config must neither connect nor resend the spool.
+    let collector = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    collector.set_nonblocking(true).unwrap();
+    let port = collector.local_addr().unwrap().port();
+    std::fs::write(&config, forward(port, &spool)).unwrap();
+    let check = |config: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_zpulse"))
+            .args(["check-config", "--config"])
+            .arg(config)
+            .output()
+            .unwrap()
+    };
+    let out = check(&config);
+    assert!(out.status.success(), "{out:?}");
+    match collector.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("check-config connected to the collector: {other:?}"),
+    }
+    // And a spool directory that does not exist yet is not created.
+    let missing = dir.join("not-yet");
+    let other = dir.join("other.toml");
+    std::fs::write(&other, forward(port, &missing)).unwrap();
+    let out = check(&other);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!missing.exists(), "check-config created {}", missing.display());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn a_fifo_in_place_of_the_config_neither_blocks_the_reload_nor_sigterm() {
     let dir = temp("fifo");
     let config = dir.join("zpulse.toml");
