@@ -57,7 +57,10 @@ fn built() -> &'static Built {
         let hello_c = c_dir.join("libhello_c.so");
         let hello_c_abi2 = c_dir.join("libhello_c_abi2.so");
         compile(&hello_c, &[]);
-        compile(&hello_c_abi2, &["-DHELLO_ABI_MAJOR=2"]);
+        compile(
+            &hello_c_abi2,
+            &["-DHELLO_ABI_MAJOR=2", "-DHELLO_ABI_MINOR=0"],
+        );
         Built {
             profile_dir,
             hello_c,

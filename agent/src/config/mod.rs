@@ -167,7 +167,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     };
     if let Some(interval) = raw.interval {
         let d = interval.get_ref().0;
-        if d.is_zero() || d > Duration::from_secs(86_400) {
+        if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
             return Err(format!(
                 "{}: interval: give a duration between 1s and 1d",
                 origin(Some(interval.span()))

@@ -17,6 +17,9 @@
 #ifndef HELLO_FLAGS
 #define HELLO_FLAGS 0
 #endif
+#ifndef HELLO_ABI_MINOR
+#define HELLO_ABI_MINOR ZPULSE_ABI_MINOR
+#endif
 #ifndef HELLO_ABI_MAJOR
 #define HELLO_ABI_MAJOR ZPULSE_ABI_MAJOR
 #endif
@@ -114,7 +117,7 @@ static void destroy(void *state) { free(state); }
 
 static const zpulse_plugin_descriptor descriptor = {
     .abi_major = HELLO_ABI_MAJOR,
-    .abi_minor = ZPULSE_ABI_MINOR,
+    .abi_minor = HELLO_ABI_MINOR,
     .struct_size = sizeof(zpulse_plugin_descriptor),
     .flags = HELLO_FLAGS,
     .name = {"hello-c", 7},
