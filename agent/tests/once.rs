@@ -428,3 +428,44 @@ fn capture_into_an_existing_capture_or_series_is_refused() {
     assert!(!out.status.success());
     std::fs::remove_dir_all(dest).unwrap();
 }
+
+#[test]
+fn every_empty_or_misplaced_source_gets_its_note() {
+    let root = temp("lost-sources");
+    copy_dir(&lab("000"), &root);
+    for rel in [
+        "proc/spl/kstat/zfs/arcstats",
+        "proc/diskstats",
+        "proc/net/dev",
+    ] {
+        std::fs::write(root.join(rel), b"").unwrap();
+    }
+    // A kstat file replaced by a directory is a lost kstat, not a pool named after it.
+    let zil = root.join("proc/spl/kstat/zfs/zil");
+    std::fs::remove_file(&zil).unwrap();
+    std::fs::create_dir(&zil).unwrap();
+    std::fs::write(zil.join("state"), b"ONLINE\n").unwrap();
+    let snap = json(&["once", "--root", root.to_str().unwrap(), "--format", "json"]);
+    let issues = snap["issues"].as_array().unwrap();
+    let noted = |source: &str, words: &str| {
+        assert!(
+            issues
+                .iter()
+                .any(|i| i["source"] == source && i["message"].as_str().unwrap().contains(words)),
+            "no note for {source} saying {words:?}: {issues:?}"
+        );
+    };
+    noted("proc/spl/kstat/zfs/arcstats", "empty file");
+    noted("proc/diskstats", "empty file");
+    noted("proc/net/dev", "empty file");
+    noted("proc/spl/kstat/zfs/zil", "not a pool");
+    let pools: Vec<&str> = snap["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    // The capture's one pool (lab/basic: `tank`), and no phantom `zil`.
+    assert_eq!(pools, ["tank"]);
+    std::fs::remove_dir_all(root).unwrap();
+}

@@ -101,6 +101,10 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The note for a source file that exists but holds nothing: the kernel never writes an
+/// empty kstat, `/proc/diskstats` or `/proc/net/dev`, so its data is lost, and said so.
+pub const EMPTY: &str = "empty file: nothing reported (its figures are missing)";
+
 /// What a non-regular file is, in words for an error message.
 pub fn file_kind(kind: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
