@@ -63,3 +63,97 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
     assert!(took < Duration::from_secs(5), "took {took:?}");
     assert!(status.success(), "{status:?}");
 }
+
+/// A private plugin directory with the template plugin, and a config loading it with `table`
+/// as its `[plugins.template]`.
+fn template_config(dir: &std::path::Path, profile: &std::path::Path, table: &str) -> String {
+    let plugin = dir.join("libtemplate.so");
+    if !plugin.exists() {
+        std::fs::copy(profile.join("libzpulse_plugin_template.so"), &plugin).unwrap();
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    format!(
+        "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\n[plugins.template]\n{table}\n\
+         [[sink]]\ntype = \"stdout\"\n",
+        plugin.display()
+    )
+}
+
+#[test]
+fn check_config_and_reload_refuse_a_table_the_plugin_would_refuse() {
+    let profile = build_into_test_target(&["zpulse-plugin-template"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = dir.path().join("zpulse.toml");
+    let check = || {
+        Command::new(profile.join("zpulse"))
+            .args(["check-config", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap()
+    };
+    // `busy_pct` misspelt: the template's Config denies unknown fields.
+    std::fs::write(
+        &config,
+        template_config(dir.path(), &profile, "busy_pcnt = 95"),
+    )
+    .unwrap();
+    let out = check();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "check-config said ok: {err}");
+    assert!(err.contains("zpulse.toml:5: plugins.template:"), "{err}");
+    assert!(err.contains("unknown field `busy_pcnt`"), "{err}");
+    // A wrong type too.
+    std::fs::write(
+        &config,
+        template_config(dir.path(), &profile, "busy_pct = \"high\""),
+    )
+    .unwrap();
+    let out = check();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("busy_pct"));
+
+    // The agent runs with a good table; a reload to the bad one is refused, the plugin runs on.
+    std::fs::write(
+        &config,
+        template_config(dir.path(), &profile, "busy_pct = 95"),
+    )
+    .unwrap();
+    assert!(check().status.success());
+    let mut agent = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(agent.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(agent.stderr.take().unwrap()).lines();
+    let heartbeat = |out: &mut std::io::Lines<BufReader<std::process::ChildStdout>>| {
+        let line = out
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains("agent.heartbeat"))
+            .expect("a heartbeat");
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    let hb = heartbeat(&mut out);
+    assert_eq!(hb["record"]["data"]["plugins_running"], 1, "{hb}");
+    std::fs::write(
+        &config,
+        template_config(dir.path(), &profile, "busy_pcnt = 95"),
+    )
+    .unwrap();
+    Command::new("kill")
+        .args(["-HUP", &agent.id().to_string()])
+        .status()
+        .unwrap();
+    let refused = err
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("reload refused"))
+        .expect("the reload is refused");
+    assert!(refused.contains("unknown field `busy_pcnt`"), "{refused}");
+    let _ = agent.kill();
+    let _ = agent.wait();
+}

@@ -106,6 +106,10 @@ typedef struct zpulse_plugin_descriptor {
     int32_t (*on_sample)(void *state, const uint8_t *sample, size_t sample_len);
     /* Free the state. */
     void (*destroy)(void *state);
+    /* ABI 1.1, may be NULL: whether create would accept this config, without building any
+     * state; ZPULSE_STATUS_OK, or ZPULSE_STATUS_CONFIG with the reason given to set_error. */
+    int32_t (*check_config)(const zpulse_host_api *host, const uint8_t *config,
+                            size_t config_len);
 } zpulse_plugin_descriptor;
 
 /* The one symbol a plugin exports. */

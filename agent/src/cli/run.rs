@@ -17,6 +17,15 @@ pub fn run(args: &PluginArgs, replay: Option<std::path::PathBuf>) -> Result<(), 
 /// it found. The same errors as `run`, without starting anything.
 pub fn check(path: Option<&Path>) -> Result<(), String> {
     let cfg = config::load(path)?;
+    // Each plugin checks its own table (decoding only, nothing created), as a reload does.
+    let notes = crate::plugins::check_tables(
+        &cfg.plugins,
+        &crate::plugins::Extra::default(),
+        std::time::Duration::from_secs(5),
+    )?;
+    for note in &notes {
+        eprintln!("zpulse: note: {note}");
+    }
     let mut names: Vec<String> = daemon::plan_sinks(&cfg)?
         .iter()
         .map(|p| p.name().to_owned())

@@ -212,8 +212,16 @@ pub fn run(options: Options) -> Result<(), String> {
 /// What the main thread keeps for itself of [`STOP_WITHIN`] to return after the others.
 const EXIT_MARGIN: Duration = Duration::from_millis(500);
 
+/// How long a reload waits for one plugin's `check_config` (it runs on the signal thread).
+const RELOAD_CHECK_WITHIN: Duration = Duration::from_secs(1);
+
 fn reload(options: &Options) -> Result<Generation, String> {
     let config = config::load(options.config.as_deref())?;
+    // A table the plugin would refuse must not stop it at the swap: refuse the file instead.
+    for note in crate::plugins::check_tables(&config.plugins, &options.extra, RELOAD_CHECK_WITHIN)?
+    {
+        log::log(Level::Info, "agent", &note);
+    }
     generation(config, &System::live())
 }
 

@@ -70,6 +70,8 @@ pub(super) struct Opened {
     pub build_info: String,
     pub abi: (u32, u32),
     pub calls: Calls,
+    /// ABI 1.1: checks a config without creating anything.
+    pub check_config: Option<abi::CheckConfigFn>,
 }
 
 /// Why a file was refused, with what could be learnt before refusing it.
@@ -126,8 +128,7 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
                 .into(),
         });
     }
-    // SAFETY: the header says the descriptor is ABI 1 and at least as large as ours.
-    let d: PluginDescriptor = unsafe { std::ptr::read(descriptor) };
+    let d = read_descriptor(descriptor, header.struct_size as usize);
     let refuse = |reason: String| Refusal { abi, reason };
     let text = |s: StrRef, what: &str| -> Result<String, Refusal> {
         // SAFETY: descriptor strings point to `len` bytes of static data (ABI contract).
@@ -158,7 +159,23 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
             on_sample,
             destroy,
         },
+        check_config: d.check_config,
     })
+}
+
+/// The descriptor, as much of it as the plugin has: an ABI 1.0 descriptor ends before
+/// `check_config`, which then reads as `None`.
+fn read_descriptor(descriptor: *const PluginDescriptor, size: usize) -> PluginDescriptor {
+    let mut d = std::mem::MaybeUninit::<PluginDescriptor>::zeroed();
+    let n = size.min(std::mem::size_of::<PluginDescriptor>());
+    // SAFETY: the header said the plugin's static descriptor is `size` bytes (at least the
+    // 1.0 size, checked by `check_header`); `n` bytes of it are copied over a zeroed one.
+    // Every field is a plain pointer, integer or `Option` of a function pointer, for which
+    // all-zero is valid (`None`, empty), so the result is a valid descriptor.
+    unsafe {
+        std::ptr::copy_nonoverlapping(descriptor.cast::<u8>(), d.as_mut_ptr().cast::<u8>(), n);
+        d.assume_init()
+    }
 }
 
 /// `dlopen` of the opened file itself, so that what was checked is what is loaded.

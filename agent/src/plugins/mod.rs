@@ -241,20 +241,7 @@ impl PluginHost {
             pending: Output::default(),
             interrupt,
         };
-        let mut sources: Vec<Source> = settings
-            .dirs
-            .iter()
-            .map(|d| Source::Dir {
-                path: d.clone(),
-                required: !settings.default_dirs,
-            })
-            .collect();
-        sources.extend(settings.paths.iter().cloned().map(Source::File));
-        sources.extend(extra.dirs.iter().map(|d| Source::Dir {
-            path: d.clone(),
-            required: true,
-        }));
-        sources.extend(extra.paths.iter().cloned().map(Source::File));
+        let sources = sources_of(settings, extra);
 
         let (files, dir_problems) = load::discover(&sources);
         for (dir, why) in dir_problems {
@@ -833,6 +820,75 @@ fn truncate(s: &str, max: usize) -> String {
 
 /// A TOML value as the MessagePack-ready [`Value`] plugins receive. Datetimes become their
 /// TOML text (RFC 3339).
+/// Where the plugins of `settings` and `extra` are, in loading order.
+fn sources_of(settings: &PluginSettings, extra: &Extra) -> Vec<Source> {
+    let mut sources: Vec<Source> = settings
+        .dirs
+        .iter()
+        .map(|d| Source::Dir {
+            path: d.clone(),
+            required: !settings.default_dirs,
+        })
+        .collect();
+    sources.extend(settings.paths.iter().cloned().map(Source::File));
+    sources.extend(extra.dirs.iter().map(|d| Source::Dir {
+        path: d.clone(),
+        required: true,
+    }));
+    sources.extend(extra.paths.iter().cloned().map(Source::File));
+    sources
+}
+
+/// Checks every `[plugins.<name>]` table with that plugin's own `check_config` (ABI 1.1),
+/// which decodes it as `create` would and builds nothing: what `check-config` and a reload
+/// do before anything changes. `Err` holds one line per refused table, naming the file, the
+/// line and the plugin's reason; `Ok` holds notes (a plugin that cannot check its table
+/// without running it, ABI 1.0). Plugins that would be refused at load are `run`'s to
+/// report, not config errors.
+pub fn check_tables(
+    settings: &PluginSettings,
+    extra: &Extra,
+    within: Duration,
+) -> Result<Vec<String>, String> {
+    let (files, _) = load::discover(&sources_of(settings, extra));
+    let euid = perms::effective_uid();
+    let mut errors = Vec::new();
+    let mut notes = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for path in files {
+        let Ok(opened) = load::open(&path, euid) else {
+            continue;
+        };
+        if !seen.insert(opened.name.clone()) {
+            continue;
+        }
+        let Some(table) = settings.tables.get(&opened.name) else {
+            continue;
+        };
+        let name = &opened.name;
+        let Some(check) = opened.check_config else {
+            notes.push(format!(
+                "{}: plugins.{name}: plugin {} (ABI {}.{}) cannot check its table without \
+                 running it; `run` will",
+                table.origin,
+                path.display(),
+                opened.abi.0,
+                opened.abi.1
+            ));
+            continue;
+        };
+        let config = sdk::config::encode(&toml_to_value(toml::Value::Table(table.table.clone())));
+        if let Err(why) = worker::check_config(check, config, name, within) {
+            errors.push(format!("{}: plugins.{name}: {why}", table.origin));
+        }
+    }
+    if errors.is_empty() {
+        Ok(notes)
+    } else {
+        Err(errors.join("\n"))
+    }
+}
+
 pub fn toml_to_value(v: toml::Value) -> Value {
     match v {
         toml::Value::String(s) => Value::Str(s),
