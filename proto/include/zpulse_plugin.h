@@ -119,7 +119,8 @@ const zpulse_plugin_descriptor *zpulse_plugin_entry(void);
 _Static_assert(sizeof(zpulse_str) == 16, "zpulse_str layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, name) == 16, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, create) == 64, "descriptor layout");
-_Static_assert(sizeof(zpulse_plugin_descriptor) == 88, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, check_config) == 88, "descriptor layout");
+_Static_assert(sizeof(zpulse_plugin_descriptor) == 96, "descriptor layout");
 _Static_assert(offsetof(zpulse_host_api, ctx) == 16, "host api layout");
 _Static_assert(sizeof(zpulse_host_api) == 48, "host api layout");
 #endif
