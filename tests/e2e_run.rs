@@ -186,7 +186,7 @@ fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
     std::fs::write(
         &config,
         format!(
-            "interval = \"200ms\"\n[plugins]\ndirs = []\n\n{}",
+            "interval = \"1s\"\n[plugins]\ndirs = []\n\n{}",
             peers.sinks(&dir)
         ),
     )
@@ -197,7 +197,8 @@ fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Two readings, 1 s apart (the shortest interval), make the first sample and heartbeat.
+    std::thread::sleep(Duration::from_millis(2500));
     let term = Command::new("kill")
         .args(["-TERM", &agent.id().to_string()])
         .status()

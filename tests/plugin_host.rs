@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use zpulse_agent::config::{self, PluginSettings};
 use zpulse_agent::plugins::{Extra, Output, PluginHost, Status};
 use zpulse_proto::event::{Kind, Severity, State, Value};
-use zpulse_proto::{Entry, Sample, sdk};
+use zpulse_proto::{Entry, Sample, abi, sdk};
 use zpulse_tests::workspace;
 
 /// Where the built plugins are.
@@ -57,7 +57,10 @@ fn built() -> &'static Built {
         let hello_c = c_dir.join("libhello_c.so");
         let hello_c_abi2 = c_dir.join("libhello_c_abi2.so");
         compile(&hello_c, &[]);
-        compile(&hello_c_abi2, &["-DHELLO_ABI_MAJOR=2"]);
+        compile(
+            &hello_c_abi2,
+            &["-DHELLO_ABI_MAJOR=2", "-DHELLO_ABI_MINOR=0"],
+        );
         Built {
             profile_dir,
             hello_c,
@@ -172,7 +175,8 @@ fn good_rust_and_c_plugins_load_and_emit() {
     assert_eq!(infos.len(), 2);
     for p in &infos {
         assert_eq!(p.status, Status::Loaded, "{p:?}");
-        assert_eq!(p.abi, Some((1, 0)));
+        // Both are built against this tree's ABI (the Rust SDK and the C header).
+        assert_eq!(p.abi, Some((abi::ABI_MAJOR, abi::ABI_MINOR)));
     }
     let c = infos
         .iter()
@@ -251,7 +255,12 @@ fn a_plugin_of_another_abi_is_refused_naming_both_versions() {
         panic!("{status:?}")
     };
     assert!(
-        why.contains("plugin ABI 2.0") && why.contains("agent speaks ABI 1.0"),
+        why.contains("plugin ABI 2.0")
+            && why.contains(&format!(
+                "agent speaks ABI {}.{}",
+                abi::ABI_MAJOR,
+                abi::ABI_MINOR
+            )),
         "{why}"
     );
     let abi2 = host.plugins().into_iter().find(|p| p.abi == Some((2, 0)));
@@ -608,7 +617,8 @@ fn cli_plugins_lists_name_version_abi_path_and_status() {
     assert!(lines[abi2].contains(" 2.0 ") && lines[abi2].contains("refused"));
     assert!(lines[abi2 + 1].trim_start().starts_with("plugin ABI 2.0"));
     let template = lines.iter().find(|l| l.starts_with("template")).unwrap();
-    for part in ["0.1.0", "1.0", "loaded", "libtemplate.so"] {
+    let version = format!("{}.{}", abi::ABI_MAJOR, abi::ABI_MINOR);
+    for part in ["0.1.0", &version, "loaded", "libtemplate.so"] {
         assert!(template.contains(part), "{template}");
     }
 

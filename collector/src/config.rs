@@ -193,27 +193,9 @@ impl Config {
     }
 }
 
-/// `90s`, `5m`, `1h`, `7d`, `2w` (a bare number is seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?}: give a number and a unit (90s, 5m, 1h, 7d)"))?;
-    let mult = match unit.trim() {
-        "" | "s" => 1,
-        "ms" => return Ok(Duration::from_millis(n)),
-        "m" | "min" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        "w" => 7 * 86400,
-        u => return Err(format!("{s:?}: unknown unit {u:?} (s, m, h, d, w)")),
-    };
-    n.checked_mul(mult)
-        .map(Duration::from_secs)
-        .ok_or_else(|| format!("{s:?}: too long"))
-}
+/// Durations in the collector's config and command line: the grammar the agent uses too
+/// (`90s`, `1.5h`, `7d`, `2w`, `250ms`; a bare number is seconds).
+pub use zpulse_proto::sdk::config::parse_duration;
 
 #[cfg(test)]
 mod tests {
@@ -228,6 +210,9 @@ mod tests {
         assert!(parse_duration("h").is_err());
         assert!(parse_duration("3y").is_err());
         assert!(parse_duration("99999999999999999999w").is_err());
+        // The agent's grammar, so `1.5h` and `2w` mean the same in both.
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2w"), Ok(Duration::from_secs(14 * 86400)));
     }
 
     #[test]

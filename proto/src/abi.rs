@@ -31,8 +31,14 @@ use std::ffi::c_void;
 
 /// Incompatible changes bump the major: the agent refuses a plugin with another major.
 pub const ABI_MAJOR: u32 = 1;
-/// Compatible additions (fields appended to the descriptor or the host API) bump the minor.
-pub const ABI_MINOR: u32 = 0;
+/// Compatible additions (fields appended to the descriptor or the host API, header flags)
+/// bump the minor. 1.1: [`DESCRIPTOR_PANIC_ABORT`] and [`PluginDescriptor::check_config`].
+pub const ABI_MINOR: u32 = 1;
+
+/// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
+/// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
+/// it (and `export_plugin!` refuses to compile such a plugin); the agent refuses to load one.
+pub const DESCRIPTOR_PANIC_ABORT: u32 = 1;
 
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &std::ffi::CStr = c"zpulse_plugin_entry";
@@ -119,7 +125,7 @@ pub struct DescriptorHeader {
     pub abi_minor: u32,
     /// `sizeof` the descriptor the plugin was built with.
     pub struct_size: u32,
-    /// Reserved, 0.
+    /// `DESCRIPTOR_*` bits (ABI 1.1); 0 before. Unknown bits are ignored.
     pub flags: u32,
 }
 
@@ -140,6 +146,13 @@ pub type OnSampleFn =
 /// `destroy(state)`: free the state. Called at most once, never concurrently with the others.
 pub type DestroyFn = unsafe extern "C" fn(state: *mut c_void);
 
+/// `check_config(host, config, config_len)` (ABI 1.1): whether `create` would accept this
+/// config, without building any state or doing anything else: [`STATUS_OK`], or
+/// [`STATUS_CONFIG`] with the reason given to `set_error`. `check-config` and a reload call
+/// it before anything changes; only `set_error` may be used.
+pub type CheckConfigFn =
+    unsafe extern "C" fn(host: *const HostApi, config: *const u8, config_len: usize) -> Status;
+
 /// What a plugin exports (ABI 1.0). Function pointers are `Option` so that a null one from C
 /// is a refused plugin, not undefined behaviour.
 #[repr(C)]
@@ -155,7 +168,12 @@ pub struct PluginDescriptor {
     pub create: Option<CreateFn>,
     pub on_sample: Option<OnSampleFn>,
     pub destroy: Option<DestroyFn>,
+    /// ABI 1.1; absent (and read as `None`) in a 1.0 descriptor.
+    pub check_config: Option<CheckConfigFn>,
 }
+
+/// The size of an ABI 1.0 descriptor: everything before `check_config`.
+pub const DESCRIPTOR_SIZE_1_0: usize = std::mem::offset_of!(PluginDescriptor, check_config);
 
 // SAFETY: a descriptor is immutable static data: its pointers refer to static strings and
 // functions, which any thread may read.
@@ -193,7 +211,7 @@ pub fn check_header(h: &DescriptorHeader) -> Result<(), String> {
             h.abi_major, h.abi_minor
         ));
     }
-    let need = std::mem::size_of::<PluginDescriptor>();
+    let need = DESCRIPTOR_SIZE_1_0;
     if (h.struct_size as usize) < need {
         return Err(format!(
             "plugin descriptor is {} bytes, ABI {ABI_MAJOR}.0 needs at least {need}",
@@ -230,7 +248,10 @@ const _: () = {
     assert!(offset_of!(PluginDescriptor, create) == 64);
     assert!(offset_of!(PluginDescriptor, on_sample) == 72);
     assert!(offset_of!(PluginDescriptor, destroy) == 80);
-    assert!(size_of::<PluginDescriptor>() == 88);
+    // ABI 1.0 ends here; 1.1 appends check_config.
+    assert!(DESCRIPTOR_SIZE_1_0 == 88);
+    assert!(offset_of!(PluginDescriptor, check_config) == 88);
+    assert!(size_of::<PluginDescriptor>() == 96);
     assert!(offset_of!(HostApi, ctx) == 16);
     assert!(offset_of!(HostApi, log) == 24);
     assert!(offset_of!(HostApi, emit) == 32);
@@ -251,7 +272,7 @@ mod tests {
             flags: 0,
         };
         let err = check_header(&h).unwrap_err();
-        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.0"), "{err}");
+        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.1"), "{err}");
         let small = DescriptorHeader {
             abi_major: 1,
             abi_minor: 0,

@@ -3,7 +3,6 @@
 use super::PluginArgs;
 use crate::config;
 use crate::daemon::{self, Options};
-use crate::sinks;
 use std::path::Path;
 
 pub fn run(
@@ -28,13 +27,21 @@ pub fn run(
 /// it found. The same errors as `run`, without starting anything.
 pub fn check(path: Option<&Path>) -> Result<(), String> {
     let cfg = config::load(path)?;
-    let dir = cfg.file.as_deref().and_then(Path::parent);
-    let mut names = Vec::new();
-    for s in &cfg.sinks {
-        names.push(sinks::build::build(s, dir)?.name());
+    // Each plugin checks its own table (decoding only, nothing created), as a reload does.
+    let notes = crate::plugins::check_tables(
+        &cfg.plugins,
+        &crate::plugins::Extra::default(),
+        std::time::Duration::from_secs(5),
+    )?;
+    for note in &notes {
+        eprintln!("zpulse: note: {note}");
     }
-    if names.is_empty() {
-        names.push("stdout (default)".into());
+    let mut names: Vec<String> = daemon::plan_sinks(&cfg)?
+        .iter()
+        .map(|p| p.name().to_owned())
+        .collect();
+    if cfg.sinks.is_empty() {
+        names = vec!["stdout (default)".into()];
     }
     let source = cfg.file.as_deref().map_or_else(
         || "no config file: built-in defaults".into(),

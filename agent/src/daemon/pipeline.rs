@@ -22,8 +22,11 @@ enum Job {
     Batch(Vec<Stamped>),
     /// For sinks that export figures (Prometheus): rendered on the sink's thread.
     Reading(Reading),
-    /// Deliver what is queued, flush until the deadline, then end the thread.
-    Close(Instant),
+    /// Deliver what is queued, flush until the deadline (when `flush`), then end the thread.
+    Close {
+        deadline: Instant,
+        flush: bool,
+    },
 }
 
 /// A sink on its own thread.
@@ -34,6 +37,9 @@ pub struct SinkWorker {
     /// Batches refused because the queue was full (events in them).
     overflow: Arc<AtomicU64>,
     wants_readings: bool,
+    /// What the sinks this one replaced (same name, earlier generations) had delivered and
+    /// lost: the heartbeat's counters are the sink's, not the generation's.
+    carried: SinkReport,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -74,9 +80,12 @@ impl SinkWorker {
                                 log::log(Level::Warn, &thread_name, &e.to_string());
                             }
                         }
-                        Ok(Job::Close(deadline)) => {
+                        Ok(Job::Close { deadline, flush }) => {
                             // Whatever was queued before the close goes first.
                             while let Ok(job) = rx.try_recv() {
+                                if Instant::now() >= deadline {
+                                    break;
+                                }
                                 match job {
                                     Job::Batch(batch) => {
                                         let _ = sink.deliver(&batch);
@@ -84,10 +93,10 @@ impl SinkWorker {
                                     Job::Reading(reading) => {
                                         let _ = sink.observe(&reading);
                                     }
-                                    Job::Close(_) => break,
+                                    Job::Close { .. } => break,
                                 }
                             }
-                            if let Err(e) = sink.flush(deadline) {
+                            if flush && let Err(e) = sink.flush(deadline) {
                                 log::log(Level::Warn, &thread_name, &e.to_string());
                             }
                             publish(sink.as_ref());
@@ -104,6 +113,12 @@ impl SinkWorker {
             })
             .ok();
         SinkWorker {
+            carried: SinkReport {
+                name: name.clone(),
+                queued_batches: 0,
+                stats: SinkStats::default(),
+                overflow: 0,
+            },
             name,
             jobs,
             stats,
@@ -111,6 +126,17 @@ impl SinkWorker {
             wants_readings,
             thread,
         }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Counts what `before` (the sink this one replaces) delivered and lost as this one's.
+    pub fn carry(&mut self, before: &SinkReport) {
+        self.carried.stats.delivered += before.stats.delivered;
+        self.carried.stats.dropped += before.stats.dropped;
+        self.carried.overflow += before.overflow;
     }
 
     /// Hands a batch over without blocking; a full queue drops it for this sink and counts.
@@ -139,17 +165,33 @@ impl SinkWorker {
     }
 
     pub fn report(&self) -> SinkReport {
+        let mut stats = self.stats.lock().map(|s| s.clone()).unwrap_or_default();
+        stats.delivered += self.carried.stats.delivered;
+        stats.dropped += self.carried.stats.dropped;
         SinkReport {
             name: self.name.clone(),
             queued_batches: self.jobs.len(),
-            stats: self.stats.lock().map(|s| s.clone()).unwrap_or_default(),
-            overflow: self.overflow.load(Ordering::Relaxed),
+            stats,
+            overflow: self.overflow.load(Ordering::Relaxed) + self.carried.overflow,
         }
     }
 
-    /// Delivers what is queued and flushes, waiting at most until `deadline`.
-    pub fn close(mut self, deadline: Instant) {
-        let _ = self.jobs.send_deadline(Job::Close(deadline), deadline);
+    /// Delivers what is queued and flushes, waiting at most until `deadline`. Returns the
+    /// sink's final report.
+    pub fn close(self, deadline: Instant) -> SinkReport {
+        self.finish(deadline, true)
+    }
+
+    /// Delivers what is queued (a Forward sink: into its spool) without waiting for the
+    /// transport, and ends the sink, so that its successor can take over what it held.
+    pub fn hand_over(self, deadline: Instant) -> SinkReport {
+        self.finish(deadline, false)
+    }
+
+    fn finish(mut self, deadline: Instant, flush: bool) -> SinkReport {
+        let _ = self
+            .jobs
+            .send_deadline(Job::Close { deadline, flush }, deadline);
         if let Some(thread) = self.thread.take() {
             // The thread honours the deadline in flush; give it a little slack to return.
             let until = deadline + Duration::from_millis(200);
@@ -162,5 +204,6 @@ impl SinkWorker {
                 log::log(Level::Warn, &self.name, "did not finish flushing in time");
             }
         }
+        self.report()
     }
 }

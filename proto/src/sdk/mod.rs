@@ -95,6 +95,14 @@ pub trait Plugin: Sized + Send + 'static {
 #[macro_export]
 macro_rules! export_plugin {
     ($plugin:ty) => {
+        // Evaluated in the plugin's crate: a panic there must unwind to the SDK's
+        // catch_unwind; under `panic = "abort"` it would take the whole agent down.
+        #[cfg(panic = "abort")]
+        compile_error!(
+            "zpulse plugins must be built with panic = \"unwind\" (the default): with \
+             panic = \"abort\" the plugin's first panic would abort the agent. Remove \
+             `panic = \"abort\"` from the [profile] that builds this plugin."
+        );
         /// The plugin's entry point for the zpulse agent (ABI v1).
         #[unsafe(no_mangle)]
         pub extern "C" fn zpulse_plugin_entry() -> *const $crate::abi::PluginDescriptor {
