@@ -42,7 +42,8 @@ struct DbArgs {
 enum Cmd {
     /// Receive Forward events and store them.
     Serve {
-        /// Forward listener, `host:port` (default 0.0.0.0:24224).
+        /// Forward listener, `host:port` (default 127.0.0.1:24224; beyond loopback only with
+        /// client authentication or `insecure = true`).
         #[arg(long)]
         listen: Option<String>,
         #[arg(long)]
@@ -202,10 +203,10 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-/// Runs the server until SIGTERM/SIGINT. SIGHUP reads the configuration again: a bad file is
-/// logged and the running server stays; a good one restarts the Forward listener with it
-/// (queued batches are stored first; agents reconnect and resend what was not acked, which the
-/// chunk-id dedup absorbs). The web page keeps its address until a restart.
+/// Runs the server until SIGTERM/SIGINT. SIGHUP reads the configuration again and builds the
+/// new listener completely (TLS files read, address bound) before it takes over: any error
+/// is logged and the running one stays. Connections already open keep their rules; the
+/// writer and the database stay. The web page keeps its address until a restart.
 fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), String> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
@@ -217,14 +218,22 @@ fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), 
     }
     let http = c.http.clone();
     let db = c.db.clone();
-    let tls = c.tls.is_some();
-    let auth = c.requires_auth();
+    let tls = match &c.tls {
+        None => "plain TCP",
+        Some(t) if t.require_client_cert => "TLS, client certificate required",
+        Some(t) if t.client_ca.is_some() => "TLS, client certificates accepted",
+        Some(_) => "TLS",
+    };
+    let auth = if c.requires_auth() {
+        ", key handshake required"
+    } else {
+        ""
+    };
+    let insecure = if c.insecure { ", insecure = true" } else { "" };
     let mut server = Server::start(c)?;
     log(format!(
-        "forward listening on {} ({}{}), database {}",
+        "forward listening on {} ({tls}{auth}{insecure}), database {}",
         server.addr,
-        if tls { "TLS" } else { "plain TCP" },
-        if auth { ", shared key required" } else { "" },
         db.display()
     ));
     if let Some(h) = http {
@@ -238,19 +247,8 @@ fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), 
             ));
             break;
         }
-        match resolve().and_then(|next| {
-            next.check()?;
-            if next.db != db {
-                return Err("the database path cannot change on reload: restart".into());
-            }
-            Ok(next)
-        }) {
-            Ok(next) => {
-                let stats = server.stats.clone();
-                server.stop();
-                server = Server::start_counting(next, stats)?;
-                log(format!("reloaded: forward listening on {}", server.addr));
-            }
+        match resolve().and_then(|next| server.reload(next)) {
+            Ok(()) => log(format!("reloaded: forward listening on {}", server.addr)),
             Err(e) => log(format!(
                 "reload refused, the running configuration stays: {e}"
             )),

@@ -187,3 +187,37 @@ fn a_small_fleet_through_serve_query_hosts_open_and_the_page() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Safe defaults: an open listener beyond loopback is refused at start, with the reason and
+/// the ways out, and exit status 2; with a key it starts.
+#[test]
+fn serve_refuses_an_unauthenticated_listener_beyond_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--db"])
+        .arg(dir.path().join("e.db"))
+        .args(["--config", "/nonexistent/zpulse-collector.toml"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent"), "{err}");
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--db"])
+        .arg(dir.path().join("e.db"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("beyond loopback") && err.contains("shared_key") && err.contains("insecure"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("e.db").exists(),
+        "nothing created before the refusal"
+    );
+}
