@@ -34,8 +34,28 @@ const MAX_POINTS: usize = 400;
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
                    base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/// What the page needs from the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    pub db: PathBuf,
+    /// Read access needs `Authorization: Bearer TOKEN` or `?token=TOKEN`; `None`: open.
+    pub token: Option<String>,
+    /// Clock skew flagged, s.
+    pub max_skew: i64,
+}
+
+impl Page {
+    pub fn from_config(c: &crate::config::Config) -> Page {
+        Page {
+            db: c.db.clone(),
+            token: c.http_token.clone(),
+            max_skew: c.max_clock_skew.as_secs() as i64,
+        }
+    }
+}
+
 /// Binds and serves in a thread; returns the bound address.
-pub fn start(addr: &str, db: PathBuf, stats: Arc<Stats>) -> Result<SocketAddr, String> {
+pub fn start(addr: &str, page: Page, stats: Arc<Stats>) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr).map_err(|e| format!("http {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     let active = Arc::new(AtomicUsize::new(0));
@@ -54,12 +74,12 @@ pub fn start(addr: &str, db: PathBuf, stats: Arc<Stats>) -> Result<SocketAddr, S
                     let _ = respond(&mut s, 503, "text/plain", b"busy\n", false);
                     continue;
                 }
-                let (db, stats, active) = (db.clone(), stats.clone(), active.clone());
+                let (page, stats, active) = (page.clone(), stats.clone(), active.clone());
                 let spawned =
                     std::thread::Builder::new()
                         .name("http conn".into())
                         .spawn(move || {
-                            handle(stream, &db, &stats);
+                            handle(stream, &page, &stats);
                             active.fetch_sub(1, Ordering::SeqCst);
                         });
                 if spawned.is_err() {
@@ -81,6 +101,7 @@ fn respond(
     let reason = match code {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
         431 => "Request Header Fields Too Large",
@@ -100,7 +121,7 @@ fn respond(
     s.flush()
 }
 
-fn handle(mut s: TcpStream, db: &std::path::Path, stats: &Stats) {
+fn handle(mut s: TcpStream, page: &Page, stats: &Stats) {
     let _ = s.set_read_timeout(Some(TIMEOUT));
     let _ = s.set_write_timeout(Some(TIMEOUT));
     let mut head = Vec::with_capacity(1024);
@@ -134,12 +155,62 @@ fn handle(mut s: TcpStream, db: &std::path::Path, stats: &Stats) {
         let _ = respond(&mut s, 405, "text/plain", b"GET or HEAD only\n", false);
         return;
     }
-    let (code, ctype, body) = route(target, db, stats);
+    if let Some(token) = &page.token
+        && !authorized(&text, target, token)
+    {
+        let _ = respond(
+            &mut s,
+            401,
+            "text/plain",
+            b"a token is required: Authorization: Bearer TOKEN, or ?token=TOKEN\n",
+            head_only,
+        );
+        return;
+    }
+    let (code, ctype, body) = route(target, page, stats);
     let _ = respond(&mut s, code, ctype, body.as_bytes(), head_only);
 }
 
+/// Whether a request carries `token`: `Authorization: Bearer TOKEN` (RFC 6750 §2.1) or the
+/// query parameter `token` (§2.3). Compared in constant time.
+fn authorized(head: &str, target: &str, token: &str) -> bool {
+    let from_header = head.lines().skip(1).find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("authorization")
+            .then(|| value.trim().strip_prefix("Bearer ").map(str::trim))?
+    });
+    let from_query = query_params(target).remove("token");
+    [from_header.map(str::to_owned), from_query]
+        .into_iter()
+        .flatten()
+        .any(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The query parameters of a request target, percent-decoded (`+` is a space).
+pub fn query_params(target: &str) -> BTreeMap<String, String> {
+    let Some((_, q)) = target.split_once('?') else {
+        return BTreeMap::new();
+    };
+    q.split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (
+                percent_decode(&k.replace('+', " ")),
+                percent_decode(&v.replace('+', " ")),
+            )
+        })
+        .collect()
+}
+
 /// The response to a GET of `target`: status, content type, body.
-pub fn route(target: &str, db: &std::path::Path, stats: &Stats) -> (u16, &'static str, String) {
+pub fn route(target: &str, config: &Page, stats: &Stats) -> (u16, &'static str, String) {
+    let db = &config.db;
     let path = target.split('?').next().unwrap_or("");
     const HTML: &str = "text/html; charset=utf-8";
     const JSON: &str = "application/json";
@@ -157,7 +228,9 @@ pub fn route(target: &str, db: &std::path::Path, stats: &Stats) -> (u16, &'stati
     let now = now_s();
     let result = match path {
         "/" | "/index.html" => index(&store, stats, now).map(|b| (HTML, b)),
-        "/api/hosts" => store.hosts().map(|h| (JSON, hosts_json(&h).to_string())),
+        "/api/hosts" => store
+            .hosts()
+            .map(|h| (JSON, hosts_json(&h, config.max_skew).to_string())),
         "/api/open" => store
             .open_findings(None)
             .map(|f| (JSON, findings_json(&f).to_string())),

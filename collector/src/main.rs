@@ -13,7 +13,11 @@ use zpulse_collector::store::{Filter, Store, parse_severity};
 #[command(
     name = "zpulse-collector",
     version,
-    about = "Receives zpulse events over Fluent Forward, stores them in SQLite, answers queries"
+    about = "Receives zpulse events over Fluent Forward, stores them in SQLite, answers queries",
+    after_help = "Exit status: 0 success (also when the reader of the output went away, as in \
+                  `hosts | head`, and for serve stopped by SIGTERM/SIGINT); 2 any error: bad \
+                  usage, a configuration refused, a database missing or unreadable, a \
+                  listener that cannot be bound."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -112,16 +116,31 @@ fn load_config(path: Option<&Path>) -> Result<Config, String> {
     }
 }
 
-fn open_db(a: &DbArgs) -> Result<Store, String> {
-    let db = match &a.db {
-        Some(d) => d.clone(),
-        None => load_config(a.config.as_deref())?.db,
-    };
-    Store::open_read_only(&db)
+/// The database to read, and the config it came from (for its thresholds). A `--db` given
+/// without `--config` reads the default config only when it exists.
+fn open_db(a: &DbArgs) -> Result<(Store, Config), String> {
+    let config = load_config(a.config.as_deref())?;
+    let db = a.db.clone().unwrap_or_else(|| config.db.clone());
+    Ok((Store::open_read_only(&db)?, config))
 }
 
-fn print_json(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+/// Writes to stdout. A reader that went away (`hosts | head`) ends the output quietly:
+/// what it did not read, it did not want.
+fn emit(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(format!("stdout: {e}")),
+    }
+}
+
+fn emit_json(v: &serde_json::Value) -> Result<(), String> {
+    emit(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(v).unwrap_or_default()
+    ))
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -157,7 +176,7 @@ fn run(cli: Cli) -> Result<(), String> {
             kind,
             limit,
         } => {
-            let store = open_db(&db)?;
+            let (store, _) = open_db(&db)?;
             let since_ts = match since {
                 Some(s) => Some(
                     (now_s()
@@ -179,26 +198,25 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             let rows = store.events(&f)?;
             match db.format {
-                Format::Json => print_json(&query::events_json(&rows)),
-                Format::Table => print!("{}", query::events_table(&rows)),
+                Format::Json => emit_json(&query::events_json(&rows)),
+                Format::Table => emit(&query::events_table(&rows)),
             }
-            Ok(())
         }
         Cmd::Hosts { db } => {
-            let rows = open_db(&db)?.hosts()?;
+            let (store, config) = open_db(&db)?;
+            let rows = store.hosts()?;
+            let skew = config.max_clock_skew.as_secs() as i64;
             match db.format {
-                Format::Json => print_json(&query::hosts_json(&rows)),
-                Format::Table => print!("{}", query::hosts_table(&rows, now_s())),
+                Format::Json => emit_json(&query::hosts_json(&rows, skew)),
+                Format::Table => emit(&query::hosts_table(&rows, now_s(), skew)),
             }
-            Ok(())
         }
         Cmd::Open { db, host } => {
-            let rows = open_db(&db)?.open_findings(host.as_deref())?;
+            let rows = open_db(&db)?.0.open_findings(host.as_deref())?;
             match db.format {
-                Format::Json => print_json(&query::findings_json(&rows)),
-                Format::Table => print!("{}", query::findings_table(&rows, now_s())),
+                Format::Json => emit_json(&query::findings_json(&rows)),
+                Format::Table => emit(&query::findings_table(&rows, now_s())),
             }
-            Ok(())
         }
     }
 }
@@ -217,6 +235,7 @@ fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), 
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
     let http = c.http.clone();
+    let page = zpulse_collector::http::Page::from_config(&c);
     let db = c.db.clone();
     let tls = match &c.tls {
         None => "plain TCP",
@@ -237,7 +256,7 @@ fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), 
         db.display()
     ));
     if let Some(h) = http {
-        let addr = zpulse_collector::http::start(&h, db.clone(), server.stats.clone())?;
+        let addr = zpulse_collector::http::start(&h, page, server.stats.clone())?;
         log(format!("http listening on {addr}"));
     }
     for sig in signals.forever() {

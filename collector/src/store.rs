@@ -10,8 +10,13 @@
 //!   again. Kept for `dedup_window` (at least), so resends after long outages are caught.
 //! * `findings` — the current state of each finding, per (host, check, subject): open or
 //!   cleared, since when, the latest summary. `open = 1` rows are the open set.
-//! * `hosts` — last seen (receive time), last event time, agent version (from the heartbeat's
-//!   `data.version`), the peer address.
+//! * `hosts` — last seen (receive time), last event time (the sender's clock), the clock
+//!   skew of its latest batch (event time − receive time, s), agent version (from the
+//!   heartbeat's `data.version`), the peer address.
+//!
+//! Time: `ts` is the sender's clock, kept and shown; `received` (s) is the collector's.
+//! Retention, "last seen" and the order of deletion by size use `received` only, so a
+//! sender's wrong clock (an event dated 1970 or 2096) neither loses nor pins data.
 //!
 //! Writes go through [`Store::apply`] inside a transaction the caller commits (the server's
 //! writer thread groups many batches per transaction, and acks them after the commit).
@@ -47,6 +52,7 @@ CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
 CREATE INDEX IF NOT EXISTS events_host_ts ON events(host, ts);
 CREATE INDEX IF NOT EXISTS events_check_ts ON events(check_name, ts);
 CREATE INDEX IF NOT EXISTS events_severity_ts ON events(severity, ts);
+CREATE INDEX IF NOT EXISTS events_received ON events(received);
 CREATE TABLE IF NOT EXISTS chunks (
     chunk TEXT PRIMARY KEY,
     received INTEGER NOT NULL,
@@ -66,6 +72,7 @@ CREATE TABLE IF NOT EXISTS findings (
     summary TEXT NOT NULL,
     advice TEXT,
     data TEXT NOT NULL,
+    received INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (host, check_name, subject)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS findings_open ON findings(open, severity);
@@ -76,15 +83,25 @@ CREATE TABLE IF NOT EXISTS hosts (
     last_event_ts INTEGER NOT NULL,
     version TEXT,
     heartbeat_ts INTEGER,
-    peer TEXT NOT NULL
+    peer TEXT NOT NULL,
+    clock_skew INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 ";
+
+/// Columns added after the first release: (table, column, declaration), added to older
+/// databases at open.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("findings", "received", "INTEGER NOT NULL DEFAULT 0"),
+    ("hosts", "clock_skew", "INTEGER NOT NULL DEFAULT 0"),
+];
 
 /// One event row: what the server writes, and what `query` reads back.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
-    /// Event time, ns since the epoch.
+    /// Event time, ns since the epoch: the sender's clock.
     pub ts: i64,
+    /// Receive time, s since the epoch: the collector's clock (0 before it is stored).
+    pub received: i64,
     pub tag: String,
     /// `finding`, `metrics`, `agent`, or `foreign` for a record that is not a zpulse event.
     pub kind: String,
@@ -114,6 +131,7 @@ impl Row {
     pub fn from_event(tag: &str, ts: i64, e: &Event, peer_host: &str) -> Row {
         Row {
             ts,
+            received: 0,
             tag: tag.to_owned(),
             kind: e.kind.as_str().to_owned(),
             host: if e.host.is_empty() {
@@ -144,6 +162,7 @@ impl Row {
         };
         Row {
             ts,
+            received: 0,
             tag: tag.to_owned(),
             kind: "foreign".into(),
             host: text("host")
@@ -272,6 +291,20 @@ impl Store {
         }
         conn.execute_batch(SCHEMA)
             .map_err(|e| format!("{}: creating the schema: {e}", path.display()))?;
+        for (table, column, decl) in ADDED_COLUMNS {
+            let present: bool = conn
+                .query_row(
+                    &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+                    [column],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(sql)?
+                > 0;
+            if !present {
+                conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))
+                    .map_err(|e| format!("{}: adding {table}.{column}: {e}", path.display()))?;
+            }
+        }
         Ok(Store { conn })
     }
 
@@ -335,15 +368,16 @@ impl Store {
                     h.1 = Some((r.ts, heartbeat_version(&r.data)));
                 }
             } else if (r.kind == "finding" || r.kind == "agent") && r.state.is_some() {
-                track_finding(tx, r)?;
+                track_finding(tx, r, now)?;
             }
         }
         let mut host = tx
             .prepare_cached(
                 "INSERT INTO hosts(host, first_seen, last_seen, last_event_ts, version,
-                                   heartbeat_ts, peer)
-                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6)
+                                   heartbeat_ts, peer, clock_skew)
+                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT(host) DO UPDATE SET
+                   clock_skew = excluded.clock_skew,
                    last_seen = max(hosts.last_seen, excluded.last_seen),
                    last_event_ts = max(hosts.last_event_ts, excluded.last_event_ts),
                    version = CASE WHEN excluded.heartbeat_ts IS NOT NULL
@@ -362,8 +396,13 @@ impl Store {
                 Some((t, v)) => (Some(t), v),
                 None => (None, None),
             };
-            host.execute(params![name, now, last_ts, version, hb_ts, batch.peer])
-                .map_err(sql)?;
+            // The newest event of the batch against the receive time: how far the sender's
+            // clock is off (plus the batch's age, at most an agent's batching delay).
+            let skew = last_ts.div_euclid(1_000_000_000) - now;
+            host.execute(params![
+                name, now, last_ts, version, hb_ts, batch.peer, skew
+            ])
+            .map_err(sql)?;
         }
         Ok(Outcome::Stored(batch.rows.len()))
     }
@@ -383,14 +422,14 @@ impl Store {
     pub fn retain(&mut self, r: &Retention, now: i64) -> Result<Pruned, String> {
         let mut p = Pruned::default();
         if let Some(age) = r.max_age {
-            let cutoff = (now - age.as_secs() as i64).saturating_mul(1_000_000_000);
+            let cutoff = now - age.as_secs() as i64;
             p.by_age = self
                 .conn
-                .execute("DELETE FROM events WHERE ts < ?1", [cutoff])
+                .execute("DELETE FROM events WHERE received < ?1", [cutoff])
                 .map_err(sql)? as u64;
             self.conn
                 .execute(
-                    "DELETE FROM findings WHERE open = 0 AND updated_ts < ?1",
+                    "DELETE FROM findings WHERE open = 0 AND received < ?1",
                     [cutoff],
                 )
                 .map_err(sql)?;
@@ -423,7 +462,7 @@ impl Store {
                     .conn
                     .execute(
                         "DELETE FROM events WHERE id IN
-                           (SELECT id FROM events ORDER BY ts LIMIT ?1)",
+                           (SELECT id FROM events ORDER BY id LIMIT ?1)",
                         [n],
                     )
                     .map_err(sql)? as u64;
@@ -452,7 +491,7 @@ impl Store {
     pub fn events(&self, f: &Filter) -> Result<Vec<Row>, String> {
         let mut sql_text = String::from(
             "SELECT ts, tag, kind, host, check_name, severity, state, subject, summary, advice,
-                    data FROM events WHERE 1=1",
+                    data, received FROM events WHERE 1=1",
         );
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         if let Some(h) = &f.host {
@@ -496,6 +535,7 @@ impl Store {
                     summary: r.get(8)?,
                     advice: r.get(9)?,
                     data: r.get(10)?,
+                    received: r.get(11)?,
                 })
             })
             .map_err(sql)?;
@@ -509,7 +549,8 @@ impl Store {
             .prepare(
                 "SELECT h.host, h.first_seen, h.last_seen, h.last_event_ts, h.version, h.peer,
                         (SELECT count(*) FROM findings f WHERE f.host = h.host AND f.open = 1),
-                        (SELECT max(severity) FROM findings f WHERE f.host = h.host AND f.open = 1)
+                        (SELECT max(severity) FROM findings f WHERE f.host = h.host AND f.open = 1),
+                        h.clock_skew
                  FROM hosts h ORDER BY h.host",
             )
             .map_err(sql)?;
@@ -524,6 +565,7 @@ impl Store {
                     peer: r.get(5)?,
                     open_findings: r.get(6)?,
                     worst_open: r.get(7)?,
+                    clock_skew: r.get(8)?,
                 })
             })
             .map_err(sql)?;
@@ -602,12 +644,12 @@ fn heartbeat_version(data: &str) -> Option<String> {
 
 /// Updates the current state of one finding from an event. An event older than the state
 /// already stored (a late resend) changes nothing here; it is still in the history.
-fn track_finding(tx: &Transaction, r: &Row) -> Result<(), String> {
+fn track_finding(tx: &Transaction, r: &Row, now: i64) -> Result<(), String> {
     let open = i64::from(r.state.as_deref() != Some("cleared"));
     tx.prepare_cached(
         "INSERT INTO findings(host, check_name, subject, open, severity, state, raised_ts,
-                              updated_ts, cleared_ts, summary, advice, data)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10)
+                              updated_ts, cleared_ts, summary, advice, data, received)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10, ?11)
          ON CONFLICT(host, check_name, subject) DO UPDATE SET
            raised_ts = CASE WHEN excluded.open = 1 AND findings.open = 0
                             THEN excluded.raised_ts ELSE findings.raised_ts END,
@@ -618,7 +660,8 @@ fn track_finding(tx: &Transaction, r: &Row) -> Result<(), String> {
            cleared_ts = excluded.cleared_ts,
            summary = excluded.summary,
            advice = excluded.advice,
-           data = excluded.data
+           data = excluded.data,
+           received = excluded.received
          WHERE excluded.updated_ts >= findings.updated_ts",
     )
     .and_then(|mut s| {
@@ -632,7 +675,8 @@ fn track_finding(tx: &Transaction, r: &Row) -> Result<(), String> {
             r.ts,
             r.summary,
             r.advice,
-            r.data
+            r.data,
+            now
         ])
     })
     .map_err(sql)?;
@@ -663,6 +707,8 @@ pub struct HostRow {
     pub peer: String,
     pub open_findings: i64,
     pub worst_open: Option<i64>,
+    /// The sender's clock minus the collector's, s, at its latest batch.
+    pub clock_skew: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -221,3 +221,73 @@ fn serve_refuses_an_unauthenticated_listener_beyond_loopback() {
         "nothing created before the refusal"
     );
 }
+
+/// Issue 15: `hosts`/`query` printed a foreign record's control characters raw to the
+/// terminal, and `hosts | head` panicked on the closed pipe. Now every table cell is
+/// escaped, and a reader that goes away ends the command quietly with status 0.
+#[test]
+fn terminal_output_is_escaped_and_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use zpulse_collector::store::{Batch, Row, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let mut s = Store::open(&db).unwrap();
+    // ESC ] 0 ; … BEL retitles the terminal; ESC [ 2 J clears it.
+    let hostile = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    let mut rows: Vec<Row> = (0..20_000)
+        .map(|i| {
+            Row::from_event(
+                "zpulse.agent",
+                1_000_000_000,
+                &heartbeat(&format!("host{i:05}"), "1.0"),
+                "p",
+            )
+        })
+        .collect();
+    rows.push(Row::from_event(
+        "zpulse.metrics",
+        1_000_000_000,
+        &metrics(hostile, "c", hostile, "x_pct", 1.0),
+        "p",
+    ));
+    s.store(
+        &[Batch {
+            rows,
+            ..Batch::default()
+        }],
+        1_000,
+    )
+    .unwrap();
+    drop(s);
+    for args in [&["query", "--limit", "5"][..], &["hosts"]] {
+        let out = run(args, &db);
+        let evil = out
+            .lines()
+            .find(|l| l.contains("evil"))
+            .expect("the hostile row");
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{7}'),
+            "{args:?}: {out:?}"
+        );
+        assert!(
+            evil.contains("evil\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"),
+            "{evil}"
+        );
+    }
+    // `hosts | head -1`: 20,000 lines, the reader takes one and closes the pipe.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args(["hosts", "--db"])
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("HOST"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

@@ -459,8 +459,15 @@ fn web_page_shows_hosts_findings_and_charts() {
     c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(1)), Compression::Gzip))
         .unwrap();
     assert!(c.ack().is_some());
-    let addr =
-        zpulse_collector::http::start("127.0.0.1:0", r.db.clone(), r.server.stats.clone()).unwrap();
+    let addr = zpulse_collector::http::start(
+        "127.0.0.1:0",
+        zpulse_collector::http::Page {
+            db: r.db.clone(),
+            ..Default::default()
+        },
+        r.server.stats.clone(),
+    )
+    .unwrap();
     let (head, body) = get(addr, "/");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(head.contains("Content-Security-Policy: default-src 'none'"));
@@ -503,17 +510,21 @@ fn retention_by_age_and_size() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Store::open(&dir.path().join("r.db")).unwrap();
     let now = 2_000_000_000i64;
-    let mut batch = Batch::default();
+    // 5000 events received one second apart, over the last 10,000 s (by receive time).
     for i in 0..5000i64 {
         let e = metrics("h", "c", "s", "x_pct", 1.0).with("pad", "y".repeat(200));
-        batch.rows.push(Row::from_event(
-            "zpulse.metrics",
-            (now - 10_000 + i) * 1_000_000_000,
-            &e,
-            "p",
-        ));
+        let received = now - 10_000 + i;
+        let batch = Batch {
+            rows: vec![Row::from_event(
+                "zpulse.metrics",
+                received * 1_000_000_000,
+                &e,
+                "p",
+            )],
+            ..Batch::default()
+        };
+        s.store(&[batch], received).unwrap();
     }
-    s.store(&[batch], now).unwrap();
     let p = s
         .retain(
             &Retention {
@@ -547,6 +558,56 @@ fn retention_by_age_and_size() {
         })
         .unwrap();
     assert_eq!(newest[0].ts, (now - 10_000 + 4999) * 1_000_000_000);
+}
+
+/// Issue 15: retention trusted the sender's clock (an event dated 1970 was deleted within a
+/// minute, one dated 2096 never). Now it goes by receive time, and the sender's time is kept.
+#[test]
+fn retention_and_last_seen_go_by_receive_time() {
+    use zpulse_collector::store::{Batch, Retention, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("t.db")).unwrap();
+    let now = 1_800_000_000i64;
+    let dated = |host: &str, secs: i64| {
+        Row::from_event(
+            "zpulse.agent",
+            secs * 1_000_000_000,
+            &heartbeat(host, "1.0"),
+            "p",
+        )
+    };
+    // 1970-01-01T00:00:10Z and 2096-01-01T00:00:00Z (4_001_184_000 s).
+    let batch = Batch {
+        rows: vec![dated("past", 10), dated("future", 4_001_184_000)],
+        ..Batch::default()
+    };
+    s.store(&[batch], now).unwrap();
+    let r = Retention {
+        max_age: Some(Duration::from_secs(86400)),
+        max_bytes: None,
+        dedup_window: Duration::from_secs(60),
+    };
+    // A minute later: both kept.
+    assert_eq!(s.retain(&r, now + 60).unwrap().by_age, 0);
+    let rows = s
+        .events(&Filter {
+            limit: 10,
+            oldest_first: true,
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(
+        rows.iter().map(|r| (r.ts, r.received)).collect::<Vec<_>>(),
+        [(10_000_000_000, now), (4_001_184_000_000_000_000, now)]
+    );
+    // Last seen is the receive time; the skew says how far each clock is off.
+    let hosts = s.hosts().unwrap();
+    let by = |h: &str| hosts.iter().find(|x| x.host == h).unwrap().clone();
+    assert_eq!(by("past").last_seen, now);
+    assert_eq!(by("past").clock_skew, 10 - now);
+    assert_eq!(by("future").clock_skew, 4_001_184_000 - now);
+    // A day and a second later: both deleted.
+    assert_eq!(s.retain(&r, now + 86401).unwrap().by_age, 2);
 }
 
 #[test]
