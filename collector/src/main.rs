@@ -83,6 +83,20 @@ enum Cmd {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Silences one finding on the page and in alerting (for good, or `--until`).
+    Ack {
+        host: String,
+        check: String,
+        subject: String,
+        /// For this long only: 90s, 15m, 1h, 7d.
+        #[arg(long)]
+        until: Option<String>,
+        /// The database (default: the config file's `db`).
+        #[arg(long)]
+        db: Option<PathBuf>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Open findings, worst first.
     Open {
         #[command(flatten)]
@@ -211,6 +225,35 @@ fn run(cli: Cli) -> Result<(), String> {
                 Format::Table => emit(&query::hosts_table(&rows, now_s(), skew)),
             }
         }
+        Cmd::Ack {
+            host,
+            check,
+            subject,
+            until,
+            db,
+            config,
+        } => {
+            let db = match db {
+                Some(d) => d,
+                None => load_config(config.as_deref())?.db,
+            };
+            let now = now_s();
+            let until = until
+                .map(|u| parse_duration(&u).map(|d| now + d.as_secs() as i64))
+                .transpose()
+                .map_err(|e| format!("--until: {e}"))?;
+            if !db.exists() {
+                return Err(format!("{}: no database there", db.display()));
+            }
+            Store::open(&db)?.ack(&host, &check, &subject, until, now)?;
+            emit(&format!(
+                "acknowledged {} {} {}{}\n",
+                query::printable(&host),
+                query::printable(&check),
+                query::printable(&subject),
+                until.map_or(String::new(), |u| format!(" until {}", query::utc(u)))
+            ))
+        }
         Cmd::Open { db, host } => {
             let rows = open_db(&db)?.0.open_findings(host.as_deref())?;
             match db.format {
@@ -249,7 +292,15 @@ fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), 
         ""
     };
     let insecure = if c.insecure { ", insecure = true" } else { "" };
+    let alerting = c.alerting.clone();
     let mut server = Server::start(c)?;
+    if let Some(am) = &alerting.alertmanager {
+        log(format!(
+            "alerting to {am} every {:?}",
+            alerting.resend_every
+        ));
+    }
+    zpulse_collector::alert::spawn(alerting, db.clone())?;
     log(format!(
         "forward listening on {} ({tls}{auth}{insecure}), database {}",
         server.addr,

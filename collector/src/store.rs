@@ -10,7 +10,8 @@
 //!   again. Kept for `dedup_window` (at least), so resends after long outages are caught.
 //! * `findings` — the current state of each finding, per (host, check, subject): open or
 //!   cleared, since when, the latest summary. `open = 1` rows are the open set.
-//! * `hosts` — last seen (receive time), last event time (the sender's clock), the clock
+//! * `acks` — findings silenced by `zpulse-collector ack`, until a time or for good.
+//! * `hosts` — last seen (receive time), the heartbeat's interval, last event time (the sender's clock), the clock
 //!   skew of its latest batch (event time − receive time, s), agent version (from the
 //!   heartbeat's `data.version`), the peer address.
 //!
@@ -84,7 +85,16 @@ CREATE TABLE IF NOT EXISTS hosts (
     version TEXT,
     heartbeat_ts INTEGER,
     peer TEXT NOT NULL,
-    clock_skew INTEGER NOT NULL DEFAULT 0
+    clock_skew INTEGER NOT NULL DEFAULT 0,
+    heartbeat_interval REAL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS acks (
+    host TEXT NOT NULL,
+    check_name TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    until INTEGER,
+    created INTEGER NOT NULL,
+    PRIMARY KEY (host, check_name, subject)
 ) WITHOUT ROWID;
 ";
 
@@ -93,6 +103,7 @@ CREATE TABLE IF NOT EXISTS hosts (
 const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("findings", "received", "INTEGER NOT NULL DEFAULT 0"),
     ("hosts", "clock_skew", "INTEGER NOT NULL DEFAULT 0"),
+    ("hosts", "heartbeat_interval", "REAL"),
 ];
 
 /// One event row: what the server writes, and what `query` reads back.
@@ -179,8 +190,8 @@ impl Row {
     }
 }
 
-/// Per host in a batch: latest event time, latest heartbeat (time, agent version).
-type HostSeen = (i64, Option<(i64, Option<String>)>);
+/// Per host in a batch: latest event time, latest heartbeat (time, agent version, interval).
+type HostSeen = (i64, Option<(i64, Option<String>, Option<f64>)>);
 
 /// A batch of events from one client message.
 #[derive(Debug, Clone, Default)]
@@ -260,6 +271,12 @@ pub struct Pruned {
 
 pub struct Store {
     conn: Connection,
+}
+
+fn now_epoch_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 fn sql(e: rusqlite::Error) -> String {
@@ -364,8 +381,9 @@ impl Store {
             let h = hosts.entry(r.host.as_str()).or_insert((r.ts, None));
             h.0 = h.0.max(r.ts);
             if r.kind == "agent" && r.check == HEARTBEAT_CHECK {
-                if h.1.as_ref().is_none_or(|(t, _)| r.ts >= *t) {
-                    h.1 = Some((r.ts, heartbeat_version(&r.data)));
+                if h.1.as_ref().is_none_or(|(t, _, _)| r.ts >= *t) {
+                    let (version, interval) = heartbeat_fields(&r.data);
+                    h.1 = Some((r.ts, version, interval));
                 }
             } else if (r.kind == "finding" || r.kind == "agent") && r.state.is_some() {
                 track_finding(tx, r, now)?;
@@ -374,10 +392,12 @@ impl Store {
         let mut host = tx
             .prepare_cached(
                 "INSERT INTO hosts(host, first_seen, last_seen, last_event_ts, version,
-                                   heartbeat_ts, peer, clock_skew)
-                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)
+                                   heartbeat_ts, peer, clock_skew, heartbeat_interval)
+                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT(host) DO UPDATE SET
                    clock_skew = excluded.clock_skew,
+                   heartbeat_interval = coalesce(excluded.heartbeat_interval,
+                                                 hosts.heartbeat_interval),
                    last_seen = max(hosts.last_seen, excluded.last_seen),
                    last_event_ts = max(hosts.last_event_ts, excluded.last_event_ts),
                    version = CASE WHEN excluded.heartbeat_ts IS NOT NULL
@@ -392,15 +412,15 @@ impl Store {
             )
             .map_err(sql)?;
         for (name, (last_ts, hb)) in hosts {
-            let (hb_ts, version) = match hb {
-                Some((t, v)) => (Some(t), v),
-                None => (None, None),
+            let (hb_ts, version, interval) = match hb {
+                Some((t, v, i)) => (Some(t), v, i),
+                None => (None, None, None),
             };
             // The newest event of the batch against the receive time: how far the sender's
             // clock is off (plus the batch's age, at most an agent's batching delay).
             let skew = last_ts.div_euclid(1_000_000_000) - now;
             host.execute(params![
-                name, now, last_ts, version, hb_ts, batch.peer, skew
+                name, now, last_ts, version, hb_ts, batch.peer, skew, interval
             ])
             .map_err(sql)?;
         }
@@ -582,15 +602,19 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT host, check_name, subject, open, severity, state, raised_ts, updated_ts,
-                        cleared_ts, summary, advice, data
-                 FROM findings
-                 WHERE (?1 IS NULL OR host = ?1) AND (?2 = 0 OR open = 1)
-                 ORDER BY open DESC, severity DESC, raised_ts ASC, host, check_name, subject",
+                "SELECT f.host, f.check_name, f.subject, f.open, f.severity, f.state, f.raised_ts,
+                        f.updated_ts, f.cleared_ts, f.summary, f.advice, f.data, f.received,
+                        CASE WHEN a.host IS NULL THEN NULL ELSE coalesce(a.until, -1) END
+                 FROM findings f LEFT JOIN acks a
+                   ON a.host = f.host AND a.check_name = f.check_name AND a.subject = f.subject
+                      AND (a.until IS NULL OR a.until > ?3)
+                 WHERE (?1 IS NULL OR f.host = ?1) AND (?2 = 0 OR f.open = 1)
+                 ORDER BY f.open DESC, f.severity DESC, f.raised_ts ASC, f.host, f.check_name,
+                          f.subject",
             )
             .map_err(sql)?;
         let rows = stmt
-            .query_map(params![host, i64::from(open_only)], |r| {
+            .query_map(params![host, i64::from(open_only), now_epoch_s()], |r| {
                 Ok(FindingRow {
                     host: r.get(0)?,
                     check: r.get(1)?,
@@ -604,8 +628,49 @@ impl Store {
                     summary: r.get(9)?,
                     advice: r.get(10)?,
                     data: r.get(11)?,
+                    received: r.get(12)?,
+                    acked: r.get(13)?,
                 })
             })
+            .map_err(sql)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+
+    /// Silences one finding on the page and in alerting, until `until` (s) or for good.
+    /// Works on a database a running collector writes to (WAL).
+    pub fn ack(
+        &mut self,
+        host: &str,
+        check: &str,
+        subject: &str,
+        until: Option<i64>,
+        now: i64,
+    ) -> Result<(), String> {
+        self.conn
+            .execute(
+                "INSERT INTO acks(host, check_name, subject, until, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(host, check_name, subject) DO UPDATE SET
+                   until = excluded.until, created = excluded.created",
+                params![host, check, subject, until, now],
+            )
+            .map_err(sql)?;
+        Ok(())
+    }
+
+    /// Hosts whose last batch was received more than `intervals` heartbeat intervals ago
+    /// (60 s when a host never said its interval), by name: (host, last seen).
+    pub fn silent_hosts(&self, now: i64, intervals: f64) -> Result<Vec<(String, i64)>, String> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT host, last_seen FROM hosts
+                 WHERE last_seen < ?1 - ?2 * coalesce(heartbeat_interval, 60.0)
+                 ORDER BY host",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map(params![now, intervals], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(sql)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
     }
@@ -637,9 +702,20 @@ impl Store {
     }
 }
 
-fn heartbeat_version(data: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(data).ok()?;
-    Some(v.get("version")?.as_str()?.chars().take(64).collect())
+/// The agent version and the interval (s) a heartbeat's `data` names.
+fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
+        return (None, None);
+    };
+    let version = v
+        .get("version")
+        .and_then(|x| x.as_str())
+        .map(|x| x.chars().take(64).collect());
+    let interval = v
+        .get("interval_s")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|i| i.is_finite() && *i > 0.0);
+    (version, interval)
 }
 
 /// Updates the current state of one finding from an event. An event older than the state
@@ -725,4 +801,8 @@ pub struct FindingRow {
     pub summary: String,
     pub advice: Option<String>,
     pub data: String,
+    /// When the latest event of this finding was received, s.
+    pub received: i64,
+    /// Acknowledged (`zpulse-collector ack`): until this time (s), or -1 for good.
+    pub acked: Option<i64>,
 }
