@@ -17,6 +17,28 @@ fn free_addr() -> SocketAddr {
         .unwrap()
 }
 
+/// The DOM headless Chromium builds from `url`. Chromium is a test dependency (.ci/run
+/// installs it): missing, the test fails.
+fn chromium_dom(url: &str) -> String {
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--dump-dom",
+            url,
+        ])
+        .output()
+        .expect("chromium (apt-get install chromium; .ci/run does)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn run(args: &[&str], db: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
         .args(args)
@@ -139,47 +161,19 @@ fn a_small_fleet_through_serve_query_hosts_open_and_the_page() {
     // 10 metrics in the last 15 min (k*100 s ≥ 1100 s ago excluded), heartbeat, finding.
     assert!(q.lines().count() > 3, "{q}");
 
-    // The page: in headless Chromium when installed, else over plain HTTP.
-    let url = format!("http://{http}/");
-    let chromium = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|b| Command::new(b).arg("--version").output().is_ok());
-    let dom = match chromium {
-        Some(b) => {
-            let out = Command::new(b)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-dev-shm-usage",
-                    "--dump-dom",
-                    &url,
-                ])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap()
-        }
-        None => {
-            eprintln!("chromium not installed: fetching the page over plain HTTP instead");
-            use std::io::{Read, Write};
-            let mut s = std::net::TcpStream::connect(http).unwrap();
-            write!(s, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).unwrap();
-            out
-        }
-    };
+    // The page, in headless Chromium (a real browser: CSP and HTML parsing apply).
+    let dom = chromium_dom(&format!("http://{http}/"));
     for host in ["nas1", "nas2", "backup"] {
         assert!(dom.contains(&format!(">{host}</a>")), "{host} missing");
     }
     assert_eq!(dom.matches("<tr class=\"finding\">").count(), 2, "{dom}");
-    assert_eq!(dom.matches("<svg class=\"chart\"").count(), 3);
-    assert!(dom.contains("hdd-saturation tank busy_pct"));
+    // What is wrong comes first: one row per (check, severity).
+    let wrong = dom.find("What is wrong").unwrap();
+    assert!(wrong < dom.find("Hosts (").unwrap());
+    assert_eq!(dom.matches("<tr class=\"group\">").count(), 2, "{dom}");
+    let host_page = chromium_dom(&format!("http://{http}/host/nas1"));
+    assert!(host_page.contains("<svg class=\"chart\""));
+    assert!(host_page.contains("hdd-saturation tank busy_pct"));
     // Nothing loaded from outside: no scripts, no external references.
     assert!(!dom.contains("<script"));
     assert!(!dom.contains("src=\""));
