@@ -18,6 +18,11 @@ fn captures() -> Vec<(String, String)> {
         "lab/vdevs/rz",
         "lab/vdevs/deg",
         "lab/storm/scrub",
+        "lab/health/cks",
+        "lab/health/hm",
+        "lab/health/fill",
+        "lab/health/layout",
+        "lab/resilver/age",
     ] {
         for entry in std::fs::read_dir(fixture(scenario)).unwrap() {
             let dir = entry.unwrap().path();
@@ -37,7 +42,9 @@ fn captures() -> Vec<(String, String)> {
         }
     }
     out.sort();
-    assert_eq!(out.len(), 7, "{out:?}");
+    // 7 + tests/lab/scenarios/health.sh (3 cks, 3 hm, 4 fill, 4 pools of layout) and the
+    // scrub-age series of resilver.sh (2 + 3 + 3 pools).
+    assert_eq!(out.len(), 7 + 3 + 3 + 4 + 4 + 8, "{out:?}");
     out
 }
 
@@ -410,7 +417,11 @@ fn status_text_equals_zpool_status() {
         let section: Vec<&str> = ours
             .lines()
             .skip_while(|l| !l.starts_with(&format!("POOL  {pool} ")))
-            .take_while(|l| !l.starts_with("DISK") && !l.starts_with("MEM"))
+            .enumerate()
+            .take_while(|(i, l)| {
+                !(l.starts_with("DISK") || l.starts_with("MEM") || *i > 0 && l.starts_with("POOL"))
+            })
+            .map(|(_, l)| l)
             .collect();
         let expected_scan = zpulse_tests::raw::zpool_status_scan(&theirs);
         let scan_at = section

@@ -268,3 +268,96 @@ fn a_filling_pool_is_critical_past_90_with_its_growth_then_clears() {
         zpool_get(&rels[1], "fill", "fragmentation") as f64
     );
 }
+
+/// `health/hm`: an HDD mirror on partitions with sdb1 offline (000, DEGRADED), then onlined
+/// and resilvered before the next capture (001, 002: ONLINE, "resilvered … with 0 errors").
+#[test]
+fn a_degraded_mirror_clears_once_resilvered() {
+    let before = cli("health/hm/000", "zpool-status.hm.txt");
+    assert!(before.contains(" state: DEGRADED"));
+    let after = cli("health/hm/001", "zpool-status.hm.txt");
+    assert!(after.contains(" state: ONLINE"));
+    assert!(
+        zpool_status_scan(&after)[0].starts_with("resilvered "),
+        "{after}"
+    );
+    // The check sees 001 and 002 (the later capture of each sample): both ONLINE, so there
+    // is nothing to raise, and the finished resilver is no running scan.
+    let events = run(&["health/hm"]);
+    assert!(
+        events.iter().all(|e| e.severity <= Severity::Info),
+        "{events:?}"
+    );
+    // From the DEGRADED capture on, the state is raised and then cleared.
+    let mut check = PoolHealth::new(Config::default()).unwrap();
+    let snaps = snapshots(&["health/hm"]);
+    let first = zpulse_proto::Sample {
+        end: snaps[0].taken_at,
+        snapshot: snaps[0].clone(),
+        ..Default::default()
+    };
+    let mut events = check.observe(&first);
+    for s in samples(&snaps) {
+        events.extend(check.observe(&s));
+    }
+    let state = of(&events, "pool-health.state");
+    assert_eq!(state.len(), 2, "{events:?}");
+    assert_eq!(
+        (state[0].severity, state[0].state),
+        (Severity::Critical, Some(State::Raised))
+    );
+    // sdb1 is a partition of sdb (its sysfs directory sits under sdb).
+    assert!(lab("health/hm/000/sys/block/sdb/sdb1/start").exists());
+    assert!(
+        state[0]
+            .summary
+            .contains("sdb1 (disk sdb) OFFLINE in mirror-0"),
+        "{}",
+        state[0].summary
+    );
+    assert_eq!(state[1].state, Some(State::Cleared));
+}
+
+/// `resilver/age` (tests/lab/scenarios/resilver.sh): `scrubbed` scrubbed, `never` imported and
+/// never scrubbed (000); the guest clock moved 40 days on, `fresh` created (001, 002).
+#[test]
+fn scrub_age_follows_the_captures_clock() {
+    let at: Vec<f64> = dirs(&["resilver/age"])
+        .iter()
+        .map(|d| captured_at(d))
+        .collect();
+    assert!(at[1] - at[0] > 39.0 * 86_400.0, "{at:?}");
+    let scan = zpool_status_scan(&cli("resilver/age/001", "zpool-status.scrubbed.txt"));
+    assert!(scan[0].starts_with("scrub repaired"), "{scan:?}");
+    assert!(
+        !cli("resilver/age/001", "zpool-status.never.txt").contains("scan:")
+            || zpool_status_scan(&cli("resilver/age/001", "zpool-status.never.txt"))[0]
+                == "none requested"
+    );
+
+    let events = run(&["resilver/age"]);
+    let aged = of(&events, "pool-health.scrub-age");
+    let mut subjects: Vec<&str> = aged.iter().map(|e| e.subject.as_str()).collect();
+    subjects.sort();
+    assert_eq!(subjects, ["never", "scrubbed"], "{aged:?}");
+    for e in &aged {
+        assert_eq!(
+            (e.severity, e.state),
+            (Severity::Warning, Some(State::Raised))
+        );
+    }
+    let scrubbed = aged.iter().find(|e| e.subject == "scrubbed").unwrap();
+    // The scrub ended before capture 000; 40 days of clock lie between 000 and 001.
+    assert!(
+        num(scrubbed, "days_since_scrub") > 39.9,
+        "{}",
+        scrubbed.summary
+    );
+    let never = aged.iter().find(|e| e.subject == "never").unwrap();
+    assert!(
+        never.summary.contains("never been scrubbed"),
+        "{}",
+        never.summary
+    );
+    assert!(num(never, "days_in_use") > 39.9, "{}", never.summary);
+}
