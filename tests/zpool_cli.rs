@@ -23,6 +23,7 @@ fn captures() -> Vec<(String, String)> {
         "lab/health/fill",
         "lab/health/layout",
         "lab/resilver/age",
+        "lab/resilver/resilver",
     ] {
         for entry in std::fs::read_dir(fixture(scenario)).unwrap() {
             let dir = entry.unwrap().path();
@@ -43,8 +44,8 @@ fn captures() -> Vec<(String, String)> {
     }
     out.sort();
     // 7 + tests/lab/scenarios/health.sh (3 cks, 3 hm, 4 fill, 4 pools of layout) and the
-    // scrub-age series of resilver.sh (2 + 3 + 3 pools).
-    assert_eq!(out.len(), 7 + 3 + 3 + 4 + 4 + 8, "{out:?}");
+    // scrub-age and resilver series of resilver.sh (2 + 3 + 3 pools, 4 captures).
+    assert_eq!(out.len(), 7 + 3 + 3 + 4 + 4 + 8 + 4, "{out:?}");
     out
 }
 
@@ -72,6 +73,15 @@ fn alloc_free_and_size_equal_zpool_list() {
     for (capture, pool) in captures() {
         let capture = capture.as_str();
         let cfg = config(capture, &pool);
+        // A running resilver writes between the capture's ioctl and `zpool list`'s own (the
+        // storm's scrub only reads, so its space stands still): no common instant.
+        if cfg
+            .scan
+            .as_ref()
+            .is_some_and(|s| s.function == "resilver" && s.is_running())
+        {
+            continue;
+        }
         let vdevs = by_name(&cfg);
         let text = cli(capture, &format!("zpool-list-vp.{pool}.txt"));
         let mut compared = 0;

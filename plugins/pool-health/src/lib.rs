@@ -319,7 +319,21 @@ impl PoolHealth {
                     .cloned()
                     .unwrap_or_default()
             } else {
-                self.resilver_hits.remove(&top_subject);
+                // The resilver is over: what it could not repair is now the pool's error log
+                // (pool-health.data-errors).
+                for leaf_subject in self.resilver_hits.remove(&top_subject).unwrap_or_default() {
+                    let report = Report::new(format!(
+                        "the resilver of {} in {} is over; `zpool status -v {}` lists what it \
+                         could not repair",
+                        top.name, pool.name, pool.name
+                    ));
+                    events.extend(self.resilver_errors.observe(
+                        now,
+                        &leaf_subject,
+                        Verdict::Clear,
+                        report,
+                    ));
+                }
                 BTreeSet::new()
             };
             for leaf_subject in hits {

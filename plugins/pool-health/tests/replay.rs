@@ -361,3 +361,75 @@ fn scrub_age_follows_the_captures_clock() {
     );
     assert!(num(never, "days_in_use") > 39.9, "{}", never.summary);
 }
+
+/// `resilver/resilver` (tests/lab/scenarios/resilver.sh, this project's seed 003): sdb of an
+/// HDD mirror offline while data lands, blocks of that data then damaged on sda, the only
+/// copy; onlining sdb starts a resilver (001: held at 0%), which meets the damage (002:
+/// checksum errors growing while both are marked "(resilvering)", data errors), and ends
+/// "with N errors" (003): data lost.
+#[test]
+fn a_resilver_that_meets_errors_is_critical_and_data_loss_is_named() {
+    let rel = |i: u32| format!("resilver/resilver/{i:03}");
+    let status = |i: u32| cli(&rel(i), "zpool-status.rz1.txt");
+    assert!(status(0).contains(" state: DEGRADED"));
+    assert!(zpool_status_scan(&status(1))[0].starts_with("resilver in progress since"));
+    let during = status(2);
+    assert!(zpool_status_scan(&during)[0].starts_with("resilver in progress since"));
+    let sda = counters(&rel(2), "rz1", "sda");
+    assert!(sda[2] > 0, "{sda:?}");
+    assert!(during.contains("(resilvering)"));
+    let end = zpool_status_scan(&status(3));
+    assert!(
+        end[0].starts_with("resilvered ") && !end[0].contains("with 0 errors"),
+        "{end:?}"
+    );
+    let lost: u64 = status(3)
+        .lines()
+        .find_map(|l| l.strip_prefix("errors: ")?.split(' ').next()?.parse().ok())
+        .expect("errors: N data errors");
+    assert!(lost > 0);
+
+    let events = run(&["resilver/resilver"]);
+    let hit = of(&events, "pool-health.resilver-errors");
+    let sda_hit = hit
+        .iter()
+        .find(|e| e.subject == "rz1/normal/mirror-0/sda")
+        .unwrap_or_else(|| panic!("{hit:#?}"));
+    assert_eq!(
+        (sda_hit.severity, sda_hit.state),
+        (Severity::Critical, Some(State::Raised))
+    );
+    assert!(
+        sda_hit.summary.contains("while sdb is being resilvered"),
+        "{}",
+        sda_hit.summary
+    );
+    assert_eq!(num(sda_hit, "checksum_errors"), sda[2] as f64);
+    // The resilver's end clears it; the data loss stays.
+    assert!(
+        hit.iter()
+            .any(|e| e.subject == sda_hit.subject && e.state == Some(State::Cleared))
+    );
+    let data = of(&events, "pool-health.data-errors");
+    assert_eq!(
+        (data[0].severity, data[0].state),
+        (Severity::Critical, Some(State::Raised))
+    );
+    assert!(data.iter().all(|e| e.state != Some(State::Cleared)));
+    // The kernel's count is approximate (zpool status counts unique entries): never fewer.
+    assert!(
+        num(data.last().unwrap(), "error_count") >= lost as f64,
+        "{data:?}"
+    );
+    // The scan: raised while it runs, cleared with zpool's own words for the result.
+    let scan = of(&events, "pool-health.scan");
+    assert_eq!(scan[0].state, Some(State::Raised));
+    let cleared = scan.last().unwrap();
+    assert_eq!(cleared.state, Some(State::Cleared));
+    assert!(
+        cleared.summary.contains(&end[0]),
+        "{} / {}",
+        cleared.summary,
+        end[0]
+    );
+}
