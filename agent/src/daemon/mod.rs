@@ -62,6 +62,9 @@ enum StageMsg {
     First(Box<zpulse_proto::Snapshot>),
     Sample(Box<Sample>),
     Reload(Box<Generation>),
+    /// Replay: answered once everything sent before it has gone through the plugins, so that
+    /// the replay's end (a SIGTERM) cannot overtake its last samples.
+    Drained(Sender<()>),
     Stop(Instant),
 }
 
@@ -274,13 +277,23 @@ fn replay_loop(
             recv(stopping) -> _ => false,
         }
     };
-    if offer(StageMsg::First(Box::new(first))) && !hold() {
-        for sample in samples {
-            counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
-            if !offer(StageMsg::Sample(Box::new(sample))) || hold() {
-                return;
-            }
+    if !offer(StageMsg::First(Box::new(first))) || hold() {
+        return;
+    }
+    for sample in samples {
+        counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
+        if !offer(StageMsg::Sample(Box::new(sample))) || hold() {
+            return;
         }
+    }
+    // Wait until the plugins have seen the last sample before asking the agent to stop.
+    let (done_tx, done) = bounded(1);
+    if !offer(StageMsg::Drained(done_tx)) {
+        return;
+    }
+    select! {
+        recv(done) -> _ => {},
+        recv(stopping) -> _ => return,
     }
     log::log(Level::Info, "agent", "replay finished");
     let _ = signal_hook::low_level::raise(signal_hook::consts::SIGTERM);
@@ -389,6 +402,9 @@ fn plugin_stage(
             StageMsg::Reload(next) => {
                 let deadline = Instant::now() + STOP_WITHIN;
                 state = state.reload(*next, &extra, &stopping, deadline);
+            }
+            StageMsg::Drained(done) => {
+                let _ = done.send(());
             }
             StageMsg::Stop(deadline) => {
                 state.stop(deadline);

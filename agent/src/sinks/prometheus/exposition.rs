@@ -651,8 +651,15 @@ fn scans(out: &mut Out, s: &Snapshot) {
         }),
         (
             "zpulse_pool_scan_progress_ratio",
-            "Scan progress 0-1: issued / to_examine, as zpool status reports it.",
-            |sc| sc.progress().map(Value::Float),
+            "Scan progress 0-1: issued / to_examine while it runs, as zpool status reports \
+             it; 1 once it finished.",
+            |sc| {
+                if sc.is_finished() {
+                    Some(Value::Float(1.0))
+                } else {
+                    sc.progress().map(Value::Float)
+                }
+            },
         ),
     ];
     for (name, help, pick) in fields {
