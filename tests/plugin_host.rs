@@ -172,7 +172,7 @@ fn good_rust_and_c_plugins_load_and_emit() {
     assert_eq!(infos.len(), 2);
     for p in &infos {
         assert_eq!(p.status, Status::Loaded, "{p:?}");
-        assert_eq!(p.abi, Some((1, 0)));
+        assert_eq!(p.abi, Some((1, zpulse_proto::abi::ABI_MINOR)));
     }
     let c = infos
         .iter()
@@ -251,7 +251,7 @@ fn a_plugin_of_another_abi_is_refused_naming_both_versions() {
         panic!("{status:?}")
     };
     assert!(
-        why.contains("plugin ABI 2.0") && why.contains("agent speaks ABI 1.0"),
+        why.contains("plugin ABI 2.0") && why.contains("agent speaks ABI 1.1"),
         "{why}"
     );
     let abi2 = host.plugins().into_iter().find(|p| p.abi == Some((2, 0)));
@@ -608,7 +608,7 @@ fn cli_plugins_lists_name_version_abi_path_and_status() {
     assert!(lines[abi2].contains(" 2.0 ") && lines[abi2].contains("refused"));
     assert!(lines[abi2 + 1].trim_start().starts_with("plugin ABI 2.0"));
     let template = lines.iter().find(|l| l.starts_with("template")).unwrap();
-    for part in ["0.1.0", "1.0", "loaded", "libtemplate.so"] {
+    for part in ["0.1.0", " 1.1 ", "loaded", "libtemplate.so"] {
         assert!(template.contains(part), "{template}");
     }
 

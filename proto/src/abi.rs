@@ -1,4 +1,4 @@
-//! Plugin ABI v1: the C-compatible contract between the agent and a plugin shared object.
+//! Plugin ABI v1 (1.1): the C-compatible contract between the agent and a plugin shared object.
 //!
 //! `proto/include/zpulse_plugin.h` states the same contract for C. Plugin authors writing Rust
 //! use [`crate::sdk`] and never touch this module; it is public for the agent, for the SDK's
@@ -24,6 +24,9 @@
 //!   [`HostApi::set_error`] with the reason, which the agent reports with the failure.
 //! * Nothing may unwind across the boundary (a Rust panic escaping `extern "C"` aborts the
 //!   process): the SDK catches panics and returns [`STATUS_PANIC`].
+//! * Since 1.1 the descriptor ends with [`PluginDescriptor::unread`]: the parts of the sample
+//!   ([`PART_SNAPSHOT_DISKS`], …) the plugin never looks at, which the agent may leave out of
+//!   the samples it sends that plugin. 0 (and every 1.0 plugin) gets the whole sample.
 //! * The agent never unloads a plugin (`dlclose` is unsafe with thread-locals and threads), so
 //!   a plugin's statics live as long as the process.
 
@@ -32,7 +35,29 @@ use std::ffi::c_void;
 /// Incompatible changes bump the major: the agent refuses a plugin with another major.
 pub const ABI_MAJOR: u32 = 1;
 /// Compatible additions (fields appended to the descriptor or the host API) bump the minor.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
+
+/// Parts of the sample a plugin may declare it does not read ([`PluginDescriptor::unread`]).
+/// A part left out is absent from the MessagePack map (an empty list or no value), exactly as
+/// when the kernel did not report it; everything no bit names is always sent.
+///
+/// `snapshot.disks`: the block devices' absolute counters, sizes and pool roles.
+pub const PART_SNAPSHOT_DISKS: u64 = 1 << 0;
+/// `snapshot.pools[].txgs`: the transaction-group history.
+pub const PART_TXGS: u64 = 1 << 1;
+/// `histograms` of every vdev in `snapshot.pools[].config` (the rates keep their averages).
+pub const PART_VDEV_HISTOGRAMS: u64 = 1 << 2;
+/// `stats.raw` of every vdev in `snapshot.pools[].config` (an empty list when left out; the
+/// named fields of `stats` stay).
+pub const PART_VDEV_RAW_STATS: u64 = 1 << 3;
+/// `disks`: the per-disk rates.
+pub const PART_DISK_RATES: u64 = 1 << 4;
+/// `snapshot.pools[].datasets`: the per-dataset kstats.
+pub const PART_DATASETS: u64 = 1 << 5;
+/// `net`, `snapshot.net`, `cpu` and `snapshot.cpu`: the host's network and CPU figures.
+pub const PART_HOST_RATES: u64 = 1 << 6;
+/// Every part this ABI version defines.
+pub const PARTS_KNOWN: u64 = (1 << 7) - 1;
 
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &std::ffi::CStr = c"zpulse_plugin_entry";
@@ -140,8 +165,9 @@ pub type OnSampleFn =
 /// `destroy(state)`: free the state. Called at most once, never concurrently with the others.
 pub type DestroyFn = unsafe extern "C" fn(state: *mut c_void);
 
-/// What a plugin exports (ABI 1.0). Function pointers are `Option` so that a null one from C
-/// is a refused plugin, not undefined behaviour.
+/// What a plugin exports (ABI 1.1; a 1.0 descriptor is the same without `unread`). Function
+/// pointers are `Option` so that a null one from C is a refused plugin, not undefined
+/// behaviour. Read one with [`read_descriptor`], which knows both sizes.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct PluginDescriptor {
@@ -155,6 +181,55 @@ pub struct PluginDescriptor {
     pub create: Option<CreateFn>,
     pub on_sample: Option<OnSampleFn>,
     pub destroy: Option<DestroyFn>,
+    /// 1.1: `PART_*` bits of the sample this plugin does not read; the agent may leave them
+    /// out of its samples. 0 = send everything. Unknown bits are ignored.
+    pub unread: u64,
+}
+
+/// The ABI 1.0 descriptor: the 1.1 one without `unread`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct PluginDescriptor10 {
+    pub header: DescriptorHeader,
+    /// `[A-Za-z0-9_-]`, 1–64 bytes: the key of the plugin's table, `[plugins.<name>]`.
+    pub name: StrRef,
+    /// The plugin's own version, free text up to 64 bytes (`0.3.1`).
+    pub version: StrRef,
+    /// For diagnostics only: what built it (`zpulse-plugin-x 0.3.1, zpulse-proto 0.1.0`).
+    pub build_info: StrRef,
+    pub create: Option<CreateFn>,
+    pub on_sample: Option<OnSampleFn>,
+    pub destroy: Option<DestroyFn>,
+}
+
+/// `sizeof` the smallest descriptor accepted: ABI 1.0's.
+pub const DESCRIPTOR_SIZE_1_0: usize = std::mem::size_of::<PluginDescriptor10>();
+
+/// Copies a descriptor of any 1.x size; fields a 1.0 plugin does not have take their 1.0
+/// meaning (`unread` 0: the whole sample).
+///
+/// # Safety
+/// `descriptor` must point to a descriptor whose header passed [`check_header`]: at least
+/// `header.struct_size` readable bytes.
+pub unsafe fn read_descriptor(descriptor: *const PluginDescriptor) -> PluginDescriptor {
+    // SAFETY: the header is the first field of every version and the caller checked it.
+    let size = unsafe { (*descriptor.cast::<DescriptorHeader>()).struct_size } as usize;
+    if size >= std::mem::size_of::<PluginDescriptor>() {
+        // SAFETY: the plugin says its descriptor is at least as large as ours.
+        return unsafe { std::ptr::read(descriptor) };
+    }
+    // SAFETY: check_header guaranteed at least the 1.0 size.
+    let d = unsafe { std::ptr::read(descriptor.cast::<PluginDescriptor10>()) };
+    PluginDescriptor {
+        header: d.header,
+        name: d.name,
+        version: d.version,
+        build_info: d.build_info,
+        create: d.create,
+        on_sample: d.on_sample,
+        destroy: d.destroy,
+        unread: 0,
+    }
 }
 
 // SAFETY: a descriptor is immutable static data: its pointers refer to static strings and
@@ -193,7 +268,7 @@ pub fn check_header(h: &DescriptorHeader) -> Result<(), String> {
             h.abi_major, h.abi_minor
         ));
     }
-    let need = std::mem::size_of::<PluginDescriptor>();
+    let need = DESCRIPTOR_SIZE_1_0;
     if (h.struct_size as usize) < need {
         return Err(format!(
             "plugin descriptor is {} bytes, ABI {ABI_MAJOR}.0 needs at least {need}",
@@ -230,7 +305,9 @@ const _: () = {
     assert!(offset_of!(PluginDescriptor, create) == 64);
     assert!(offset_of!(PluginDescriptor, on_sample) == 72);
     assert!(offset_of!(PluginDescriptor, destroy) == 80);
-    assert!(size_of::<PluginDescriptor>() == 88);
+    assert!(offset_of!(PluginDescriptor, unread) == 88);
+    assert!(size_of::<PluginDescriptor>() == 96);
+    assert!(size_of::<PluginDescriptor10>() == 88);
     assert!(offset_of!(HostApi, ctx) == 16);
     assert!(offset_of!(HostApi, log) == 24);
     assert!(offset_of!(HostApi, emit) == 32);
@@ -251,7 +328,7 @@ mod tests {
             flags: 0,
         };
         let err = check_header(&h).unwrap_err();
-        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.0"), "{err}");
+        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.1"), "{err}");
         let small = DescriptorHeader {
             abi_major: 1,
             abi_minor: 0,
@@ -259,6 +336,14 @@ mod tests {
             flags: 0,
         };
         assert!(check_header(&small).unwrap_err().contains("40 bytes"));
+        // A 1.0 descriptor (88 bytes, no `unread`) is still accepted.
+        let one_zero = DescriptorHeader {
+            abi_major: 1,
+            abi_minor: 0,
+            struct_size: 88,
+            flags: 0,
+        };
+        assert!(check_header(&one_zero).is_ok());
         let newer_minor = DescriptorHeader {
             abi_major: 1,
             abi_minor: 7,
@@ -266,6 +351,33 @@ mod tests {
             flags: 0,
         };
         assert!(check_header(&newer_minor).is_ok());
+    }
+
+    #[test]
+    fn a_1_0_descriptor_reads_as_a_plugin_that_reads_everything() {
+        let old = PluginDescriptor10 {
+            header: DescriptorHeader {
+                abi_major: 1,
+                abi_minor: 0,
+                struct_size: 88,
+                flags: 0,
+            },
+            name: StrRef::from_static("old"),
+            version: StrRef::from_static("1"),
+            build_info: StrRef::from_static(""),
+            create: None,
+            on_sample: None,
+            destroy: None,
+        };
+        assert!(check_header(&old.header).is_ok());
+        // SAFETY: `old` is a live 1.0 descriptor of 88 bytes, as its header says.
+        let d = unsafe { read_descriptor((&raw const old).cast()) };
+        assert_eq!(d.unread, 0);
+        // SAFETY: a static string.
+        assert_eq!(
+            unsafe { d.name.to_string_lossless() }.as_deref(),
+            Some("old")
+        );
     }
 
     #[test]

@@ -136,13 +136,13 @@ pub fn run(options: Options) -> Result<(), String> {
         let counters = Arc::clone(&counters);
         let stage_tx = stage_tx.clone();
         let replay = match &options.replay {
-            Some(dir) => Some(replay_samples(dir)?),
+            Some(dir) => Some(replay_series(dir)?),
             None => None,
         };
         std::thread::Builder::new()
             .name("sampler".into())
             .spawn(move || match replay {
-                Some(samples) => replay_loop(samples, stage_tx, counters),
+                Some(dirs) => replay_loop(&dirs, stage_tx, counters),
                 None => sampler_loop(system, interval, sampler_rx, stage_tx, counters),
             })
             .map_err(|e| format!("cannot start the sampler thread: {e}"))?
@@ -180,31 +180,55 @@ fn reload(options: &Options) -> Result<Generation, String> {
     generation(config, &System::live())
 }
 
-/// The samples between consecutive captures of a series, as `zpulse replay` makes them.
-fn replay_samples(dir: &Path) -> Result<Vec<Sample>, String> {
+/// The captures of a series, checked before the agent starts: every manifest reads and
+/// every pair makes a sample (in time order, one OS), as `zpulse replay` requires. Only the
+/// manifests are read here; the captures themselves are loaded one at a time as the replay
+/// reaches them, so a replay holds two snapshots, not the series.
+fn replay_series(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let dirs = crate::capture::series(dir).map_err(|e| e.to_string())?;
-    let mut snaps = Vec::new();
+    let mut prev: Option<zpulse_proto::Snapshot> = None;
     for d in &dirs {
-        snaps.push(crate::capture::load(d).map_err(|e| e.to_string())?);
+        let m = crate::capture::Manifest::read(d).map_err(|e| e.to_string())?;
+        let stamp = zpulse_proto::Snapshot {
+            taken_at: m.captured_at,
+            host: zpulse_proto::snapshot::HostIdentity {
+                os: m.os,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if let Some(p) = &prev {
+            Sample::between(p, &stamp).map_err(|e| e.to_string())?;
+        }
+        prev = Some(stamp);
     }
-    snaps
-        .windows(2)
-        .map(|w| Sample::between(&w[0], &w[1]).map_err(|e| e.to_string()))
-        .collect()
+    Ok(dirs)
 }
 
-/// Hands every recorded sample to the plugin stage (waiting for it: nothing is dropped), then
-/// asks the agent to stop as SIGTERM would, so the sinks flush.
-fn replay_loop(
-    samples: Vec<Sample>,
-    stage: Sender<StageMsg>,
-    counters: Arc<Mutex<SamplerCounters>>,
-) {
-    for sample in samples {
-        counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
-        if stage.send(StageMsg::Sample(Box::new(sample))).is_err() {
-            break;
+/// Hands the sample of every consecutive pair of captures to the plugin stage (waiting for
+/// it: nothing is dropped), then asks the agent to stop as SIGTERM would, so the sinks flush.
+fn replay_loop(dirs: &[PathBuf], stage: Sender<StageMsg>, counters: Arc<Mutex<SamplerCounters>>) {
+    let mut prev: Option<zpulse_proto::Snapshot> = None;
+    for d in dirs {
+        let cur = match crate::capture::load(d) {
+            Ok(s) => s,
+            Err(e) => {
+                log::log(Level::Error, "sampler", &e.to_string());
+                break;
+            }
+        };
+        if let Some(before) = &prev {
+            match Sample::between(before, &cur) {
+                Ok(sample) => {
+                    counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
+                    if stage.send(StageMsg::Sample(Box::new(sample))).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => log::log(Level::Warn, "sampler", &e.to_string()),
+            }
         }
+        prev = Some(cur);
     }
     log::log(Level::Info, "agent", "replay finished");
     let _ = signal_hook::low_level::raise(signal_hook::consts::SIGTERM);

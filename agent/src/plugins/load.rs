@@ -57,6 +57,8 @@ pub(super) struct Calls {
     pub create: CreateFn,
     pub on_sample: OnSampleFn,
     pub destroy: DestroyFn,
+    /// The parts of the sample it does not read (ABI 1.1; 0 for 1.0).
+    pub unread: u64,
 }
 
 /// An opened plugin, before `create`.
@@ -115,8 +117,8 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
     let header = unsafe { std::ptr::read(descriptor.cast::<DescriptorHeader>()) };
     let abi = Some((header.abi_major, header.abi_minor));
     abi::check_header(&header).map_err(|reason| Refusal { abi, reason })?;
-    // SAFETY: the header says the descriptor is ABI 1 and at least as large as ours.
-    let d: PluginDescriptor = unsafe { std::ptr::read(descriptor) };
+    // SAFETY: the header says the descriptor is ABI 1 and at least as large as ABI 1.0's.
+    let d: PluginDescriptor = unsafe { abi::read_descriptor(descriptor) };
     let refuse = |reason: String| Refusal { abi, reason };
     let text = |s: StrRef, what: &str| -> Result<String, Refusal> {
         // SAFETY: descriptor strings point to `len` bytes of static data (ABI contract).
@@ -146,6 +148,7 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
             create,
             on_sample,
             destroy,
+            unread: d.unread,
         },
     })
 }

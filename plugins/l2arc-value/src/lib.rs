@@ -482,6 +482,8 @@ pub struct L2arcValuePlugin {
 impl Plugin for L2arcValuePlugin {
     const NAME: &'static str = "l2arc-value";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    /// Of the optional parts of the sample: the cache devices' disk rates.
+    const READS: u64 = zpulse_proto::abi::PART_DISK_RATES;
     type Config = Config;
 
     fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {

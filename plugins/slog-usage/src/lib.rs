@@ -1027,6 +1027,10 @@ pub struct SlogUsagePlugin {
 impl Plugin for SlogUsagePlugin {
     const NAME: &'static str = "slog-usage";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    /// Of the optional parts of the sample: the log devices' disks and their rates, and the datasets' ZIL counters.
+    const READS: u64 = zpulse_proto::abi::PART_SNAPSHOT_DISKS
+        | zpulse_proto::abi::PART_DISK_RATES
+        | zpulse_proto::abi::PART_DATASETS;
     type Config = Config;
 
     fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {

@@ -725,6 +725,8 @@ pub struct SpecialFillPlugin {
 impl Plugin for SpecialFillPlugin {
     const NAME: &'static str = "special-fill";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    /// Of the optional parts of the sample: the vdev tree and rates only.
+    const READS: u64 = 0;
     type Config = Config;
 
     fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {

@@ -22,6 +22,7 @@ pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor
         create: Some(create::<P>),
         on_sample: Some(on_sample::<P>),
         destroy: Some(destroy::<P>),
+        unread: abi::PARTS_KNOWN & !P::READS,
     }
 }
 
