@@ -251,18 +251,27 @@ fn a_plugin_of_another_abi_is_refused_naming_both_versions() {
         panic!("{status:?}")
     };
     assert!(
-        why.contains("plugin ABI 2.0") && why.contains("agent speaks ABI 1.1"),
+        // hello.c claims major 2 with the header's minor.
+        why.contains(&format!("plugin ABI 2.{}", zpulse_proto::abi::ABI_MINOR))
+            && why.contains(&format!(
+                "agent speaks ABI 1.{}",
+                zpulse_proto::abi::ABI_MINOR
+            )),
         "{why}"
     );
-    let abi2 = host.plugins().into_iter().find(|p| p.abi == Some((2, 0)));
+    let abi2 = host
+        .plugins()
+        .into_iter()
+        .find(|p| p.abi == Some((2, zpulse_proto::abi::ABI_MINOR)));
     assert!(abi2.is_some(), "the refused plugin's ABI is still shown");
 
     let out = host.run(&sample());
     let refused = agent(&out, "plugin.refused");
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0].event.subject, "libhello_c_abi2.so");
-    assert!(refused[0].event.summary.contains("ABI 2.0"));
-    assert!(out.logs.iter().any(|l| l.message.contains("ABI 2.0")));
+    let claimed = format!("ABI 2.{}", zpulse_proto::abi::ABI_MINOR);
+    assert!(refused[0].event.summary.contains(&claimed));
+    assert!(out.logs.iter().any(|l| l.message.contains(&claimed)));
     assert_hello(&out, 1);
     let out = host.run(&sample_n(1));
     assert!(agent(&out, "plugin.refused").is_empty(), "reported once");
@@ -605,8 +614,13 @@ fn cli_plugins_lists_name_version_abi_path_and_status() {
         .iter()
         .position(|l| l.starts_with("libhello_c_abi2.so"))
         .unwrap();
-    assert!(lines[abi2].contains(" 2.0 ") && lines[abi2].contains("refused"));
-    assert!(lines[abi2 + 1].trim_start().starts_with("plugin ABI 2.0"));
+    let minor = zpulse_proto::abi::ABI_MINOR;
+    assert!(lines[abi2].contains(&format!(" 2.{minor} ")) && lines[abi2].contains("refused"));
+    assert!(
+        lines[abi2 + 1]
+            .trim_start()
+            .starts_with(&format!("plugin ABI 2.{minor}"))
+    );
     let template = lines.iter().find(|l| l.starts_with("template")).unwrap();
     for part in ["0.1.0", " 1.1 ", "loaded", "libtemplate.so"] {
         assert!(template.contains(part), "{template}");

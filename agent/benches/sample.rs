@@ -20,7 +20,8 @@
 //! the resident set of `zpulse run --replay` (all checks) over a synthetic series.
 //!
 //! `--quick` (what CI runs) and `cargo test` do a few iterations of everything: a smoke run
-//! that prints the same table, not a measurement. `--callgrind` adds instruction counts per
+//! that prints the same table, not a measurement. `--no-rss` leaves out the memory figures
+//! (and the build of the `zpulse` binary they need). `--callgrind` adds instruction counts per
 //! iteration (valgrind, when installed), which do not depend on the machine's load.
 //!
 //! Synthetic captures start from the lab capture and add disks to `/proc/diskstats` and
@@ -39,7 +40,7 @@ use zpulse_agent::plugins::{Extra, PluginHost, Status};
 use zpulse_agent::sources::nvlist::encode::{Endian, encode};
 use zpulse_agent::sources::nvlist::{self, NvList, NvValue};
 use zpulse_proto::{Sample, Snapshot};
-use zpulse_tests::{SHIPPED_CHECKS, build_into_test_target, fixture};
+use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture};
 
 /// The lab capture every measurement starts from: HDD mirror, special mirror, log, cache.
 const LAB: &str = "lab/basic";
@@ -378,6 +379,11 @@ fn scrape(port: u16, gzip: bool) -> usize {
 /// node_exporter's CPU per scrape of capture `dir` (plain, gzip), µs; `None` when absent.
 fn node_exporter(mode: &Mode, dir: &Path) -> Option<(f64, f64)> {
     if !Path::new(NODE_EXPORTER).exists() {
+        // CI installs it (.ci/run): there, a comparison that cannot run is a failure.
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{NODE_EXPORTER} is missing: apt-get install prometheus-node-exporter"
+        );
         return None;
     }
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -568,7 +574,9 @@ fn main() {
         phase(&name, &series, n, &profile);
         return;
     }
-    let profile = build_into_test_target(&SHIPPED_CHECKS.map(|c| c.0));
+    // `--no-rss`: no `zpulse run` memory figures, and so no release build of the binary.
+    let rss = !args.iter().any(|a| a == "--no-rss");
+    let profile = build_libs_into_test_target(&SHIPPED_CHECKS.map(|c| c.0), rss);
     let benchmarking = args.iter().any(|a| a == "--bench");
     let quick = !benchmarking || args.iter().any(|a| a == "--quick");
     let mode = Mode {
@@ -694,6 +702,10 @@ fn main() {
         );
     }
 
+    if !rss {
+        let _ = std::fs::remove_dir_all(&work);
+        return;
+    }
     // Memory: `zpulse run --replay` with every check.
     let captures = if quick { 4 } else { 12 };
     println!("\nresident memory of `zpulse run --replay` with every check ({captures} captures)");
