@@ -54,7 +54,7 @@ impl Sample {
         }
         if !has(PART_HOST_RATES) {
             s.snapshot.net = snap.net.clone();
-            s.snapshot.cpu = snap.cpu.clone();
+            s.snapshot.cpu = snap.cpu;
         }
         s.snapshot.pools = snap
             .pools
