@@ -25,11 +25,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 rel=$target/release
-plugins="hdd_saturation arc_sizing special_fill slog_usage l2arc_value"
+plugins="pool_health layout hdd_saturation arc_sizing special_fill slog_usage l2arc_value"
 
 if [ $build = 1 ]; then
 	(cd "$top" && cargo build --release --locked -p zpulse-agent \
-		-p zpulse-check-hdd-saturation -p zpulse-check-arc-sizing -p zpulse-check-special-fill \
+		-p zpulse-check-pool-health -p zpulse-check-layout -p zpulse-check-hdd-saturation -p zpulse-check-arc-sizing -p zpulse-check-special-fill \
 		-p zpulse-check-slog-usage -p zpulse-check-l2arc-value)
 	if [ -f "$top/collector/Cargo.toml" ]; then
 		(cd "$top" && cargo build --release --locked -p zpulse-collector) ||
@@ -148,6 +148,7 @@ r=$work/zpulse-collector
 install_file 0755 "$rel/zpulse-collector" "$r/usr/bin/zpulse-collector"
 strip_elf "$r/usr/bin/zpulse-collector"
 install_file 0644 "$here/debian/zpulse-collector/default" "$r/etc/default/zpulse-collector"
+install_file 0644 "$here/conf/zpulse-collector.toml" "$r/etc/zpulse-collector/zpulse-collector.toml"
 install_file 0644 "$here/systemd/zpulse-collector.service" "$r/lib/systemd/system/zpulse-collector.service"
 man_gz "$here/man/zpulse-collector.8" "$r/usr/share/man/man8/zpulse-collector.8.gz"
 changelog zpulse-collector "$r"
@@ -159,6 +160,7 @@ Description: zpulse collector: stores the events of many zpulse agents
  embedded SQLite database and answers queries about them.
  .
  This package ships it as a systemd service running as the unprivileged user
- zpulse-collector, listening on port 24224.
+ zpulse-collector, listening on 127.0.0.1:24224 until clients are authenticated
+ in /etc/zpulse-collector/zpulse-collector.toml.
 EOF
 )"

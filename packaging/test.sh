@@ -74,6 +74,8 @@ cat >"$tmp/expected" <<'EOF'
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_arc_sizing.so
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_hdd_saturation.so
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_l2arc_value.so
+-rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_layout.so
+-rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_pool_health.so
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_slog_usage.so
 -rw-r--r-- root/root /usr/lib/zpulse/plugins/libzpulse_check_special_fill.so
 -rw-r--r-- root/root /usr/share/doc/zpulse/changelog.Debian.gz
@@ -96,7 +98,8 @@ if grep -q 'adduser --system' "$tmp/root/DEBIAN/postinst"; then ok "postinst cre
 if [ -n "$cdeb" ]; then
 	dpkg -c "$cdeb" >"$tmp/ccontents"
 	for f in /usr/bin/zpulse-collector /lib/systemd/system/zpulse-collector.service \
-		/etc/default/zpulse-collector /usr/share/man/man8/zpulse-collector.8.gz; do
+		/etc/default/zpulse-collector /etc/zpulse-collector/zpulse-collector.toml \
+		/usr/share/man/man8/zpulse-collector.8.gz; do
 		if grep -q " \.$f\$" "$tmp/ccontents"; then ok "zpulse-collector.deb has $f"; else fail "zpulse-collector.deb lacks $f"; fi
 	done
 fi

@@ -96,9 +96,11 @@ fn a_fleet_of_replayed_agents_reports_into_one_collector() {
     let packages: Vec<&str> = CHECKS.iter().map(|c| c.0).collect();
     let profile = build_into_test_target(&packages);
     let collector_bin = build_bin("zpulse-collector", "zpulse-collector");
-    let dir = std::env::temp_dir().join(format!("zpulse-fleet-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("zpulse-fleet-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().to_path_buf();
     let db = dir.join("events.db");
     let (port, http) = (free_port(), free_port());
     let _collector = Collector(
@@ -253,5 +255,4 @@ fn a_fleet_of_replayed_agents_reports_into_one_collector() {
         assert!(page.contains(host), "{host} on the page");
     }
     assert!(page.contains("deg/special"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

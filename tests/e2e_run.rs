@@ -13,11 +13,12 @@ use zpulse_tests::{build_into_test_target, fixture, workspace};
 
 use zpulse_tests::SHIPPED_CHECKS as CHECKS;
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zpulse-e2e-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory removed when the test ends, whether it passes or not.
+fn temp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("zpulse-e2e-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// The two receivers: the Forward server (node) and a syslog datagram socket.
@@ -109,7 +110,8 @@ fn same_events(forwarded: &[Value], syslogged: &[String]) {
 fn findings_and_heartbeat_reach_forward_and_syslog() {
     let packages: Vec<&str> = CHECKS.iter().map(|c| c.0).collect();
     let profile = build_into_test_target(&packages);
-    let dir = temp("run");
+    let tmp = temp("run");
+    let dir = tmp.path().to_path_buf();
     let peers = Peers::start(&dir);
     let paths: Vec<String> = CHECKS
         .iter()
@@ -170,7 +172,6 @@ fn findings_and_heartbeat_reach_forward_and_syslog() {
             .iter()
             .any(|m| m.starts_with("<26>") && m.contains("special-fill"))
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// The live agent on this host (no ZFS here: disks and host only) with the same two sinks:
@@ -178,13 +179,14 @@ fn findings_and_heartbeat_reach_forward_and_syslog() {
 #[test]
 fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
     let profile = build_into_test_target(&[]);
-    let dir = temp("live");
+    let tmp = temp("live");
+    let dir = tmp.path().to_path_buf();
     let peers = Peers::start(&dir);
     let config = dir.join("zpulse.toml");
     std::fs::write(
         &config,
         format!(
-            "interval = \"200ms\"\n[plugins]\ndirs = []\n\n{}",
+            "interval = \"1s\"\n[plugins]\ndirs = []\n\n{}",
             peers.sinks(&dir)
         ),
     )
@@ -195,7 +197,8 @@ fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Two readings, 1 s apart (the shortest interval), make the first sample and heartbeat.
+    std::thread::sleep(Duration::from_millis(2500));
     let term = Command::new("kill")
         .args(["-TERM", &agent.id().to_string()])
         .status()
@@ -210,5 +213,4 @@ fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
         "{forwarded:#?}"
     );
     same_events(&forwarded, &syslogged);
-    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 pub mod raw;
+pub mod settings;
 
 /// `tests/fixtures/<rel>`.
 pub fn fixture(rel: &str) -> PathBuf {
@@ -79,7 +80,9 @@ pub fn build_bin(package: &str, bin: &str) -> PathBuf {
 }
 
 /// The checks the agent ships: (package, shared object built from it).
-pub const SHIPPED_CHECKS: [(&str, &str); 5] = [
+pub const SHIPPED_CHECKS: [(&str, &str); 7] = [
+    ("zpulse-check-pool-health", "libzpulse_check_pool_health.so"),
+    ("zpulse-check-layout", "libzpulse_check_layout.so"),
     (
         "zpulse-check-hdd-saturation",
         "libzpulse_check_hdd_saturation.so",

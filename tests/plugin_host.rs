@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use zpulse_agent::config::{self, PluginSettings};
 use zpulse_agent::plugins::{Extra, Output, PluginHost, Status};
 use zpulse_proto::event::{Kind, Severity, State, Value};
-use zpulse_proto::{Entry, Sample, sdk};
+use zpulse_proto::{Entry, Sample, abi, sdk};
 use zpulse_tests::workspace;
 
 /// Where the built plugins are.
@@ -57,7 +57,10 @@ fn built() -> &'static Built {
         let hello_c = c_dir.join("libhello_c.so");
         let hello_c_abi2 = c_dir.join("libhello_c_abi2.so");
         compile(&hello_c, &[]);
-        compile(&hello_c_abi2, &["-DHELLO_ABI_MAJOR=2"]);
+        compile(
+            &hello_c_abi2,
+            &["-DHELLO_ABI_MAJOR=2", "-DHELLO_ABI_MINOR=0"],
+        );
         Built {
             profile_dir,
             hello_c,
@@ -172,7 +175,8 @@ fn good_rust_and_c_plugins_load_and_emit() {
     assert_eq!(infos.len(), 2);
     for p in &infos {
         assert_eq!(p.status, Status::Loaded, "{p:?}");
-        assert_eq!(p.abi, Some((1, zpulse_proto::abi::ABI_MINOR)));
+        // Both are built against this tree's ABI (the Rust SDK and the C header).
+        assert_eq!(p.abi, Some((abi::ABI_MAJOR, abi::ABI_MINOR)));
     }
     let c = infos
         .iter()
@@ -251,27 +255,23 @@ fn a_plugin_of_another_abi_is_refused_naming_both_versions() {
         panic!("{status:?}")
     };
     assert!(
-        // hello.c claims major 2 with the header's minor.
-        why.contains(&format!("plugin ABI 2.{}", zpulse_proto::abi::ABI_MINOR))
+        why.contains("plugin ABI 2.0")
             && why.contains(&format!(
-                "agent speaks ABI 1.{}",
-                zpulse_proto::abi::ABI_MINOR
+                "agent speaks ABI {}.{}",
+                abi::ABI_MAJOR,
+                abi::ABI_MINOR
             )),
         "{why}"
     );
-    let abi2 = host
-        .plugins()
-        .into_iter()
-        .find(|p| p.abi == Some((2, zpulse_proto::abi::ABI_MINOR)));
+    let abi2 = host.plugins().into_iter().find(|p| p.abi == Some((2, 0)));
     assert!(abi2.is_some(), "the refused plugin's ABI is still shown");
 
     let out = host.run(&sample());
     let refused = agent(&out, "plugin.refused");
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0].event.subject, "libhello_c_abi2.so");
-    let claimed = format!("ABI 2.{}", zpulse_proto::abi::ABI_MINOR);
-    assert!(refused[0].event.summary.contains(&claimed));
-    assert!(out.logs.iter().any(|l| l.message.contains(&claimed)));
+    assert!(refused[0].event.summary.contains("ABI 2.0"));
+    assert!(out.logs.iter().any(|l| l.message.contains("ABI 2.0")));
     assert_hello(&out, 1);
     let out = host.run(&sample_n(1));
     assert!(agent(&out, "plugin.refused").is_empty(), "reported once");
@@ -614,15 +614,11 @@ fn cli_plugins_lists_name_version_abi_path_and_status() {
         .iter()
         .position(|l| l.starts_with("libhello_c_abi2.so"))
         .unwrap();
-    let minor = zpulse_proto::abi::ABI_MINOR;
-    assert!(lines[abi2].contains(&format!(" 2.{minor} ")) && lines[abi2].contains("refused"));
-    assert!(
-        lines[abi2 + 1]
-            .trim_start()
-            .starts_with(&format!("plugin ABI 2.{minor}"))
-    );
+    assert!(lines[abi2].contains(" 2.0 ") && lines[abi2].contains("refused"));
+    assert!(lines[abi2 + 1].trim_start().starts_with("plugin ABI 2.0"));
     let template = lines.iter().find(|l| l.starts_with("template")).unwrap();
-    for part in ["0.1.0", " 1.1 ", "loaded", "libtemplate.so"] {
+    let version = format!("{}.{}", abi::ABI_MAJOR, abi::ABI_MINOR);
+    for part in ["0.1.0", &version, "loaded", "libtemplate.so"] {
         assert!(template.contains(part), "{template}");
     }
 

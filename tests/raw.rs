@@ -154,6 +154,48 @@ pub fn zpool_status(text: &str) -> Vec<StatusVdev> {
     out
 }
 
+/// One row of `zpool status`'s config table with counters: name, state, READ, WRITE, CKSUM
+/// (`zpool status -p` prints them exactly). Spares, which have none, are left out.
+pub fn zpool_status_rows(text: &str) -> Vec<(String, String, [u64; 3])> {
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("NAME"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let n = |i: usize| w.get(i)?.parse::<u64>().ok();
+            Some((
+                w[0].to_string(),
+                w.get(1)?.to_string(),
+                [n(2)?, n(3)?, n(4)?],
+            ))
+        })
+        .collect()
+}
+
+/// The `scan:` line of `zpool status` and its continuation lines, tabs and label dropped.
+pub fn zpool_status_scan(text: &str) -> Vec<String> {
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("scan:"));
+    let Some(first) = lines.next() else {
+        return Vec::new();
+    };
+    let mut out = vec![
+        first
+            .trim_start()
+            .trim_start_matches("scan:")
+            .trim()
+            .to_string(),
+    ];
+    out.extend(
+        lines
+            .take_while(|l| l.starts_with('\t'))
+            .map(|l| l.trim().to_string()),
+    );
+    out
+}
+
 /// `zpool list -vp` rows with numbers: name → (alloc, free).
 pub fn zpool_list(text: &str) -> BTreeMap<String, (u64, u64)> {
     text.lines()

@@ -397,3 +397,63 @@ fn the_agent_ran_live_in_the_lab_vm() {
         assert_eq!(cfg.health, state);
     }
 }
+
+/// What `zpulse once` prints for a capture carries what `zpool status` printed at that
+/// moment: the scan line in zpool's words, READ/WRITE/CKSUM and state of every vdev, and the
+/// data-error verdict.
+#[test]
+fn status_text_equals_zpool_status() {
+    for (capture, pool) in captures() {
+        let snap = zpulse_agent::capture::load(&fixture(&capture)).unwrap();
+        let ours = zpulse_agent::report::snapshot_text(&snap);
+        let theirs = cli(&capture, &format!("zpool-status.{pool}.txt"));
+        let section: Vec<&str> = ours
+            .lines()
+            .skip_while(|l| !l.starts_with(&format!("POOL  {pool} ")))
+            .take_while(|l| !l.starts_with("DISK") && !l.starts_with("MEM"))
+            .collect();
+        let expected_scan = zpulse_tests::raw::zpool_status_scan(&theirs);
+        let scan_at = section
+            .iter()
+            .position(|l| l.trim_start().starts_with("scan: "));
+        match expected_scan.first() {
+            None => assert!(scan_at.is_none(), "{capture}"),
+            Some(first) => {
+                let at = scan_at.unwrap_or_else(|| panic!("{capture}: no scan line in\n{ours}"));
+                let got: Vec<&str> = section[at..]
+                    .iter()
+                    .take(expected_scan.len())
+                    .map(|l| l.trim().trim_start_matches("scan: "))
+                    .collect();
+                if first.contains("in progress") {
+                    // zpool ran a moment after the ioctl dump: the same scan, figures later.
+                    assert_eq!(got[0], first, "{capture}");
+                    assert_eq!(got.len(), expected_scan.len(), "{capture}");
+                    assert!(got[2].contains("% done"), "{capture}: {got:?}");
+                } else {
+                    assert_eq!(got, expected_scan, "{capture}");
+                }
+            }
+        }
+        for (name, state, counts) in zpulse_tests::raw::zpool_status_rows(&theirs) {
+            let row = section
+                .iter()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|w| w.first() == Some(&name.as_str()))
+                .unwrap_or_else(|| panic!("{capture}: no row for {name} in\n{ours}"));
+            let at = row.iter().position(|w| *w == state).unwrap_or_else(|| {
+                panic!("{capture}: {name} is not {state} in {row:?}");
+            });
+            let got: Vec<u64> = row[at + 1..at + 4]
+                .iter()
+                .map(|w| w.parse().unwrap())
+                .collect();
+            assert_eq!(got, counts, "{capture}: {name}");
+        }
+        let clean = theirs.contains("errors: No known data errors");
+        let says_clean = section
+            .iter()
+            .any(|l| l.contains("errors: No known data errors"));
+        assert_eq!(says_clean, clean, "{capture}");
+    }
+}

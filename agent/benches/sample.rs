@@ -8,7 +8,7 @@
 //!   the `/dev/zfs` replies decoded and joined to the disks);
 //! * **sample** — the steady state without checks: a snapshot plus `Sample::between` against
 //!   the previous one;
-//! * **+ checks** — the same with the five shipped checks (the `plugins/` shared objects)
+//! * **+ checks** — the same with every shipped check (the `plugins/` shared objects)
 //!   loaded through the real plugin host, which encodes and dispatches the sample;
 //! * **node_exporter** — when Debian's `prometheus-node-exporter` is installed, its CPU per
 //!   scrape of the same capture (`--path.procfs`, `--path.sysfs`, collectors `zfs` and
@@ -96,7 +96,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The five shipped checks, started by the real plugin host.
+/// Every shipped check, started by the real plugin host.
 fn checks(profile: &Path, hostname: &str) -> PluginHost {
     let settings = PluginSettings {
         dirs: Vec::new(),
@@ -616,7 +616,10 @@ fn main() {
     row("floor: read the files", c.floor);
     row("snapshot", c.snapshot);
     row("sample, no checks", c.sample);
-    row("sample + 5 shipped checks", c.checks);
+    row(
+        &format!("sample + {} shipped checks", SHIPPED_CHECKS.len()),
+        c.checks,
+    );
     match ne {
         Some((plain, gzip)) => {
             row("node_exporter scrape (zfs+diskstats)", plain);

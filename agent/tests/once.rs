@@ -281,3 +281,191 @@ fn a_freebsd_capture_replays_through_the_sysctl_parsers() {
     std::fs::remove_dir_all(root).unwrap();
     std::fs::remove_dir_all(copy).unwrap();
 }
+
+/// Runs zpulse; a run that has not finished in 20 s is a hang, and the test fails.
+fn zpulse_bounded(args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_zpulse"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(out) => out,
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("zpulse {args:?} hung");
+        }
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+#[test]
+fn a_fifo_or_device_in_place_of_a_source_costs_only_itself() {
+    let root = temp("fifo-source");
+    copy_dir(&lab("000"), &root);
+    mkfifo(&root.join("proc/diskstats"));
+    std::fs::remove_file(root.join("proc/stat")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("proc/stat")).unwrap();
+    let out = zpulse_bounded(&["once", "--root", root.to_str().unwrap(), "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let issues = snap["issues"].to_string();
+    assert!(
+        issues.contains("diskstats") && issues.contains("not a regular file (a FIFO)"),
+        "{issues}"
+    );
+    assert!(
+        issues.contains("proc/stat") && issues.contains("character device"),
+        "{issues}"
+    );
+    // Everything else still read: the arcstats of the capture.
+    assert!(snap["arc"]["fields"]["hits"].is_u64(), "{}", snap["arc"]);
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_manifest_that_is_a_fifo_or_dev_zero_is_refused_at_once() {
+    let root = temp("fifo-manifest");
+    copy_dir(&lab("000"), &root);
+    let manifest = root.join("zpulse-capture.toml");
+    mkfifo(&manifest);
+    let out = zpulse_bounded(&["once", "--root", root.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a regular file (a FIFO)"), "{err}");
+
+    std::fs::remove_file(&manifest).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &manifest).unwrap();
+    let out = zpulse_bounded(&["once", "--root", root.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("character device"), "{err}");
+    // In a series, for replay.
+    let series = temp("fifo-series");
+    copy_dir(&lab("000"), &series.join("000"));
+    copy_dir(&lab("001"), &series.join("001"));
+    let second = series.join("001/zpulse-capture.toml");
+    std::fs::remove_file(&second).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &second).unwrap();
+    let out = zpulse_bounded(&["replay", series.to_str().unwrap()]);
+    std::fs::remove_dir_all(series).unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("character device"), "{err}");
+
+    // A regular file too large to be a manifest.
+    std::fs::remove_file(&manifest).unwrap();
+    std::fs::write(&manifest, vec![b'#'; 1 << 20]).unwrap();
+    let out = zpulse_bounded(&["once", "--root", root.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("larger than"), "{err}");
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn capture_never_writes_through_a_link_planted_in_its_directory() {
+    let dest = temp("planted");
+    std::fs::create_dir_all(dest.join("proc")).unwrap();
+    let victim = temp("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, dest.join("proc/diskstats")).unwrap();
+    let out = zpulse(&[
+        "capture",
+        dest.to_str().unwrap(),
+        "--root",
+        lab("000").to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not empty"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    std::fs::remove_dir_all(dest).unwrap();
+    std::fs::remove_file(victim).unwrap();
+}
+
+#[test]
+fn capture_into_an_existing_capture_or_series_is_refused() {
+    let dest = temp("twice");
+    let from = lab("000");
+    let args = [
+        "capture",
+        dest.to_str().unwrap(),
+        "--root",
+        from.to_str().unwrap(),
+    ];
+    assert!(zpulse(&args).status.success());
+    let before = std::fs::read(dest.join("zpulse-capture.toml")).unwrap();
+    let out = zpulse(&args);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"));
+    assert_eq!(
+        std::fs::read(dest.join("zpulse-capture.toml")).unwrap(),
+        before
+    );
+    let out = zpulse(&[
+        "capture",
+        dest.to_str().unwrap(),
+        "--count",
+        "2",
+        "--interval",
+        "0.1",
+    ]);
+    assert!(!out.status.success());
+    std::fs::remove_dir_all(dest).unwrap();
+}
+
+#[test]
+fn every_empty_or_misplaced_source_gets_its_note() {
+    let root = temp("lost-sources");
+    copy_dir(&lab("000"), &root);
+    for rel in [
+        "proc/spl/kstat/zfs/arcstats",
+        "proc/diskstats",
+        "proc/net/dev",
+    ] {
+        std::fs::write(root.join(rel), b"").unwrap();
+    }
+    // A kstat file replaced by a directory is a lost kstat, not a pool named after it.
+    let zil = root.join("proc/spl/kstat/zfs/zil");
+    std::fs::remove_file(&zil).unwrap();
+    std::fs::create_dir(&zil).unwrap();
+    std::fs::write(zil.join("state"), b"ONLINE\n").unwrap();
+    let snap = json(&["once", "--root", root.to_str().unwrap(), "--format", "json"]);
+    let issues = snap["issues"].as_array().unwrap();
+    let noted = |source: &str, words: &str| {
+        assert!(
+            issues
+                .iter()
+                .any(|i| i["source"] == source && i["message"].as_str().unwrap().contains(words)),
+            "no note for {source} saying {words:?}: {issues:?}"
+        );
+    };
+    noted("proc/spl/kstat/zfs/arcstats", "empty file");
+    noted("proc/diskstats", "empty file");
+    noted("proc/net/dev", "empty file");
+    noted("proc/spl/kstat/zfs/zil", "not a pool");
+    let pools: Vec<&str> = snap["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    // The capture's one pool (lab/basic: `tank`), and no phantom `zil`.
+    assert_eq!(pools, ["tank"]);
+    std::fs::remove_dir_all(root).unwrap();
+}

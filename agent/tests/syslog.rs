@@ -86,7 +86,7 @@ fn rsyslogd() -> PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "rsyslogd is not installed (looked at {candidates:?}); .ci/run installs it: \
+                "rsyslogd is not installed (looked at {candidates:?}); tests/run installs it: \
                  apt-get install rsyslog rsyslog-gnutls"
             )
         })

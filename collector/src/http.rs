@@ -12,7 +12,7 @@
 
 use crate::query::{ago, findings_json, hosts_json, utc, utc_ns};
 use crate::server::{Stats, log};
-use crate::store::{Filter, FindingRow, Store, severity_name};
+use crate::store::{Filter, FindingRow, HostRow, Store, parse_severity, severity_name};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -30,12 +30,43 @@ const CHART_WINDOW_S: i64 = 86400;
 /// Rows read for one host's charts, at most.
 const CHART_ROWS: usize = 50_000;
 const MAX_SERIES: usize = 12;
+/// Open findings listed on the front page, at most (the worst first).
+const OPEN_ROWS: usize = 200;
 const MAX_POINTS: usize = 400;
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
-                   base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+                   base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// What the page needs from the configuration.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub db: PathBuf,
+    /// Read access needs `Authorization: Bearer TOKEN` or `?token=TOKEN`; `None`: open.
+    pub token: Option<String>,
+    /// Clock skew flagged, s.
+    pub max_skew: i64,
+    /// Heartbeat intervals after which a host is marked silent.
+    pub silent_intervals: f64,
+}
+
+impl Default for Page {
+    fn default() -> Page {
+        Page::from_config(&crate::config::Config::default())
+    }
+}
+
+impl Page {
+    pub fn from_config(c: &crate::config::Config) -> Page {
+        Page {
+            db: c.db.clone(),
+            token: c.http_token.clone(),
+            max_skew: c.max_clock_skew.as_secs() as i64,
+            silent_intervals: c.alerting.silent_intervals,
+        }
+    }
+}
 
 /// Binds and serves in a thread; returns the bound address.
-pub fn start(addr: &str, db: PathBuf, stats: Arc<Stats>) -> Result<SocketAddr, String> {
+pub fn start(addr: &str, page: Page, stats: Arc<Stats>) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr).map_err(|e| format!("http {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     let active = Arc::new(AtomicUsize::new(0));
@@ -54,12 +85,12 @@ pub fn start(addr: &str, db: PathBuf, stats: Arc<Stats>) -> Result<SocketAddr, S
                     let _ = respond(&mut s, 503, "text/plain", b"busy\n", false);
                     continue;
                 }
-                let (db, stats, active) = (db.clone(), stats.clone(), active.clone());
+                let (page, stats, active) = (page.clone(), stats.clone(), active.clone());
                 let spawned =
                     std::thread::Builder::new()
                         .name("http conn".into())
                         .spawn(move || {
-                            handle(stream, &db, &stats);
+                            handle(stream, &page, &stats);
                             active.fetch_sub(1, Ordering::SeqCst);
                         });
                 if spawned.is_err() {
@@ -81,6 +112,7 @@ fn respond(
     let reason = match code {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
         431 => "Request Header Fields Too Large",
@@ -100,7 +132,7 @@ fn respond(
     s.flush()
 }
 
-fn handle(mut s: TcpStream, db: &std::path::Path, stats: &Stats) {
+fn handle(mut s: TcpStream, page: &Page, stats: &Stats) {
     let _ = s.set_read_timeout(Some(TIMEOUT));
     let _ = s.set_write_timeout(Some(TIMEOUT));
     let mut head = Vec::with_capacity(1024);
@@ -134,12 +166,63 @@ fn handle(mut s: TcpStream, db: &std::path::Path, stats: &Stats) {
         let _ = respond(&mut s, 405, "text/plain", b"GET or HEAD only\n", false);
         return;
     }
-    let (code, ctype, body) = route(target, db, stats);
+    if let Some(token) = &page.token
+        && !authorized(&text, target, token)
+    {
+        let _ = respond(
+            &mut s,
+            401,
+            "text/plain",
+            b"a token is required: Authorization: Bearer TOKEN, or ?token=TOKEN\n",
+            head_only,
+        );
+        return;
+    }
+    let (code, ctype, body) = route(target, page, stats);
     let _ = respond(&mut s, code, ctype, body.as_bytes(), head_only);
 }
 
+/// Whether a request carries `token`: `Authorization: Bearer TOKEN` (RFC 6750 §2.1) or the
+/// query parameter `token` (§2.3). Compared in constant time.
+fn authorized(head: &str, target: &str, token: &str) -> bool {
+    let from_header = head.lines().skip(1).find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("authorization")
+            .then(|| value.trim().strip_prefix("Bearer ").map(str::trim))?
+    });
+    let from_query = query_params(target).remove("token");
+    [from_header.map(str::to_owned), from_query]
+        .into_iter()
+        .flatten()
+        .any(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The query parameters of a request target, percent-decoded (`+` is a space).
+pub fn query_params(target: &str) -> BTreeMap<String, String> {
+    let Some((_, q)) = target.split_once('?') else {
+        return BTreeMap::new();
+    };
+    q.split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (
+                percent_decode(&k.replace('+', " ")),
+                percent_decode(&v.replace('+', " ")),
+            )
+        })
+        .collect()
+}
+
 /// The response to a GET of `target`: status, content type, body.
-pub fn route(target: &str, db: &std::path::Path, stats: &Stats) -> (u16, &'static str, String) {
+pub fn route(target: &str, config: &Page, stats: &Stats) -> (u16, &'static str, String) {
+    let db = &config.db;
+    let params = query_params(target);
     let path = target.split('?').next().unwrap_or("");
     const HTML: &str = "text/html; charset=utf-8";
     const JSON: &str = "application/json";
@@ -156,11 +239,34 @@ pub fn route(target: &str, db: &std::path::Path, stats: &Stats) -> (u16, &'stati
     };
     let now = now_s();
     let result = match path {
-        "/" | "/index.html" => index(&store, stats, now).map(|b| (HTML, b)),
-        "/api/hosts" => store.hosts().map(|h| (JSON, hosts_json(&h).to_string())),
-        "/api/open" => store
-            .open_findings(None)
-            .map(|f| (JSON, findings_json(&f).to_string())),
+        "/" | "/index.html" => index(&store, stats, config, &params, now).map(|b| (HTML, b)),
+        "/api/hosts" => HostFilter::from_params(&params).and_then(|filter| {
+            let open = store.open_findings(None)?;
+            let hosts: Vec<HostRow> = store
+                .hosts()?
+                .into_iter()
+                .filter(|h| filter.keeps(h, &open))
+                .collect();
+            Ok((JSON, hosts_json(&hosts, config.max_skew).to_string()))
+        }),
+        "/api/open" => api_filter(&params, now).and_then(|f| {
+            let rows: Vec<FindingRow> = store
+                .open_findings(f.host.as_deref())?
+                .into_iter()
+                .filter(|r| {
+                    f.check.as_ref().is_none_or(|c| &r.check == c)
+                        && f.min_severity.is_none_or(|s| r.severity >= s)
+                })
+                .take(f.limit)
+                .collect();
+            Ok((JSON, findings_json(&rows).to_string()))
+        }),
+        "/api/events" => api_filter(&params, now).and_then(|f| {
+            Ok((
+                JSON,
+                crate::query::events_json(&store.events(&f)?).to_string(),
+            ))
+        }),
         p if p.starts_with("/host/") => {
             let name = percent_decode(&p["/host/".len()..]);
             match store.hosts() {
@@ -175,8 +281,45 @@ pub fn route(target: &str, db: &std::path::Path, stats: &Stats) -> (u16, &'stati
     };
     match result {
         Ok((ctype, body)) => (200, ctype, body),
+        Err(e) if e.starts_with(BAD_PARAMETER) => {
+            (400, "text/plain; charset=utf-8", format!("{e}\n"))
+        }
         Err(e) => (500, "text/plain; charset=utf-8", format!("{e}\n")),
     }
+}
+
+const BAD_PARAMETER: &str = "parameter ";
+/// `limit` of `/api/*`, at most.
+const API_MAX_LIMIT: usize = 10_000;
+
+/// `/api/open` and `/api/events` parameters: `host`, `check`, `severity` (this or worse),
+/// `since` (a duration back from now: 15m, 1h, 7d), `kind` (events only), `limit` (100 by
+/// default, at most 10,000).
+fn api_filter(p: &BTreeMap<String, String>, now: i64) -> Result<Filter, String> {
+    let bad = |k: &str, e: String| format!("{BAD_PARAMETER}{k}: {e}");
+    let nonempty = |k: &str| p.get(k).filter(|v| !v.is_empty()).cloned();
+    Ok(Filter {
+        host: nonempty("host"),
+        check: nonempty("check"),
+        min_severity: nonempty("severity")
+            .map(|s| parse_severity(&s))
+            .transpose()
+            .map_err(|e| bad("severity", e))?,
+        kinds: nonempty("kind").map(|k| k.split(',').map(str::to_owned).collect()),
+        since_ts: nonempty("since")
+            .map(|s| {
+                crate::config::parse_duration(&s)
+                    .map(|d| (now - d.as_secs() as i64).saturating_mul(1_000_000_000))
+            })
+            .transpose()
+            .map_err(|e| bad("since", e))?,
+        limit: nonempty("limit")
+            .map(|l| l.parse::<usize>().map_err(|e| bad("limit", e.to_string())))
+            .transpose()?
+            .unwrap_or(100)
+            .min(API_MAX_LIMIT),
+        oldest_first: false,
+    })
 }
 
 fn now_s() -> i64 {
@@ -287,24 +430,228 @@ fn findings_html(out: &mut String, rows: &[FindingRow], now: i64, with_host: boo
     out.push_str("</table>\n");
 }
 
-fn index(store: &Store, stats: &Stats, now: i64) -> Result<String, String> {
+/// What the front page and `/api/hosts` filter hosts by: `q` (text in the name),
+/// `severity` (worst open finding at least this), `check` (an open finding of this check).
+#[derive(Debug, Default)]
+struct HostFilter {
+    text: Option<String>,
+    min_severity: Option<i64>,
+    check: Option<String>,
+}
+
+impl HostFilter {
+    fn from_params(p: &BTreeMap<String, String>) -> Result<HostFilter, String> {
+        let nonempty = |k: &str| p.get(k).filter(|v| !v.is_empty()).cloned();
+        Ok(HostFilter {
+            text: nonempty("q"),
+            min_severity: nonempty("severity")
+                .map(|s| parse_severity(&s))
+                .transpose()
+                .map_err(|e| format!("{BAD_PARAMETER}severity: {e}"))?,
+            check: nonempty("check"),
+        })
+    }
+
+    fn keeps(&self, h: &HostRow, open: &[FindingRow]) -> bool {
+        self.text
+            .as_ref()
+            .is_none_or(|t| h.host.contains(t.as_str()))
+            && self
+                .min_severity
+                .is_none_or(|s| h.open_findings > 0 && h.worst_open.is_some_and(|w| w >= s))
+            && self
+                .check
+                .as_ref()
+                .is_none_or(|c| open.iter().any(|f| f.host == h.host && &f.check == c))
+    }
+}
+
+/// Open findings grouped by (check, severity), worst first, then the most hosts: the front
+/// page's first table.
+fn groups(open: &[FindingRow]) -> Vec<(String, i64, Vec<String>)> {
+    let mut by: BTreeMap<(String, i64), Vec<String>> = BTreeMap::new();
+    for f in open.iter().filter(|f| f.acked.is_none()) {
+        let hosts = by.entry((f.check.clone(), f.severity)).or_default();
+        if !hosts.contains(&f.host) {
+            hosts.push(f.host.clone());
+        }
+    }
+    let mut out: Vec<(String, i64, Vec<String>)> =
+        by.into_iter().map(|((c, s), h)| (c, s, h)).collect();
+    out.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(b.2.len().cmp(&a.2.len()))
+            .then(a.0.cmp(&b.0))
+    });
+    out
+}
+
+fn host_links(out: &mut String, hosts: &[String]) {
+    for (i, h) in hosts.iter().take(12).enumerate() {
+        let _ = write!(
+            out,
+            "{}<a href=\"/host/{}\">{}</a>",
+            if i > 0 { ", " } else { "" },
+            percent_encode(h),
+            esc(h)
+        );
+    }
+    if hosts.len() > 12 {
+        let _ = write!(out, " and {} more", hosts.len() - 12);
+    }
+}
+
+fn plural(n: usize, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+fn index(
+    store: &Store,
+    stats: &Stats,
+    config: &Page,
+    params: &BTreeMap<String, String>,
+    now: i64,
+) -> Result<String, String> {
     let hosts = store.hosts()?;
     let open = store.open_findings(None)?;
+    let silent: Vec<String> = store
+        .silent_hosts(now, config.silent_intervals)?
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect();
+    let skewed: Vec<String> = hosts
+        .iter()
+        .filter(|h| crate::query::skewed(h, config.max_skew))
+        .map(|h| h.host.clone())
+        .collect();
     let mut b = String::new();
-    let _ = writeln!(b, "<h2>Hosts ({})</h2>", hosts.len());
-    b.push_str(
-        "<table class=\"hosts\"><tr><th>Host</th><th>Last seen</th><th>Agent</th>\
-         <th>Open findings</th><th>Peer</th></tr>\n",
+    // What is wrong, worst first.
+    b.push_str("<h2>What is wrong</h2>\n");
+    let grouped = groups(&open);
+    if grouped.is_empty() && silent.is_empty() && skewed.is_empty() {
+        let _ = writeln!(
+            b,
+            "<p class=\"ok\">Nothing: {} reporting, no open findings.</p>",
+            plural(hosts.len(), "host")
+        );
+    } else {
+        b.push_str("<table class=\"wrong\">\n");
+        if !silent.is_empty() {
+            let _ = write!(
+                b,
+                "<tr class=\"group silent\"><td class=\"critical\">silent</td><td>{}</td>\
+                 <td>on {}</td><td>",
+                crate::alert::HOST_SILENT_CHECK,
+                plural(silent.len(), "host")
+            );
+            host_links(&mut b, &silent);
+            b.push_str("</td></tr>\n");
+        }
+        for (check, sev, hs) in &grouped {
+            let name = severity_name(Some(*sev));
+            let _ = write!(
+                b,
+                "<tr class=\"group\"><td class=\"{name}\">{name}</td><td>\
+                 <a href=\"/?check={}\">{}</a></td><td>on {}</td><td>",
+                percent_encode(check),
+                esc(check),
+                plural(hs.len(), "host")
+            );
+            host_links(&mut b, hs);
+            b.push_str("</td></tr>\n");
+        }
+        if !skewed.is_empty() {
+            let _ = write!(
+                b,
+                "<tr class=\"group\"><td class=\"warning\">clock</td><td>clock skew over {}s</td>\
+                 <td>on {}</td><td>",
+                config.max_skew,
+                plural(skewed.len(), "host")
+            );
+            host_links(&mut b, &skewed);
+            b.push_str("</td></tr>\n");
+        }
+        b.push_str("</table>\n");
+    }
+    // The host list: filtered and sorted by the query parameters (a plain GET form).
+    let filter = HostFilter::from_params(params)?;
+    let sort = params.get("sort").map_or("worst", String::as_str);
+    let mut shown: Vec<&HostRow> = hosts.iter().filter(|h| filter.keeps(h, &open)).collect();
+    match sort {
+        "name" => {}
+        "seen" => shown.sort_by_key(|h| h.last_seen),
+        "open" => shown.sort_by_key(|h| std::cmp::Reverse(h.open_findings)),
+        _ => shown.sort_by_key(|h| {
+            (
+                !silent.contains(&h.host),
+                std::cmp::Reverse(if h.open_findings > 0 {
+                    h.worst_open
+                } else {
+                    None
+                }),
+                std::cmp::Reverse(h.open_findings),
+            )
+        }),
+    }
+    let _ = writeln!(b, "<h2>Hosts ({} of {})</h2>", shown.len(), hosts.len());
+    let value = |k: &str| esc(params.get(k).map_or("", String::as_str));
+    let _ = writeln!(
+        b,
+        "<form method=\"get\" action=\"/\"><input name=\"q\" placeholder=\"host name\" value=\"{}\">\
+         <select name=\"severity\"><option value=\"\">any severity</option>{}</select>\
+         <input name=\"check\" placeholder=\"check\" value=\"{}\">\
+         <input type=\"hidden\" name=\"sort\" value=\"{}\"><button>Filter</button></form>",
+        value("q"),
+        ["warning", "critical"]
+            .iter()
+            .map(|s| format!(
+                "<option{}>{s}</option>",
+                if params.get("severity").is_some_and(|v| v == s) {
+                    " selected"
+                } else {
+                    ""
+                }
+            ))
+            .collect::<String>(),
+        value("check"),
+        esc(sort)
     );
-    for h in &hosts {
+    let link = |key: &str, label: &str| {
+        let mut p = params.clone();
+        p.insert("sort".into(), key.into());
+        let q: Vec<String> = p
+            .iter()
+            .filter(|(k, v)| !v.is_empty() && k.as_str() != "token")
+            .map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v)))
+            .collect();
+        format!("<a href=\"/?{}\">{label}</a>", esc(&q.join("&")))
+    };
+    let _ = writeln!(
+        b,
+        "<table class=\"hosts\"><tr><th>{}</th><th>{}</th><th>Agent</th><th>{}</th>\
+         <th>Clock</th></tr>",
+        link("name", "Host"),
+        link("seen", "Last seen"),
+        link("open", "Open findings"),
+    );
+    for h in &shown {
         let worst = if h.open_findings > 0 {
             severity_name(h.worst_open)
         } else {
             "muted"
         };
+        let state = if silent.contains(&h.host) {
+            " <span class=\"critical\">silent</span>"
+        } else {
+            ""
+        };
         let _ = writeln!(
             b,
-            "<tr class=\"host\"><td><a href=\"/host/{}\">{}</a></td><td title=\"{}\">{}</td>\
+            "<tr class=\"host\"><td><a href=\"/host/{}\">{}</a>{state}</td><td title=\"{}\">{}</td>\
              <td>{}</td><td class=\"{worst}\">{}</td><td>{}</td></tr>",
             percent_encode(&h.host),
             esc(&h.host),
@@ -312,28 +659,44 @@ fn index(store: &Store, stats: &Stats, now: i64) -> Result<String, String> {
             ago(h.last_seen, now),
             esc(h.version.as_deref().unwrap_or("-")),
             h.open_findings,
-            esc(&h.peer)
+            if crate::query::skewed(h, config.max_skew) {
+                format!("<span class=\"warning\">{:+}s</span>", h.clock_skew)
+            } else {
+                "ok".into()
+            }
         );
     }
     b.push_str("</table>\n");
-    let _ = writeln!(b, "<h2>Open findings ({})</h2>", open.len());
-    findings_html(&mut b, &open, now, true);
-    b.push_str("<h2>Figures, last 24 h</h2>\n");
-    for h in hosts.iter().take(50) {
-        let _ = writeln!(
-            b,
-            "<h3><a href=\"/host/{}\">{}</a></h3>",
-            percent_encode(&h.host),
-            esc(&h.host)
-        );
-        b.push_str(&chart(store, &h.host, now)?);
-    }
+    let listed: Vec<FindingRow> = open
+        .iter()
+        .filter(|f| {
+            filter.check.as_ref().is_none_or(|c| &f.check == c)
+                && filter.min_severity.is_none_or(|s| f.severity >= s)
+                && filter
+                    .text
+                    .as_ref()
+                    .is_none_or(|t| f.host.contains(t.as_str()))
+        })
+        .take(OPEN_ROWS)
+        .cloned()
+        .collect();
+    let _ = writeln!(
+        b,
+        "<h2>Open findings ({}{})</h2>",
+        listed.len(),
+        if listed.len() == OPEN_ROWS {
+            ", the worst shown"
+        } else {
+            ""
+        }
+    );
+    findings_html(&mut b, &listed, now, true);
     let s = stats.snapshot();
     let _ = writeln!(
         b,
         "<p class=\"muted\">This collector since start: {} events in {} batches, {} duplicate \
          batches dropped, {} connections ({} open, {} refused), {} authentication failures, \
-         {} protocol errors.</p>",
+         {} protocol errors, {} records refused for their host.</p>",
         s["events"],
         s["batches"],
         s["duplicates"],
@@ -341,7 +704,8 @@ fn index(store: &Store, stats: &Stats, now: i64) -> Result<String, String> {
         s["connections_active"],
         s["connections_refused"],
         s["auth_failures"],
-        s["protocol_errors"]
+        s["protocol_errors"],
+        s["records_refused_host"]
     );
     Ok(page("fleet", &b))
 }

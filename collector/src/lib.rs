@@ -2,6 +2,7 @@
 //! hosts in SQLite ([`store`]), answers queries ([`query`]) and serves a read-only web page
 //! ([`http`]).
 
+pub mod alert;
 pub mod config;
 pub mod http;
 pub mod query;

@@ -13,7 +13,11 @@ use zpulse_collector::store::{Filter, Store, parse_severity};
 #[command(
     name = "zpulse-collector",
     version,
-    about = "Receives zpulse events over Fluent Forward, stores them in SQLite, answers queries"
+    about = "Receives zpulse events over Fluent Forward, stores them in SQLite, answers queries",
+    after_help = "Exit status: 0 success (also when the reader of the output went away, as in \
+                  `hosts | head`, and for serve stopped by SIGTERM/SIGINT); 2 any error: bad \
+                  usage, a configuration refused, a database missing or unreadable, a \
+                  listener that cannot be bound."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -42,7 +46,8 @@ struct DbArgs {
 enum Cmd {
     /// Receive Forward events and store them.
     Serve {
-        /// Forward listener, `host:port` (default 0.0.0.0:24224).
+        /// Forward listener, `host:port` (default 127.0.0.1:24224; beyond loopback only with
+        /// client authentication or `insecure = true`).
         #[arg(long)]
         listen: Option<String>,
         #[arg(long)]
@@ -78,6 +83,20 @@ enum Cmd {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Silences one finding on the page and in alerting (for good, or `--until`).
+    Ack {
+        host: String,
+        check: String,
+        subject: String,
+        /// For this long only: 90s, 15m, 1h, 7d.
+        #[arg(long)]
+        until: Option<String>,
+        /// The database (default: the config file's `db`).
+        #[arg(long)]
+        db: Option<PathBuf>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Open findings, worst first.
     Open {
         #[command(flatten)]
@@ -111,16 +130,31 @@ fn load_config(path: Option<&Path>) -> Result<Config, String> {
     }
 }
 
-fn open_db(a: &DbArgs) -> Result<Store, String> {
-    let db = match &a.db {
-        Some(d) => d.clone(),
-        None => load_config(a.config.as_deref())?.db,
-    };
-    Store::open_read_only(&db)
+/// The database to read, and the config it came from (for its thresholds). A `--db` given
+/// without `--config` reads the default config only when it exists.
+fn open_db(a: &DbArgs) -> Result<(Store, Config), String> {
+    let config = load_config(a.config.as_deref())?;
+    let db = a.db.clone().unwrap_or_else(|| config.db.clone());
+    Ok((Store::open_read_only(&db)?, config))
 }
 
-fn print_json(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+/// Writes to stdout. A reader that went away (`hosts | head`) ends the output quietly:
+/// what it did not read, it did not want.
+fn emit(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(format!("stdout: {e}")),
+    }
+}
+
+fn emit_json(v: &serde_json::Value) -> Result<(), String> {
+    emit(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(v).unwrap_or_default()
+    ))
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -156,7 +190,7 @@ fn run(cli: Cli) -> Result<(), String> {
             kind,
             limit,
         } => {
-            let store = open_db(&db)?;
+            let (store, _) = open_db(&db)?;
             let since_ts = match since {
                 Some(s) => Some(
                     (now_s()
@@ -178,34 +212,62 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             let rows = store.events(&f)?;
             match db.format {
-                Format::Json => print_json(&query::events_json(&rows)),
-                Format::Table => print!("{}", query::events_table(&rows)),
+                Format::Json => emit_json(&query::events_json(&rows)),
+                Format::Table => emit(&query::events_table(&rows)),
             }
-            Ok(())
         }
         Cmd::Hosts { db } => {
-            let rows = open_db(&db)?.hosts()?;
+            let (store, config) = open_db(&db)?;
+            let rows = store.hosts()?;
+            let skew = config.max_clock_skew.as_secs() as i64;
             match db.format {
-                Format::Json => print_json(&query::hosts_json(&rows)),
-                Format::Table => print!("{}", query::hosts_table(&rows, now_s())),
+                Format::Json => emit_json(&query::hosts_json(&rows, skew)),
+                Format::Table => emit(&query::hosts_table(&rows, now_s(), skew)),
             }
-            Ok(())
+        }
+        Cmd::Ack {
+            host,
+            check,
+            subject,
+            until,
+            db,
+            config,
+        } => {
+            let db = match db {
+                Some(d) => d,
+                None => load_config(config.as_deref())?.db,
+            };
+            let now = now_s();
+            let until = until
+                .map(|u| parse_duration(&u).map(|d| now + d.as_secs() as i64))
+                .transpose()
+                .map_err(|e| format!("--until: {e}"))?;
+            if !db.exists() {
+                return Err(format!("{}: no database there", db.display()));
+            }
+            Store::open(&db)?.ack(&host, &check, &subject, until, now)?;
+            emit(&format!(
+                "acknowledged {} {} {}{}\n",
+                query::printable(&host),
+                query::printable(&check),
+                query::printable(&subject),
+                until.map_or(String::new(), |u| format!(" until {}", query::utc(u)))
+            ))
         }
         Cmd::Open { db, host } => {
-            let rows = open_db(&db)?.open_findings(host.as_deref())?;
+            let rows = open_db(&db)?.0.open_findings(host.as_deref())?;
             match db.format {
-                Format::Json => print_json(&query::findings_json(&rows)),
-                Format::Table => print!("{}", query::findings_table(&rows, now_s())),
+                Format::Json => emit_json(&query::findings_json(&rows)),
+                Format::Table => emit(&query::findings_table(&rows, now_s())),
             }
-            Ok(())
         }
     }
 }
 
-/// Runs the server until SIGTERM/SIGINT. SIGHUP reads the configuration again: a bad file is
-/// logged and the running server stays; a good one restarts the Forward listener with it
-/// (queued batches are stored first; agents reconnect and resend what was not acked, which the
-/// chunk-id dedup absorbs). The web page keeps its address until a restart.
+/// Runs the server until SIGTERM/SIGINT. SIGHUP reads the configuration again and builds the
+/// new listener completely (TLS files read, address bound) before it takes over: any error
+/// is logged and the running one stays. Connections already open keep their rules; the
+/// writer and the database stay. The web page keeps its address until a restart.
 fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), String> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
@@ -216,19 +278,36 @@ fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), 
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
     let http = c.http.clone();
+    let page = zpulse_collector::http::Page::from_config(&c);
     let db = c.db.clone();
-    let tls = c.tls.is_some();
-    let auth = c.requires_auth();
+    let tls = match &c.tls {
+        None => "plain TCP",
+        Some(t) if t.require_client_cert => "TLS, client certificate required",
+        Some(t) if t.client_ca.is_some() => "TLS, client certificates accepted",
+        Some(_) => "TLS",
+    };
+    let auth = if c.requires_auth() {
+        ", key handshake required"
+    } else {
+        ""
+    };
+    let insecure = if c.insecure { ", insecure = true" } else { "" };
+    let alerting = c.alerting.clone();
     let mut server = Server::start(c)?;
+    if let Some(am) = &alerting.alertmanager {
+        log(format!(
+            "alerting to {am} every {:?}",
+            alerting.resend_every
+        ));
+    }
+    zpulse_collector::alert::spawn(alerting, db.clone())?;
     log(format!(
-        "forward listening on {} ({}{}), database {}",
+        "forward listening on {} ({tls}{auth}{insecure}), database {}",
         server.addr,
-        if tls { "TLS" } else { "plain TCP" },
-        if auth { ", shared key required" } else { "" },
         db.display()
     ));
     if let Some(h) = http {
-        let addr = zpulse_collector::http::start(&h, db.clone(), server.stats.clone())?;
+        let addr = zpulse_collector::http::start(&h, page, server.stats.clone())?;
         log(format!("http listening on {addr}"));
     }
     for sig in signals.forever() {
@@ -238,19 +317,8 @@ fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), 
             ));
             break;
         }
-        match resolve().and_then(|next| {
-            next.check()?;
-            if next.db != db {
-                return Err("the database path cannot change on reload: restart".into());
-            }
-            Ok(next)
-        }) {
-            Ok(next) => {
-                let stats = server.stats.clone();
-                server.stop();
-                server = Server::start_counting(next, stats)?;
-                log(format!("reloaded: forward listening on {}", server.addr));
-            }
+        match resolve().and_then(|next| server.reload(next)) {
+            Ok(()) => log(format!("reloaded: forward listening on {}", server.addr)),
             Err(e) => log(format!(
                 "reload refused, the running configuration stays: {e}"
             )),

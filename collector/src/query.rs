@@ -39,6 +39,8 @@ pub fn events_json(rows: &[Row]) -> Json {
                 json!({
                     "time": r.ts as f64 / 1e9,
                     "utc": utc_ns(r.ts),
+                    "received": r.received,
+                    "received_utc": utc(r.received),
                     "tag": r.tag,
                     "kind": r.kind,
                     "host": r.host,
@@ -55,7 +57,21 @@ pub fn events_json(rows: &[Row]) -> Json {
     )
 }
 
-pub fn hosts_json(rows: &[HostRow]) -> Json {
+/// Whether a host's clock is off by more than `max_skew` seconds.
+pub fn skewed(h: &HostRow, max_skew: i64) -> bool {
+    h.clock_skew.abs() > max_skew
+}
+
+/// `+3600s` for a skewed clock, else `-`.
+fn skew_cell(h: &HostRow, max_skew: i64) -> String {
+    if skewed(h, max_skew) {
+        format!("{:+}s", h.clock_skew)
+    } else {
+        "-".into()
+    }
+}
+
+pub fn hosts_json(rows: &[HostRow], max_skew: i64) -> Json {
     Json::Array(
         rows.iter()
             .map(|h| {
@@ -69,6 +85,8 @@ pub fn hosts_json(rows: &[HostRow]) -> Json {
                     "peer": h.peer,
                     "open_findings": h.open_findings,
                     "worst_open": h.worst_open.map(|s| severity_name(Some(s))),
+                    "clock_skew": h.clock_skew,
+                    "clock_skewed": skewed(h, max_skew),
                 })
             })
             .collect(),
@@ -99,8 +117,31 @@ pub fn findings_json(rows: &[FindingRow]) -> Json {
     )
 }
 
-/// Columns padded to their widest cell; the last column is not padded.
+/// Text safe to print on a terminal: control characters (C0, DEL, C1: escape sequences
+/// that could move the cursor, retitle the window or hide text) and the Unicode bidi
+/// controls (which reorder what is shown, Unicode TR9) are written as `\u{..}` escapes.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Columns padded to their widest cell; the last column is not padded. Every cell is made
+/// [`printable`] here, so no caller can forget it.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| printable(c)).collect())
+        .collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -156,7 +197,7 @@ pub fn events_table(rows: &[Row]) -> String {
     )
 }
 
-pub fn hosts_table(rows: &[HostRow], now: i64) -> String {
+pub fn hosts_table(rows: &[HostRow], now: i64, max_skew: i64) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|h| {
@@ -170,12 +211,21 @@ pub fn hosts_table(rows: &[HostRow], now: i64) -> String {
                 } else {
                     "-".into()
                 },
+                skew_cell(h, max_skew),
                 h.peer.clone(),
             ]
         })
         .collect();
     table(
-        &["HOST", "LAST SEEN", "AGENT", "OPEN", "WORST", "PEER"],
+        &[
+            "HOST",
+            "LAST SEEN",
+            "AGENT",
+            "OPEN",
+            "WORST",
+            "CLOCK",
+            "PEER",
+        ],
         &cells,
     )
 }
@@ -203,7 +253,13 @@ pub fn findings_table(rows: &[FindingRow], now: i64) -> String {
 fn one_line(s: &str, max: usize) -> String {
     let s: String = s
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
     if s.chars().count() > max {
         let mut t: String = s.chars().take(max - 1).collect();
@@ -224,6 +280,19 @@ mod tests {
         assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(utc(1_764_505_496), "2025-11-30T12:24:56Z");
         assert_eq!(ago(100, 230), "2m ago");
+    }
+
+    #[test]
+    fn terminal_output_is_printable() {
+        // ESC ] 0 ; title BEL retitles a terminal; ESC [ 2 J clears it; U+202E reverses text.
+        let hostile = "nas\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}1";
+        assert_eq!(
+            printable(hostile),
+            "nas\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{202e}1"
+        );
+        let t = table(&["H"], &[vec![hostile.into()]]);
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        assert_eq!(printable("tank/ä ok"), "tank/ä ok");
     }
 
     #[test]

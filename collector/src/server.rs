@@ -8,32 +8,54 @@
 //! ack. So an ack always means "committed"; a crash before the commit loses only unacked
 //! batches, which the agents resend (same chunk id, dropped if it had been stored).
 //!
-//! Limits: connections over the cap are closed at once (counted); a message must arrive
-//! whole within `read_timeout` of its first byte; a connection idle for `idle_timeout` is
-//! closed; frames, nesting and gzip inflation are bounded; writes time out too. Handshake
-//! failures are logged with the peer and counted.
+//! Limits (each counted in [`Stats`]): connections over the cap, or over the cap for one
+//! peer address, are closed at once; a message must arrive whole within `read_timeout` of
+//! its first byte, a new connection must complete its first message within `read_timeout`,
+//! and one that completes nothing but keep-alives for `idle_timeout` is closed; frames,
+//! nesting, gzip inflation and entries per message are bounded by proto's [`Limits`];
+//! decoding runs for at most [`DECODERS`] connections at once, and the decoded rows waiting
+//! for the writer are bounded by `max_inflight_bytes` together; each connection decodes at
+//! most `max_entries_per_second` on average (past it, it is read more slowly); records over
+//! `max_record_bytes` and tags over `max_tag_bytes` are refused; writes time out too.
+//!
+//! Identity: each connection knows who it is ([`Identity`]: a per-client key, a client
+//! certificate, the fleet key, or nobody on loopback) and which hosts it may write records
+//! for; other records are refused and counted, never stored. Handshake failures are logged
+//! with the peer and counted.
+//!
+//! Reload ([`Server::reload`]) builds the whole new listener (TLS files read, address bound
+//! or the running socket reused) before it swaps; on any error the running one stays.
 
 use crate::config::Config;
 use crate::store::{Batch, Outcome, Row, Store};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use zpulse_proto::forward::{ClientMessage, FrameDecoder, Helo, Limits, Pong, encode};
+use zpulse_proto::forward::{ClientMessage, FrameDecoder, Helo, Limits, Pong, decode, encode};
 
 /// Batches the writer stores in one transaction, at most.
 const GROUP_MAX_BATCHES: usize = 512;
-/// Events per transaction, at most (beyond one batch).
-const GROUP_MAX_EVENTS: usize = 200_000;
+/// Events per transaction, at most (beyond its first batch): the default `max_entries`, so
+/// a transaction holds at most one heavy batch and takes well under a second; a light batch
+/// waits for the transaction under way and its own.
+const GROUP_MAX_EVENTS: usize = 5_000;
+/// Transactions a batch may be passed over for smaller ones before it goes first.
+const MAX_PASSED_OVER: u32 = 2;
 /// Batches waiting for the writer, at most: the rest wait in their connection (TCP pushes
 /// back on the agents).
 const QUEUE: usize = 256;
 /// How often retention runs.
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
+/// Connections decoding a gzip message at once, at most: the transient memory of inflating
+/// (inflated blob, entries, rows) is bounded by this many messages at their limits.
+pub const DECODERS: u64 = 2;
+/// What one stored row costs in memory beyond its text (the `Row`'s strings and vectors).
+const ROW_OVERHEAD: u64 = 256;
 
 /// Counters, for the log, `/api/stats` and the tests.
 #[derive(Debug, Default)]
@@ -41,6 +63,8 @@ pub struct Stats {
     pub connections_total: AtomicU64,
     pub connections_active: AtomicU64,
     pub connections_refused: AtomicU64,
+    /// Refused because their peer address had `max_connections_per_peer` open.
+    pub connections_refused_peer: AtomicU64,
     pub auth_failures: AtomicU64,
     pub protocol_errors: AtomicU64,
     pub timeouts: AtomicU64,
@@ -49,12 +73,21 @@ pub struct Stats {
     pub events: AtomicU64,
     pub duplicates: AtomicU64,
     pub foreign_records: AtomicU64,
+    /// Records for a host the connection's identity may not write: refused, not stored.
+    pub records_refused_host: AtomicU64,
+    /// Records over `max_record_bytes`: refused, not stored.
+    pub records_oversized: AtomicU64,
+    /// Times a connection was read more slowly for passing `max_entries_per_second`.
+    pub throttled: AtomicU64,
     pub store_errors: AtomicU64,
     /// Connections closed because all connections' unfinished messages together passed
     /// `max_buffered_bytes`.
     pub over_budget: AtomicU64,
     /// Bytes of unfinished messages held right now, all connections together.
     pub buffered_bytes: AtomicU64,
+    /// Connections closed because decoded rows waiting for the writer stayed over
+    /// `max_inflight_bytes` for `read_timeout`.
+    pub over_inflight: AtomicU64,
 }
 
 impl Stats {
@@ -64,8 +97,13 @@ impl Stats {
             ("connections_total", g(&self.connections_total)),
             ("over_budget", g(&self.over_budget)),
             ("buffered_bytes", g(&self.buffered_bytes)),
+            ("over_inflight", g(&self.over_inflight)),
             ("connections_active", g(&self.connections_active)),
             ("connections_refused", g(&self.connections_refused)),
+            (
+                "connections_refused_peer",
+                g(&self.connections_refused_peer),
+            ),
             ("auth_failures", g(&self.auth_failures)),
             ("protocol_errors", g(&self.protocol_errors)),
             ("timeouts", g(&self.timeouts)),
@@ -74,6 +112,9 @@ impl Stats {
             ("events", g(&self.events)),
             ("duplicates", g(&self.duplicates)),
             ("foreign_records", g(&self.foreign_records)),
+            ("records_refused_host", g(&self.records_refused_host)),
+            ("records_oversized", g(&self.records_oversized)),
+            ("throttled", g(&self.throttled)),
             ("store_errors", g(&self.store_errors)),
         ])
     }
@@ -89,17 +130,199 @@ fn now_s() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// A shared allowance of `max` units (decode slots, bytes): [`Gate::acquire`] waits for
+/// room. A request larger than the whole allowance is admitted when nothing else holds any,
+/// so it waits, but never forever.
+#[derive(Debug)]
+pub struct Gate {
+    used: Mutex<u64>,
+    freed: Condvar,
+    max: u64,
+}
+
+/// Units held from a [`Gate`], given back on drop.
+pub struct Permit<'a> {
+    gate: &'a Gate,
+    units: u64,
+}
+
+impl Gate {
+    pub fn new(max: u64) -> Gate {
+        Gate {
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+            max,
+        }
+    }
+
+    /// `None` when there was no room before `deadline`.
+    pub fn acquire(&self, units: u64, deadline: Instant) -> Option<Permit<'_>> {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        while *used > 0 && *used + units > self.max {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            used = self
+                .freed
+                .wait_timeout(used, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        *used += units;
+        Some(Permit { gate: self, units })
+    }
+
+    pub fn used(&self) -> u64 {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        let mut used = self.gate.used.lock().unwrap_or_else(|p| p.into_inner());
+        *used -= self.units;
+        self.gate.freed.notify_all();
+    }
+}
+
+/// A token bucket of decoded entries for one connection: `per_second` on average, bursts
+/// up to `burst`. Pure: the caller passes the clock.
+#[derive(Debug, Clone)]
+pub struct EntryRate {
+    per_second: f64,
+    burst: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl EntryRate {
+    pub fn new(per_second: u32, burst: usize, now: Instant) -> EntryRate {
+        let burst = (burst as f64).max(f64::from(per_second));
+        EntryRate {
+            per_second: f64::from(per_second),
+            burst,
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    /// Takes `n` entries decoded at `now`; how long to wait before reading more.
+    pub fn take(&mut self, n: usize, now: Instant) -> Duration {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.at = now;
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst) - n as f64;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.tokens / self.per_second)
+        }
+    }
+}
+
+/// Who a connection proved to be, and which hosts it may write records for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Identity {
+    /// The authenticated name (the client key's name, the certificate's first name, the
+    /// PING hostname under the fleet key); `None`: not authenticated.
+    pub name: Option<String>,
+    /// Each entry restricts the writable hosts to its list; all must allow a host. Empty:
+    /// any host (the fleet key, or no authentication).
+    pub restrictions: Vec<Vec<String>>,
+}
+
+impl Identity {
+    pub fn may_write(&self, host: &str) -> bool {
+        self.restrictions
+            .iter()
+            .all(|allowed| allowed.iter().any(|h| h == host))
+    }
+
+    /// A verified client certificate's names → the hosts it may write (`[tls.clients]`,
+    /// else the names themselves).
+    pub fn from_certificate(names: &[String], config: &crate::config::Tls) -> Identity {
+        let mapped: Vec<String> = names
+            .iter()
+            .filter_map(|n| config.clients.get(n))
+            .flatten()
+            .cloned()
+            .collect();
+        Identity {
+            name: names.first().cloned(),
+            restrictions: vec![if mapped.is_empty() {
+                names.to_vec()
+            } else {
+                mapped
+            }],
+        }
+    }
+}
+
+/// Open connections per peer address.
+#[derive(Debug, Default)]
+struct Peers(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's place in [`Peers`], given back on drop.
+struct PeerSlot {
+    shared: Arc<Shared>,
+    ip: IpAddr,
+}
+
+impl PeerSlot {
+    fn enter(shared: &Arc<Shared>, ip: IpAddr, max: usize) -> Option<PeerSlot> {
+        let mut m = shared.peers.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(PeerSlot {
+            shared: shared.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut m = self
+            .shared
+            .peers
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+    }
+}
+
 enum Job {
     Batch(Batch, Sender<Result<Outcome, String>>),
     Stop,
+}
+
+/// What connections share across reloads: counters, the writer's queue, the per-peer
+/// counts, the decode slots and the in-flight budget.
+struct Shared {
+    stats: Arc<Stats>,
+    jobs: Sender<Job>,
+    peers: Peers,
+    decoders: Gate,
+    inflight: Gate,
 }
 
 /// A running server.
 pub struct Server {
     pub addr: SocketAddr,
     pub stats: Arc<Stats>,
+    config: Config,
+    listener: Arc<TcpListener>,
     stop: Arc<AtomicBool>,
-    jobs: Sender<Job>,
+    shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
     writer: Option<JoinHandle<()>>,
 }
@@ -107,20 +330,55 @@ pub struct Server {
 struct Ctx {
     config: Config,
     limits: Limits,
-    stats: Arc<Stats>,
-    jobs: Sender<Job>,
+    shared: Arc<Shared>,
     tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Ctx {
+    fn stats(&self) -> &Stats {
+        &self.shared.stats
+    }
+}
+
+/// Everything a configuration needs before it can take over: read and bound, not started.
+struct Prepared {
+    listener: Arc<TcpListener>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+fn prepare(
+    config: &Config,
+    running: Option<(&Config, &Arc<TcpListener>)>,
+) -> Result<Prepared, String> {
+    config.check()?;
+    let tls = match &config.tls {
+        Some(t) => Some(crate::tls::server_config(t)?),
+        None => None,
+    };
+    let listener = match running {
+        Some((old, l)) if old.listen == config.listen => l.clone(),
+        _ => Arc::new(
+            TcpListener::bind(&config.listen)
+                .map_err(|e| format!("listen {}: {e}", config.listen))?,
+        ),
+    };
+    Ok(Prepared { listener, tls })
+}
+
+fn limits(config: &Config) -> Limits {
+    Limits {
+        max_frame_bytes: config.max_frame_bytes,
+        max_depth: Limits::default().max_depth,
+        max_inflated_bytes: config.max_inflated_bytes,
+        max_entries: config.max_entries,
+    }
 }
 
 impl Server {
     /// Opens the database (running retention once), binds, and starts the threads.
     pub fn start(config: Config) -> Result<Server, String> {
-        Server::start_counting(config, Arc::new(Stats::default()))
-    }
-
-    /// [`Server::start`] adding to existing counters (a reload keeps `/api/stats` going).
-    pub fn start_counting(config: Config, stats: Arc<Stats>) -> Result<Server, String> {
-        config.check()?;
+        let stats = Arc::new(Stats::default());
+        let prepared = prepare(&config, None)?;
         let mut store = Store::open(&config.db)?;
         match store.retain(&config.retention, now_s()) {
             Ok(p) if p.by_age + p.by_size > 0 => log(format!(
@@ -130,14 +388,6 @@ impl Server {
             Ok(_) => {}
             Err(e) => log(format!("retention: {e}")),
         }
-        let tls = match &config.tls {
-            Some(t) => Some(crate::tls::server_config(t)?),
-            None => None,
-        };
-        let listener = TcpListener::bind(&config.listen)
-            .map_err(|e| format!("listen {}: {e}", config.listen))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let stop = Arc::new(AtomicBool::new(false));
         let (jobs, rx) = bounded(QUEUE);
         let writer = std::thread::Builder::new()
             .name("writer".into())
@@ -147,17 +397,36 @@ impl Server {
                 move || writer(store, &rx, &stats, &retention)
             })
             .map_err(|e| e.to_string())?;
-        let ctx = Arc::new(Ctx {
-            limits: Limits {
-                max_frame_bytes: config.max_frame_bytes,
-                max_depth: Limits::default().max_depth,
-                max_inflated_bytes: config.max_inflated_bytes,
-            },
-            config,
+        let shared = Arc::new(Shared {
             stats: stats.clone(),
-            jobs: jobs.clone(),
-            tls,
+            jobs,
+            peers: Peers::default(),
+            decoders: Gate::new(DECODERS),
+            inflight: Gate::new(config.max_inflight_bytes as u64),
         });
+        let mut server = Server {
+            addr: prepared.listener.local_addr().map_err(|e| e.to_string())?,
+            stats,
+            config: config.clone(),
+            listener: prepared.listener.clone(),
+            stop: Arc::new(AtomicBool::new(false)),
+            shared,
+            acceptor: None,
+            writer: Some(writer),
+        };
+        server.run_acceptor(config, prepared)?;
+        Ok(server)
+    }
+
+    fn run_acceptor(&mut self, config: Config, prepared: Prepared) -> Result<(), String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ctx = Arc::new(Ctx {
+            limits: limits(&config),
+            config: config.clone(),
+            shared: self.shared.clone(),
+            tls: prepared.tls,
+        });
+        let listener = prepared.listener.clone();
         let acceptor = std::thread::Builder::new()
             .name("acceptor".into())
             .spawn({
@@ -165,14 +434,34 @@ impl Server {
                 move || accept(&listener, &ctx, &stop)
             })
             .map_err(|e| e.to_string())?;
-        Ok(Server {
-            addr,
-            stats,
-            stop,
-            jobs,
-            acceptor: Some(acceptor),
-            writer: Some(writer),
-        })
+        self.addr = prepared.listener.local_addr().map_err(|e| e.to_string())?;
+        self.listener = prepared.listener;
+        self.config = config;
+        self.stop = stop;
+        self.acceptor = Some(acceptor);
+        Ok(())
+    }
+
+    /// Takes a new configuration: TLS files read and the listener bound (or the running
+    /// socket kept, when the address is the same) first; any error leaves the running
+    /// configuration in place. Connections already open keep the rules they started with.
+    /// The database path cannot change.
+    pub fn reload(&mut self, next: Config) -> Result<(), String> {
+        if next.db != self.config.db {
+            return Err("the database path cannot change on reload: restart".into());
+        }
+        let prepared = prepare(&next, Some((&self.config, &self.listener)))?;
+        self.stop_acceptor();
+        self.run_acceptor(next, prepared)
+    }
+
+    fn stop_acceptor(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the acceptor out of accept().
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
     }
 
     /// Stops accepting, stores every batch already queued, checkpoints and closes the
@@ -183,13 +472,8 @@ impl Server {
     }
 
     fn shutdown(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the acceptor out of accept().
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
-        if let Some(a) = self.acceptor.take() {
-            let _ = a.join();
-        }
-        let _ = self.jobs.send(Job::Stop);
+        self.stop_acceptor();
+        let _ = self.shared.jobs.send(Job::Stop);
         if let Some(w) = self.writer.take() {
             let _ = w.join();
         }
@@ -222,7 +506,7 @@ fn accept(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &AtomicBool) {
             Ok(p) => p,
             Err(_) => continue,
         };
-        let stats = &ctx.stats;
+        let stats = ctx.stats();
         let active = stats.connections_active.fetch_add(1, Ordering::SeqCst);
         if active as usize >= ctx.config.max_connections {
             stats.connections_active.fetch_sub(1, Ordering::SeqCst);
@@ -236,16 +520,38 @@ fn accept(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &AtomicBool) {
             drop(stream);
             continue;
         }
+        let Some(slot) =
+            PeerSlot::enter(&ctx.shared, peer.ip(), ctx.config.max_connections_per_peer)
+        else {
+            stats.connections_active.fetch_sub(1, Ordering::SeqCst);
+            let n = stats
+                .connections_refused_peer
+                .fetch_add(1, Ordering::Relaxed)
+                + 1;
+            if n.is_power_of_two() {
+                log(format!(
+                    "{peer}: refused: {} connections open from {} (max_connections_per_peer); \
+                     {n} refused so far",
+                    ctx.config.max_connections_per_peer,
+                    peer.ip()
+                ));
+            }
+            drop(stream);
+            continue;
+        };
         stats.connections_total.fetch_add(1, Ordering::Relaxed);
         let ctx2 = ctx.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("conn {peer}"))
             .stack_size(256 << 10)
             .spawn(move || {
+                let _slot = slot;
                 if let Err(e) = connection(stream, peer, &ctx2) {
                     log(format!("{peer}: {e}"));
                 }
-                ctx2.stats.connections_active.fetch_sub(1, Ordering::SeqCst);
+                ctx2.stats()
+                    .connections_active
+                    .fetch_sub(1, Ordering::SeqCst);
             });
         if let Err(e) = spawned {
             stats.connections_active.fetch_sub(1, Ordering::SeqCst);
@@ -265,7 +571,7 @@ fn connection(tcp: TcpStream, peer: SocketAddr, ctx: &Ctx) -> ConnResult {
     match &ctx.tls {
         None => {
             let mut s = tcp;
-            session(&mut s, &control, peer, ctx)
+            session(&mut s, &control, peer, None, ctx)
         }
         Some(cfg) => {
             let conn = rustls::ServerConnection::new(cfg.clone()).map_err(|e| e.to_string())?;
@@ -276,11 +582,19 @@ fn connection(tcp: TcpStream, peer: SocketAddr, ctx: &Ctx) -> ConnResult {
                 .map_err(|e| e.to_string())?;
             while s.conn.is_handshaking() {
                 if let Err(e) = s.conn.complete_io(&mut s.sock) {
-                    ctx.stats.tls_failures.fetch_add(1, Ordering::Relaxed);
+                    ctx.stats().tls_failures.fetch_add(1, Ordering::Relaxed);
                     return Err(format!("TLS handshake: {e}"));
                 }
             }
-            let r = session(&mut s, &control, peer, ctx);
+            // rustls verified the chain against tls.client_ca; the names decide the hosts.
+            let cert = match (s.conn.peer_certificates(), &ctx.config.tls) {
+                (Some([leaf, ..]), Some(t)) => Some(Identity::from_certificate(
+                    &crate::tls::certificate_names(leaf),
+                    t,
+                )),
+                _ => None,
+            };
+            let r = session(&mut s, &control, peer, cert, ctx);
             s.conn.send_close_notify();
             let _ = s.conn.complete_io(&mut s.sock);
             r
@@ -323,175 +637,324 @@ impl Drop for Held<'_> {
     }
 }
 
-/// Reads until a complete client message, honouring the read and idle timeouts. `Ok(None)`:
-/// the peer closed the connection between messages.
-fn next_message<S: Read>(
-    s: &mut S,
-    control: &TcpStream,
-    dec: &mut FrameDecoder,
-    buf: &mut [u8],
-    ctx: &Ctx,
-) -> Result<Option<ClientMessage>, String> {
-    let mut idle_since = Instant::now();
-    let mut first_byte: Option<Instant> = None;
-    let mut held = Held {
-        stats: &ctx.stats,
-        bytes: 0,
-    };
-    loop {
-        let max = ctx.config.max_buffered_bytes as u64;
-        if !held.set(dec.buffered() as u64, max) {
-            ctx.stats.over_budget.fetch_add(1, Ordering::Relaxed);
-            return Err(format!(
-                "closing: unfinished messages of all connections exceed max_buffered_bytes ({max})"
-            ));
-        }
-        match dec.next_client() {
-            Ok(Some(m)) => return Ok(Some(m)),
-            Ok(None) => {}
-            Err(e) => {
-                ctx.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                return Err(format!("protocol error, closing: {e}"));
-            }
-        }
-        if dec.buffered() > 0 && first_byte.is_none() {
-            first_byte = Some(Instant::now());
-        }
-        let deadline = match first_byte {
-            Some(t) => t + ctx.config.read_timeout,
-            None => idle_since + ctx.config.idle_timeout,
+/// The reading side of one connection.
+struct Reader<'a, S> {
+    s: &'a mut S,
+    control: &'a TcpStream,
+    dec: FrameDecoder,
+    buf: Vec<u8>,
+    ctx: &'a Ctx,
+    /// When the last message other than a keep-alive completed (or the connection opened).
+    last_message: Instant,
+    /// Messages other than keep-alives completed so far.
+    messages: u64,
+}
+
+impl<'a, S: Read + Write> Reader<'a, S> {
+    /// Reads until a complete client message and decodes it, holding a decode slot (given
+    /// back with the returned permit, once the caller has made what it needs of it).
+    /// `Ok(None)`: the peer closed the connection between messages, or stayed idle.
+    fn next(&mut self) -> Result<Option<(ClientMessage, Option<Permit<'a>>)>, String> {
+        let ctx = self.ctx;
+        let mut first_byte: Option<Instant> = None;
+        let mut held = Held {
+            stats: ctx.stats(),
+            bytes: 0,
         };
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            if first_byte.is_none() {
-                // Idle peers are normal (an agent between batches): close quietly.
-                return Ok(None);
+        loop {
+            let max = ctx.config.max_buffered_bytes as u64;
+            if !held.set(self.dec.buffered() as u64, max) {
+                ctx.stats().over_budget.fetch_add(1, Ordering::Relaxed);
+                return Err(format!(
+                    "closing: unfinished messages of all connections exceed max_buffered_bytes \
+                     ({max})"
+                ));
             }
-            ctx.stats.timeouts.fetch_add(1, Ordering::Relaxed);
-            return Err(format!(
-                "read timeout: a message was not complete after {:?}",
-                ctx.config.read_timeout
-            ));
-        }
-        control
-            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .map_err(|e| e.to_string())?;
-        match s.read(buf) {
-            Ok(0) => {
-                return if dec.buffered() > 0 {
-                    ctx.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                    Err(format!(
-                        "closed in the middle of a message ({} bytes received)",
-                        dec.buffered()
-                    ))
+            let frame = self.dec.next_frame().map_err(|e| {
+                ctx.stats().protocol_errors.fetch_add(1, Ordering::Relaxed);
+                format!("protocol error, closing: {e}")
+            })?;
+            if let Some(frame) = frame {
+                if frame == [0xc0] {
+                    return Ok(Some((ClientMessage::KeepAlive, None)));
+                }
+                // Only gzip can make decoding cost far more than the bytes received (which
+                // max_buffered_bytes bounds already): those take a decode slot.
+                let permit = if decode::is_compressed(frame, &ctx.limits) {
+                    let p = ctx
+                        .shared
+                        .decoders
+                        .acquire(1, Instant::now() + ctx.config.read_timeout);
+                    if p.is_none() {
+                        ctx.stats().timeouts.fetch_add(1, Ordering::Relaxed);
+                        return Err("no decoder free within read_timeout, closing".into());
+                    }
+                    p
                 } else {
-                    Ok(None)
+                    None
                 };
+                let msg = decode::client_message(frame, &self.ctx.limits).map_err(|e| {
+                    ctx.stats().protocol_errors.fetch_add(1, Ordering::Relaxed);
+                    format!("protocol error, closing: {e}")
+                })?;
+                self.last_message = Instant::now();
+                self.messages += 1;
+                return Ok(Some((msg, permit)));
             }
-            Ok(n) => {
-                dec.feed(&buf[..n]);
-                idle_since = Instant::now();
+            if self.dec.buffered() > 0 && first_byte.is_none() {
+                first_byte = Some(Instant::now());
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("read: {e}")),
+            // A message under way must complete within read_timeout of its first byte; a new
+            // connection must complete its first message within read_timeout; then
+            // idle_timeout between messages. Keep-alives reset none of these.
+            let deadline = match first_byte {
+                Some(t) => t + ctx.config.read_timeout,
+                None if self.messages == 0 => self.last_message + ctx.config.read_timeout,
+                None => self.last_message + ctx.config.idle_timeout,
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                if first_byte.is_none() && self.messages > 0 {
+                    // Idle peers are normal (an agent between batches): close quietly.
+                    return Ok(None);
+                }
+                ctx.stats().timeouts.fetch_add(1, Ordering::Relaxed);
+                return Err(format!(
+                    "read timeout: no complete message within {:?}",
+                    ctx.config.read_timeout
+                ));
+            }
+            self.control
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+                .map_err(|e| e.to_string())?;
+            match self.s.read(&mut self.buf) {
+                Ok(0) => {
+                    return if self.dec.buffered() > 0 {
+                        ctx.stats().protocol_errors.fetch_add(1, Ordering::Relaxed);
+                        Err(format!(
+                            "closed in the middle of a message ({} bytes received)",
+                            self.dec.buffered()
+                        ))
+                    } else {
+                        Ok(None)
+                    };
+                }
+                Ok(n) => self.dec.feed(&self.buf[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("read: {e}")),
+            }
         }
     }
+}
+
+/// The rows of a batch this identity may write, and what was refused.
+struct Admitted {
+    rows: Vec<Row>,
+    /// Estimated memory of `rows`.
+    bytes: u64,
+    foreign: u64,
+    first_foreign_error: Option<String>,
+    refused_host: Vec<String>,
+    oversized: u64,
+}
+
+/// Turns a batch's entries into rows: records over `max_record_bytes` and records for hosts
+/// `identity` may not write are refused. The host a record names is used only when the
+/// identity allows it; records that name none (foreign ones, under authentication, always)
+/// get the authenticated name, else the peer's address.
+fn admit(
+    batch: &zpulse_proto::forward::EventBatch,
+    identity: &Identity,
+    peer_host: &str,
+    max_record_bytes: usize,
+) -> Admitted {
+    let fallback = identity.name.as_deref().unwrap_or(peer_host);
+    let mut a = Admitted {
+        rows: Vec::with_capacity(batch.entries.len()),
+        bytes: 0,
+        foreign: 0,
+        first_foreign_error: None,
+        refused_host: Vec::new(),
+        oversized: 0,
+    };
+    for e in &batch.entries {
+        if e.record.len() > max_record_bytes {
+            a.oversized += 1;
+            continue;
+        }
+        let (mut row, valid) = Row::from_entry(&batch.tag, e, fallback);
+        if let Err(why) = valid {
+            a.foreign += 1;
+            a.first_foreign_error.get_or_insert(why);
+            if identity.name.is_some() {
+                row.host = fallback.to_owned();
+            }
+        }
+        if !identity.may_write(&row.host) {
+            if a.refused_host.len() < 4 && !a.refused_host.contains(&row.host) {
+                a.refused_host.push(row.host.chars().take(64).collect());
+            }
+            continue;
+        }
+        a.bytes += ROW_OVERHEAD + row.data.len() as u64 + row.summary.len() as u64;
+        a.rows.push(row);
+    }
+    a
 }
 
 fn session<S: Read + Write>(
     s: &mut S,
     control: &TcpStream,
     peer: SocketAddr,
+    cert: Option<Identity>,
     ctx: &Ctx,
 ) -> ConnResult {
-    let mut dec = FrameDecoder::new(ctx.limits);
-    let mut buf = vec![0u8; 64 << 10];
+    let mut r = Reader {
+        s,
+        control,
+        dec: FrameDecoder::new(ctx.limits),
+        buf: vec![0u8; 64 << 10],
+        ctx,
+        last_message: Instant::now(),
+        messages: 0,
+    };
     let peer_host = peer.ip().to_string();
+    let mut identity = cert.unwrap_or_default();
     if ctx.config.requires_auth() {
-        match handshake(s, control, &mut dec, &mut buf, peer, ctx)? {
-            true => {}
-            false => return Ok(()),
+        match handshake(&mut r, peer)? {
+            Some(key_identity) => {
+                identity.name = identity.name.or(key_identity.name);
+                identity.restrictions.extend(key_identity.restrictions);
+            }
+            None => return Ok(()),
         }
     }
+    let mut rate = EntryRate::new(
+        ctx.config.max_entries_per_second,
+        ctx.config.max_entries,
+        Instant::now(),
+    );
+    let stats = ctx.stats();
     loop {
-        let msg = match next_message(s, control, &mut dec, &mut buf, ctx)? {
+        let (msg, decoding) = match r.next()? {
             Some(m) => m,
             None => return Ok(()),
         };
         let batch = match msg {
             ClientMessage::KeepAlive => continue,
             ClientMessage::Ping(_) => {
-                ctx.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
                 return Err("PING outside a handshake, closing".into());
             }
             ClientMessage::Events(b) => b,
         };
-        let mut rows = Vec::with_capacity(batch.entries.len());
-        let mut foreign = 0u64;
-        let mut first_error = None;
-        for e in &batch.entries {
-            let (row, valid) = Row::from_entry(&batch.tag, e, &peer_host);
-            if let Err(why) = valid {
-                foreign += 1;
-                first_error.get_or_insert(why);
-            }
-            rows.push(row);
+        if batch.tag.len() > ctx.config.max_tag_bytes {
+            stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+            return Err(format!(
+                "a tag of {} bytes (max_tag_bytes {}), closing",
+                batch.tag.len(),
+                ctx.config.max_tag_bytes
+            ));
         }
-        if foreign > 0 {
-            let before = ctx
-                .stats
+        let entries = batch.entries.len();
+        let a = admit(&batch, &identity, &peer_host, ctx.config.max_record_bytes);
+        let (chunk, tag) = (batch.options.chunk, batch.tag);
+        if a.foreign > 0 {
+            let before = stats
                 .foreign_records
-                .fetch_add(foreign, Ordering::Relaxed);
-            if batch.tag.starts_with("zpulse.") && (before + foreign).is_power_of_two() {
+                .fetch_add(a.foreign, Ordering::Relaxed);
+            if tag.starts_with("zpulse.") && (before + a.foreign).is_power_of_two() {
                 log(format!(
-                    "{peer}: {foreign} record(s) under {} are not valid zpulse events, stored as \
+                    "{peer}: {} record(s) under {tag} are not valid zpulse events, stored as \
                      foreign: {}",
-                    batch.tag,
-                    first_error.unwrap_or_default()
+                    a.foreign,
+                    a.first_foreign_error.clone().unwrap_or_default()
                 ));
             }
         }
-        let n = rows.len();
+        let refused = (entries - a.rows.len()) as u64 - a.oversized;
+        if refused > 0 {
+            let before = stats
+                .records_refused_host
+                .fetch_add(refused, Ordering::Relaxed);
+            if (before + refused).is_power_of_two() || before == 0 {
+                log(format!(
+                    "{peer} ({}): {refused} record(s) for host(s) it may not write refused: {}",
+                    identity.name.as_deref().unwrap_or("unauthenticated"),
+                    a.refused_host.join(", ")
+                ));
+            }
+        }
+        if a.oversized > 0 {
+            let before = stats
+                .records_oversized
+                .fetch_add(a.oversized, Ordering::Relaxed);
+            if (before + a.oversized).is_power_of_two() || before == 0 {
+                log(format!(
+                    "{peer}: {} record(s) over max_record_bytes ({}) refused",
+                    a.oversized, ctx.config.max_record_bytes
+                ));
+            }
+        }
+        let Some(room) = ctx
+            .shared
+            .inflight
+            .acquire(a.bytes, Instant::now() + ctx.config.read_timeout)
+        else {
+            stats.over_inflight.fetch_add(1, Ordering::Relaxed);
+            return Err(format!(
+                "closing: decoded rows waiting to be stored stayed over max_inflight_bytes ({}) \
+                 for read_timeout",
+                ctx.config.max_inflight_bytes
+            ));
+        };
+        drop(decoding);
+        let n = a.rows.len();
         let (tx, rx) = bounded(1);
         let job = Batch {
-            chunk: batch.options.chunk.clone(),
+            chunk: chunk.clone(),
             peer: peer.to_string(),
-            rows,
+            rows: a.rows,
         };
-        ctx.jobs
+        ctx.shared
+            .jobs
             .send(Job::Batch(job, tx))
             .map_err(|_| "the collector is stopping".to_string())?;
         let outcome = rx
             .recv()
             .map_err(|_| "the collector is stopping".to_string())?
             .map_err(|e| format!("not stored, no ack ({e})"))?;
-        ctx.stats.batches.fetch_add(1, Ordering::Relaxed);
+        drop(room);
+        stats.batches.fetch_add(1, Ordering::Relaxed);
         match outcome {
             Outcome::Stored(_) => {
-                ctx.stats.events.fetch_add(n as u64, Ordering::Relaxed);
+                stats.events.fetch_add(n as u64, Ordering::Relaxed);
             }
             Outcome::Duplicate => {
-                ctx.stats.duplicates.fetch_add(1, Ordering::Relaxed);
+                stats.duplicates.fetch_add(1, Ordering::Relaxed);
             }
         }
-        if let Some(chunk) = &batch.options.chunk {
-            s.write_all(&encode::ack(chunk))
-                .and_then(|_| s.flush())
+        if let Some(chunk) = &chunk {
+            r.s.write_all(&encode::ack(chunk))
+                .and_then(|_| r.s.flush())
                 .map_err(|e| format!("sending the ack: {e}"))?;
+        }
+        let wait = rate.take(entries, Instant::now());
+        if !wait.is_zero() {
+            stats.throttled.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(wait);
         }
     }
 }
 
-/// HELO → PING → PONG. `Ok(false)`: refused (already logged and counted).
+/// HELO → PING → PONG. `Ok(None)`: refused (already logged and counted); else who the key
+/// says the client is and which hosts it may write.
 fn handshake<S: Read + Write>(
-    s: &mut S,
-    control: &TcpStream,
-    dec: &mut FrameDecoder,
-    buf: &mut [u8],
+    r: &mut Reader<'_, S>,
     peer: SocketAddr,
-    ctx: &Ctx,
-) -> Result<bool, String> {
+) -> Result<Option<Identity>, String> {
+    let ctx = r.ctx;
     let mut nonce = [0u8; 16];
     getrandom::fill(&mut nonce).map_err(|e| format!("random nonce: {e}"))?;
     let mut auth = Vec::new();
@@ -505,35 +968,49 @@ fn handshake<S: Read + Write>(
         auth,
         keepalive: true,
     };
-    s.write_all(&helo.encode())
-        .and_then(|_| s.flush())
+    r.s.write_all(&helo.encode())
+        .and_then(|_| r.s.flush())
         .map_err(|e| format!("sending HELO: {e}"))?;
     let fail = |why: String| {
-        let n = ctx.stats.auth_failures.fetch_add(1, Ordering::Relaxed) + 1;
+        let n = ctx.stats().auth_failures.fetch_add(1, Ordering::Relaxed) + 1;
         log(format!(
             "{peer}: authentication failed: {why} ({n} failure(s) so far)"
         ));
     };
-    let ping = match next_message(s, control, dec, buf, ctx) {
-        Ok(Some(ClientMessage::Ping(p))) => p,
-        Ok(Some(_)) => {
-            fail("sent events before the handshake (the server requires a shared key)".into());
-            return Ok(false);
-        }
-        Ok(None) => {
-            fail("closed the connection without answering HELO".into());
-            return Ok(false);
-        }
-        Err(e) => {
-            fail(format!("no valid PING: {e}"));
-            return Ok(false);
+    let ping = loop {
+        match r.next() {
+            Ok(Some((ClientMessage::Ping(p), _))) => break p,
+            Ok(Some((ClientMessage::KeepAlive, _))) => continue,
+            Ok(Some(_)) => {
+                fail("sent events before the handshake (the server requires a shared key)".into());
+                return Ok(None);
+            }
+            Ok(None) => {
+                fail("closed the connection without answering HELO".into());
+                return Ok(None);
+            }
+            Err(e) => {
+                fail(format!("no valid PING: {e}"));
+                return Ok(None);
+            }
         }
     };
-    let key = ctx
-        .config
-        .clients
-        .get(&ping.hostname)
-        .or(ctx.config.shared_key.as_ref());
+    let (key, identity) = match ctx.config.clients.get(&ping.hostname) {
+        Some(c) => (
+            Some(&c.key),
+            Identity {
+                name: Some(ping.hostname.clone()),
+                restrictions: vec![c.hosts.clone()],
+            },
+        ),
+        None => (
+            ctx.config.shared_key.as_ref(),
+            Identity {
+                name: Some(ping.hostname.clone()),
+                restrictions: Vec::new(),
+            },
+        ),
+    };
     let pong = match key {
         Some(key) => ping.check(&helo, &ctx.config.self_hostname, key, &|u: &str| {
             ctx.config.users.get(u).cloned()
@@ -545,16 +1022,48 @@ fn handshake<S: Read + Write>(
             shared_key_digest: String::new(),
         },
     };
-    let _ = s.write_all(&pong.encode()).and_then(|_| s.flush());
+    let _ = r.s.write_all(&pong.encode()).and_then(|_| r.s.flush());
     if !pong.ok {
         fail(format!(
             "client {:?}: {}",
             ping.hostname.chars().take(64).collect::<String>(),
             pong.reason
         ));
-        return Ok(false);
+        return Ok(None);
     }
-    Ok(true)
+    Ok(Some(identity))
+}
+
+/// A batch waiting for the writer, and how many transactions went without it.
+pub struct Waiting<R> {
+    pub batch: Batch,
+    pub reply: R,
+    pub passed_over: u32,
+}
+
+/// The batches of the next transaction: those passed over [`MAX_PASSED_OVER`] times first,
+/// then the smallest, up to [`GROUP_MAX_EVENTS`] (at least one batch) and
+/// [`GROUP_MAX_BATCHES`]. So a light client's batch is not queued behind heavy ones, and a
+/// heavy one is not starved by a stream of light ones. The rest stay in `waiting`, each
+/// marked as passed over.
+pub fn pick<R>(waiting: &mut Vec<Waiting<R>>) -> Vec<Waiting<R>> {
+    waiting.sort_by_key(|w| (w.passed_over < MAX_PASSED_OVER, w.batch.rows.len()));
+    let mut events = 0;
+    let mut take = 0;
+    for w in waiting.iter() {
+        let n = w.batch.rows.len();
+        if take > 0 && (events + n > GROUP_MAX_EVENTS || take == GROUP_MAX_BATCHES) {
+            break;
+        }
+        events += n;
+        take += 1;
+    }
+    let rest = waiting.split_off(take);
+    let group = std::mem::replace(waiting, rest);
+    for w in waiting.iter_mut() {
+        w.passed_over += 1;
+    }
+    group
 }
 
 fn writer(
@@ -565,16 +1074,19 @@ fn writer(
 ) {
     let mut next_retention = Instant::now() + RETENTION_EVERY;
     let mut stopping = false;
+    let mut waiting: Vec<Waiting<Sender<Result<Outcome, String>>>> = Vec::new();
     loop {
         let wait = next_retention.saturating_duration_since(Instant::now());
-        let first = if stopping {
+        let first = if !waiting.is_empty() {
+            rx.try_recv().ok()
+        } else if stopping {
             match rx.try_recv() {
-                Ok(j) => j,
+                Ok(j) => Some(j),
                 Err(_) => break,
             }
         } else {
             match rx.recv_timeout(wait) {
-                Ok(j) => j,
+                Ok(j) => Some(j),
                 Err(RecvTimeoutError::Timeout) => {
                     next_retention = Instant::now() + RETENTION_EVERY;
                     match store.retain(retention, now_s()) {
@@ -590,21 +1102,24 @@ fn writer(
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         };
-        let mut group = Vec::new();
-        let mut events = 0;
-        let mut next = Some(first);
+        let mut next = first;
         while let Some(j) = next.take() {
             match j {
-                Job::Batch(b, reply) => {
-                    events += b.rows.len();
-                    group.push((b, reply));
-                }
+                Job::Batch(b, reply) => waiting.push(Waiting {
+                    batch: b,
+                    reply,
+                    passed_over: 0,
+                }),
                 Job::Stop => stopping = true,
             }
-            if group.len() < GROUP_MAX_BATCHES && events < GROUP_MAX_EVENTS {
+            if waiting.len() < QUEUE {
                 next = rx.try_recv().ok();
             }
         }
+        let group: Vec<(Batch, Sender<Result<Outcome, String>>)> = pick(&mut waiting)
+            .into_iter()
+            .map(|w| (w.batch, w.reply))
+            .collect();
         if group.is_empty() {
             continue;
         }
@@ -635,5 +1150,145 @@ fn writer(
     }
     if let Err(e) = store.checkpoint() {
         log(format!("checkpoint at shutdown: {e}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_rate_allows_a_burst_then_the_average() {
+        let t0 = Instant::now();
+        let mut r = EntryRate::new(1000, 5000, t0);
+        // A burst of max_entries passes at once.
+        assert_eq!(r.take(5000, t0), Duration::ZERO);
+        // The next 500 entries must wait until 500 tokens came back: 0.5 s at 1000/s.
+        assert_eq!(r.take(500, t0), Duration::from_millis(500));
+        // After waiting that long, the bucket is empty again, not negative.
+        let t1 = t0 + Duration::from_millis(500);
+        assert_eq!(r.take(0, t1), Duration::ZERO);
+        // A second later, 1000 more are free.
+        let t2 = t1 + Duration::from_secs(1);
+        assert_eq!(r.take(1000, t2), Duration::ZERO);
+        assert_eq!(r.take(1, t2), Duration::from_millis(1));
+        // An idle hour refills to the burst, no more.
+        let t3 = t2 + Duration::from_secs(3600);
+        assert_eq!(r.take(5000, t3), Duration::ZERO);
+        assert!(r.take(1, t3) > Duration::ZERO);
+    }
+
+    #[test]
+    fn gate_waits_for_room_and_gives_up_at_its_deadline() {
+        let g = Gate::new(100);
+        let a = g.acquire(60, Instant::now()).unwrap();
+        assert_eq!(g.used(), 60);
+        // No room, deadline already passed: refused at once.
+        assert!(g.acquire(50, Instant::now()).is_none());
+        // Room after `a` goes: another thread gets it.
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                g.acquire(50, Instant::now() + Duration::from_secs(30))
+                    .map(|p| p.units)
+            });
+            while g.used() != 60 {
+                std::thread::yield_now();
+            }
+            drop(a);
+            assert_eq!(waiter.join().unwrap(), Some(50));
+        });
+        assert_eq!(g.used(), 0);
+        // Larger than the whole gate: admitted when the gate is empty.
+        let big = g.acquire(500, Instant::now()).unwrap();
+        assert_eq!(g.used(), 500);
+        drop(big);
+    }
+
+    fn waiting(rows: usize, passed_over: u32) -> Waiting<()> {
+        Waiting {
+            batch: Batch {
+                rows: vec![
+                    Row::from_entry(
+                        "t",
+                        &zpulse_proto::forward::Entry {
+                            time: zpulse_proto::event::EventTime {
+                                seconds: 1,
+                                nanos: 0
+                            },
+                            record: vec![0x80],
+                        },
+                        "h",
+                    )
+                    .0;
+                    rows
+                ],
+                ..Batch::default()
+            },
+            reply: (),
+            passed_over,
+        }
+    }
+
+    #[test]
+    fn the_writer_takes_small_batches_first_and_starves_none() {
+        let sizes = |v: &[Waiting<()>]| v.iter().map(|w| w.batch.rows.len()).collect::<Vec<_>>();
+        let mut q = vec![
+            waiting(5000, 0),
+            waiting(4000, 0),
+            waiting(1, 0),
+            waiting(5000, 0),
+        ];
+        // The light batch goes first; then the next smallest, up to GROUP_MAX_EVENTS (5,000).
+        let g = pick(&mut q);
+        assert_eq!(sizes(&g), [1, 4000]);
+        assert_eq!(sizes(&q), [5000, 5000]);
+        assert!(q.iter().all(|w| w.passed_over == 1));
+        // A light one arriving goes before them...
+        q.push(waiting(2, 0));
+        assert_eq!(sizes(&pick(&mut q)), [2]);
+        // ...but not a third time: those passed over twice go first now.
+        q.push(waiting(3, 0));
+        assert_eq!(sizes(&pick(&mut q)), [5000]);
+        assert_eq!(sizes(&pick(&mut q)), [5000]);
+        assert_eq!(sizes(&pick(&mut q)), [3]);
+        assert!(q.is_empty());
+        // One batch larger than a whole transaction still goes, alone.
+        let mut q = vec![waiting(12_000, 0), waiting(3, 0)];
+        assert_eq!(sizes(&pick(&mut q)), [3]);
+        assert_eq!(sizes(&pick(&mut q)), [12_000]);
+        assert!(q.is_empty());
+        // Many light ones share a transaction.
+        let mut q: Vec<_> = (0..10).map(|_| waiting(100, 0)).collect();
+        assert_eq!(pick(&mut q).len(), 10);
+    }
+
+    #[test]
+    fn identities_bound_the_hosts() {
+        let any = Identity::default();
+        assert!(any.may_write("anything"));
+        let key = Identity {
+            name: Some("nas1".into()),
+            restrictions: vec![vec!["nas1".into(), "nas1-jail".into()]],
+        };
+        assert!(key.may_write("nas1") && key.may_write("nas1-jail"));
+        assert!(!key.may_write("nas2"));
+        // A certificate without a mapping may write for its own names (CN, SANs).
+        let tls = crate::config::Tls {
+            clients: BTreeMap::from([("db.example.net".to_owned(), vec!["db1".to_owned()])]),
+            ..Default::default()
+        };
+        let names = vec!["nas1".to_owned(), "nas1.example.net".to_owned()];
+        let own = Identity::from_certificate(&names, &tls);
+        assert_eq!(own.name.as_deref(), Some("nas1"));
+        assert!(own.may_write("nas1.example.net") && !own.may_write("db1"));
+        // A mapped one only for its mapping.
+        let mapped = Identity::from_certificate(&["db.example.net".to_owned()], &tls);
+        assert!(mapped.may_write("db1") && !mapped.may_write("db.example.net"));
+        // Both a certificate and a key: each must allow the host.
+        let both = Identity {
+            name: own.name.clone(),
+            restrictions: [own.restrictions, key.restrictions].concat(),
+        };
+        assert!(both.may_write("nas1") && !both.may_write("nas1-jail"));
     }
 }

@@ -10,8 +10,14 @@
 //!   again. Kept for `dedup_window` (at least), so resends after long outages are caught.
 //! * `findings` — the current state of each finding, per (host, check, subject): open or
 //!   cleared, since when, the latest summary. `open = 1` rows are the open set.
-//! * `hosts` — last seen (receive time), last event time, agent version (from the heartbeat's
-//!   `data.version`), the peer address.
+//! * `acks` — findings silenced by `zpulse-collector ack`, until a time or for good.
+//! * `hosts` — last seen (receive time), the heartbeat's interval, last event time (the sender's clock), the clock
+//!   skew of its latest batch (event time − receive time, s), agent version (from the
+//!   heartbeat's `data.version`), the peer address.
+//!
+//! Time: `ts` is the sender's clock, kept and shown; `received` (s) is the collector's.
+//! Retention, "last seen" and the order of deletion by size use `received` only, so a
+//! sender's wrong clock (an event dated 1970 or 2096) neither loses nor pins data.
 //!
 //! Writes go through [`Store::apply`] inside a transaction the caller commits (the server's
 //! writer thread groups many batches per transaction, and acks them after the commit).
@@ -47,6 +53,7 @@ CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
 CREATE INDEX IF NOT EXISTS events_host_ts ON events(host, ts);
 CREATE INDEX IF NOT EXISTS events_check_ts ON events(check_name, ts);
 CREATE INDEX IF NOT EXISTS events_severity_ts ON events(severity, ts);
+CREATE INDEX IF NOT EXISTS events_received ON events(received);
 CREATE TABLE IF NOT EXISTS chunks (
     chunk TEXT PRIMARY KEY,
     received INTEGER NOT NULL,
@@ -66,6 +73,7 @@ CREATE TABLE IF NOT EXISTS findings (
     summary TEXT NOT NULL,
     advice TEXT,
     data TEXT NOT NULL,
+    received INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (host, check_name, subject)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS findings_open ON findings(open, severity);
@@ -76,15 +84,35 @@ CREATE TABLE IF NOT EXISTS hosts (
     last_event_ts INTEGER NOT NULL,
     version TEXT,
     heartbeat_ts INTEGER,
-    peer TEXT NOT NULL
+    peer TEXT NOT NULL,
+    clock_skew INTEGER NOT NULL DEFAULT 0,
+    heartbeat_interval REAL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS acks (
+    host TEXT NOT NULL,
+    check_name TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    until INTEGER,
+    created INTEGER NOT NULL,
+    PRIMARY KEY (host, check_name, subject)
 ) WITHOUT ROWID;
 ";
+
+/// Columns added after the first release: (table, column, declaration), added to older
+/// databases at open.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("findings", "received", "INTEGER NOT NULL DEFAULT 0"),
+    ("hosts", "clock_skew", "INTEGER NOT NULL DEFAULT 0"),
+    ("hosts", "heartbeat_interval", "REAL"),
+];
 
 /// One event row: what the server writes, and what `query` reads back.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
-    /// Event time, ns since the epoch.
+    /// Event time, ns since the epoch: the sender's clock.
     pub ts: i64,
+    /// Receive time, s since the epoch: the collector's clock (0 before it is stored).
+    pub received: i64,
     pub tag: String,
     /// `finding`, `metrics`, `agent`, or `foreign` for a record that is not a zpulse event.
     pub kind: String,
@@ -114,6 +142,7 @@ impl Row {
     pub fn from_event(tag: &str, ts: i64, e: &Event, peer_host: &str) -> Row {
         Row {
             ts,
+            received: 0,
             tag: tag.to_owned(),
             kind: e.kind.as_str().to_owned(),
             host: if e.host.is_empty() {
@@ -144,6 +173,7 @@ impl Row {
         };
         Row {
             ts,
+            received: 0,
             tag: tag.to_owned(),
             kind: "foreign".into(),
             host: text("host")
@@ -160,8 +190,8 @@ impl Row {
     }
 }
 
-/// Per host in a batch: latest event time, latest heartbeat (time, agent version).
-type HostSeen = (i64, Option<(i64, Option<String>)>);
+/// Per host in a batch: latest event time, latest heartbeat (time, agent version, interval).
+type HostSeen = (i64, Option<(i64, Option<String>, Option<f64>)>);
 
 /// A batch of events from one client message.
 #[derive(Debug, Clone, Default)]
@@ -243,6 +273,12 @@ pub struct Store {
     conn: Connection,
 }
 
+fn now_epoch_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 fn sql(e: rusqlite::Error) -> String {
     format!("SQLite: {e}")
 }
@@ -272,6 +308,20 @@ impl Store {
         }
         conn.execute_batch(SCHEMA)
             .map_err(|e| format!("{}: creating the schema: {e}", path.display()))?;
+        for (table, column, decl) in ADDED_COLUMNS {
+            let present: bool = conn
+                .query_row(
+                    &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+                    [column],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(sql)?
+                > 0;
+            if !present {
+                conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))
+                    .map_err(|e| format!("{}: adding {table}.{column}: {e}", path.display()))?;
+            }
+        }
         Ok(Store { conn })
     }
 
@@ -331,19 +381,23 @@ impl Store {
             let h = hosts.entry(r.host.as_str()).or_insert((r.ts, None));
             h.0 = h.0.max(r.ts);
             if r.kind == "agent" && r.check == HEARTBEAT_CHECK {
-                if h.1.as_ref().is_none_or(|(t, _)| r.ts >= *t) {
-                    h.1 = Some((r.ts, heartbeat_version(&r.data)));
+                if h.1.as_ref().is_none_or(|(t, _, _)| r.ts >= *t) {
+                    let (version, interval) = heartbeat_fields(&r.data);
+                    h.1 = Some((r.ts, version, interval));
                 }
             } else if (r.kind == "finding" || r.kind == "agent") && r.state.is_some() {
-                track_finding(tx, r)?;
+                track_finding(tx, r, now)?;
             }
         }
         let mut host = tx
             .prepare_cached(
                 "INSERT INTO hosts(host, first_seen, last_seen, last_event_ts, version,
-                                   heartbeat_ts, peer)
-                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6)
+                                   heartbeat_ts, peer, clock_skew, heartbeat_interval)
+                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT(host) DO UPDATE SET
+                   clock_skew = excluded.clock_skew,
+                   heartbeat_interval = coalesce(excluded.heartbeat_interval,
+                                                 hosts.heartbeat_interval),
                    last_seen = max(hosts.last_seen, excluded.last_seen),
                    last_event_ts = max(hosts.last_event_ts, excluded.last_event_ts),
                    version = CASE WHEN excluded.heartbeat_ts IS NOT NULL
@@ -358,12 +412,17 @@ impl Store {
             )
             .map_err(sql)?;
         for (name, (last_ts, hb)) in hosts {
-            let (hb_ts, version) = match hb {
-                Some((t, v)) => (Some(t), v),
-                None => (None, None),
+            let (hb_ts, version, interval) = match hb {
+                Some((t, v, i)) => (Some(t), v, i),
+                None => (None, None, None),
             };
-            host.execute(params![name, now, last_ts, version, hb_ts, batch.peer])
-                .map_err(sql)?;
+            // The newest event of the batch against the receive time: how far the sender's
+            // clock is off (plus the batch's age, at most an agent's batching delay).
+            let skew = last_ts.div_euclid(1_000_000_000) - now;
+            host.execute(params![
+                name, now, last_ts, version, hb_ts, batch.peer, skew, interval
+            ])
+            .map_err(sql)?;
         }
         Ok(Outcome::Stored(batch.rows.len()))
     }
@@ -383,14 +442,14 @@ impl Store {
     pub fn retain(&mut self, r: &Retention, now: i64) -> Result<Pruned, String> {
         let mut p = Pruned::default();
         if let Some(age) = r.max_age {
-            let cutoff = (now - age.as_secs() as i64).saturating_mul(1_000_000_000);
+            let cutoff = now - age.as_secs() as i64;
             p.by_age = self
                 .conn
-                .execute("DELETE FROM events WHERE ts < ?1", [cutoff])
+                .execute("DELETE FROM events WHERE received < ?1", [cutoff])
                 .map_err(sql)? as u64;
             self.conn
                 .execute(
-                    "DELETE FROM findings WHERE open = 0 AND updated_ts < ?1",
+                    "DELETE FROM findings WHERE open = 0 AND received < ?1",
                     [cutoff],
                 )
                 .map_err(sql)?;
@@ -423,7 +482,7 @@ impl Store {
                     .conn
                     .execute(
                         "DELETE FROM events WHERE id IN
-                           (SELECT id FROM events ORDER BY ts LIMIT ?1)",
+                           (SELECT id FROM events ORDER BY id LIMIT ?1)",
                         [n],
                     )
                     .map_err(sql)? as u64;
@@ -452,7 +511,7 @@ impl Store {
     pub fn events(&self, f: &Filter) -> Result<Vec<Row>, String> {
         let mut sql_text = String::from(
             "SELECT ts, tag, kind, host, check_name, severity, state, subject, summary, advice,
-                    data FROM events WHERE 1=1",
+                    data, received FROM events WHERE 1=1",
         );
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         if let Some(h) = &f.host {
@@ -496,6 +555,7 @@ impl Store {
                     summary: r.get(8)?,
                     advice: r.get(9)?,
                     data: r.get(10)?,
+                    received: r.get(11)?,
                 })
             })
             .map_err(sql)?;
@@ -509,7 +569,8 @@ impl Store {
             .prepare(
                 "SELECT h.host, h.first_seen, h.last_seen, h.last_event_ts, h.version, h.peer,
                         (SELECT count(*) FROM findings f WHERE f.host = h.host AND f.open = 1),
-                        (SELECT max(severity) FROM findings f WHERE f.host = h.host AND f.open = 1)
+                        (SELECT max(severity) FROM findings f WHERE f.host = h.host AND f.open = 1),
+                        h.clock_skew
                  FROM hosts h ORDER BY h.host",
             )
             .map_err(sql)?;
@@ -524,6 +585,7 @@ impl Store {
                     peer: r.get(5)?,
                     open_findings: r.get(6)?,
                     worst_open: r.get(7)?,
+                    clock_skew: r.get(8)?,
                 })
             })
             .map_err(sql)?;
@@ -540,15 +602,19 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT host, check_name, subject, open, severity, state, raised_ts, updated_ts,
-                        cleared_ts, summary, advice, data
-                 FROM findings
-                 WHERE (?1 IS NULL OR host = ?1) AND (?2 = 0 OR open = 1)
-                 ORDER BY open DESC, severity DESC, raised_ts ASC, host, check_name, subject",
+                "SELECT f.host, f.check_name, f.subject, f.open, f.severity, f.state, f.raised_ts,
+                        f.updated_ts, f.cleared_ts, f.summary, f.advice, f.data, f.received,
+                        CASE WHEN a.host IS NULL THEN NULL ELSE coalesce(a.until, -1) END
+                 FROM findings f LEFT JOIN acks a
+                   ON a.host = f.host AND a.check_name = f.check_name AND a.subject = f.subject
+                      AND (a.until IS NULL OR a.until > ?3)
+                 WHERE (?1 IS NULL OR f.host = ?1) AND (?2 = 0 OR f.open = 1)
+                 ORDER BY f.open DESC, f.severity DESC, f.raised_ts ASC, f.host, f.check_name,
+                          f.subject",
             )
             .map_err(sql)?;
         let rows = stmt
-            .query_map(params![host, i64::from(open_only)], |r| {
+            .query_map(params![host, i64::from(open_only), now_epoch_s()], |r| {
                 Ok(FindingRow {
                     host: r.get(0)?,
                     check: r.get(1)?,
@@ -562,8 +628,49 @@ impl Store {
                     summary: r.get(9)?,
                     advice: r.get(10)?,
                     data: r.get(11)?,
+                    received: r.get(12)?,
+                    acked: r.get(13)?,
                 })
             })
+            .map_err(sql)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+
+    /// Silences one finding on the page and in alerting, until `until` (s) or for good.
+    /// Works on a database a running collector writes to (WAL).
+    pub fn ack(
+        &mut self,
+        host: &str,
+        check: &str,
+        subject: &str,
+        until: Option<i64>,
+        now: i64,
+    ) -> Result<(), String> {
+        self.conn
+            .execute(
+                "INSERT INTO acks(host, check_name, subject, until, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(host, check_name, subject) DO UPDATE SET
+                   until = excluded.until, created = excluded.created",
+                params![host, check, subject, until, now],
+            )
+            .map_err(sql)?;
+        Ok(())
+    }
+
+    /// Hosts whose last batch was received more than `intervals` heartbeat intervals ago
+    /// (60 s when a host never said its interval), by name: (host, last seen).
+    pub fn silent_hosts(&self, now: i64, intervals: f64) -> Result<Vec<(String, i64)>, String> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT host, last_seen FROM hosts
+                 WHERE last_seen < ?1 - ?2 * coalesce(heartbeat_interval, 60.0)
+                 ORDER BY host",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map(params![now, intervals], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(sql)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
     }
@@ -595,19 +702,30 @@ impl Store {
     }
 }
 
-fn heartbeat_version(data: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(data).ok()?;
-    Some(v.get("version")?.as_str()?.chars().take(64).collect())
+/// The agent version and the interval (s) a heartbeat's `data` names.
+fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
+        return (None, None);
+    };
+    let version = v
+        .get("version")
+        .and_then(|x| x.as_str())
+        .map(|x| x.chars().take(64).collect());
+    let interval = v
+        .get("interval_s")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|i| i.is_finite() && *i > 0.0);
+    (version, interval)
 }
 
 /// Updates the current state of one finding from an event. An event older than the state
 /// already stored (a late resend) changes nothing here; it is still in the history.
-fn track_finding(tx: &Transaction, r: &Row) -> Result<(), String> {
+fn track_finding(tx: &Transaction, r: &Row, now: i64) -> Result<(), String> {
     let open = i64::from(r.state.as_deref() != Some("cleared"));
     tx.prepare_cached(
         "INSERT INTO findings(host, check_name, subject, open, severity, state, raised_ts,
-                              updated_ts, cleared_ts, summary, advice, data)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10)
+                              updated_ts, cleared_ts, summary, advice, data, received)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10, ?11)
          ON CONFLICT(host, check_name, subject) DO UPDATE SET
            raised_ts = CASE WHEN excluded.open = 1 AND findings.open = 0
                             THEN excluded.raised_ts ELSE findings.raised_ts END,
@@ -618,7 +736,8 @@ fn track_finding(tx: &Transaction, r: &Row) -> Result<(), String> {
            cleared_ts = excluded.cleared_ts,
            summary = excluded.summary,
            advice = excluded.advice,
-           data = excluded.data
+           data = excluded.data,
+           received = excluded.received
          WHERE excluded.updated_ts >= findings.updated_ts",
     )
     .and_then(|mut s| {
@@ -632,7 +751,8 @@ fn track_finding(tx: &Transaction, r: &Row) -> Result<(), String> {
             r.ts,
             r.summary,
             r.advice,
-            r.data
+            r.data,
+            now
         ])
     })
     .map_err(sql)?;
@@ -663,6 +783,8 @@ pub struct HostRow {
     pub peer: String,
     pub open_findings: i64,
     pub worst_open: Option<i64>,
+    /// The sender's clock minus the collector's, s, at its latest batch.
+    pub clock_skew: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -679,4 +801,8 @@ pub struct FindingRow {
     pub summary: String,
     pub advice: Option<String>,
     pub data: String,
+    /// When the latest event of this finding was received, s.
+    pub received: i64,
+    /// Acknowledged (`zpulse-collector ack`): until this time (s), or -1 for good.
+    pub acked: Option<i64>,
 }

@@ -17,6 +17,28 @@ fn free_addr() -> SocketAddr {
         .unwrap()
 }
 
+/// The DOM headless Chromium builds from `url`. Chromium is a test dependency (.ci/run
+/// installs it): missing, the test fails.
+fn chromium_dom(url: &str) -> String {
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--dump-dom",
+            url,
+        ])
+        .output()
+        .expect("chromium (apt-get install chromium; .ci/run does)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn run(args: &[&str], db: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
         .args(args)
@@ -139,51 +161,127 @@ fn a_small_fleet_through_serve_query_hosts_open_and_the_page() {
     // 10 metrics in the last 15 min (k*100 s ≥ 1100 s ago excluded), heartbeat, finding.
     assert!(q.lines().count() > 3, "{q}");
 
-    // The page: in headless Chromium when installed, else over plain HTTP.
-    let url = format!("http://{http}/");
-    let chromium = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|b| Command::new(b).arg("--version").output().is_ok());
-    let dom = match chromium {
-        Some(b) => {
-            let out = Command::new(b)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-dev-shm-usage",
-                    "--dump-dom",
-                    &url,
-                ])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap()
-        }
-        None => {
-            eprintln!("chromium not installed: fetching the page over plain HTTP instead");
-            use std::io::{Read, Write};
-            let mut s = std::net::TcpStream::connect(http).unwrap();
-            write!(s, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).unwrap();
-            out
-        }
-    };
+    // The page, in headless Chromium (a real browser: CSP and HTML parsing apply).
+    let dom = chromium_dom(&format!("http://{http}/"));
     for host in ["nas1", "nas2", "backup"] {
         assert!(dom.contains(&format!(">{host}</a>")), "{host} missing");
     }
     assert_eq!(dom.matches("<tr class=\"finding\">").count(), 2, "{dom}");
-    assert_eq!(dom.matches("<svg class=\"chart\"").count(), 3);
-    assert!(dom.contains("hdd-saturation tank busy_pct"));
+    // What is wrong comes first: one row per (check, severity).
+    let wrong = dom.find("What is wrong").unwrap();
+    assert!(wrong < dom.find("Hosts (").unwrap());
+    assert_eq!(dom.matches("<tr class=\"group\">").count(), 2, "{dom}");
+    let host_page = chromium_dom(&format!("http://{http}/host/nas1"));
+    assert!(host_page.contains("<svg class=\"chart\""));
+    assert!(host_page.contains("hdd-saturation tank busy_pct"));
     // Nothing loaded from outside: no scripts, no external references.
     assert!(!dom.contains("<script"));
     assert!(!dom.contains("src=\""));
     assert!(!dom.contains("href=\"http"));
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// Safe defaults: an open listener beyond loopback is refused at start, with the reason and
+/// the ways out, and exit status 2; with a key it starts.
+#[test]
+fn serve_refuses_an_unauthenticated_listener_beyond_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--db"])
+        .arg(dir.path().join("e.db"))
+        .args(["--config", "/nonexistent/zpulse-collector.toml"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent"), "{err}");
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--db"])
+        .arg(dir.path().join("e.db"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("beyond loopback") && err.contains("shared_key") && err.contains("insecure"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("e.db").exists(),
+        "nothing created before the refusal"
+    );
+}
+
+/// Issue 15: `hosts`/`query` printed a foreign record's control characters raw to the
+/// terminal, and `hosts | head` panicked on the closed pipe. Now every table cell is
+/// escaped, and a reader that goes away ends the command quietly with status 0.
+#[test]
+fn terminal_output_is_escaped_and_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use zpulse_collector::store::{Batch, Row, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let mut s = Store::open(&db).unwrap();
+    // ESC ] 0 ; … BEL retitles the terminal; ESC [ 2 J clears it.
+    let hostile = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    let mut rows: Vec<Row> = (0..20_000)
+        .map(|i| {
+            Row::from_event(
+                "zpulse.agent",
+                1_000_000_000,
+                &heartbeat(&format!("host{i:05}"), "1.0"),
+                "p",
+            )
+        })
+        .collect();
+    rows.push(Row::from_event(
+        "zpulse.metrics",
+        1_000_000_000,
+        &metrics(hostile, "c", hostile, "x_pct", 1.0),
+        "p",
+    ));
+    s.store(
+        &[Batch {
+            rows,
+            ..Batch::default()
+        }],
+        1_000,
+    )
+    .unwrap();
+    drop(s);
+    for args in [&["query", "--limit", "5"][..], &["hosts"]] {
+        let out = run(args, &db);
+        let evil = out
+            .lines()
+            .find(|l| l.contains("evil"))
+            .expect("the hostile row");
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{7}'),
+            "{args:?}: {out:?}"
+        );
+        assert!(
+            evil.contains("evil\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"),
+            "{evil}"
+        );
+    }
+    // `hosts | head -1`: 20,000 lines, the reader takes one and closes the pipe.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args(["hosts", "--db"])
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("HOST"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }

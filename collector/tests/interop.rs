@@ -21,6 +21,7 @@ fn server_tls() -> Tls {
     Tls {
         cert: tls_dir().join("server.pem"),
         key: tls_dir().join("server.key"),
+        ..Tls::default()
     }
 }
 

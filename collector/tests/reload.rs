@@ -107,6 +107,76 @@ fn sighup_applies_a_good_config_and_refuses_a_bad_one() {
     );
     drop(c);
 
+    // A file that parses but names a missing TLS file: refused before anything is stopped;
+    // the running listener (with its key) stays. (The collector exited with status 2 here.)
+    std::fs::write(
+        &config,
+        format!("{base}[tls]\ncert = \"/nonexistent/cert.pem\"\nkey = \"/nonexistent/key.pem\"\n"),
+    )
+    .unwrap();
+    signal(child.id(), "HUP");
+    let refused = expect(&lines, "reload refused");
+    assert!(
+        refused.contains("tls.cert /nonexistent/cert.pem"),
+        "{refused}"
+    );
+    let mut c = Client::from_stream(TcpStream::connect(addr).unwrap());
+    c.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert!(
+        matches!(c.recv(), Some(ServerMessage::Helo(_))),
+        "still HELO after a missing TLS file"
+    );
+    drop(c);
+
+    // A busy port: refused, and the old address still serves.
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"{}\"\ndb = {:?}\n",
+            busy.local_addr().unwrap(),
+            dir.path().join("events.db").display().to_string()
+        ),
+    )
+    .unwrap();
+    signal(child.id(), "HUP");
+    let refused = expect(&lines, "reload refused");
+    assert!(refused.contains("listen 127.0.0.1:"), "{refused}");
+    let mut c = Client::from_stream(TcpStream::connect(addr).unwrap());
+    c.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert!(
+        matches!(c.recv(), Some(ServerMessage::Helo(_))),
+        "still HELO after a busy port"
+    );
+    drop(c);
+
+    // A good new address takes over: the old one is closed, the new one serves.
+    let next_port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"{next_port}\"\ndb = {:?}\n",
+            dir.path().join("events.db").display().to_string()
+        ),
+    )
+    .unwrap();
+    signal(child.id(), "HUP");
+    expect(&lines, "reloaded");
+    let mut c = Client::connect(next_port);
+    c.send(&entries).unwrap();
+    assert_eq!(
+        c.ack(),
+        Some(chunk(1)),
+        "the resent batch is acked (a duplicate)"
+    );
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "the old address is closed"
+    );
+
     signal(child.id(), "TERM");
     assert!(child.wait().unwrap().success());
 }

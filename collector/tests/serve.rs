@@ -200,7 +200,13 @@ fn findings_hosts_and_the_open_set() {
 fn shared_key_handshake_and_auth_failures() {
     let r = start(|c| {
         c.shared_key = Some("fleet-key".into());
-        c.clients.insert("special".into(), "its-own-key".into());
+        c.clients.insert(
+            "special".into(),
+            zpulse_collector::config::Client {
+                key: "its-own-key".into(),
+                hosts: vec!["special".into()],
+            },
+        );
     });
     let e = metrics("nas1", "arc", "arc", "hit_pct", 97.0).to_msgpack();
     // Good key.
@@ -273,8 +279,8 @@ fn limits_close_bad_peers_and_the_server_survives() {
     }
     let _ = c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(1)), Compression::None));
     assert!(closed(&mut c));
-    // A gzip bomb is refused (limit on inflation: 32 MiB by default).
-    let mut c = Client::connect(r.server.addr);
+    // A gzip bomb is refused (limit on inflation: 32 MiB by default). Built before connecting:
+    // a new connection must complete its first message within read_timeout.
     let zeros = vec![0u8; 40 << 20];
     let bomb = encode::gzip(&zeros).unwrap();
     assert!(bomb.len() < 60_000, "{}", bomb.len());
@@ -285,6 +291,7 @@ fn limits_close_bad_peers_and_the_server_survives() {
     msg.extend_from_slice(b"compressed");
     msg.extend_from_slice(&[0xa4]);
     msg.extend_from_slice(b"gzip");
+    let mut c = Client::connect(r.server.addr);
     c.send(&msg).unwrap();
     assert!(closed(&mut c));
     // Garbage.
@@ -316,11 +323,102 @@ fn limits_close_bad_peers_and_the_server_survives() {
 
 #[test]
 fn idle_connections_are_closed() {
-    let r = start(|c| c.idle_timeout = Duration::from_millis(300));
+    let r = start(|c| {
+        c.read_timeout = Duration::from_millis(300);
+        c.idle_timeout = Duration::from_millis(600);
+    });
+    // Nothing at all: closed once read_timeout passes without a first message.
     let mut c = Client::connect(r.server.addr);
-    let t0 = std::time::Instant::now();
     assert!(closed(&mut c));
-    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert_eq!(r.server.stats.snapshot()["timeouts"], 1);
+    // After a batch, only keep-alives: closed after idle_timeout, quietly.
+    let mut c = Client::connect(r.server.addr);
+    let e = metrics("h", "c", "s", "x_pct", 1.0).to_msgpack();
+    c.send(&encode::message(
+        "zpulse.metrics",
+        t(1),
+        &e,
+        Some(&chunk(1)),
+    ))
+    .unwrap();
+    assert_eq!(c.ack(), Some(chunk(1)));
+    let keepalives = keep_alive_until_closed(&mut c, Duration::from_millis(50));
+    // 600 ms of keep-alives every 50 ms, give or take the scheduler.
+    assert!(keepalives >= 6, "{keepalives}");
+    assert_eq!(r.server.stats.snapshot()["timeouts"], 1);
+}
+
+/// Sends a keep-alive every `every` until the server closes the connection; how many went.
+fn keep_alive_until_closed(c: &mut Client, every: Duration) -> u32 {
+    c.s.set_read_timeout(Some(every)).unwrap();
+    let mut sent = 0;
+    let mut buf = [0u8; 64];
+    loop {
+        if c.send(&[0xc0]).is_err() {
+            return sent;
+        }
+        sent += 1;
+        match c.s.read(&mut buf) {
+            Ok(0) => return sent,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return sent,
+        }
+        assert!(sent < 10_000, "never closed");
+    }
+}
+
+/// The attack of issue 15: connections sending one nil every few seconds held every slot.
+/// Keep-alives do not count as messages: a connection that completes none within
+/// read_timeout is closed whatever keep-alives it sends, and each is counted.
+#[test]
+fn trickled_keep_alives_do_not_hold_a_slot() {
+    let r = start(|c| {
+        c.read_timeout = Duration::from_millis(400);
+        c.max_connections = 8;
+    });
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let addr = r.server.addr;
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                keep_alive_until_closed(&mut c, Duration::from_millis(100))
+            })
+        })
+        .collect();
+    for h in handles {
+        let sent = h.join().unwrap();
+        assert!(sent >= 3, "{sent}");
+    }
+    assert_eq!(r.server.stats.snapshot()["timeouts"], 8);
+    // Every slot is free again: a real agent is served.
+    assert_eq!(serves_a_new_peer(&r, 9), Some(chunk(9)));
+}
+
+/// One address holds at most max_connections_per_peer connections; the next is closed at
+/// once and counted, and a slot freed is usable again.
+#[test]
+fn connections_per_peer_address_are_bounded() {
+    let r = start(|c| {
+        c.max_connections_per_peer = 3;
+    });
+    let held: Vec<_> = (0..3).map(|_| Client::connect(r.server.addr)).collect();
+    wait_until("3 active", || {
+        r.server.stats.snapshot()["connections_active"] == 3
+    });
+    let mut fourth = Client::connect(r.server.addr);
+    assert!(closed(&mut fourth));
+    assert_eq!(r.server.stats.snapshot()["connections_refused_peer"], 1);
+    assert_eq!(r.server.stats.snapshot()["connections_refused"], 0);
+    drop(held);
+    wait_until("0 active", || {
+        r.server.stats.snapshot()["connections_active"] == 0
+    });
+    assert_eq!(serves_a_new_peer(&r, 1), Some(chunk(1)));
 }
 
 fn get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
@@ -361,22 +459,29 @@ fn web_page_shows_hosts_findings_and_charts() {
     c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(1)), Compression::Gzip))
         .unwrap();
     assert!(c.ack().is_some());
-    let addr =
-        zpulse_collector::http::start("127.0.0.1:0", r.db.clone(), r.server.stats.clone()).unwrap();
+    let addr = zpulse_collector::http::start(
+        "127.0.0.1:0",
+        zpulse_collector::http::Page {
+            db: r.db.clone(),
+            ..Default::default()
+        },
+        r.server.stats.clone(),
+    )
+    .unwrap();
     let (head, body) = get(addr, "/");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(head.contains("Content-Security-Policy: default-src 'none'"));
     assert!(body.contains("nas&lt;1&gt;"), "escaped host name");
     assert!(!body.contains("nas<1>"));
     assert!(body.contains("special-fill") && body.contains("critical"));
-    assert!(body.contains("<svg class=\"chart\""));
-    assert!(body.contains("hdd-saturation tank busy_pct"));
-    assert!(body.contains("arc arc_hit_pct"));
-    assert!(body.contains("agent.heartbeat cpu_pct"));
     assert!(!body.contains("<script") && !body.contains("http://") || !body.contains("src=\"http"));
     let (head, body) = get(addr, "/host/nas%3C1%3E");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(body.contains("Finding history"));
+    assert!(body.contains("<svg class=\"chart\""));
+    assert!(body.contains("hdd-saturation tank busy_pct"));
+    assert!(body.contains("arc arc_hit_pct"));
+    assert!(body.contains("agent.heartbeat cpu_pct"));
     let (head, _) = get(addr, "/host/nobody");
     assert!(head.starts_with("HTTP/1.1 404"));
     let (_, body) = get(addr, "/api/hosts");
@@ -405,17 +510,21 @@ fn retention_by_age_and_size() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Store::open(&dir.path().join("r.db")).unwrap();
     let now = 2_000_000_000i64;
-    let mut batch = Batch::default();
+    // 5000 events received one second apart, over the last 10,000 s (by receive time).
     for i in 0..5000i64 {
         let e = metrics("h", "c", "s", "x_pct", 1.0).with("pad", "y".repeat(200));
-        batch.rows.push(Row::from_event(
-            "zpulse.metrics",
-            (now - 10_000 + i) * 1_000_000_000,
-            &e,
-            "p",
-        ));
+        let received = now - 10_000 + i;
+        let batch = Batch {
+            rows: vec![Row::from_event(
+                "zpulse.metrics",
+                received * 1_000_000_000,
+                &e,
+                "p",
+            )],
+            ..Batch::default()
+        };
+        s.store(&[batch], received).unwrap();
     }
-    s.store(&[batch], now).unwrap();
     let p = s
         .retain(
             &Retention {
@@ -449,6 +558,56 @@ fn retention_by_age_and_size() {
         })
         .unwrap();
     assert_eq!(newest[0].ts, (now - 10_000 + 4999) * 1_000_000_000);
+}
+
+/// Issue 15: retention trusted the sender's clock (an event dated 1970 was deleted within a
+/// minute, one dated 2096 never). Now it goes by receive time, and the sender's time is kept.
+#[test]
+fn retention_and_last_seen_go_by_receive_time() {
+    use zpulse_collector::store::{Batch, Retention, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("t.db")).unwrap();
+    let now = 1_800_000_000i64;
+    let dated = |host: &str, secs: i64| {
+        Row::from_event(
+            "zpulse.agent",
+            secs * 1_000_000_000,
+            &heartbeat(host, "1.0"),
+            "p",
+        )
+    };
+    // 1970-01-01T00:00:10Z and 2096-01-01T00:00:00Z (4_001_184_000 s).
+    let batch = Batch {
+        rows: vec![dated("past", 10), dated("future", 4_001_184_000)],
+        ..Batch::default()
+    };
+    s.store(&[batch], now).unwrap();
+    let r = Retention {
+        max_age: Some(Duration::from_secs(86400)),
+        max_bytes: None,
+        dedup_window: Duration::from_secs(60),
+    };
+    // A minute later: both kept.
+    assert_eq!(s.retain(&r, now + 60).unwrap().by_age, 0);
+    let rows = s
+        .events(&Filter {
+            limit: 10,
+            oldest_first: true,
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(
+        rows.iter().map(|r| (r.ts, r.received)).collect::<Vec<_>>(),
+        [(10_000_000_000, now), (4_001_184_000_000_000_000, now)]
+    );
+    // Last seen is the receive time; the skew says how far each clock is off.
+    let hosts = s.hosts().unwrap();
+    let by = |h: &str| hosts.iter().find(|x| x.host == h).unwrap().clone();
+    assert_eq!(by("past").last_seen, now);
+    assert_eq!(by("past").clock_skew, 10 - now);
+    assert_eq!(by("future").clock_skew, 4_001_184_000 - now);
+    // A day and a second later: both deleted.
+    assert_eq!(s.retain(&r, now + 86401).unwrap().by_age, 2);
 }
 
 #[test]

@@ -19,6 +19,7 @@ const LIMITS: Limits = Limits {
     max_frame_bytes: 64 << 10,
     max_depth: 16,
     max_inflated_bytes: 1 << 20,
+    max_entries: 4096,
 };
 
 /// Every frame of the stream read as both sides would, until the first stream error.
@@ -66,6 +67,7 @@ fn client_round_trip(m: &ClientMessage) {
             let limits = Limits {
                 max_frame_bytes: usize::MAX,
                 max_inflated_bytes: usize::MAX,
+                max_entries: usize::MAX,
                 ..LIMITS
             };
             match client_message(&packed, &limits) {

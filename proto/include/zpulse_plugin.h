@@ -50,6 +50,10 @@ extern "C" {
 #define ZPULSE_ABI_MINOR 1
 #define ZPULSE_ENTRY_SYMBOL "zpulse_plugin_entry"
 
+/* Descriptor flags (ABI 1.1). The agent refuses a plugin that sets this one: its code aborts
+ * the process on an internal error instead of returning ZPULSE_STATUS_PANIC. */
+#define ZPULSE_DESCRIPTOR_PANIC_ABORT 1u
+
 /* Status of create and on_sample. */
 #define ZPULSE_STATUS_OK 0
 #define ZPULSE_STATUS_ERROR 1  /* failed; reason given to set_error */
@@ -102,7 +106,7 @@ typedef struct zpulse_plugin_descriptor {
     uint32_t abi_major;   /* ZPULSE_ABI_MAJOR */
     uint32_t abi_minor;   /* ZPULSE_ABI_MINOR */
     uint32_t struct_size; /* sizeof(zpulse_plugin_descriptor) */
-    uint32_t flags;       /* 0 */
+    uint32_t flags;       /* ZPULSE_DESCRIPTOR_* bits (ABI 1.1), normally 0 */
     zpulse_str name;      /* [A-Za-z0-9_-]{1,64}: the config table [plugins.<name>] */
     zpulse_str version;   /* the plugin's version, up to 64 bytes */
     zpulse_str build_info; /* free text for diagnostics */
@@ -113,8 +117,13 @@ typedef struct zpulse_plugin_descriptor {
     int32_t (*on_sample)(void *state, const uint8_t *sample, size_t sample_len);
     /* Free the state. */
     void (*destroy)(void *state);
+    /* ABI 1.1, may be NULL: whether create would accept this config, without building any
+     * state; ZPULSE_STATUS_OK, or ZPULSE_STATUS_CONFIG with the reason given to set_error. */
+    int32_t (*check_config)(const zpulse_host_api *host, const uint8_t *config,
+                            size_t config_len);
     /* ABI 1.1: ZPULSE_PART_* bits this plugin does not read; 0 = send the whole sample. A
-     * 1.0 descriptor (88 bytes, without this field) is still accepted and gets everything. */
+     * 1.0 descriptor (88 bytes, without check_config nor this field) is still accepted and
+     * gets everything. */
     uint64_t unread;
 } zpulse_plugin_descriptor;
 
@@ -125,8 +134,9 @@ const zpulse_plugin_descriptor *zpulse_plugin_entry(void);
 _Static_assert(sizeof(zpulse_str) == 16, "zpulse_str layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, name) == 16, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, create) == 64, "descriptor layout");
-_Static_assert(offsetof(zpulse_plugin_descriptor, unread) == 88, "descriptor layout");
-_Static_assert(sizeof(zpulse_plugin_descriptor) == 96, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, check_config) == 88, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, unread) == 96, "descriptor layout");
+_Static_assert(sizeof(zpulse_plugin_descriptor) == 104, "descriptor layout");
 _Static_assert(offsetof(zpulse_host_api, ctx) == 16, "host api layout");
 _Static_assert(sizeof(zpulse_host_api) == 48, "host api layout");
 #endif

@@ -24,7 +24,8 @@
 //!   [`HostApi::set_error`] with the reason, which the agent reports with the failure.
 //! * Nothing may unwind across the boundary (a Rust panic escaping `extern "C"` aborts the
 //!   process): the SDK catches panics and returns [`STATUS_PANIC`].
-//! * Since 1.1 the descriptor ends with [`PluginDescriptor::unread`]: the parts of the sample
+//! * Since 1.1 the descriptor ends with [`PluginDescriptor::check_config`] (may be null) and
+//!   [`PluginDescriptor::unread`]: the parts of the sample
 //!   ([`PART_SNAPSHOT_DISKS`], …) the plugin never looks at, which the agent may leave out of
 //!   the samples it sends that plugin. 0 (and every 1.0 plugin) gets the whole sample.
 //! * The agent never unloads a plugin (`dlclose` is unsafe with thread-locals and threads), so
@@ -34,8 +35,15 @@ use std::ffi::c_void;
 
 /// Incompatible changes bump the major: the agent refuses a plugin with another major.
 pub const ABI_MAJOR: u32 = 1;
-/// Compatible additions (fields appended to the descriptor or the host API) bump the minor.
+/// Compatible additions (fields appended to the descriptor or the host API, header flags)
+/// bump the minor. 1.1: [`DESCRIPTOR_PANIC_ABORT`], [`PluginDescriptor::check_config`] and
+/// [`PluginDescriptor::unread`].
 pub const ABI_MINOR: u32 = 1;
+
+/// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
+/// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
+/// it (and `export_plugin!` refuses to compile such a plugin); the agent refuses to load one.
+pub const DESCRIPTOR_PANIC_ABORT: u32 = 1;
 
 /// Parts of the sample a plugin may declare it does not read ([`PluginDescriptor::unread`]).
 /// A part left out is absent from the MessagePack map (an empty list or no value), exactly as
@@ -144,7 +152,7 @@ pub struct DescriptorHeader {
     pub abi_minor: u32,
     /// `sizeof` the descriptor the plugin was built with.
     pub struct_size: u32,
-    /// Reserved, 0.
+    /// `DESCRIPTOR_*` bits (ABI 1.1); 0 before. Unknown bits are ignored.
     pub flags: u32,
 }
 
@@ -165,9 +173,16 @@ pub type OnSampleFn =
 /// `destroy(state)`: free the state. Called at most once, never concurrently with the others.
 pub type DestroyFn = unsafe extern "C" fn(state: *mut c_void);
 
-/// What a plugin exports (ABI 1.1; a 1.0 descriptor is the same without `unread`). Function
+/// `check_config(host, config, config_len)` (ABI 1.1): whether `create` would accept this
+/// config, without building any state or doing anything else: [`STATUS_OK`], or
+/// [`STATUS_CONFIG`] with the reason given to `set_error`. `check-config` and a reload call
+/// it before anything changes; only `set_error` may be used.
+pub type CheckConfigFn =
+    unsafe extern "C" fn(host: *const HostApi, config: *const u8, config_len: usize) -> Status;
+
+/// What a plugin exports (ABI 1.1; a 1.0 descriptor ends before `check_config`). Function
 /// pointers are `Option` so that a null one from C is a refused plugin, not undefined
-/// behaviour. Read one with [`read_descriptor`], which knows both sizes.
+/// behaviour. Read one with [`read_descriptor`], which knows every 1.x size.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct PluginDescriptor {
@@ -181,32 +196,20 @@ pub struct PluginDescriptor {
     pub create: Option<CreateFn>,
     pub on_sample: Option<OnSampleFn>,
     pub destroy: Option<DestroyFn>,
-    /// 1.1: `PART_*` bits of the sample this plugin does not read; the agent may leave them
-    /// out of its samples. 0 = send everything. Unknown bits are ignored.
+    /// ABI 1.1; absent (and read as `None`) in a 1.0 descriptor.
+    pub check_config: Option<CheckConfigFn>,
+    /// ABI 1.1: `PART_*` bits of the sample this plugin does not read; the agent may leave
+    /// them out of its samples. 0 = send everything (and absent, read as 0, in a 1.0
+    /// descriptor). Unknown bits are ignored.
     pub unread: u64,
 }
 
-/// The ABI 1.0 descriptor: the 1.1 one without `unread`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-struct PluginDescriptor10 {
-    pub header: DescriptorHeader,
-    /// `[A-Za-z0-9_-]`, 1–64 bytes: the key of the plugin's table, `[plugins.<name>]`.
-    pub name: StrRef,
-    /// The plugin's own version, free text up to 64 bytes (`0.3.1`).
-    pub version: StrRef,
-    /// For diagnostics only: what built it (`zpulse-plugin-x 0.3.1, zpulse-proto 0.1.0`).
-    pub build_info: StrRef,
-    pub create: Option<CreateFn>,
-    pub on_sample: Option<OnSampleFn>,
-    pub destroy: Option<DestroyFn>,
-}
+/// The size of an ABI 1.0 descriptor: everything before `check_config`.
+pub const DESCRIPTOR_SIZE_1_0: usize = std::mem::offset_of!(PluginDescriptor, check_config);
 
-/// `sizeof` the smallest descriptor accepted: ABI 1.0's.
-pub const DESCRIPTOR_SIZE_1_0: usize = std::mem::size_of::<PluginDescriptor10>();
-
-/// Copies a descriptor of any 1.x size; fields a 1.0 plugin does not have take their 1.0
-/// meaning (`unread` 0: the whole sample).
+/// Copies a descriptor of any 1.x size: as much of it as the plugin has, over a zeroed one,
+/// so that the fields an older plugin does not have take their 1.0 meaning (`check_config`
+/// `None`, `unread` 0: the whole sample).
 ///
 /// # Safety
 /// `descriptor` must point to a descriptor whose header passed [`check_header`]: at least
@@ -214,21 +217,15 @@ pub const DESCRIPTOR_SIZE_1_0: usize = std::mem::size_of::<PluginDescriptor10>()
 pub unsafe fn read_descriptor(descriptor: *const PluginDescriptor) -> PluginDescriptor {
     // SAFETY: the header is the first field of every version and the caller checked it.
     let size = unsafe { (*descriptor.cast::<DescriptorHeader>()).struct_size } as usize;
-    if size >= std::mem::size_of::<PluginDescriptor>() {
-        // SAFETY: the plugin says its descriptor is at least as large as ours.
-        return unsafe { std::ptr::read(descriptor) };
-    }
-    // SAFETY: check_header guaranteed at least the 1.0 size.
-    let d = unsafe { std::ptr::read(descriptor.cast::<PluginDescriptor10>()) };
-    PluginDescriptor {
-        header: d.header,
-        name: d.name,
-        version: d.version,
-        build_info: d.build_info,
-        create: d.create,
-        on_sample: d.on_sample,
-        destroy: d.destroy,
-        unread: 0,
+    let n = size.min(std::mem::size_of::<PluginDescriptor>());
+    let mut d = std::mem::MaybeUninit::<PluginDescriptor>::zeroed();
+    // SAFETY: the plugin's static descriptor has `size` readable bytes (at least the 1.0
+    // size, checked by `check_header`); `n` of them are copied over a zeroed descriptor.
+    // Every field is an integer, a pointer or an `Option` of a function pointer, for which
+    // all-zero is valid (`None`, empty), so the result is a valid descriptor.
+    unsafe {
+        std::ptr::copy_nonoverlapping(descriptor.cast::<u8>(), d.as_mut_ptr().cast::<u8>(), n);
+        d.assume_init()
     }
 }
 
@@ -305,9 +302,11 @@ const _: () = {
     assert!(offset_of!(PluginDescriptor, create) == 64);
     assert!(offset_of!(PluginDescriptor, on_sample) == 72);
     assert!(offset_of!(PluginDescriptor, destroy) == 80);
-    assert!(offset_of!(PluginDescriptor, unread) == 88);
-    assert!(size_of::<PluginDescriptor>() == 96);
-    assert!(size_of::<PluginDescriptor10>() == 88);
+    // ABI 1.0 ends here; 1.1 appends check_config, then unread.
+    assert!(DESCRIPTOR_SIZE_1_0 == 88);
+    assert!(offset_of!(PluginDescriptor, check_config) == 88);
+    assert!(offset_of!(PluginDescriptor, unread) == 96);
+    assert!(size_of::<PluginDescriptor>() == 104);
     assert!(offset_of!(HostApi, ctx) == 16);
     assert!(offset_of!(HostApi, log) == 24);
     assert!(offset_of!(HostApi, emit) == 32);
@@ -336,7 +335,7 @@ mod tests {
             flags: 0,
         };
         assert!(check_header(&small).unwrap_err().contains("40 bytes"));
-        // A 1.0 descriptor (88 bytes, no `unread`) is still accepted.
+        // A 1.0 descriptor (88 bytes, no `check_config` nor `unread`) is still accepted.
         let one_zero = DescriptorHeader {
             abi_major: 1,
             abi_minor: 0,
@@ -353,13 +352,18 @@ mod tests {
         assert!(check_header(&newer_minor).is_ok());
     }
 
-    #[test]
-    fn a_1_0_descriptor_reads_as_a_plugin_that_reads_everything() {
-        let old = PluginDescriptor10 {
+    unsafe extern "C" fn accept_any(_: *const HostApi, _: *const u8, _: usize) -> Status {
+        STATUS_OK
+    }
+
+    /// A descriptor whose 1.1 fields are set, as a 1.1 plugin would export it, claiming
+    /// `struct_size` bytes.
+    fn descriptor_claiming(struct_size: u32) -> PluginDescriptor {
+        PluginDescriptor {
             header: DescriptorHeader {
                 abi_major: 1,
                 abi_minor: 0,
-                struct_size: 88,
+                struct_size,
                 flags: 0,
             },
             name: StrRef::from_static("old"),
@@ -368,16 +372,39 @@ mod tests {
             create: None,
             on_sample: None,
             destroy: None,
-        };
+            check_config: Some(accept_any),
+            unread: PART_TXGS,
+        }
+    }
+
+    #[test]
+    fn a_descriptor_is_read_only_as_far_as_its_size_says() {
+        // 1.0 (88 bytes): nothing past `destroy` is read, whatever lies there.
+        let old = descriptor_claiming(88);
         assert!(check_header(&old.header).is_ok());
-        // SAFETY: `old` is a live 1.0 descriptor of 88 bytes, as its header says.
-        let d = unsafe { read_descriptor((&raw const old).cast()) };
-        assert_eq!(d.unread, 0);
+        // SAFETY: `old` is a live descriptor of at least the 88 bytes its header claims.
+        let d = unsafe { read_descriptor(&raw const old) };
+        assert!(d.check_config.is_none(), "a 1.0 plugin has no check_config");
+        assert_eq!(d.unread, 0, "a 1.0 plugin gets the whole sample");
         // SAFETY: a static string.
         assert_eq!(
             unsafe { d.name.to_string_lossless() }.as_deref(),
             Some("old")
         );
+        // 96 bytes: check_config but not unread.
+        let middle = descriptor_claiming(96);
+        // SAFETY: as above, 96 bytes.
+        let d = unsafe { read_descriptor(&raw const middle) };
+        assert!(d.check_config.is_some());
+        assert_eq!(d.unread, 0);
+        // The whole 1.1 descriptor, and a larger one from a newer minor: both fields.
+        for size in [104, 120] {
+            let new = descriptor_claiming(size);
+            // SAFETY: only size_of::<PluginDescriptor>() bytes are read, which `new` has.
+            let d = unsafe { read_descriptor(&raw const new) };
+            assert!(d.check_config.is_some());
+            assert_eq!(d.unread, PART_TXGS);
+        }
     }
 
     #[test]

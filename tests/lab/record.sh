@@ -10,10 +10,16 @@ here=$(cd "$(dirname "$0")" && pwd); repo=$(cd "$here/../.." && pwd)
 lab=${LAB_SHARED:-$repo/../shared/lab}
 scenario=$1; limit=${2:-1800}
 [[ -f $here/scenarios/$scenario.sh ]] || { echo "no scenario $scenario" >&2; exit 2; }
-(cd "$repo" && cargo build --release -q -p zpulse-agent)
 share=$(mktemp -d /tmp/zpulse-lab.XXXX)
 cp -r "$lab/guest" "$share/guest"
-cp "$repo/target/release/zpulse" "$share/zpulse"
+# Only scenarios that run zpulse in the guest need a fresh release build.
+if grep -q '\$Z\b' "$here/scenarios/$scenario.sh"; then
+  (cd "$repo" && cargo build --release -q -p zpulse-agent)
+  cp "$repo/target/release/zpulse" "$share/zpulse"
+fi
+# A scenario may ask for VM settings in one line: `# LAB_ENV: HDD_PBS=4096 MEM=2048`.
+env_line=$(sed -n 's/^# LAB_ENV: *//p' "$here/scenarios/$scenario.sh" | head -1)
+for kv in $env_line; do export "${kv?}"; done
 cp "$here/scenarios/$scenario.sh" "$share/run.sh"; chmod +x "$share/run.sh"
 "$lab/run-vm.sh" "$share" "$limit"
 rc=$(cat "$share/run.rc" 2>/dev/null || echo none)

@@ -7,6 +7,8 @@ use zpulse_proto::snapshot::Os;
 
 pub const MANIFEST: &str = "zpulse-capture.toml";
 const FORMAT: u32 = 1;
+/// A manifest is a few short lines; anything bigger (a link to `/dev/zero`…) is refused.
+const MAX_MANIFEST_BYTES: u64 = 64 << 10;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,9 +28,16 @@ pub struct Manifest {
 impl Manifest {
     pub fn read(dir: &Path) -> Result<Manifest, CaptureError> {
         let path = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&path).map_err(|error| CaptureError::Io {
+        let bytes =
+            crate::sources::root::read_regular(&path, MAX_MANIFEST_BYTES).map_err(|error| {
+                CaptureError::Io {
+                    path: path.clone(),
+                    error,
+                }
+            })?;
+        let text = String::from_utf8(bytes).map_err(|e| CaptureError::Manifest {
             path: path.clone(),
-            error,
+            message: format!("not UTF-8 text: {e}"),
         })?;
         let manifest: Manifest = toml::from_str(&text).map_err(|e| CaptureError::Manifest {
             path: path.clone(),

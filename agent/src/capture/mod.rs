@@ -11,7 +11,7 @@ mod write;
 
 pub use manifest::{MANIFEST, Manifest};
 pub use read::{load, series};
-pub use write::{CaptureStats, capture_into};
+pub use write::{CaptureStats, capture_into, refuse_existing};
 
 use std::fmt;
 use std::path::PathBuf;

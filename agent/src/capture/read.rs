@@ -24,7 +24,10 @@ pub fn load(dir: &Path) -> Result<Snapshot, CaptureError> {
 
 /// The captures of a series, in name order. A single capture is a series of one.
 pub fn series(dir: &Path) -> Result<Vec<PathBuf>, CaptureError> {
-    if dir.join(MANIFEST).is_file() {
+    // Whatever stands at the manifest's name makes a capture, so that a manifest which is
+    // not a regular file is refused by name (`Manifest::read`) rather than overlooked.
+    let has_manifest = |d: &Path| std::fs::symlink_metadata(d.join(MANIFEST)).is_ok();
+    if has_manifest(dir) {
         return Ok(vec![dir.to_path_buf()]);
     }
     let entries = std::fs::read_dir(dir).map_err(|error| CaptureError::Io {
@@ -34,7 +37,7 @@ pub fn series(dir: &Path) -> Result<Vec<PathBuf>, CaptureError> {
     let mut found: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.join(MANIFEST).is_file())
+        .filter(|p| has_manifest(p))
         .collect();
     found.sort();
     if found.is_empty() {

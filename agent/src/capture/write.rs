@@ -31,12 +31,20 @@ const HOST_FILES: &[&str] = &[
 ];
 const QUEUE_FILES: &[&str] = &["rotational", "physical_block_size", "logical_block_size"];
 
-/// Writes one capture of `system` into `dest` (created if needed).
+/// Writes one capture of `system` into `dest`, which must not exist or be an empty
+/// directory: a capture never overwrites or mixes with another, and never writes through a
+/// symbolic link (see [`refuse_existing`] and `write`).
 pub fn capture_into(
     system: &System,
     identity: &HostIdentity,
     dest: &Path,
 ) -> Result<CaptureStats, CaptureError> {
+    refuse_existing(dest)?;
+    // The path the user gave (its ancestors may be links they chose); below it, none.
+    std::fs::create_dir_all(dest).map_err(|error| CaptureError::Io {
+        path: dest.to_path_buf(),
+        error,
+    })?;
     let captured_at = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -77,6 +85,14 @@ fn copy_linux(root: &Root, dest: &Path, stats: &mut CaptureStats) -> Result<(), 
             copy_file(root, &format!("sys/block/{dev}/queue/{attr}"), dest, stats)?;
         }
         copy_file(root, &format!("sys/block/{dev}/size"), dest, stats)?;
+        // Partitions: their offset and size (the layout check's alignment test).
+        for part in root.list(&format!("sys/block/{dev}")).unwrap_or_default() {
+            if root.exists(&format!("sys/block/{dev}/{part}/partition")) {
+                for attr in ["start", "size", "partition"] {
+                    copy_file(root, &format!("sys/block/{dev}/{part}/{attr}"), dest, stats)?;
+                }
+            }
+        }
     }
     copy_file(root, "sys/module/zfs/version", dest, stats)?;
     for name in Tunables::KNOWN {
@@ -199,22 +215,90 @@ fn copy_file(
     }
 }
 
+/// `dest` must be new or an empty directory (not a link to one): capturing into an earlier
+/// capture or series would overwrite it, or hide it among new files.
+pub fn refuse_existing(dest: &Path) -> Result<(), CaptureError> {
+    let io = |error| CaptureError::Io {
+        path: dest.to_path_buf(),
+        error,
+    };
+    match std::fs::symlink_metadata(dest) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(e)),
+        Ok(meta) if !meta.is_dir() => Err(io(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "is a {}, not a new or empty directory",
+                crate::sources::root::file_kind(meta.file_type())
+            ),
+        ))),
+        Ok(_) => match std::fs::read_dir(dest).map_err(io)?.next() {
+            None => Ok(()),
+            Some(_) => Err(io(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "is not empty: a capture goes into a new or empty directory, so that it \
+                 never overwrites or mixes with another (choose a new one)",
+            ))),
+        },
+    }
+}
+
+/// Writes `rel` below `dest` without following any symbolic link: each directory on the way
+/// is made here or must be a real directory, and the file is created new (`O_EXCL`,
+/// `O_NOFOLLOW`), so a link planted in `dest` cannot redirect the write elsewhere.
 fn write(
     dest: &Path,
     rel: &str,
     bytes: &[u8],
     stats: &mut CaptureStats,
 ) -> Result<(), CaptureError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let path = dest.join(rel);
     let io = |error| CaptureError::Io {
         path: path.clone(),
         error,
     };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
+    let mut dir = dest.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    if let Some((_, dirs)) = parts.split_last() {
+        for part in dirs {
+            dir.push(part);
+            make_real_dir(&dir).map_err(io)?;
+        }
     }
-    std::fs::write(&path, bytes).map_err(io)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(&path)
+        .map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
     stats.files += 1;
     stats.bytes += bytes.len() as u64;
     Ok(())
+}
+
+/// Makes the directory `dir` (its parent exists), or accepts it when it is one already: a
+/// symbolic link in its place, even to a directory, is an error.
+fn make_real_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::DirBuilder::new().create(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.is_dir() {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} is a {}, not a directory: a capture never writes through links",
+                dir.display(),
+                crate::sources::root::file_kind(meta.file_type())
+            ),
+        ))
+    }
 }

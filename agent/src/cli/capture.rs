@@ -32,6 +32,9 @@ pub fn run(dir: &Path, count: u32, interval: f64, root: Option<&Path>) -> Result
         },
         _ => system.identity(),
     };
+    // A series goes into a new or empty directory too: numbering from 000 again would
+    // overwrite the captures already there.
+    capture::refuse_existing(dir).map_err(|e| e.to_string())?;
     let start = Instant::now();
     for i in 0..count {
         // Fixed schedule: capture i is due at start + i × interval, whatever the last one cost.

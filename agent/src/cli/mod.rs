@@ -34,8 +34,9 @@ pub enum Command {
         /// Seconds between the two reads (live only).
         #[arg(long, value_name = "S")]
         interval: Option<f64>,
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        /// prometheus: the reading in the Prometheus text exposition format 0.0.4.
+        #[arg(long, value_enum, default_value_t = once::OnceFormat::Text)]
+        format: once::OnceFormat,
         /// With --interval, the configured plugins run on the sample and print their events.
         #[command(flatten)]
         plugins: PluginArgs,
@@ -72,6 +73,10 @@ pub enum Command {
         /// then flush and exit.
         #[arg(long, value_name = "SERIES")]
         replay: Option<PathBuf>,
+        /// With --replay: hold each reading S seconds (so that a Prometheus scraping the
+        /// prometheus sink sees every capture).
+        #[arg(long, value_name = "S", requires = "replay")]
+        pace: Option<f64>,
     },
     /// Validate the config file (and build its sinks without connecting); exit 1 on errors.
     CheckConfig {
@@ -110,7 +115,11 @@ pub fn main() -> ExitCode {
             plugins,
         } => replay::run(&series, format, &plugins),
         Command::Plugins { format, plugins } => plugins::list(&plugins, format),
-        Command::Run { plugins, replay } => run::run(&plugins, replay),
+        Command::Run {
+            plugins,
+            replay,
+            pace,
+        } => run::run(&plugins, replay, pace),
         Command::CheckConfig { config } => run::check(config.as_deref()),
     };
     match result {

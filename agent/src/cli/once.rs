@@ -4,17 +4,33 @@ use super::emit;
 use super::plugins::{PluginArgs, Runner};
 use crate::capture;
 use crate::report::{self, Format};
+use crate::sinks::prometheus::exposition;
 use crate::sources::{self, System};
 use std::path::Path;
 use std::time::Duration;
 use zpulse_proto::Sample;
 
+/// `once` prints text and JSON like the other commands, and the Prometheus exposition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnceFormat {
+    Text,
+    Json,
+    Prometheus,
+}
+
 pub fn run(
     root: Option<&Path>,
     interval: Option<f64>,
-    format: Format,
+    format: OnceFormat,
     plugin_args: &PluginArgs,
 ) -> Result<(), String> {
+    if format == OnceFormat::Prometheus && (interval.is_some() || plugin_args.any()) {
+        return Err(
+            "--format prometheus prints one reading, counters as counters \
+                    (Prometheus computes the rates): drop --interval and the plugin flags"
+                .into(),
+        );
+    }
     let snapshot = || -> Result<_, String> {
         match root {
             Some(dir) => capture::load(dir).map_err(|e| e.to_string()),
@@ -25,6 +41,11 @@ pub fn run(
         }
     };
     let first = snapshot()?;
+    let format = match format {
+        OnceFormat::Text => Format::Text,
+        OnceFormat::Json => Format::Json,
+        OnceFormat::Prometheus => return emit(&exposition::render(&first, &[], None).text),
+    };
     let Some(seconds) = interval else {
         if plugin_args.any() {
             return Err("plugins run on samples: add --interval S".into());

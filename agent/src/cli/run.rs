@@ -3,14 +3,23 @@
 use super::PluginArgs;
 use crate::config;
 use crate::daemon::{self, Options};
-use crate::sinks;
 use std::path::Path;
 
-pub fn run(args: &PluginArgs, replay: Option<std::path::PathBuf>) -> Result<(), String> {
+pub fn run(
+    args: &PluginArgs,
+    replay: Option<std::path::PathBuf>,
+    pace: Option<f64>,
+) -> Result<(), String> {
+    let pace = match pace {
+        None => None,
+        Some(s) if s > 0.0 && s <= 3600.0 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) => return Err(format!("--pace {s}: give seconds between 0 and 3600")),
+    };
     daemon::run(Options {
         config: args.config.clone(),
         extra: args.extra(),
         replay,
+        pace,
     })
 }
 
@@ -18,13 +27,21 @@ pub fn run(args: &PluginArgs, replay: Option<std::path::PathBuf>) -> Result<(), 
 /// it found. The same errors as `run`, without starting anything.
 pub fn check(path: Option<&Path>) -> Result<(), String> {
     let cfg = config::load(path)?;
-    let dir = cfg.file.as_deref().and_then(Path::parent);
-    let mut names = Vec::new();
-    for s in &cfg.sinks {
-        names.push(sinks::build::build(s, dir)?.name());
+    // Each plugin checks its own table (decoding only, nothing created), as a reload does.
+    let notes = crate::plugins::check_tables(
+        &cfg.plugins,
+        &crate::plugins::Extra::default(),
+        std::time::Duration::from_secs(5),
+    )?;
+    for note in &notes {
+        eprintln!("zpulse: note: {note}");
     }
-    if names.is_empty() {
-        names.push("stdout (default)".into());
+    let mut names: Vec<String> = daemon::plan_sinks(&cfg)?
+        .iter()
+        .map(|p| p.name().to_owned())
+        .collect();
+    if cfg.sinks.is_empty() {
+        names = vec!["stdout (default)".into()];
     }
     let source = cfg.file.as_deref().map_or_else(
         || "no config file: built-in defaults".into(),

@@ -125,6 +125,9 @@ pub struct SinkConfig {
     pub origin: String,
 }
 
+/// A config file is a page or two of TOML; a larger one is a mistake, not a config.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Reads the config: `explicit` must exist; without it the default path is read when it
 /// exists, and the built-in defaults are used when it does not.
 pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
@@ -133,8 +136,11 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
         None if default_path().exists() => default_path(),
         None => return Ok(Config::default()),
     };
-    let text = std::fs::read_to_string(path)
+    // A regular file only: a FIFO in its place would block the reload (and SIGTERM behind it).
+    let bytes = crate::sources::root::read_regular(path, MAX_CONFIG_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|e| format!("{}: not UTF-8 text: {e}", path.display()))?;
     parse(&text, path)
 }
 
@@ -161,7 +167,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     };
     if let Some(interval) = raw.interval {
         let d = interval.get_ref().0;
-        if d.is_zero() || d > Duration::from_secs(86_400) {
+        if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
             return Err(format!(
                 "{}: interval: give a duration between 1s and 1d",
                 origin(Some(interval.span()))
@@ -262,7 +268,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     Ok(config)
 }
 
-const SINK_TYPES: &[&str] = &["forward", "syslog", "stdout"];
+const SINK_TYPES: &[&str] = &["forward", "syslog", "stdout", "prometheus"];
 const PLUGIN_KEYS: &[&str] = &[
     "dirs",
     "paths",

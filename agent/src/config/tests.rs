@@ -130,6 +130,32 @@ fn bad_durations_say_how_to_write_one() {
 }
 
 #[test]
+fn the_interval_is_1s_to_1d_nothing_is_clamped() {
+    for bad in ["\"1ms\"", "\"999ms\"", "0.5", "\"25h\"", "\"2w\""] {
+        let err = parse_err(&format!("\ninterval = {bad}\n"));
+        assert!(
+            err.starts_with(
+                "/etc/zpulse/zpulse.toml:2: interval: give a duration between 1s and 1d"
+            ),
+            "{bad}: {err}"
+        );
+    }
+    assert_eq!(
+        parse_ok("interval = \"1s\"\n").interval,
+        Duration::from_secs(1)
+    );
+    assert_eq!(
+        parse_ok("interval = \"1d\"\n").interval,
+        Duration::from_secs(86_400)
+    );
+    // The one grammar: decimals and weeks parse (and then meet the range).
+    assert_eq!(
+        parse_ok("interval = \"1.5m\"\n").interval,
+        Duration::from_secs(90)
+    );
+}
+
+#[test]
 fn a_misspelt_agent_setting_in_plugins_is_an_error() {
     let err = parse_err("[plugins]\ndir = [\"/x\"]\n");
     assert!(

@@ -10,10 +10,14 @@
 //! The sampler never waits for anything downstream: the plugin stage takes samples from a
 //! short bounded queue (a full queue drops the sample and counts it), and the plugin stage
 //! hands batches to sink queues without blocking. SIGTERM stops sampling, lets the plugins
-//! finish within their budget, and gives the sinks what is left of 5 seconds to flush. SIGHUP
-//! reads the config again: a bad file is logged and the running config stays; a good one
-//! restarts the plugins with their new tables and replaces the sinks after the old ones have
-//! delivered their queues (the Forward spool carries unacked events across).
+//! finish within their budget, and gives the sinks what is left of 5 seconds to flush; the
+//! process exits within 5 s of the signal whatever a plugin or a sink is stuck in (the main
+//! thread waits for the others only until then). SIGHUP reads the config again (a regular
+//! file only) and checks it whole, sinks included, before anything changes: a bad file is
+//! logged and the running config stays; a good one restarts the plugins with their new
+//! tables, keeps every sink whose settings did not change, and replaces the others only
+//! after the old one has handed over (a Forward spool is never open in two sinks; its
+//! successor sends what it holds). A sink's counters in the heartbeat run across reloads.
 
 mod heartbeat;
 pub mod log;
@@ -23,8 +27,8 @@ pub mod selfstat;
 
 use crate::config::{self, Config};
 use crate::plugins::{Extra, Level, PluginHost, Status};
-use crate::sinks::stdout::StdoutSink;
-use crate::sinks::{self, Sink, Stamped};
+use crate::sinks::build::{SinkKey, SinkPlan};
+use crate::sinks::{self, Reading, Stamped};
 use crate::sources::{self, System};
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 use heartbeat::{Heartbeat, SamplerCounters};
@@ -49,9 +53,13 @@ pub struct Options {
     /// Feed the samples of this capture series instead of the live system, then flush and
     /// exit: the whole pipeline (plugins, sinks) on recorded data.
     pub replay: Option<PathBuf>,
+    /// With `replay`: hold each reading this long (so that a scraper sees each capture).
+    pub pace: Option<Duration>,
 }
 
 enum StageMsg {
+    /// The first reading, which has no sample yet: only for the sinks that export figures.
+    First(Box<zpulse_proto::Snapshot>),
     Sample(Box<Sample>),
     Reload(Box<Generation>),
     Stop(Instant),
@@ -62,28 +70,28 @@ enum SamplerMsg {
     Stop,
 }
 
-/// Everything that a reload replaces.
+/// Everything that a reload replaces: checked, nothing started.
 struct Generation {
     config: Config,
     hostname: String,
-    sinks: Vec<Box<dyn Sink>>,
+    sinks: Vec<SinkPlan>,
 }
 
-/// Builds the sinks of `config` (stdout when none is configured).
-fn build_sinks(config: &Config) -> Result<Vec<Box<dyn Sink>>, String> {
+/// Checks the sinks of `config` (stdout when none is configured), starting none.
+pub fn plan_sinks(config: &Config) -> Result<Vec<SinkPlan>, String> {
     if config.sinks.is_empty() {
-        return Ok(vec![Box::new(StdoutSink::new())]);
+        return Ok(vec![SinkPlan::stdout()]);
     }
     let dir = config.file.as_deref().and_then(Path::parent);
     config
         .sinks
         .iter()
-        .map(|s| sinks::build::build(s, dir))
+        .map(|s| sinks::build::plan(s, dir))
         .collect()
 }
 
 fn generation(config: Config, system: &System) -> Result<Generation, String> {
-    let sinks = build_sinks(&config)?;
+    let sinks = plan_sinks(&config)?;
     let hostname = config
         .hostname
         .clone()
@@ -123,18 +131,23 @@ pub fn run(options: Options) -> Result<(), String> {
     let counters = Arc::new(Mutex::new(SamplerCounters::default()));
     let (stage_tx, stage_rx) = bounded::<StageMsg>(2);
     let (sampler_tx, sampler_rx) = bounded::<SamplerMsg>(4);
+    // Never sent on: dropping the sender tells every thread at once that the agent stops,
+    // whatever it is waiting for (a plugin, a reload, a full queue).
+    let (stopping_tx, stopping) = bounded::<()>(0);
 
     let stage = {
         let counters = Arc::clone(&counters);
         let extra = options.extra.clone();
+        let stopping = stopping.clone();
         std::thread::Builder::new()
             .name("plugins".into())
-            .spawn(move || plugin_stage(first, extra, stage_rx, counters))
+            .spawn(move || plugin_stage(first, extra, stage_rx, stopping, counters))
             .map_err(|e| format!("cannot start the plugin thread: {e}"))?
     };
     let sampler = {
         let counters = Arc::clone(&counters);
         let stage_tx = stage_tx.clone();
+        let pace = options.pace;
         let replay = match &options.replay {
             Some(dir) => Some(replay_series(dir)?),
             None => None,
@@ -142,7 +155,7 @@ pub fn run(options: Options) -> Result<(), String> {
         std::thread::Builder::new()
             .name("sampler".into())
             .spawn(move || match replay {
-                Some(dirs) => replay_loop(&dirs, stage_tx, counters),
+                Some(dirs) => replay_loop(&dirs, pace, stage_tx, stopping, counters),
                 None => sampler_loop(system, interval, sampler_rx, stage_tx, counters),
             })
             .map_err(|e| format!("cannot start the sampler thread: {e}"))?
@@ -153,9 +166,19 @@ pub fn run(options: Options) -> Result<(), String> {
             SIGHUP => match reload(&options) {
                 Ok(next) => {
                     let interval = next.config.interval;
-                    let _ = sampler_tx.send(SamplerMsg::Interval(interval));
-                    let _ = stage_tx.send(StageMsg::Reload(Box::new(next)));
-                    log::log(Level::Info, "agent", "configuration reloaded");
+                    // Neither may block the signal loop: a stage busy with an earlier reload
+                    // gets this one when it is done; a reload it has no room for is refused.
+                    if stage_tx.try_send(StageMsg::Reload(Box::new(next))).is_ok() {
+                        let _ = sampler_tx.try_send(SamplerMsg::Interval(interval));
+                        log::log(Level::Info, "agent", "configuration reloaded");
+                    } else {
+                        log::log(
+                            Level::Warn,
+                            "agent",
+                            "reload refused: the previous reloads are still being applied; \
+                             send SIGHUP again later",
+                        );
+                    }
                 }
                 Err(e) => log::log(
                     Level::Error,
@@ -166,17 +189,44 @@ pub fn run(options: Options) -> Result<(), String> {
             _ => break,
         }
     }
-    let deadline = Instant::now() + STOP_WITHIN;
+    // The exit is promised within STOP_WITHIN of the signal; the threads get a little less,
+    // so that this one can still return in time when they do not.
+    let exit_by = Instant::now() + STOP_WITHIN - EXIT_MARGIN;
     log::log(Level::Info, "agent", "stopping: flushing sinks");
-    let _ = sampler_tx.send(SamplerMsg::Stop);
-    let _ = sampler.join();
-    let _ = stage_tx.send_deadline(StageMsg::Stop(deadline), deadline);
-    let _ = stage.join();
+    drop(stopping_tx);
+    let _ = sampler_tx.try_send(SamplerMsg::Stop);
+    drop(sampler_tx);
+    drop(stage_tx);
+    for (name, thread) in [("sampler", sampler), ("plugins", stage)] {
+        while !thread.is_finished() && Instant::now() < exit_by {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
+        } else {
+            log::log(
+                Level::Warn,
+                "agent",
+                &format!("the {name} thread did not finish in time; exiting without it"),
+            );
+        }
+    }
     Ok(())
 }
 
+/// What the main thread keeps for itself of [`STOP_WITHIN`] to return after the others.
+const EXIT_MARGIN: Duration = Duration::from_millis(500);
+
+/// How long a reload waits for one plugin's `check_config` (it runs on the signal thread).
+const RELOAD_CHECK_WITHIN: Duration = Duration::from_secs(1);
+
 fn reload(options: &Options) -> Result<Generation, String> {
     let config = config::load(options.config.as_deref())?;
+    // A table the plugin would refuse must not stop it at the swap: refuse the file instead.
+    for note in crate::plugins::check_tables(&config.plugins, &options.extra, RELOAD_CHECK_WITHIN)?
+    {
+        log::log(Level::Info, "agent", &note);
+    }
     generation(config, &System::live())
 }
 
@@ -202,12 +252,38 @@ fn replay_series(dir: &Path) -> Result<Vec<PathBuf>, String> {
         }
         prev = Some(stamp);
     }
+    if dirs.is_empty() {
+        return Err("the series is empty".into());
+    }
     Ok(dirs)
 }
 
-/// Hands the sample of every consecutive pair of captures to the plugin stage (waiting for
-/// it: nothing is dropped), then asks the agent to stop as SIGTERM would, so the sinks flush.
-fn replay_loop(dirs: &[PathBuf], stage: Sender<StageMsg>, counters: Arc<Mutex<SamplerCounters>>) {
+/// Hands the first capture, then the sample of every consecutive pair of captures, to the
+/// plugin stage (waiting for it: nothing is dropped), then asks the agent to stop as SIGTERM
+/// would, so the sinks flush. With a pace, each reading (the first capture, then each
+/// sample) is held that long before the next, and the last one too: a scraper sees every
+/// capture.
+fn replay_loop(
+    dirs: &[PathBuf],
+    pace: Option<Duration>,
+    stage: Sender<StageMsg>,
+    stopping: Receiver<()>,
+    counters: Arc<Mutex<SamplerCounters>>,
+) {
+    // Held readings end early when the agent is told to stop (the channel is disconnected).
+    let hold = || match pace {
+        Some(p) => matches!(
+            stopping.recv_timeout(p),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+        ),
+        None => false,
+    };
+    let offer = |msg: StageMsg| -> bool {
+        select! {
+            send(stage, msg) -> sent => sent.is_ok(),
+            recv(stopping) -> _ => false,
+        }
+    };
     let mut prev: Option<zpulse_proto::Snapshot> = None;
     for d in dirs {
         let cur = match crate::capture::load(d) {
@@ -217,16 +293,22 @@ fn replay_loop(dirs: &[PathBuf], stage: Sender<StageMsg>, counters: Arc<Mutex<Sa
                 break;
             }
         };
-        if let Some(before) = &prev {
-            match Sample::between(before, &cur) {
+        let reading = match &prev {
+            None => StageMsg::First(Box::new(cur.clone())),
+            Some(before) => match Sample::between(before, &cur) {
                 Ok(sample) => {
                     counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
-                    if stage.send(StageMsg::Sample(Box::new(sample))).is_err() {
-                        break;
-                    }
+                    StageMsg::Sample(Box::new(sample))
                 }
-                Err(e) => log::log(Level::Warn, "sampler", &e.to_string()),
-            }
+                Err(e) => {
+                    log::log(Level::Warn, "sampler", &e.to_string());
+                    prev = Some(cur);
+                    continue;
+                }
+            },
+        };
+        if !offer(reading) || hold() {
+            return;
         }
         prev = Some(cur);
     }
@@ -269,6 +351,13 @@ fn sampler_loop(
         if late {
             c.late += 1;
         }
+        if prev.is_none()
+            && stage
+                .try_send(StageMsg::First(Box::new(snap.clone())))
+                .is_err()
+        {
+            c.dropped += 1;
+        }
         if let Some(before) = &prev {
             match Sample::between(before, &snap) {
                 Ok(sample) => {
@@ -289,12 +378,33 @@ fn plugin_stage(
     first: Generation,
     extra: Extra,
     inbox: Receiver<StageMsg>,
+    stopping: Receiver<()>,
     counters: Arc<Mutex<SamplerCounters>>,
 ) {
-    let mut state = Stage::start(first, &extra);
-    while let Ok(msg) = inbox.recv() {
+    let mut state = Stage::start(first, &extra, &stopping, Vec::new());
+    loop {
+        let msg = select! {
+            recv(stopping) -> _ => StageMsg::Stop(Instant::now() + STOP_WITHIN - 2 * EXIT_MARGIN),
+            recv(inbox) -> msg => match msg {
+                Ok(msg) => msg,
+                // The agent is stopping: the sender side is gone.
+                Err(_) => StageMsg::Stop(Instant::now() + STOP_WITHIN - 2 * EXIT_MARGIN),
+            },
+        };
+        // A stop outranks whatever was queued before it.
+        let msg = if is_stopping(&stopping) {
+            StageMsg::Stop(Instant::now() + STOP_WITHIN - 2 * EXIT_MARGIN)
+        } else {
+            msg
+        };
         match msg {
+            StageMsg::First(snapshot) => {
+                state.offer_reading(&Reading::First(Arc::from(snapshot)));
+            }
             StageMsg::Sample(sample) => {
+                // The figures go out before the plugins run, so exporters are not late.
+                let sample: Arc<Sample> = Arc::from(sample);
+                state.offer_reading(&Reading::Sample(Arc::clone(&sample)));
                 let out = state.host.run(&sample);
                 for line in &out.logs {
                     log::line(line);
@@ -308,9 +418,7 @@ fn plugin_stage(
             }
             StageMsg::Reload(next) => {
                 let deadline = Instant::now() + STOP_WITHIN;
-                let old = std::mem::replace(&mut state, Stage::start(*next, &extra));
-                // The plugins' late output and the old sinks' queues are not lost.
-                old.retire(&state, deadline);
+                state = state.reload(*next, &extra, &stopping, deadline);
             }
             StageMsg::Stop(deadline) => {
                 state.stop(deadline);
@@ -322,17 +430,62 @@ fn plugin_stage(
 
 struct Stage {
     host: PluginHost,
+    /// What each sink was built from, in the order of `sinks`.
+    plans: Vec<SinkKey>,
     sinks: Vec<SinkWorker>,
     hostname: String,
     interval: Duration,
     last_heartbeat: Option<(f64, selfstat::SelfStat)>,
 }
 
+/// Whether the agent has been told to stop.
+fn is_stopping(stopping: &Receiver<()>) -> bool {
+    matches!(
+        stopping.try_recv(),
+        Err(crossbeam_channel::TryRecvError::Disconnected)
+    )
+}
+
 impl Stage {
-    fn start(g: Generation, extra: &Extra) -> Stage {
-        let host = PluginHost::start(&g.config.plugins, extra, &g.hostname);
-        let sinks = g.sinks.into_iter().map(SinkWorker::start).collect();
+    /// Starts the plugins and sinks of `g`. `running` are sinks of the previous generation
+    /// to keep: a planned sink the same as one of them is that one.
+    fn start(
+        g: Generation,
+        extra: &Extra,
+        stopping: &Receiver<()>,
+        mut running: Vec<(SinkKey, SinkWorker)>,
+    ) -> Stage {
+        let host = PluginHost::start_interruptible(
+            &g.config.plugins,
+            extra,
+            &g.hostname,
+            Some(stopping.clone()),
+        );
+        let mut sinks = Vec::new();
+        let mut plans = Vec::new();
+        for plan in g.sinks {
+            if let Some(i) = running.iter().position(|(k, _)| k == plan.key()) {
+                let (key, worker) = running.swap_remove(i);
+                plans.push(key);
+                sinks.push(worker);
+                continue;
+            }
+            let name = plan.name().to_owned();
+            let key = plan.key().clone();
+            match plan.start() {
+                Ok(sink) => {
+                    plans.push(key);
+                    sinks.push(SinkWorker::start(sink));
+                }
+                Err(e) => log::log(
+                    Level::Error,
+                    "agent",
+                    &format!("sink {name} could not be started, it is left out: {e}"),
+                ),
+            }
+        }
         let mut stage = Stage {
+            plans,
             host,
             sinks,
             hostname: g.hostname,
@@ -346,6 +499,12 @@ impl Stage {
         }
         stage.dispatch(out.events);
         stage
+    }
+
+    fn offer_reading(&self, reading: &Reading) {
+        for sink in &self.sinks {
+            sink.offer_reading(reading);
+        }
     }
 
     fn dispatch(&self, events: Vec<Stamped>) {
@@ -387,21 +546,43 @@ impl Stage {
         })
     }
 
-    /// Hands over to `next`: late plugin output goes to the new sinks, the old sinks deliver
-    /// their queues and flush.
-    fn retire(mut self, next: &Stage, deadline: Instant) {
+    /// Replaces this generation with `next`. The old plugins stop (their late output goes
+    /// to the sinks); sinks whose settings are unchanged keep running; each other old sink
+    /// delivers its queue and ends before any new sink starts, so a new Forward sink never
+    /// shares its spool with an old one; a new sink with an old one's name goes on from its
+    /// counters.
+    fn reload(
+        mut self,
+        next: Generation,
+        extra: &Extra,
+        stopping: &Receiver<()>,
+        deadline: Instant,
+    ) -> Stage {
         let late = self.host.take_output();
-        next.dispatch(late.events);
-        self.host.shutdown();
-        for sink in self.sinks {
-            sink.close(deadline);
+        self.dispatch(late.events);
+        self.host.shutdown_by(deadline);
+        let mut kept = Vec::new();
+        let mut ended = Vec::new();
+        for (key, sink) in self.plans.into_iter().zip(self.sinks) {
+            if next.sinks.iter().any(|p| *p.key() == key) {
+                kept.push((key, sink));
+            } else {
+                ended.push(sink.hand_over(deadline));
+            }
         }
+        let mut stage = Stage::start(next, extra, stopping, kept);
+        for sink in &mut stage.sinks {
+            if let Some(i) = ended.iter().position(|r| r.name == sink.name()) {
+                sink.carry(&ended.swap_remove(i));
+            }
+        }
+        stage
     }
 
     fn stop(mut self, deadline: Instant) {
         let late = self.host.take_output();
         self.dispatch(late.events);
-        self.host.shutdown();
+        self.host.shutdown_by(deadline);
         for sink in self.sinks {
             sink.close(deadline);
         }

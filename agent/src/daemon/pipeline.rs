@@ -4,7 +4,7 @@
 
 use crate::daemon::log;
 use crate::plugins::Level;
-use crate::sinks::{Sink, SinkStats, Stamped};
+use crate::sinks::{Reading, Sink, SinkStats, Stamped};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,8 +20,13 @@ const IDLE_TICK: Duration = Duration::from_secs(1);
 
 enum Job {
     Batch(Vec<Stamped>),
-    /// Deliver what is queued, flush until the deadline, then end the thread.
-    Close(Instant),
+    /// For sinks that export figures (Prometheus): rendered on the sink's thread.
+    Reading(Reading),
+    /// Deliver what is queued, flush until the deadline (when `flush`), then end the thread.
+    Close {
+        deadline: Instant,
+        flush: bool,
+    },
 }
 
 /// A sink on its own thread.
@@ -31,6 +36,10 @@ pub struct SinkWorker {
     stats: Arc<Mutex<SinkStats>>,
     /// Batches refused because the queue was full (events in them).
     overflow: Arc<AtomicU64>,
+    wants_readings: bool,
+    /// What the sinks this one replaced (same name, earlier generations) had delivered and
+    /// lost: the heartbeat's counters are the sink's, not the generation's.
+    carried: SinkReport,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -46,6 +55,7 @@ pub struct SinkReport {
 impl SinkWorker {
     pub fn start(mut sink: Box<dyn Sink>) -> SinkWorker {
         let name = sink.name();
+        let wants_readings = sink.wants_readings();
         let (jobs, rx): (Sender<Job>, Receiver<Job>) = bounded(QUEUE_BATCHES);
         let stats = Arc::new(Mutex::new(sink.stats()));
         let shared = Arc::clone(&stats);
@@ -65,12 +75,28 @@ impl SinkWorker {
                                 log::log(Level::Warn, &thread_name, &e.to_string());
                             }
                         }
-                        Ok(Job::Close(deadline)) => {
-                            // Whatever was queued before the close goes first.
-                            while let Ok(Job::Batch(batch)) = rx.try_recv() {
-                                let _ = sink.deliver(&batch);
+                        Ok(Job::Reading(reading)) => {
+                            if let Err(e) = sink.observe(&reading) {
+                                log::log(Level::Warn, &thread_name, &e.to_string());
                             }
-                            if let Err(e) = sink.flush(deadline) {
+                        }
+                        Ok(Job::Close { deadline, flush }) => {
+                            // Whatever was queued before the close goes first.
+                            while let Ok(job) = rx.try_recv() {
+                                if Instant::now() >= deadline {
+                                    break;
+                                }
+                                match job {
+                                    Job::Batch(batch) => {
+                                        let _ = sink.deliver(&batch);
+                                    }
+                                    Job::Reading(reading) => {
+                                        let _ = sink.observe(&reading);
+                                    }
+                                    Job::Close { .. } => break,
+                                }
+                            }
+                            if flush && let Err(e) = sink.flush(deadline) {
                                 log::log(Level::Warn, &thread_name, &e.to_string());
                             }
                             publish(sink.as_ref());
@@ -87,12 +113,30 @@ impl SinkWorker {
             })
             .ok();
         SinkWorker {
+            carried: SinkReport {
+                name: name.clone(),
+                queued_batches: 0,
+                stats: SinkStats::default(),
+                overflow: 0,
+            },
             name,
             jobs,
             stats,
             overflow: Arc::new(AtomicU64::new(0)),
+            wants_readings,
             thread,
         }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Counts what `before` (the sink this one replaces) delivered and lost as this one's.
+    pub fn carry(&mut self, before: &SinkReport) {
+        self.carried.stats.delivered += before.stats.delivered;
+        self.carried.stats.dropped += before.stats.dropped;
+        self.carried.overflow += before.overflow;
     }
 
     /// Hands a batch over without blocking; a full queue drops it for this sink and counts.
@@ -112,18 +156,42 @@ impl SinkWorker {
         }
     }
 
-    pub fn report(&self) -> SinkReport {
-        SinkReport {
-            name: self.name.clone(),
-            queued_batches: self.jobs.len(),
-            stats: self.stats.lock().map(|s| s.clone()).unwrap_or_default(),
-            overflow: self.overflow.load(Ordering::Relaxed),
+    /// Hands a reading to a sink that wants them, without blocking; when its queue is full
+    /// the reading is skipped (the sink still shows the previous one).
+    pub fn offer_reading(&self, reading: &Reading) {
+        if self.wants_readings {
+            let _ = self.jobs.try_send(Job::Reading(reading.clone()));
         }
     }
 
-    /// Delivers what is queued and flushes, waiting at most until `deadline`.
-    pub fn close(mut self, deadline: Instant) {
-        let _ = self.jobs.send_deadline(Job::Close(deadline), deadline);
+    pub fn report(&self) -> SinkReport {
+        let mut stats = self.stats.lock().map(|s| s.clone()).unwrap_or_default();
+        stats.delivered += self.carried.stats.delivered;
+        stats.dropped += self.carried.stats.dropped;
+        SinkReport {
+            name: self.name.clone(),
+            queued_batches: self.jobs.len(),
+            stats,
+            overflow: self.overflow.load(Ordering::Relaxed) + self.carried.overflow,
+        }
+    }
+
+    /// Delivers what is queued and flushes, waiting at most until `deadline`. Returns the
+    /// sink's final report.
+    pub fn close(self, deadline: Instant) -> SinkReport {
+        self.finish(deadline, true)
+    }
+
+    /// Delivers what is queued (a Forward sink: into its spool) without waiting for the
+    /// transport, and ends the sink, so that its successor can take over what it held.
+    pub fn hand_over(self, deadline: Instant) -> SinkReport {
+        self.finish(deadline, false)
+    }
+
+    fn finish(mut self, deadline: Instant, flush: bool) -> SinkReport {
+        let _ = self
+            .jobs
+            .send_deadline(Job::Close { deadline, flush }, deadline);
         if let Some(thread) = self.thread.take() {
             // The thread honours the deadline in flush; give it a little slack to return.
             let until = deadline + Duration::from_millis(200);
@@ -136,5 +204,6 @@ impl SinkWorker {
                 log::log(Level::Warn, &self.name, "did not finish flushing in time");
             }
         }
+        self.report()
     }
 }

@@ -1,11 +1,15 @@
-//! Finding plugin files and opening them: permission checks first, then `dlopen` with
-//! `RTLD_NOW | RTLD_LOCAL`, then the descriptor's version before anything else in it.
+//! Finding plugin files and opening them: the file is opened once and everything is checked
+//! on that descriptor (ownership and permissions of it and its directories, then that it is
+//! a complete ELF shared object for this machine); then that same descriptor is loaded
+//! (`dlopen("/proc/self/fd/N")` on Linux, `fdlopen` on FreeBSD) with
+//! `RTLD_NOW | RTLD_LOCAL`, and the descriptor's version is read before anything else in it.
 //!
 //! Libraries are leaked on purpose: a plugin is never unloaded (`dlclose` with live
 //! thread-locals or threads crashes or is a no-op, depending on the libc), so its code and
 //! statics live as long as the process.
 
-use super::perms;
+use super::{elf, perms};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use zpulse_proto::abi::{
     self, CreateFn, DescriptorHeader, DestroyFn, EntryFn, OnSampleFn, PluginDescriptor, StrRef,
@@ -68,6 +72,8 @@ pub(super) struct Opened {
     pub build_info: String,
     pub abi: (u32, u32),
     pub calls: Calls,
+    /// ABI 1.1: checks a config without creating anything.
+    pub check_config: Option<abi::CheckConfigFn>,
 }
 
 /// Why a file was refused, with what could be learnt before refusing it.
@@ -85,17 +91,16 @@ impl From<String> for Refusal {
 /// Checks, loads and reads one plugin file.
 pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
     // Before dlopen: loading runs the library's initialisers, so the trust decision comes first.
-    perms::check_plugin_file(path, euid)?;
-    // SAFETY: dlopen runs the library's initialisers. The file passed the ownership and
-    // permission checks above: it is code that root (or the agent's user) put there, which is
-    // the trust decision the agent makes for every plugin.
-    let library = unsafe {
-        libloading::os::unix::Library::open(
-            Some(path),
-            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
-        )
-    }
-    .map_err(|e| format!("cannot load it: {e}"))?;
+    let file = perms::open_checked(path, euid)?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("cannot stat it: {e}"))?
+        .len();
+    let mut head = vec![0; elf::HEAD_BYTES.min(len as usize)];
+    file.read_exact_at(&mut head, 0)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    elf::check(&head, len)?;
+    let library = load_descriptor(file)?;
     // Never unloaded: see the module documentation.
     let library: &'static libloading::os::unix::Library = Box::leak(Box::new(library));
     // SAFETY: the symbol is looked up with the ABI's type for it; a library exporting
@@ -117,6 +122,14 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
     let header = unsafe { std::ptr::read(descriptor.cast::<DescriptorHeader>()) };
     let abi = Some((header.abi_major, header.abi_minor));
     abi::check_header(&header).map_err(|reason| Refusal { abi, reason })?;
+    if header.flags & abi::DESCRIPTOR_PANIC_ABORT != 0 {
+        return Err(Refusal {
+            abi,
+            reason: "it was built with panic = \"abort\": its first panic would abort the \
+                     agent; rebuild it with panic = \"unwind\" (the default)"
+                .into(),
+        });
+    }
     // SAFETY: the header says the descriptor is ABI 1 and at least as large as ABI 1.0's.
     let d: PluginDescriptor = unsafe { abi::read_descriptor(descriptor) };
     let refuse = |reason: String| Refusal { abi, reason };
@@ -150,5 +163,127 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
             destroy,
             unread: d.unread,
         },
+        check_config: d.check_config,
     })
+}
+
+/// `dlopen` of the opened file itself, so that what was checked is what is loaded.
+///
+/// The loader knows a library by the name it was opened with, and answers a later `dlopen`
+/// of the same name with the library already loaded. `/proc/self/fd/N` names whatever file
+/// descriptor N is at the time, so N must never name another file afterwards: the
+/// descriptor of every library loaded stays open for the life of the process (libraries
+/// are never unloaded either), one per file — the same file opened again (a reload) is
+/// loaded through the descriptor kept for it.
+#[cfg(not(target_os = "freebsd"))]
+fn load_descriptor(file: std::fs::File) -> Result<libloading::os::unix::Library, String> {
+    use std::collections::HashMap;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::{Mutex, OnceLock};
+    static KEPT: OnceLock<Mutex<HashMap<(u64, u64), std::fs::File>>> = OnceLock::new();
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot stat it: {e}"))?;
+    let mut kept = KEPT
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let identity = (meta.dev(), meta.ino());
+    let fd = match kept.get(&identity) {
+        Some(same_file) => same_file.as_raw_fd(),
+        None => file.as_raw_fd(),
+    };
+    let by_fd = format!("/proc/self/fd/{fd}");
+    // SAFETY: dlopen runs the library's initialisers. The file behind this descriptor passed
+    // the ownership, permission and ELF checks (a kept descriptor is the same file, by
+    // device and inode): it is code that root (or the agent's user) put there, which is the
+    // trust decision the agent makes for every plugin.
+    let library = unsafe {
+        libloading::os::unix::Library::open(
+            Some(&by_fd),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
+        )
+    }
+    .map_err(|e| format!("cannot load it: {e}"))?;
+    // The descriptor whose number the loader recorded stays open, so the number stays ours.
+    kept.entry(identity).or_insert(file);
+    Ok(library)
+}
+
+/// `fdlopen(3)` of the opened file itself, so that what was checked is what is loaded.
+#[cfg(target_os = "freebsd")]
+fn load_descriptor(file: std::fs::File) -> Result<libloading::os::unix::Library, String> {
+    use std::os::fd::AsRawFd;
+    unsafe extern "C" {
+        // FreeBSD's libc (dlfcn.h): dlopen of an open descriptor.
+        fn fdlopen(fd: libc::c_int, mode: libc::c_int) -> *mut std::ffi::c_void;
+    }
+    // SAFETY: as in the Linux version; fdlopen reads the descriptor, which stays open for the
+    // call, and returns a handle or null.
+    let handle = unsafe { fdlopen(file.as_raw_fd(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        // SAFETY: dlerror returns null or a NUL-terminated message valid until the next call.
+        let why = unsafe {
+            let e = libc::dlerror();
+            if e.is_null() {
+                "fdlopen failed".to_string()
+            } else {
+                std::ffi::CStr::from_ptr(e).to_string_lossy().into_owned()
+            }
+        };
+        return Err(format!("cannot load it: {why}"));
+    }
+    // SAFETY: a handle fdlopen returned, owned by the Library from now on (never closed).
+    Ok(unsafe { libloading::os::unix::Library::from_raw(handle) })
+}
+
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    const LIBZ: &str = "/usr/lib/x86_64-linux-gnu/libz.so.1";
+    const LIBM: &str = "/usr/lib/x86_64-linux-gnu/libm.so.6";
+
+    /// Whether `library` exports `symbol`.
+    fn exports(library: &libloading::os::unix::Library, symbol: &[u8]) -> bool {
+        // SAFETY: only looked up, never called.
+        unsafe { library.get::<*const u8>(symbol) }.is_ok()
+    }
+
+    #[test]
+    fn what_is_loaded_is_the_file_that_was_checked_not_what_the_path_names_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let plugin = dir.path().join("libcheck.so");
+        std::fs::copy(LIBZ, &plugin).expect("zlib1g installed");
+        let checked = perms::open_checked(&plugin, perms::effective_uid()).unwrap();
+        // Between the check and the load, the path is made to name another library.
+        let other = dir.path().join("other.so");
+        std::fs::copy(LIBM, &other).unwrap();
+        std::fs::rename(&other, &plugin).unwrap();
+        let loaded = load_descriptor(checked).unwrap();
+        assert!(exports(&loaded, b"zlibVersion\0"), "zlib, as checked");
+        assert!(
+            !exports(&loaded, b"cbrt\0"),
+            "not libm, which the path names now"
+        );
+    }
+
+    #[test]
+    fn a_link_swapped_into_a_checked_path_fails_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::copy(LIBZ, real.join("libz.so")).unwrap();
+        // A directory on the resolved path is now a link: the walk does not follow it.
+        let moved = dir.path().join("moved");
+        std::fs::rename(&real, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &real).unwrap();
+        let err = walk_nofollow_for_test(&real.join("libz.so"));
+        assert!(err.contains("cannot open without following links"), "{err}");
+    }
+
+    fn walk_nofollow_for_test(resolved: &Path) -> String {
+        perms::walk_resolved(resolved, perms::effective_uid()).unwrap_err()
+    }
 }

@@ -17,6 +17,7 @@
 //! itself: check `plugin.<problem>`, subject the plugin) and a log line; a hung or failing
 //! plugin that works again clears its finding.
 
+mod elf;
 mod load;
 mod perms;
 mod worker;
@@ -203,6 +204,8 @@ pub struct PluginHost {
     done_rx: Receiver<(usize, Done)>,
     /// Output produced outside `run` (loading, late returns), given with the next one.
     pending: Output,
+    /// Disconnected when the agent is stopping: no more waiting for plugins.
+    interrupt: Option<Receiver<()>>,
 }
 
 impl PluginHost {
@@ -211,6 +214,18 @@ impl PluginHost {
     /// next [`run`](PluginHost::run) or [`take_output`](PluginHost::take_output), and in
     /// [`plugins`](PluginHost::plugins). `hostname` goes into every event.
     pub fn start(settings: &PluginSettings, extra: &Extra, hostname: &str) -> PluginHost {
+        PluginHost::start_interruptible(settings, extra, hostname, None)
+    }
+
+    /// [`start`](PluginHost::start), but every wait for plugins (here and in
+    /// [`run`](PluginHost::run)) ends as soon as `interrupt` is disconnected: a plugin with a
+    /// long budget must not hold up the agent's exit.
+    pub fn start_interruptible(
+        settings: &PluginSettings,
+        extra: &Extra,
+        hostname: &str,
+        interrupt: Option<Receiver<()>>,
+    ) -> PluginHost {
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let mut host = PluginHost {
             budget: Budget {
@@ -226,21 +241,9 @@ impl PluginHost {
             done_tx,
             done_rx,
             pending: Output::default(),
+            interrupt,
         };
-        let mut sources: Vec<Source> = settings
-            .dirs
-            .iter()
-            .map(|d| Source::Dir {
-                path: d.clone(),
-                required: !settings.default_dirs,
-            })
-            .collect();
-        sources.extend(settings.paths.iter().cloned().map(Source::File));
-        sources.extend(extra.dirs.iter().map(|d| Source::Dir {
-            path: d.clone(),
-            required: true,
-        }));
-        sources.extend(extra.paths.iter().cloned().map(Source::File));
+        let sources = sources_of(settings, extra);
 
         let (files, dir_problems) = load::discover(&sources);
         for (dir, why) in dir_problems {
@@ -427,7 +430,13 @@ impl PluginHost {
 
     /// Stops every plugin: each finishes its call, gets `destroy`, and its thread ends. Waits
     /// at most the budget; a hung plugin is left to the process's exit.
-    pub fn shutdown(mut self) {
+    pub fn shutdown(self) {
+        let deadline = Instant::now() + self.budget.budget;
+        self.shutdown_by(deadline);
+    }
+
+    /// [`shutdown`](PluginHost::shutdown), waiting never past `deadline`.
+    pub fn shutdown_by(mut self, deadline: Instant) {
         let mut waiting = 0;
         for slot in &mut self.slots {
             if let Some(run) = slot.run.as_mut()
@@ -436,7 +445,7 @@ impl PluginHost {
                 waiting += 1;
             }
         }
-        let deadline = Instant::now() + self.budget.budget;
+        let deadline = deadline.min(Instant::now() + self.budget.budget);
         while waiting > 0 {
             match self.done_rx.recv_deadline(deadline) {
                 Ok((_, Done::Stopped)) => waiting -= 1,
@@ -466,9 +475,17 @@ impl PluginHost {
             if !waiting {
                 return;
             }
-            match self.done_rx.recv_deadline(deadline) {
-                Ok((index, done)) => self.handle(index, done),
-                Err(_) => return,
+            let report = match &self.interrupt {
+                None => self.done_rx.recv_deadline(deadline).ok(),
+                Some(stop) => crossbeam_channel::select! {
+                    recv(self.done_rx) -> report => report.ok(),
+                    recv(stop) -> _ => None,
+                    default(deadline.saturating_duration_since(Instant::now())) => None,
+                },
+            };
+            match report {
+                Some((index, done)) => self.handle(index, done),
+                None => return,
             }
         }
     }
@@ -809,6 +826,75 @@ fn truncate(s: &str, max: usize) -> String {
 
 /// A TOML value as the MessagePack-ready [`Value`] plugins receive. Datetimes become their
 /// TOML text (RFC 3339).
+/// Where the plugins of `settings` and `extra` are, in loading order.
+fn sources_of(settings: &PluginSettings, extra: &Extra) -> Vec<Source> {
+    let mut sources: Vec<Source> = settings
+        .dirs
+        .iter()
+        .map(|d| Source::Dir {
+            path: d.clone(),
+            required: !settings.default_dirs,
+        })
+        .collect();
+    sources.extend(settings.paths.iter().cloned().map(Source::File));
+    sources.extend(extra.dirs.iter().map(|d| Source::Dir {
+        path: d.clone(),
+        required: true,
+    }));
+    sources.extend(extra.paths.iter().cloned().map(Source::File));
+    sources
+}
+
+/// Checks every `[plugins.<name>]` table with that plugin's own `check_config` (ABI 1.1),
+/// which decodes it as `create` would and builds nothing: what `check-config` and a reload
+/// do before anything changes. `Err` holds one line per refused table, naming the file, the
+/// line and the plugin's reason; `Ok` holds notes (a plugin that cannot check its table
+/// without running it, ABI 1.0). Plugins that would be refused at load are `run`'s to
+/// report, not config errors.
+pub fn check_tables(
+    settings: &PluginSettings,
+    extra: &Extra,
+    within: Duration,
+) -> Result<Vec<String>, String> {
+    let (files, _) = load::discover(&sources_of(settings, extra));
+    let euid = perms::effective_uid();
+    let mut errors = Vec::new();
+    let mut notes = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for path in files {
+        let Ok(opened) = load::open(&path, euid) else {
+            continue;
+        };
+        if !seen.insert(opened.name.clone()) {
+            continue;
+        }
+        let Some(table) = settings.tables.get(&opened.name) else {
+            continue;
+        };
+        let name = &opened.name;
+        let Some(check) = opened.check_config else {
+            notes.push(format!(
+                "{}: plugins.{name}: plugin {} (ABI {}.{}) cannot check its table without \
+                 running it; `run` will",
+                table.origin,
+                path.display(),
+                opened.abi.0,
+                opened.abi.1
+            ));
+            continue;
+        };
+        let config = sdk::config::encode(&toml_to_value(toml::Value::Table(table.table.clone())));
+        if let Err(why) = worker::check_config(check, config, name, within) {
+            errors.push(format!("{}: plugins.{name}: {why}", table.origin));
+        }
+    }
+    if errors.is_empty() {
+        Ok(notes)
+    } else {
+        Err(errors.join("\n"))
+    }
+}
+
 pub fn toml_to_value(v: toml::Value) -> Value {
     match v {
         toml::Value::String(s) => Value::Str(s),

@@ -21,15 +21,21 @@ pub fn effective_uid() -> u32 {
 
 /// Checks a plugin file for loading by a process running as `euid`.
 pub fn check_plugin_file(path: &Path, euid: u32) -> Result<(), String> {
+    open_checked(path, euid).map(drop)
+}
+
+/// Opens a plugin file for loading by a process running as `euid`, checking what it opens.
+///
+/// The check and the load must concern the same file: a path checked and then handed to
+/// `dlopen` can be switched in between (a link in a writable directory flipped to another
+/// file). So the link is resolved once, and the resolved path is walked from `/` one
+/// component at a time with `O_NOFOLLOW` (a link put in its place since fails the open);
+/// the rule is applied to each directory and to the file as opened (`fstat` of the
+/// descriptor), and the caller loads that descriptor, never the path.
+pub fn open_checked(path: &Path, euid: u32) -> Result<std::fs::File, String> {
     let real = std::fs::canonicalize(path)
         .map_err(|e| format!("{}: cannot resolve: {e}", path.display()))?;
-    let meta =
-        std::fs::metadata(&real).map_err(|e| format!("{}: cannot stat: {e}", real.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{} is not a regular file", real.display()));
-    }
-    check_one(&real, &meta, euid)?;
-    check_ancestors(&real, euid)?;
+    let file = walk_resolved(&real, euid)?;
     // A link elsewhere: whoever can write the link's directory can point it anywhere.
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
         && let Ok(parent) = std::fs::canonicalize(parent)
@@ -40,7 +46,80 @@ pub fn check_plugin_file(path: &Path, euid: u32) -> Result<(), String> {
         check_one(&parent, &meta, euid)?;
         check_ancestors(&parent, euid)?;
     }
-    Ok(())
+    Ok(file)
+}
+
+/// Opens `real` (absolute, no `..`, no links) component by component without following
+/// links, applying the rule to each directory and to the file on its descriptor.
+pub(super) fn walk_resolved(real: &Path, euid: u32) -> Result<std::fs::File, String> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Component;
+    // Directories are only walked through: on Linux `O_PATH` needs no read permission.
+    #[cfg(target_os = "linux")]
+    const DIR_FLAGS: libc::c_int = libc::O_PATH | libc::O_DIRECTORY;
+    #[cfg(not(target_os = "linux"))]
+    const DIR_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY;
+    let open_at = |dir: Option<&OwnedFd>, name: &[u8], flags: libc::c_int, shown: &Path| {
+        let name = CString::new(name).map_err(|_| format!("{}: NUL in name", shown.display()))?;
+        let at = dir.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
+        // SAFETY: `name` is a NUL-terminated string that outlives the call; `at` is a
+        // descriptor we own (or AT_FDCWD); the result is checked before use.
+        let fd = unsafe {
+            libc::openat(
+                at,
+                name.as_ptr(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(format!(
+                "{}: cannot open without following links: {}",
+                shown.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        // SAFETY: `fd` was just returned by openat and is owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    let stat = |fd: &OwnedFd, shown: &Path| -> Result<Metadata, String> {
+        let file = std::fs::File::from(fd.try_clone().map_err(|e| e.to_string())?);
+        file.metadata()
+            .map_err(|e| format!("{}: cannot stat: {e}", shown.display()))
+    };
+    let mut dir = open_at(None, b"/", DIR_FLAGS, Path::new("/"))?;
+    check_one(Path::new("/"), &stat(&dir, Path::new("/"))?, euid)?;
+    let names: Vec<&std::ffi::OsStr> = real
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let Some((file_name, dirs)) = names.split_last() else {
+        return Err(format!("{} is not a regular file", real.display()));
+    };
+    let mut shown = std::path::PathBuf::from("/");
+    for name in dirs {
+        shown.push(name);
+        dir = open_at(Some(&dir), name.as_bytes(), DIR_FLAGS, &shown)?;
+        check_one(&shown, &stat(&dir, &shown)?, euid)?;
+    }
+    shown.push(file_name);
+    // O_NONBLOCK: a FIFO put there must not block the open.
+    let file = open_at(
+        Some(&dir),
+        file_name.as_bytes(),
+        libc::O_RDONLY | libc::O_NONBLOCK,
+        &shown,
+    )?;
+    let meta = stat(&file, &shown)?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", real.display()));
+    }
+    check_one(&shown, &meta, euid)?;
+    Ok(std::fs::File::from(file))
 }
 
 fn check_ancestors(path: &Path, euid: u32) -> Result<(), String> {

@@ -339,3 +339,50 @@ fn run(
     }
     let _ = done.send((index, Done::Stopped));
 }
+
+/// Calls a plugin's `check_config` on a thread of its own, waiting at most `within`. Only
+/// `set_error` is honoured (`log` and `emit` go nowhere): checking must do nothing.
+pub(super) fn check_config(
+    check: abi::CheckConfigFn,
+    config: Vec<u8>,
+    name: &str,
+    within: std::time::Duration,
+) -> Result<(), String> {
+    let limits = Limits {
+        max_events_per_sample: 0,
+        max_event_bytes: 0,
+    };
+    let shared = Arc::new(Shared::new(name, limits, ""));
+    let ctx = Arc::into_raw(Arc::clone(&shared))
+        .cast_mut()
+        .cast::<c_void>();
+    let api = Api(Box::leak(Box::new(HostApi {
+        abi_major: abi::ABI_MAJOR,
+        abi_minor: abi::ABI_MINOR,
+        struct_size: std::mem::size_of::<HostApi>() as u32,
+        reserved: 0,
+        ctx,
+        log: log_cb,
+        emit: emit_cb,
+        set_error: set_error_cb,
+    })));
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name(format!("check-{name}"))
+        .spawn(move || {
+            let api = api;
+            // SAFETY: the API lives forever; the config is valid for the call.
+            let status = unsafe { check(api.0, config.as_ptr(), config.len()) };
+            let _ = tx.send(status);
+        })
+        .map_err(|e| format!("cannot start a thread to check it: {e}"))?;
+    match rx.recv_timeout(within) {
+        Ok(abi::STATUS_OK) => Ok(()),
+        Ok(_) => Err(shared
+            .lock()
+            .error
+            .take()
+            .unwrap_or_else(|| "its check_config refused the table and said nothing".into())),
+        Err(_) => Err(format!("its check_config did not answer within {within:?}")),
+    }
+}

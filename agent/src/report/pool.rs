@@ -16,8 +16,11 @@ const SECTIONS: [(VdevClass, &str); 6] = [
     (VdevClass::Spare, "spares"),
 ];
 
-/// A pool with space and health per vdev (absolute values).
-pub fn pool_text(out: &mut String, pool: &Pool, disks: &[Disk]) {
+/// A pool as `zpool status` and `zpool list -v` describe it together: health, the scan line
+/// in zpool's words, per vdev its space, state, READ/WRITE/CKSUM errors (and SLOW I/Os when
+/// any vdev has some), redundancy and disk, then the pool's data-error count. `now` is the
+/// snapshot's time (a running scan's rates are as of then).
+pub fn pool_text(out: &mut String, pool: &Pool, disks: &[Disk], now: f64) {
     let Some(cfg) = &pool.config else {
         let _ = writeln!(
             out,
@@ -31,18 +34,50 @@ pub fn pool_text(out: &mut String, pool: &Pool, disks: &[Disk]) {
     let root = cfg.root.stats.as_ref();
     let _ = writeln!(
         out,
-        "POOL  {} {}: {} allocated of {} ({}){}",
+        "POOL  {} {}: {} allocated of {} ({})",
         pool.name,
         cfg.health,
         root.map_or_else(|| "-".into(), |s| bytes(s.alloc)),
         root.map_or_else(|| "-".into(), |s| bytes(s.space)),
         pct(root.and_then(|s| zpulse_proto::counter::ratio(s.alloc as f64, s.space as f64))),
-        scan_text(cfg)
+    );
+    if let Some(scan) = &cfg.scan {
+        let lines = zpulse_proto::sdk::text::scan_status(scan, now.max(0.0) as u64);
+        for (i, line) in lines.iter().enumerate() {
+            let lead = if i == 0 { "scan: " } else { "      " };
+            let _ = writeln!(out, "      {lead}{line}");
+        }
+    }
+    let slow = cfg
+        .root
+        .walk()
+        .iter()
+        .any(|v| v.stats.as_ref().and_then(|s| s.slow_ios).unwrap_or(0) > 0);
+    let _ = writeln!(
+        out,
+        "      {:<18} {:>10} {:>10} {:>10} {:>5} {:<9} {:>5} {:>5} {:>5}{} {:<14} disk",
+        "vdev",
+        "size",
+        "alloc",
+        "free",
+        "frag",
+        "health",
+        "READ",
+        "WRITE",
+        "CKSUM",
+        if slow { "  SLOW" } else { "" },
+        "redundancy"
     );
     let _ = writeln!(
         out,
-        "      {:<18} {:>10} {:>10} {:>10} {:>5} {:<9} {:<14} disk",
-        "vdev", "size", "alloc", "free", "frag", "health", "redundancy"
+        "    {:<20} {:>10} {:>10} {:>10} {:>5} {:<9}{}",
+        format!("  {}", pool.name),
+        "",
+        "",
+        "",
+        "",
+        cfg.health,
+        error_columns(&cfg.root, slow)
     );
     for (class, heading) in SECTIONS {
         let tops: Vec<&Vdev> = cfg.class(class).collect();
@@ -54,13 +89,45 @@ pub fn pool_text(out: &mut String, pool: &Pool, disks: &[Disk]) {
         }
         for top in tops {
             for (depth, v) in with_depth(top) {
-                space_row(out, v, depth, disks);
+                space_row(out, v, depth, disks, slow);
             }
         }
     }
+    let _ = match cfg.error_count {
+        Some(0) | None => writeln!(out, "      errors: No known data errors"),
+        Some(n) => writeln!(
+            out,
+            "      errors: {n} data errors (the kernel's approximate count): data has been \
+             lost; `zpool status -v {}` lists the files",
+            pool.name
+        ),
+    };
 }
 
-fn space_row(out: &mut String, v: &Vdev, depth: usize, disks: &[Disk]) {
+/// READ, WRITE, CKSUM (and SLOW) of a vdev; spares have none, as in `zpool status`.
+fn error_columns(v: &Vdev, slow: bool) -> String {
+    match &v.stats {
+        Some(s) if v.class != Some(VdevClass::Spare) => {
+            let mut cols = format!(
+                " {:>5} {:>5} {:>5}",
+                s.read_errors, s.write_errors, s.checksum_errors
+            );
+            if slow {
+                cols.push_str(&format!(" {:>5}", s.slow_ios.unwrap_or(0)));
+            }
+            cols
+        }
+        _ => format!(
+            " {:>5} {:>5} {:>5}{}",
+            "",
+            "",
+            "",
+            if slow { "      " } else { "" }
+        ),
+    }
+}
+
+fn space_row(out: &mut String, v: &Vdev, depth: usize, disks: &[Disk], slow: bool) {
     let name = format!("{}{}", "  ".repeat(depth + 1), v.name);
     let (size, alloc, free, frag) = match &v.stats {
         Some(s) if s.space > 0 => (
@@ -74,13 +141,14 @@ fn space_row(out: &mut String, v: &Vdev, depth: usize, disks: &[Disk]) {
     };
     let _ = writeln!(
         out,
-        "    {:<20} {:>10} {:>10} {:>10} {:>5} {:<9} {:<14} {}",
+        "    {:<20} {:>10} {:>10} {:>10} {:>5} {:<9}{} {:<14} {}",
         name,
         size,
         alloc,
         free,
         frag,
         v.state.as_deref().unwrap_or("-"),
+        error_columns(v, slow),
         v.redundancy.map(redundancy_text).unwrap_or_default(),
         disk_text(v, disks)
     );
@@ -174,17 +242,4 @@ fn disk_text(v: &Vdev, disks: &[Disk]) -> String {
         None => "",
     };
     format!("{name}{kind}")
-}
-
-fn scan_text(cfg: &zpulse_proto::snapshot::PoolConfig) -> String {
-    match &cfg.scan {
-        Some(s) if s.function != "none" => format!(
-            "; {} {} ({} done, {} errors)",
-            s.function,
-            s.state,
-            pct(s.progress()),
-            s.errors
-        ),
-        _ => String::new(),
-    }
 }

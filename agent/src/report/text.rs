@@ -7,12 +7,8 @@ use zpulse_proto::sample::DiskRates;
 use zpulse_proto::snapshot::{ArcStats, Disk};
 use zpulse_proto::{Sample, Snapshot};
 
-/// Devices that are not disks; shown only when they did I/O.
-const VIRTUAL_PREFIXES: &[&str] = &["loop", "ram", "zram", "fd", "sr", "nbd", "zd"];
-
-fn is_virtual(name: &str) -> bool {
-    VIRTUAL_PREFIXES.iter().any(|p| name.starts_with(p))
-}
+/// Devices that are not disks are shown only when they did I/O.
+use zpulse_proto::snapshot::is_virtual_disk as is_virtual;
 
 /// One snapshot: absolute values only (ratios are since boot).
 pub fn snapshot_text(snap: &Snapshot) -> String {
@@ -233,7 +229,7 @@ fn arc_line(out: &mut String, arc: &ArcStats) {
 
 fn pools(out: &mut String, snap: &Snapshot) {
     for p in &snap.pools {
-        super::pool::pool_text(out, p, &snap.disks);
+        super::pool::pool_text(out, p, &snap.disks, snap.taken_at);
     }
 }
 

@@ -5,17 +5,22 @@
 //! * [`forward`] — Fluent Forward (MessagePack) to a collector, with acks and a disk spool.
 //! * [`syslog`] — local socket (RFC 3164 dialect; RFC 5424 on FreeBSD) or remote UDP/TCP/TLS
 //!   (RFC 5424).
+//! * [`prometheus`] — every reading as Prometheus metrics at `GET /metrics` and/or a textfile.
 //!
 //! A sink never panics on what it is given and never blocks the sampler: `deliver` may take
 //! its time (the sink's own thread waits), and `stats` tells the heartbeat how it is doing.
 
 pub mod build;
+pub mod ca_bundle;
 pub mod forward;
+pub mod prometheus;
 pub mod stdout;
 pub mod syslog;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
+use zpulse_proto::{Sample, Snapshot};
 
 /// An event with the time it happened: the Forward entry of proto, under the name the sinks
 /// have always used.
@@ -50,6 +55,24 @@ impl fmt::Display for SinkError {
 
 impl std::error::Error for SinkError {}
 
+/// A reading handed to the sinks that export figures rather than events
+/// ([`Sink::wants_readings`]): the first snapshot, then every sample.
+#[derive(Debug, Clone)]
+pub enum Reading {
+    First(Arc<Snapshot>),
+    Sample(Arc<Sample>),
+}
+
+impl Reading {
+    /// The absolute values of this reading.
+    pub fn snapshot(&self) -> &Snapshot {
+        match self {
+            Reading::First(s) => s,
+            Reading::Sample(s) => &s.snapshot,
+        }
+    }
+}
+
 pub trait Sink: Send {
     /// `stdout`, `forward collector.example.net:24224`, `syslog unix:///dev/log`.
     fn name(&self) -> String;
@@ -60,4 +83,12 @@ pub trait Sink: Send {
     /// Tries to get everything pending out before `deadline` (shutdown, reload).
     fn flush(&mut self, deadline: Instant) -> Result<(), SinkError>;
     fn stats(&self) -> SinkStats;
+    /// Whether the sink is given readings ([`Sink::observe`]) as well as events.
+    fn wants_readings(&self) -> bool {
+        false
+    }
+    /// Takes a reading, on the sink's own thread. Only called when `wants_readings`.
+    fn observe(&mut self, _reading: &Reading) -> Result<(), SinkError> {
+        Ok(())
+    }
 }

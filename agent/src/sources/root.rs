@@ -39,22 +39,9 @@ impl Root {
         self.dir.join(rel.trim_start_matches('/'))
     }
 
-    /// Whole file, at most [`MAX_FILE_BYTES`].
+    /// Whole file, at most [`MAX_FILE_BYTES`]; only a regular file (see [`read_regular`]).
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
-        use std::io::Read;
-        let file = std::fs::File::open(self.path(rel))?;
-        // Sized from the file as `fs::read` does: one read for a regular file (a capture, sysfs)
-        // instead of a probe and a read per doubling of the buffer. /proc files say 0.
-        let hint = file.metadata().map_or(0, |m| m.len()).min(MAX_FILE_BYTES);
-        let mut buf = Vec::with_capacity(hint as usize + 1);
-        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf)?;
-        if buf.len() as u64 > MAX_FILE_BYTES {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("larger than {MAX_FILE_BYTES} bytes"),
-            ));
-        }
-        Ok(buf)
+        read_regular(&self.path(rel), MAX_FILE_BYTES)
     }
 
     /// A small text file with surrounding white space removed (sysfs attributes, `state`).
@@ -79,6 +66,69 @@ impl Root {
 
     pub fn is_dir(&self, rel: &str) -> bool {
         self.path(rel).is_dir()
+    }
+}
+
+/// The whole of the regular file at `path`, at most `limit` bytes.
+///
+/// Every file zpulse reads by name (kernel files, a capture, its manifest, the config) comes
+/// through here, so that a FIFO, a device or a directory put in a file's place is an error
+/// at once instead of a read that blocks forever (a FIFO) or never ends (`/dev/zero`). The
+/// open does not block (`O_NONBLOCK`: opening a FIFO without a writer would), the type is
+/// checked on the opened descriptor, and the read stops one byte past the limit. `/proc` and
+/// `/sys` files are regular files whose size reads as 0 or 4096, so the size is only known
+/// once read.
+pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a regular file (a {})", file_kind(kind)),
+        ));
+    }
+    // Sized from the file as `fs::read` does: one read for a capture or a sysfs file instead
+    // of a probe and a read per doubling of the buffer (a /proc file says 0: grown as read).
+    let mut buf = Vec::with_capacity(meta.len().min(limit) as usize + 1);
+    file.take(limit + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    Ok(buf)
+}
+
+/// The note for a source file that exists but holds nothing: the kernel never writes an
+/// empty kstat, `/proc/diskstats` or `/proc/net/dev`, so its data is lost, and said so.
+pub const EMPTY: &str = "empty file: nothing reported (its figures are missing)";
+
+/// What a non-regular file is, in words for an error message.
+pub fn file_kind(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "directory"
+    } else if kind.is_fifo() {
+        "FIFO"
+    } else if kind.is_char_device() {
+        "character device"
+    } else if kind.is_block_device() {
+        "block device"
+    } else if kind.is_socket() {
+        "socket"
+    } else if kind.is_symlink() {
+        "symbolic link"
+    } else if kind.is_file() {
+        "regular file"
+    } else {
+        "special file"
     }
 }
 

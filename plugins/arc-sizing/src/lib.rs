@@ -47,14 +47,14 @@ use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2, settl
 use zpulse_proto::sdk::{
     self, Event, Findings, Host, Plugin, Report, Rules, Severity, Threshold, Verdict,
 };
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::Os;
 
 const MIB: f64 = 1024.0 * 1024.0;
 const GIB: f64 = 1024.0 * MIB;
 
 /// The `[plugins.arc-sizing]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     #[serde(with = "sdk::config::duration")]

@@ -515,22 +515,3 @@ fn bad_configs_are_refused_with_the_key() {
         .unwrap_err();
     assert!(err.contains("window"), "{err}");
 }
-
-#[test]
-fn every_event_is_valid_and_one_line() {
-    let cfg = config(&[
-        ("window_samples", Value::UInt(1)),
-        ("min_samples", Value::UInt(1)),
-        ("min_hold", Value::UInt(0)),
-    ]);
-    let idle = A {
-        size: GIB,
-        ..seed()
-    };
-    let events = run(&cfg, &series(&[seed(), idle]));
-    assert_eq!(events.len(), 2);
-    for e in events {
-        e.validate().unwrap();
-        assert!(!e.summary.contains('\n'));
-    }
-}

@@ -55,11 +55,11 @@ use zpulse_proto::sdk::stats::{round2, settle};
 use zpulse_proto::sdk::{
     self, Event, Findings, Host, Plugin, Report, Rules, Threshold, Value, Verdict,
 };
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::VdevClass;
 
 /// The `[plugins.hdd-saturation]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     pub saturation_pct: f64,
@@ -768,9 +768,7 @@ fn disk_roles(disk: Option<&zpulse_proto::snapshot::Disk>) -> Vec<(String, VdevC
 /// Spinning whole disks (or the ones named in the config). Partitions repeat their disk's
 /// figures; loop, RAM, zvol and optical devices are not what a pool's HDDs are.
 pub fn watched(names: &[String], disk: &DiskRates) -> bool {
-    let virtual_device = ["loop", "ram", "zram", "zd", "fd", "sr"]
-        .iter()
-        .any(|prefix| disk.name.starts_with(prefix));
+    let virtual_device = zpulse_proto::snapshot::is_virtual_disk(&disk.name);
     disk.rotational == Some(true)
         && disk.whole_disk.is_none()
         && !virtual_device

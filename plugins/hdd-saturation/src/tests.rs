@@ -638,14 +638,3 @@ fn bad_configs_are_refused_with_the_key() {
         .unwrap_err();
     assert!(err.contains("seek_bound_pct"), "{err}");
 }
-
-#[test]
-fn every_event_is_valid_and_one_line() {
-    let world = World::default();
-    let events = run(&per_sample(&[]), &series(&world, &[100.0, 20.0]));
-    assert!(!events.is_empty());
-    for e in events {
-        e.validate().unwrap();
-        assert!(!e.summary.contains('\n'));
-    }
-}

@@ -38,12 +38,12 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
 use zpulse_proto::sdk::text::{bytes, duration};
-use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Snapshot, VdevClass};
 
 /// The `[plugins.l2arc-value]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     #[serde(with = "sdk::config::duration")]
@@ -474,37 +474,31 @@ pub fn report(subject: &str, devices: &[String], a: &Assessment) -> (Verdict, Re
     (Verdict::Holds(severity), report)
 }
 
-/// The plugin: [`L2arcValue`] behind the SDK.
-pub struct L2arcValuePlugin {
-    inner: L2arcValue,
-}
-
-impl Plugin for L2arcValuePlugin {
+impl Check for L2arcValue {
     const NAME: &'static str = "l2arc-value";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     /// Of the optional parts of the sample: the cache devices' disk rates.
     const READS: u64 = zpulse_proto::abi::PART_DISK_RATES;
     type Config = Config;
 
-    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
-        let inner = L2arcValue::new(config)?;
-        host.info(&format!(
-            "weighing the L2ARC over {} s, from {} ARC reads",
-            inner.config.window.as_secs(),
-            inner.config.min_reads
-        ));
-        Ok(L2arcValuePlugin { inner })
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(L2arcValue::new(config)?)
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for event in self.inner.observe(sample) {
-            host.emit(&event)?;
-        }
-        Ok(())
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        L2arcValue::observe(self, sample)
+    }
+
+    fn started(&self) -> Option<String> {
+        Some(format!(
+            "weighing the L2ARC over {} s, from {} ARC reads",
+            self.config.window.as_secs(),
+            self.config.min_reads
+        ))
     }
 }
 
-zpulse_proto::export_plugin!(L2arcValuePlugin);
+zpulse_proto::export_plugin!(L2arcValue);
 
 #[cfg(test)]
 mod tests;

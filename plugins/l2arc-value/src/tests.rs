@@ -408,7 +408,7 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
     let samples: Vec<Sample> = (0..3)
         .map(|i| sample(i as f64 * 10.0, SEED, &["ada3p1"]))
         .collect();
-    let events = host.run::<L2arcValuePlugin>(&[], &samples).unwrap();
+    let events = host.run::<L2arcValue>(&[], &samples).unwrap();
     assert!(host.rejected().is_empty());
     assert_eq!(events.len(), 1);
     let cfg = |pairs: &[(&str, Value)]| {
@@ -420,11 +420,11 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
         )
     };
     let err = host
-        .run::<L2arcValuePlugin>(&cfg(&[("worth_pct", Value::UInt(1))]), &[])
+        .run::<L2arcValue>(&cfg(&[("worth_pct", Value::UInt(1))]), &[])
         .unwrap_err();
     assert!(err.contains("unknown field `worth_pct`"), "{err}");
     let err = host
-        .run::<L2arcValuePlugin>(
+        .run::<L2arcValue>(
             &cfg(&[
                 ("worth_share_pct", Value::UInt(1)),
                 ("marginal_share_pct", Value::UInt(2)),

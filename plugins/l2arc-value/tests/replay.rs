@@ -3,7 +3,7 @@
 //! computed here from the raw capture files: arcstats, `/proc/diskstats`, the module
 //! parameters and `zpool status`.
 
-use zpulse_check_l2arc_value::{Config, L2arcValue, L2arcValuePlugin};
+use zpulse_check_l2arc_value::{Config, L2arcValue};
 use zpulse_proto::Event;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{Severity, State, Value};
@@ -126,7 +126,7 @@ fn no_verdict_without_an_l2arc_or_with_too_little_data() {
 fn the_plugin_emits_valid_events_through_the_abi() {
     let snaps = snapshots(&["checks/storm"]);
     let host = TestHost::new();
-    let events = host.run::<L2arcValuePlugin>(&[], &samples(&snaps)).unwrap();
+    let events = host.run::<L2arcValue>(&[], &samples(&snaps)).unwrap();
     assert!(host.rejected().is_empty(), "{:?}", host.rejected());
     let direct: Vec<Event> = run_indexed(&["checks/storm"])
         .into_iter()

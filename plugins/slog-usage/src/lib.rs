@@ -47,8 +47,8 @@ use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::text::duration;
-use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
 
 /// OpenZFS's cap on `zfs_dirty_data_max` when the kernel does not report it: 4 GiB
@@ -57,7 +57,7 @@ const DIRTY_MAX_MAX: u64 = 4 << 30;
 const DIRTY_MAX_PERCENT: u64 = 10;
 
 /// The `[plugins.slog-usage]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     #[serde(with = "sdk::config::duration")]
@@ -295,20 +295,7 @@ pub fn dirty_data_max(snap: &Snapshot) -> Option<(u64, &'static str)> {
 
 /// Why a log leaf offers no power-loss guarantee of its own, if it does not.
 pub fn not_power_safe(leaf: &Vdev) -> Option<String> {
-    let path = leaf.path.as_deref().unwrap_or(&leaf.name);
-    if leaf.vdev_type == "file" {
-        return Some(format!("a file ({path})"));
-    }
-    let dev = path.strip_prefix("/dev/").unwrap_or(path);
-    let disk = leaf.disk.as_deref().unwrap_or(dev);
-    if dev.starts_with("loop") || disk.starts_with("loop") {
-        return Some(format!("a loop device ({path})"));
-    }
-    // FreeBSD memory disks: vnode-backed (a file) or malloc/swap-backed (RAM).
-    if dev.starts_with("md") && dev[2..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
-        return Some(format!("a memory disk ({path})"));
-    }
-    None
+    leaf.virtual_backing()
 }
 
 /// The check's logic, without the plugin plumbing: feed it samples, get events.
@@ -1019,12 +1006,7 @@ fn summarize(w: &VecDeque<Point>) -> Window {
     }
 }
 
-/// The plugin: [`SlogUsage`] behind the SDK.
-pub struct SlogUsagePlugin {
-    inner: SlogUsage,
-}
-
-impl Plugin for SlogUsagePlugin {
+impl Check for SlogUsage {
     const NAME: &'static str = "slog-usage";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     /// Of the optional parts of the sample: the log devices' disks and their rates, and the datasets' ZIL counters.
@@ -1033,29 +1015,28 @@ impl Plugin for SlogUsagePlugin {
         | zpulse_proto::abi::PART_DATASETS;
     type Config = Config;
 
-    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
-        let inner = SlogUsage::new(config)?;
-        host.info(&format!(
-            "watching the log vdevs of {} over {} s",
-            if inner.config.pools.is_empty() {
-                "every pool".to_string()
-            } else {
-                inner.config.pools.join(", ")
-            },
-            inner.config.window.as_secs()
-        ));
-        Ok(SlogUsagePlugin { inner })
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(SlogUsage::new(config)?)
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for event in self.inner.observe(sample) {
-            host.emit(&event)?;
-        }
-        Ok(())
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        SlogUsage::observe(self, sample)
+    }
+
+    fn started(&self) -> Option<String> {
+        Some(format!(
+            "watching the log vdevs of {} over {} s",
+            if self.config.pools.is_empty() {
+                "every pool".to_string()
+            } else {
+                self.config.pools.join(", ")
+            },
+            self.config.window.as_secs()
+        ))
     }
 }
 
-zpulse_proto::export_plugin!(SlogUsagePlugin);
+zpulse_proto::export_plugin!(SlogUsage);
 
 #[cfg(test)]
 mod tests;

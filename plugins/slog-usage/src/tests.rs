@@ -506,7 +506,7 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
     let samples: Vec<Sample> = (0..3)
         .map(|i| sample(i as f64 * 10.0, good_log(), load(500.0, 95.0)))
         .collect();
-    let events = host.run::<SlogUsagePlugin>(&[], &samples).unwrap();
+    let events = host.run::<SlogUsage>(&[], &samples).unwrap();
     assert!(host.rejected().is_empty());
     assert_eq!(
         verdict(&events),
@@ -514,15 +514,15 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
     );
     let cfg = |k: &str, v: Value| sdk::config::encode(&BTreeMap::from([(k.to_string(), v)]));
     let err = host
-        .run::<SlogUsagePlugin>(&cfg("saturated_busy", Value::UInt(1)), &[])
+        .run::<SlogUsage>(&cfg("saturated_busy", Value::UInt(1)), &[])
         .unwrap_err();
     assert!(err.contains("unknown field `saturated_busy`"), "{err}");
     let err = host
-        .run::<SlogUsagePlugin>(&cfg("full_pct", Value::UInt(120)), &[])
+        .run::<SlogUsage>(&cfg("full_pct", Value::UInt(120)), &[])
         .unwrap_err();
     assert!(err.contains("full_pct must be a percentage"), "{err}");
     let err = host
-        .run::<SlogUsagePlugin>(&cfg("oversize_factor", Value::Float(0.5)), &[])
+        .run::<SlogUsage>(&cfg("oversize_factor", Value::Float(0.5)), &[])
         .unwrap_err();
     assert!(err.contains("oversize_factor"), "{err}");
 }

@@ -3,7 +3,7 @@
 //! computed here from the raw capture files: the `zil` kstat, `/proc/diskstats`, the module
 //! parameters, `zpool list -vp` and `zpool status`.
 
-use zpulse_check_slog_usage::{Config, SlogUsage, SlogUsagePlugin};
+use zpulse_check_slog_usage::{Config, SlogUsage};
 use zpulse_proto::Event;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{Severity, State, Value};
@@ -229,7 +229,7 @@ fn pools_without_a_log_say_nothing() {
 fn the_plugin_emits_valid_events_through_the_abi() {
     let snaps = snapshots(&["checks/storm"]);
     let host = TestHost::new();
-    let events = host.run::<SlogUsagePlugin>(&[], &samples(&snaps)).unwrap();
+    let events = host.run::<SlogUsage>(&[], &samples(&snaps)).unwrap();
     assert!(host.rejected().is_empty(), "{:?}", host.rejected());
     assert_eq!(events, run(&["checks/storm"]));
 }

@@ -41,8 +41,8 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::sdk::stats::round_sig3;
 pub use zpulse_proto::sdk::text::bytes;
-use zpulse_proto::sdk::{self, Event, Findings, Host, Plugin, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
+use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Pool, Redundancy, Vdev, VdevClass};
 
 /// OpenZFS's default of `zfs_special_class_metadata_reserve_pct`, used when the kernel does
@@ -52,7 +52,7 @@ pub const DEFAULT_RESERVE_PCT: f64 = 25.0;
 const DAY: f64 = 86_400.0;
 
 /// The `[plugins.special-fill]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
 pub struct Config {
     /// Warning from this fill level; absent = where the metadata reserve begins
@@ -717,40 +717,34 @@ fn redundancy(pool: &Pool, class: VdevClass) -> Option<(Verdict, Report)> {
     }
 }
 
-/// The plugin: [`SpecialFill`] behind the SDK.
-pub struct SpecialFillPlugin {
-    inner: SpecialFill,
-}
-
-impl Plugin for SpecialFillPlugin {
+impl Check for SpecialFill {
     const NAME: &'static str = "special-fill";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     /// Of the optional parts of the sample: the vdev tree and rates only.
     const READS: u64 = 0;
     type Config = Config;
 
-    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
-        let inner = SpecialFill::new(config)?;
-        host.info(&format!(
-            "watching the special and dedup classes of {}",
-            if inner.config.pools.is_empty() {
-                "every pool".to_string()
-            } else {
-                inner.config.pools.join(", ")
-            }
-        ));
-        Ok(SpecialFillPlugin { inner })
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(SpecialFill::new(config)?)
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for event in self.inner.observe(sample) {
-            host.emit(&event)?;
-        }
-        Ok(())
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        SpecialFill::observe(self, sample)
+    }
+
+    fn started(&self) -> Option<String> {
+        Some(format!(
+            "watching the special and dedup classes of {}",
+            if self.config.pools.is_empty() {
+                "every pool".to_string()
+            } else {
+                self.config.pools.join(", ")
+            }
+        ))
     }
 }
 
-zpulse_proto::export_plugin!(SpecialFillPlugin);
+zpulse_proto::export_plugin!(SpecialFill);
 
 #[cfg(test)]
 mod tests;

@@ -663,7 +663,7 @@ fn the_pools_key_limits_the_check() {
 fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
     let host = TestHost::new();
     let events = host
-        .run::<SpecialFillPlugin>(&[], &[sample(0.0, vec![tank(91 * GIB)])])
+        .run::<SpecialFill>(&[], &[sample(0.0, vec![tank(91 * GIB)])])
         .unwrap();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].severity, Severity::Critical);
@@ -675,11 +675,11 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
         sdk::config::encode(&table)
     };
     let err = host
-        .run::<SpecialFillPlugin>(&cfg(&[("critcal_used_pct", Value::UInt(1))]), &[])
+        .run::<SpecialFill>(&cfg(&[("critcal_used_pct", Value::UInt(1))]), &[])
         .unwrap_err();
     assert!(err.contains("unknown field `critcal_used_pct`"), "{err}");
     let err = host
-        .run::<SpecialFillPlugin>(
+        .run::<SpecialFill>(
             &cfg(&[
                 ("warn_used_pct", Value::UInt(95)),
                 ("critical_used_pct", Value::UInt(90)),
@@ -689,7 +689,7 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
         .unwrap_err();
     assert!(err.contains("must not be above critical_used_pct"), "{err}");
     let err = host
-        .run::<SpecialFillPlugin>(&cfg(&[("window", Value::Str("1 fortnight".into()))]), &[])
+        .run::<SpecialFill>(&cfg(&[("window", Value::Str("1 fortnight".into()))]), &[])
         .unwrap_err();
     assert!(err.contains("window"), "{err}");
 }

@@ -4,7 +4,7 @@
 //! where the capture has it, the tunables from the module-parameter files, and the layout
 //! from `zpool status`.
 
-use zpulse_check_special_fill::{Config, SpecialFill, SpecialFillPlugin};
+use zpulse_check_special_fill::{Config, SpecialFill};
 use zpulse_proto::Event;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{Severity, State, Value};
@@ -219,9 +219,7 @@ fn healthy_pools_with_a_mirrored_special_say_nothing() {
 fn the_plugin_emits_valid_events_through_the_abi() {
     let snaps = snapshots(&["checks/fill", "checks/fill-end"]);
     let host = TestHost::new();
-    let events = host
-        .run::<SpecialFillPlugin>(&[], &samples(&snaps))
-        .unwrap();
+    let events = host.run::<SpecialFill>(&[], &samples(&snaps)).unwrap();
     assert!(host.rejected().is_empty(), "{:?}", host.rejected());
     assert_eq!(events, run(&["checks/fill", "checks/fill-end"]));
 }

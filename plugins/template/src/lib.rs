@@ -114,9 +114,7 @@ impl Plugin for DiskBusy {
 /// figures, and loop, RAM, floppy and optical devices are not what a pool is made of.
 fn watched(names: &[String], disk: &DiskRates) -> bool {
     if names.is_empty() {
-        let virtual_device = ["loop", "ram", "zram", "fd", "sr"]
-            .iter()
-            .any(|prefix| disk.name.starts_with(prefix));
+        let virtual_device = zpulse_proto::snapshot::is_virtual_disk(&disk.name);
         disk.whole_disk.is_none() && !virtual_device
     } else {
         names.contains(&disk.name)

@@ -208,6 +208,11 @@ pub fn client_message(frame: &[u8], limits: &Limits) -> Result<ClientMessage, Fr
     let (mode, entries, options) = match r.peek()? {
         Head::Array(n) => {
             arity(&[2, 3], "Forward")?;
+            if n as usize > limits.max_entries {
+                return Err(FrameError::TooManyEntries {
+                    limit: limits.max_entries,
+                });
+            }
             r.head()?;
             let mut entries = Vec::with_capacity((n as usize).min(1024));
             for _ in 0..n {
@@ -229,15 +234,11 @@ pub fn client_message(frame: &[u8], limits: &Limits) -> Result<ClientMessage, Fr
                 Options::default()
             };
             match options.compressed.as_deref() {
-                Some("gzip") => {
-                    let inflated = inflate(blob, limits.max_inflated_bytes)
-                        .map_err(|e| e.shifted(second_at))?;
-                    (
-                        Mode::CompressedPackedForward,
-                        entries(&inflated, limits)?,
-                        options,
-                    )
-                }
+                Some("gzip") => (
+                    Mode::CompressedPackedForward,
+                    inflate_entries(blob, limits).map_err(|e| e.shifted(second_at))?,
+                    options,
+                ),
                 // Fluent Bit has sent "text" for an uncompressed blob.
                 None | Some("text") => (
                     Mode::PackedForward,
@@ -337,17 +338,87 @@ pub fn server_message(frame: &[u8], limits: &Limits) -> Result<ServerMessage, Fr
     }
 }
 
-/// The entries of a PackedForward blob (already inflated).
+/// The entries of a PackedForward blob (already inflated), at most `limits.max_entries`.
 pub fn entries(blob: &[u8], limits: &Limits) -> Result<Vec<Entry>, FrameError> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < blob.len() {
+        if out.len() == limits.max_entries {
+            return Err(FrameError::TooManyEntries {
+                limit: limits.max_entries,
+            });
+        }
         let len = value_len(&blob[at..], limits).map_err(|e| e.shifted(at))?;
         let mut r = Reader::at(&blob[at..at + len], at);
         out.push(entry(&mut r, limits)?);
         at += len;
     }
     Ok(out)
+}
+
+/// Whether a complete client message is a CompressedPackedForward one: the messages whose
+/// decoding can cost far more than their size. Reads only the headers; a malformed message
+/// is `false` (decoding it says why).
+pub fn is_compressed(frame: &[u8], limits: &Limits) -> bool {
+    fn read(r: &mut Reader, limits: &Limits) -> Result<bool, FrameError> {
+        if !matches!(r.head()?, Head::Array(3)) || r.str("tag").is_err() {
+            return Ok(false);
+        }
+        if !matches!(r.peek()?, Head::Str(_) | Head::Bin(_)) {
+            return Ok(false);
+        }
+        r.raw("entries")?;
+        Ok(options(r, limits)?.compressed.is_some())
+    }
+    read(&mut Reader::new(frame), limits).unwrap_or(false)
+}
+
+/// Inflates a gzip blob and reads its entries as they come out, so that the entry limit
+/// stops a blob of millions of tiny entries after `max_entries`, without inflating the
+/// rest; at most `max_inflated_bytes` of output either way. Offsets in errors count from
+/// the start of the inflated bytes.
+fn inflate_entries(blob: &[u8], limits: &Limits) -> Result<Vec<Entry>, FrameError> {
+    let mut gz = flate2::read::MultiGzDecoder::new(blob);
+    let mut out = Vec::new();
+    // Inflated bytes not yet read as entries; `base`: their offset in the whole output.
+    let mut pending: Vec<u8> = Vec::new();
+    let (mut base, mut total) = (0usize, 0usize);
+    let mut scanner = Scanner::default();
+    let mut chunk = vec![0u8; 32 << 10];
+    loop {
+        let mut at = 0;
+        while let Some(len) = scanner
+            .scan(&pending[at..], limits)
+            .map_err(|e| e.shifted(base + at))?
+        {
+            if out.len() == limits.max_entries {
+                return Err(FrameError::TooManyEntries {
+                    limit: limits.max_entries,
+                });
+            }
+            let mut r = Reader::at(&pending[at..at + len], base + at);
+            out.push(entry(&mut r, limits)?);
+            at += len;
+        }
+        pending.drain(..at);
+        base += at;
+        let n = gz
+            .read(&mut chunk)
+            .map_err(|e| FrameError::invalid(0, format!("gzip: {e}")))?;
+        if n == 0 {
+            if !pending.is_empty() {
+                return Err(FrameError::invalid(base, "the value is cut short"));
+            }
+            return Ok(out);
+        }
+        total += n;
+        if total > limits.max_inflated_bytes {
+            return Err(FrameError::TooLarge {
+                limit: limits.max_inflated_bytes,
+            });
+        }
+        pending.extend_from_slice(&chunk[..n]);
+    }
 }
 
 /// Inflates a gzip blob of one or more members, refusing more than `limit` bytes of output.

@@ -46,6 +46,10 @@ pub struct Limits {
     pub max_depth: usize,
     /// Largest gzip blob after inflation (a few kilobytes can inflate to gigabytes).
     pub max_inflated_bytes: usize,
+    /// Most entries in one event message. Each decoded entry costs far more memory than its
+    /// 3 wire bytes (`[0, {}]`), so 32 MiB of inflated tiny entries would be ~11 million
+    /// decoded ones: the entry count is bounded on its own.
+    pub max_entries: usize,
 }
 
 impl Default for Limits {
@@ -55,6 +59,7 @@ impl Default for Limits {
             max_frame_bytes: 16 << 20,
             max_depth: 32,
             max_inflated_bytes: 64 << 20,
+            max_entries: 100_000,
         }
     }
 }
@@ -66,6 +71,7 @@ impl Limits {
             max_frame_bytes: 64 << 10,
             max_depth: 4,
             max_inflated_bytes: 0,
+            max_entries: 0,
         }
     }
 }
@@ -77,6 +83,8 @@ pub enum FrameError {
     TooLarge { limit: usize },
     /// Arrays and maps are nested deeper than the limit.
     TooDeep { limit: usize },
+    /// An event message holds more entries than the limit.
+    TooManyEntries { limit: usize },
     /// Not MessagePack, or not a Forward message; `offset` is counted from the start of the
     /// value (for entries of a packed blob, from the start of the inflated blob).
     Invalid { offset: usize, why: String },
@@ -110,6 +118,9 @@ impl fmt::Display for FrameError {
             }
             FrameError::TooDeep { limit } => {
                 write!(f, "a Forward message nests deeper than {limit} levels")
+            }
+            FrameError::TooManyEntries { limit } => {
+                write!(f, "a Forward message holds more than {limit} entries")
             }
             FrameError::Invalid { offset, why } => write!(f, "at byte {offset}: {why}"),
         }

@@ -278,6 +278,7 @@ fn limits_refuse_big_deep_and_inflating_values() {
         max_frame_bytes: 1000,
         max_depth: 8,
         max_inflated_bytes: 10_000,
+        max_entries: 100,
     };
     // A bin32 header announcing 1 GiB: refused at once, without waiting for the bytes.
     let mut d = FrameDecoder::new(limits);
@@ -311,6 +312,70 @@ fn limits_refuse_big_deep_and_inflating_values() {
     });
     d.feed(&msg);
     assert_eq!(d.next_client(), Err(FrameError::TooLarge { limit: 10_000 }));
+}
+
+/// The attack of issue 15: a gzip blob of ~65 KB inflating to ~2 million entries `[t, {}]`
+/// (each 11 bytes on the wire, a decoded `Entry` and its record allocation each).
+#[test]
+fn a_gzip_blob_of_millions_of_tiny_entries_is_refused_by_count() {
+    let mut tiny = Entries::new();
+    for _ in 0..2_000_000 {
+        tiny.push(T, &[0x80]);
+    }
+    assert_eq!(tiny.as_bytes().len(), 2_000_000 * 12);
+    let msg = tiny.packed_forward("t", None, Compression::Gzip);
+    assert!(msg.len() < 128 << 10, "{}", msg.len());
+    let limits = Limits {
+        max_frame_bytes: 1 << 20,
+        max_depth: 8,
+        max_inflated_bytes: 32 << 20,
+        max_entries: 10_000,
+    };
+    assert!(decode::is_compressed(&msg, &limits));
+    let mut d = FrameDecoder::new(limits);
+    d.feed(&msg);
+    assert_eq!(
+        d.next_client(),
+        Err(FrameError::TooManyEntries { limit: 10_000 })
+    );
+    // Refused while inflating, after the first 10,000 entries: the other 23 MB are never
+    // inflated, so the message costs what a legal one costs. (With the count limit lifted,
+    // the same blob decodes to all its entries: the count is what stops it.)
+    let all = decode::client_message(
+        &msg,
+        &Limits {
+            max_entries: 2_000_000,
+            ..limits
+        },
+    );
+    match all {
+        Ok(ClientMessage::Events(b)) => assert_eq!(b.entries.len(), 2_000_000),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    // The same count in Forward mode is refused from the array header alone, before any
+    // entry is decoded: 0xdd announces 2^31 entries in 5 bytes.
+    let mut d = FrameDecoder::new(limits);
+    let mut header = vec![0x92, 0xa1, b't', 0xdd, 0x80, 0, 0, 0];
+    header.extend_from_slice(&[0x00; 16]);
+    assert_eq!(
+        decode::client_message(&header, &limits),
+        Err(FrameError::TooManyEntries { limit: 10_000 })
+    );
+    // Exactly the limit passes.
+    let mut ok = Entries::new();
+    for _ in 0..10_000 {
+        ok.push(T, &[0x80]);
+    }
+    let ok_msg = ok.packed_forward("t", None, Compression::Gzip);
+    assert!(!decode::is_compressed(
+        &ok.packed_forward("t", None, Compression::None),
+        &limits
+    ));
+    d.feed(&ok_msg);
+    match d.next_client() {
+        Ok(Some(ClientMessage::Events(b))) => assert_eq!(b.entries.len(), 10_000),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -548,7 +613,7 @@ proptest! {
         bytes in proptest::collection::vec(any::<u8>(), 0..600),
         cuts in proptest::collection::vec(any::<usize>(), 0..8),
     ) {
-        let limits = Limits { max_frame_bytes: 400, max_depth: 6, max_inflated_bytes: 4096 };
+        let limits = Limits { max_frame_bytes: 400, max_depth: 6, max_inflated_bytes: 4096, max_entries: 64 };
         let whole = decode_all(&[&bytes[..]], limits);
         let pieces = decode_all(&split(&bytes, &cuts), limits);
         prop_assert_eq!(whole, pieces);

@@ -17,7 +17,7 @@ pub use arc::{ArcRates, ZilRates};
 pub use disk::DiskRates;
 pub use host::{CpuRates, NetRates};
 pub use pool::{DatasetRates, PoolRates};
-pub use vdev::{VdevRates, histogram_average, pool_vdev_rates, vdev_rates};
+pub use vdev::{NewErrors, VdevRates, histogram_average, pool_vdev_rates, vdev_rates};
 
 use crate::Snapshot;
 use serde::{Deserialize, Serialize};

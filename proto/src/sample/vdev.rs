@@ -45,8 +45,53 @@ pub struct VdevRates {
     pub scrub_wait: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trim_wait: Option<u64>,
-    /// New read/write/checksum errors in the interval.
-    pub new_errors: u64,
+    /// Errors counted in the interval (since import when there is no previous reading).
+    pub new_errors: NewErrors,
+}
+
+/// Growth of a vdev's error counters over one interval, per counter. A counter that went
+/// backwards was reset (`zpool clear`): it has no growth this interval (`None`), like a
+/// counter the kernel does not report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewErrors {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_ios: Option<u64>,
+}
+
+impl NewErrors {
+    /// Read, write and checksum errors together (slow I/Os are not errors).
+    pub fn total(&self) -> u64 {
+        [self.read, self.write, self.checksum]
+            .iter()
+            .map(|n| n.unwrap_or(0))
+            .sum()
+    }
+
+    fn between(
+        prev: Option<&crate::snapshot::VdevStats>,
+        cur: &crate::snapshot::VdevStats,
+    ) -> NewErrors {
+        use crate::counter::delta_opt;
+        let before = |f: fn(&crate::snapshot::VdevStats) -> Option<u64>| match prev {
+            Some(p) => f(p),
+            None => Some(0),
+        };
+        NewErrors {
+            read: delta_opt(before(|s| Some(s.read_errors)), Some(cur.read_errors)),
+            write: delta_opt(before(|s| Some(s.write_errors)), Some(cur.write_errors)),
+            checksum: delta_opt(
+                before(|s| Some(s.checksum_errors)),
+                Some(cur.checksum_errors),
+            ),
+            slow_ios: delta_opt(before(|s| s.slow_ios), cur.slow_ios),
+        }
+    }
 }
 
 /// `single_histo_average`: Σ count·(2^i + 2^i/2) / Σ count, integer arithmetic as in C.
@@ -78,14 +123,9 @@ pub fn vdev_rates(prev: Option<&Vdev>, cur: &Vdev, subject: String) -> Option<Vd
     let now = cur.stats.as_ref()?;
     let before = prev.and_then(|p| p.stats.as_ref());
     let zero = [0u64; 6];
-    let (t0, ops0, bytes0, err0) = match before {
-        Some(b) => (
-            b.timestamp,
-            &b.ops,
-            &b.bytes,
-            b.read_errors + b.write_errors + b.checksum_errors,
-        ),
-        None => (0, &zero, &zero, 0),
+    let (t0, ops0, bytes0) = match before {
+        Some(b) => (b.timestamp, &b.ops, &b.bytes),
+        None => (0, &zero, &zero),
     };
     let tdelta = now.timestamp.checked_sub(t0)?;
     let mut d_ops = [0u64; 6];
@@ -106,7 +146,6 @@ pub fn vdev_rates(prev: Option<&Vdev>, cur: &Vdev, subject: String) -> Option<Vd
         let delta = histogram_delta(hist_prev.map(|h| pick(h).as_slice()), cur_h)?;
         histogram_average(&delta)
     };
-    let errors = now.read_errors + now.write_errors + now.checksum_errors;
     Some(VdevRates {
         subject,
         name: cur.name.clone(),
@@ -128,7 +167,7 @@ pub fn vdev_rates(prev: Option<&Vdev>, cur: &Vdev, subject: String) -> Option<Vd
         asyncq_wait_w: avg(|h| &h.asyncq_w),
         scrub_wait: avg(|h| &h.scrub),
         trim_wait: avg(|h| &h.trim),
-        new_errors: errors.saturating_sub(err0),
+        new_errors: NewErrors::between(before, now),
     })
 }
 
@@ -164,15 +203,8 @@ pub fn pool_vdev_rates(
     };
     push(cur, pool.to_string(), &mut out);
     for top in &cur.children {
-        let class = top.class.map_or("normal", VdevClass::as_str);
-        let base = format!("{pool}/{class}/{}", top.name);
         for v in top.walk() {
-            let subject = if std::ptr::eq(v, top) {
-                base.clone()
-            } else {
-                format!("{base}/{}", v.name)
-            };
-            push(v, subject, &mut out);
+            push(v, top.subject_of(pool, v), &mut out);
         }
     }
     out

@@ -36,7 +36,10 @@ pub fn encode<T: serde::Serialize>(config: &T) -> Vec<u8> {
     rmp_serde::to_vec_named(config).unwrap_or_default()
 }
 
-/// `"10s"`, `"1.5s"`, `"250ms"`, `"5m"`, `"2h"`, `"1d"`, or a bare number of seconds.
+/// The one duration grammar of zpulse (the agent's config, the plugins' tables, the
+/// collector's config and command line): a non-negative decimal number and a unit, `ms`,
+/// `s`, `m` (or `min`), `h`, `d` or `w`; no unit means seconds. `"10s"`, `"1.5h"`,
+/// `"250ms"`, `"2w"`, `"90"`. At most 10⁹ seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let split = t
@@ -49,6 +52,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "m" | "min" => 60.0,
         "h" => 3600.0,
         "d" => 86_400.0,
+        "w" => 7.0 * 86_400.0,
         _ => return Err(bad_duration(text)),
     };
     let n: f64 = number.parse().map_err(|_| bad_duration(text))?;
@@ -56,7 +60,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 fn bad_duration(text: &str) -> String {
-    format!("{text:?} is not a duration: write e.g. \"10s\", \"250ms\", \"5m\", \"1h\"")
+    format!(
+        "{text:?} is not a duration: a number and a unit (ms, s, m, h, d, w), e.g. \"10s\", \
+         \"250ms\", \"1.5h\", \"7d\""
+    )
 }
 
 fn seconds(s: f64) -> Option<Duration> {
@@ -174,6 +181,8 @@ mod tests {
             ("5m", 300_000),
             ("2h", 7_200_000),
             ("1d", 86_400_000),
+            ("1w", 604_800_000),
+            ("1.5h", 5_400_000),
             ("3", 3000),
             (" 4 s ", 4000),
         ] {

@@ -14,7 +14,12 @@ pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor
             abi_major: abi::ABI_MAJOR,
             abi_minor: abi::ABI_MINOR,
             struct_size: std::mem::size_of::<PluginDescriptor>() as u32,
-            flags: 0,
+            // One panic strategy for the whole build: this crate's is the plugin's.
+            flags: if cfg!(panic = "abort") {
+                abi::DESCRIPTOR_PANIC_ABORT
+            } else {
+                0
+            },
         },
         name: StrRef::from_static(P::NAME),
         version: StrRef::from_static(P::VERSION),
@@ -22,7 +27,36 @@ pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor
         create: Some(create::<P>),
         on_sample: Some(on_sample::<P>),
         destroy: Some(destroy::<P>),
+        check_config: Some(check_config::<P>),
         unread: abi::PARTS_KNOWN & !P::READS,
+    }
+}
+
+/// Decodes the config as `create` would, and nothing else.
+unsafe extern "C" fn check_config<P: Plugin>(
+    host: *const HostApi,
+    config: *const u8,
+    config_len: usize,
+) -> Status {
+    // SAFETY: the agent passes a HostApi valid for the call at least (ABI contract).
+    let Some(host) = (unsafe { Host::from_raw(host) }) else {
+        return abi::STATUS_ERROR;
+    };
+    // SAFETY: the agent passes `config_len` readable bytes, valid for this call.
+    let Some(config) = (unsafe { abi::bytes(config, config_len) }) else {
+        host.set_error("check_config was called with a null config");
+        return abi::STATUS_CONFIG;
+    };
+    let checked = catch_unwind(AssertUnwindSafe(|| {
+        config::decode::<P::Config>(config).map(drop)
+    }))
+    .unwrap_or_else(|payload| Err(panicked(payload).1));
+    match checked {
+        Ok(()) => abi::STATUS_OK,
+        Err(message) => {
+            host.set_error(&message);
+            abi::STATUS_CONFIG
+        }
     }
 }
 

@@ -49,8 +49,15 @@ impl Report {
         self
     }
 
+    /// Adds a figure. A number that is not finite (NaN, ±∞: a ratio over nothing, a rate
+    /// with no interval) is not a figure: it is left out, so the event stays valid and the
+    /// figure is simply absent, as an unknown kernel value is everywhere else.
     pub fn with(mut self, key: impl Into<String>, value: impl Into<Value>) -> Report {
-        self.data.insert(key.into(), value.into());
+        let value = value.into();
+        if matches!(value, Value::Float(f) if !f.is_finite()) {
+            return self;
+        }
+        self.data.insert(key.into(), value);
         self
     }
 }
@@ -133,6 +140,15 @@ impl Findings {
             self.subjects.remove(subject);
         }
         event.map(|(state, severity)| self.event(state, severity, subject, report))
+    }
+
+    /// "No news about `subject` this sample": the kernel gave no figure to judge it by (a
+    /// counter reset, a source missing for one interval). Its finding keeps its state and
+    /// sends nothing, and [`Findings::clear_unseen`] does not take it for gone.
+    pub fn keep(&mut self, subject: &str) {
+        if let Some((_, seen)) = self.subjects.get_mut(subject) {
+            *seen = true;
+        }
     }
 
     /// Treats every subject not observed since the previous call as [`Verdict::Clear`] (a disk
@@ -715,5 +731,35 @@ mod tests {
             states,
             [(1, State::Raised), (6, State::Cleared), (8, State::Raised)]
         );
+    }
+
+    #[test]
+    fn non_finite_figures_are_left_out_and_the_event_stays_valid() {
+        let r = Report::new("x")
+            .with("nan", f64::NAN)
+            .with("inf", f64::INFINITY)
+            .with("ok", 1.5);
+        assert_eq!(r.data.keys().collect::<Vec<_>>(), ["ok"]);
+        let mut f = Findings::new("busy", rules(1, 0, 0.2));
+        let e = f.observe(0.0, "sda", W, r).unwrap();
+        assert_eq!(e.validate(), Ok(()));
+    }
+
+    #[test]
+    fn keep_holds_a_finding_through_a_sample_without_news() {
+        let mut f = Findings::new("busy", rules(1, 0, 0.2));
+        assert!(f.observe(0.0, "sda", W, report(95.0)).is_some());
+        assert!(f.clear_unseen(0.0, |_| Report::new("gone")).is_empty());
+        // No figure for sda this sample: kept, not cleared as unseen.
+        f.keep("sda");
+        assert!(f.clear_unseen(10.0, |_| Report::new("gone")).is_empty());
+        assert_eq!(f.raised("sda"), Some(Severity::Warning));
+        // Not observed nor kept: cleared as gone.
+        let gone = f.clear_unseen(20.0, |_| Report::new("gone"));
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].state, Some(State::Cleared));
+        // Keeping an unknown subject does nothing.
+        f.keep("sdz");
+        assert_eq!(f.raised("sdz"), None);
     }
 }

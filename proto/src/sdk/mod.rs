@@ -49,6 +49,7 @@
 //! hysteresis and a minimum hold time), and [`testing`] runs a plugin through its exported C
 //! functions in a unit test.
 
+mod check;
 pub mod config;
 #[doc(hidden)]
 pub mod export;
@@ -59,6 +60,7 @@ pub mod text;
 
 pub use crate::Sample;
 pub use crate::event::{Data, Event, Kind, Severity, State, Value};
+pub use check::Check;
 pub use findings::{Findings, Report, Rules, Threshold, Verdict};
 
 use crate::abi::{self, HostApi};
@@ -98,6 +100,14 @@ pub trait Plugin: Sized + Send + 'static {
 #[macro_export]
 macro_rules! export_plugin {
     ($plugin:ty) => {
+        // Evaluated in the plugin's crate: a panic there must unwind to the SDK's
+        // catch_unwind; under `panic = "abort"` it would take the whole agent down.
+        #[cfg(panic = "abort")]
+        compile_error!(
+            "zpulse plugins must be built with panic = \"unwind\" (the default): with \
+             panic = \"abort\" the plugin's first panic would abort the agent. Remove \
+             `panic = \"abort\"` from the [profile] that builds this plugin."
+        );
         /// The plugin's entry point for the zpulse agent (ABI v1).
         #[unsafe(no_mangle)]
         pub extern "C" fn zpulse_plugin_entry() -> *const $crate::abi::PluginDescriptor {

@@ -27,11 +27,28 @@ pub struct Disk {
     /// Bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// A partition's byte offset from the start of its whole disk, when known (Linux
+    /// `sys/block/DISK/PART/start`; FreeBSD GEOM's provider offset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
     /// The vdevs this disk (or a partition of it) serves. One SSD may serve several: a SLOG
     /// partition and a special partition, say.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<DiskRole>,
     pub counters: DiskCounters,
+}
+
+/// Kernel name prefixes of block devices that are no storage of their own: loop devices, RAM
+/// disks, zvols (`zd`), floppies, optical drives, network block devices.
+pub const VIRTUAL_DISK_PREFIXES: &[&str] = &["loop", "ram", "zram", "zd", "fd", "sr", "nbd"];
+
+/// Whether a kernel disk name is a virtual device (see [`VIRTUAL_DISK_PREFIXES`]), or a
+/// FreeBSD memory disk (`md0`: vnode-, swap- or malloc-backed).
+pub fn is_virtual_disk(name: &str) -> bool {
+    VIRTUAL_DISK_PREFIXES.iter().any(|p| name.starts_with(p))
+        || name
+            .strip_prefix("md")
+            .is_some_and(|n| n.chars().next().is_some_and(|c| c.is_ascii_digit()))
 }
 
 /// Where a disk sits in a pool.

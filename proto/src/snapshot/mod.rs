@@ -13,7 +13,9 @@ mod tunables;
 mod vdev;
 mod zfs;
 
-pub use disk::{Devstat, Disk, DiskCounters, DiskRole, Diskstats};
+pub use disk::{
+    Devstat, Disk, DiskCounters, DiskRole, Diskstats, VIRTUAL_DISK_PREFIXES, is_virtual_disk,
+};
 pub use host::{CpuTimes, HostIdentity, Memory, NetInterface, Os};
 pub use kstat::{Kstat, KstatHeader, KstatValue};
 pub use pool::{DatasetKstats, Pool, PoolIo, Txg};

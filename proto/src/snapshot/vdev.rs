@@ -92,6 +92,9 @@ pub struct Vdev {
     /// The kernel disk this leaf lives on (`sdc`, `ada2`), from the join with the disk stats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<String>,
+    /// The kernel partition of that disk the leaf is (`sdc1`), when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<Vdev>,
 }
@@ -112,8 +115,38 @@ impl Vdev {
         out
     }
 
+    /// What a leaf is backed by when it is no disk of its own: a file, a loop device, a
+    /// memory disk. Such a vdev has no power-loss guarantee and may not be there at import.
+    pub fn virtual_backing(&self) -> Option<String> {
+        let path = self.path.as_deref().unwrap_or(&self.name);
+        if self.vdev_type == "file" {
+            return Some(format!("a file ({path})"));
+        }
+        let dev = path.strip_prefix("/dev/").unwrap_or(path);
+        let disk = self.disk.as_deref().unwrap_or(dev);
+        if dev.starts_with("loop") || disk.starts_with("loop") {
+            return Some(format!("a loop device ({path})"));
+        }
+        if super::is_virtual_disk(dev) || super::is_virtual_disk(disk) {
+            return Some(format!("a virtual device ({path})"));
+        }
+        None
+    }
+
     pub fn leaves(&self) -> Vec<&Vdev> {
         self.walk().into_iter().filter(|v| v.is_leaf()).collect()
+    }
+
+    /// The subject naming `v`, which lies in this top-level vdev of `pool`, in findings and
+    /// rates: `pool/class/top-level[/vdev]`, e.g. `tank/special/mirror-1/sdc`. Stable across
+    /// samples and unique in the pool.
+    pub fn subject_of(&self, pool: &str, v: &Vdev) -> String {
+        let class = self.class.map_or("normal", VdevClass::as_str);
+        if std::ptr::eq(self, v) {
+            format!("{pool}/{class}/{}", self.name)
+        } else {
+            format!("{pool}/{class}/{}/{}", self.name, v.name)
+        }
     }
 }
 
@@ -137,6 +170,21 @@ pub struct VdevStats {
     /// Deadman "slow I/O" count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_ios: Option<u64>,
+    /// Bytes repaired by self-healing reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_healed: Option<u64>,
+    /// Bytes this vdev received from the current or last scan: non-zero on a leaf being
+    /// resilvered (`zpool status` prints "(resilvering)") or repaired by a scrub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_processed: Option<u64>,
+    /// The ashift the vdev was created with (2.0+; top-level vdevs and leaves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_ashift: Option<u64>,
+    /// The device's logical and physical sector sizes as ashifts (2.0+; leaves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_ashift: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_ashift: Option<u64>,
     /// The whole array as the kernel sent it (41, 45, 47 or 48 entries by version).
     pub raw: Vec<u64>,
 }
@@ -159,7 +207,8 @@ pub struct LatencyHistograms {
     pub trim: Vec<u64>,
 }
 
-/// `pool_scan_stat_t`: the last or current scrub / resilver.
+/// `pool_scan_stat_t` (include/sys/fs/zfs.h): the last or current scrub / resilver. Times are
+/// Unix seconds; the `pass_*` fields describe the current pass and are not stored on disk.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScanStats {
     /// `scrub`, `resilver`, `errorscrub`, or `none`.
@@ -170,17 +219,65 @@ pub struct ScanStats {
     pub end_time: u64,
     pub to_examine: u64,
     pub examined: u64,
+    /// Bytes repaired (scrub) or resilvered: what `zpool status` calls "repaired".
     pub processed: u64,
     pub errors: u64,
     /// Bytes issued (the progress `zpool status` reports); absent before 0.8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issued: Option<u64>,
+    /// Bytes examined in this pass (`pss_pass_exam`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_examined: Option<u64>,
+    /// Start of this pass (`pss_pass_start`): rates are over the pass, not the scan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_start: Option<u64>,
+    /// When a paused scrub was paused; 0 when it is not paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_scrub_pause: Option<u64>,
+    /// Seconds this pass spent paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_scrub_spent_paused: Option<u64>,
+    /// Bytes issued in this pass (`pss_pass_issued`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_issued: Option<u64>,
 }
 
 impl ScanStats {
-    /// Progress 0–1: issued / to_examine.
+    /// Progress 0–1 of a running scan: issued / to_examine, as `zpool status` computes "% done".
+    /// A finished or canceled scan has no progress.
     pub fn progress(&self) -> Option<f64> {
+        if !self.is_running() {
+            return None;
+        }
         crate::counter::ratio(self.issued? as f64, self.to_examine as f64)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.state == "scanning"
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.state == "finished"
+    }
+
+    /// Seconds of this pass that count for its rates at `now`, at least 1 (`zpool status`).
+    pub fn pass_seconds(&self, now: u64) -> u64 {
+        let start = self.pass_start.unwrap_or(self.start_time);
+        now.saturating_sub(start)
+            .saturating_sub(self.pass_scrub_spent_paused.unwrap_or(0))
+            .max(1)
+    }
+
+    /// Issue rate of this pass in bytes/s at `now`.
+    pub fn issue_rate(&self, now: u64) -> Option<u64> {
+        Some(self.pass_issued? / self.pass_seconds(now))
+    }
+
+    /// Seconds left at the current issue rate, when it is known and not zero.
+    pub fn seconds_left(&self, now: u64) -> Option<u64> {
+        let rate = self.issue_rate(now).filter(|r| *r > 0)?;
+        let issued = self.issued?;
+        (self.to_examine >= issued).then(|| (self.to_examine - issued) / rate)
     }
 }
 
@@ -195,9 +292,14 @@ pub struct PoolConfig {
     pub altroot: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scan: Option<ScanStats>,
-    /// Persistent error log size (approximate).
+    /// Persistent error log size (approximate): blocks with permanent errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_count: Option<u64>,
+    /// When the pool was imported (`initial_load_time`), Unix seconds; absent for a pool
+    /// created since boot. With the root vdev's `timestamp` (time since it was opened), a
+    /// lower bound of the pool's age.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_at: Option<u64>,
     /// The root vdev. Its children are the top-level vdevs of every class, cache and spare
     /// devices included, each with `class` set.
     pub root: Vdev,

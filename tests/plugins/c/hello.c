@@ -6,13 +6,20 @@
  * a library such as msgpack-c or mpack.
  *
  * Build: cc -shared -fPIC -I proto/include -o libhello_c.so tests/plugins/c/hello.c
- * With -DHELLO_ABI_MAJOR=2 it claims another ABI major, which the agent must refuse.
+ * With -DHELLO_ABI_MAJOR=2 it claims another ABI major, which the agent must refuse; with
+ * -DHELLO_FLAGS=ZPULSE_DESCRIPTOR_PANIC_ABORT it says it aborts on panic, refused as well.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "zpulse_plugin.h"
 
+#ifndef HELLO_FLAGS
+#define HELLO_FLAGS 0
+#endif
+#ifndef HELLO_ABI_MINOR
+#define HELLO_ABI_MINOR ZPULSE_ABI_MINOR
+#endif
 #ifndef HELLO_ABI_MAJOR
 #define HELLO_ABI_MAJOR ZPULSE_ABI_MAJOR
 #endif
@@ -110,15 +117,17 @@ static void destroy(void *state) { free(state); }
 
 static const zpulse_plugin_descriptor descriptor = {
     .abi_major = HELLO_ABI_MAJOR,
-    .abi_minor = ZPULSE_ABI_MINOR,
+    .abi_minor = HELLO_ABI_MINOR,
     .struct_size = sizeof(zpulse_plugin_descriptor),
-    .flags = 0,
+    .flags = HELLO_FLAGS,
     .name = {"hello-c", 7},
     .version = {"1.0.0", 5},
     .build_info = {"hello.c", 7},
     .create = create,
     .on_sample = on_sample,
     .destroy = destroy,
+    /* ABI 1.1 fields left zero: no check_config (NULL), and unread 0: it is sent the whole
+     * sample, as a 1.0 plugin is. */
 };
 
 const zpulse_plugin_descriptor *zpulse_plugin_entry(void) { return &descriptor; }

@@ -245,8 +245,7 @@ pub fn tls_config(tls: &super::TlsConfig) -> Result<Arc<rustls::ClientConfig>, S
 
     let ca = match &tls.ca {
         Some(p) => p.clone(),
-        None => system_ca_bundle()
-            .ok_or("tls.ca: no system CA bundle found; give the collector's CA as a PEM file")?,
+        None => crate::sinks::ca_bundle::system_ca_bundle()?,
     };
     let mut roots = rustls::RootCertStore::empty();
     let certs =
@@ -284,17 +283,4 @@ pub fn tls_config(tls: &super::TlsConfig) -> Result<Arc<rustls::ClientConfig>, S
         _ => builder.with_no_client_auth(),
     };
     Ok(Arc::new(config))
-}
-
-/// Where Debian, Red Hat and FreeBSD keep the CA bundle.
-fn system_ca_bundle() -> Option<std::path::PathBuf> {
-    [
-        "/etc/ssl/certs/ca-certificates.crt",
-        "/etc/pki/tls/certs/ca-bundle.crt",
-        "/usr/local/share/certs/ca-root-nss.crt",
-        "/etc/ssl/cert.pem",
-    ]
-    .into_iter()
-    .map(std::path::PathBuf::from)
-    .find(|p| p.is_file())
 }

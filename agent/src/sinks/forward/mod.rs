@@ -88,37 +88,28 @@ impl Shared {
     }
 }
 
-impl ForwardSink {
-    /// Checks the config, opens the spool (replaying what a previous run left there), and
-    /// starts the sender thread. Errors name the config key.
-    pub fn new(config: ForwardConfig) -> Result<ForwardSink, String> {
-        config.check()?;
-        let (host, port) = split_address(&config.address)?;
-        let tls = match &config.tls {
-            None => None,
-            Some(tls) => {
-                let name = tls.server_name.clone().unwrap_or_else(|| host.clone());
-                let server_name = ServerName::try_from(name.clone())
-                    .map_err(|e| format!("tls.server_name {name:?}: {e}"))?;
-                Some((conn::tls_config(tls)?, server_name))
-            }
-        };
-        let hostname = match &config.self_hostname {
-            Some(h) => h.clone(),
-            None => system_hostname(),
-        };
+/// A Forward sink whose config is checked (address, TLS files, spool settings) but which has
+/// touched nothing yet: no spool directory, no thread, no connection. `check-config` and a
+/// reload stop here; [`Prepared::start`] does the rest.
+pub struct Prepared {
+    config: ForwardConfig,
+    target: Target,
+}
+
+impl Prepared {
+    /// The name the sink will have.
+    pub fn name(&self) -> String {
+        format!("forward {}", self.config.address)
+    }
+
+    /// Opens the spool (replaying what a previous run left there) and starts the sender
+    /// thread. The spool directory must not be in use by another sink: a reload closes the
+    /// old sink first (see `daemon`).
+    pub fn start(self) -> Result<ForwardSink, String> {
+        let Prepared { config, target } = self;
         let dir = config.spool_dir();
         let (spool, _recovered) = Spool::open(&dir, config.spool_max_bytes)
             .map_err(|e| format!("spool_dir: {}: {e}", dir.display()))?;
-        let target = Target {
-            host,
-            port,
-            tls,
-            shared_key: config.shared_key.clone(),
-            hostname,
-            connect_timeout: config.connect_timeout,
-            ack_timeout: config.ack_timeout,
-        };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 spool,
@@ -149,6 +140,42 @@ impl ForwardSink {
             shared,
             thread: Some(thread),
         })
+    }
+}
+
+impl ForwardSink {
+    /// Checks the config without side effects. Errors name the config key.
+    pub fn prepare(config: ForwardConfig) -> Result<Prepared, String> {
+        config.check()?;
+        let (host, port) = split_address(&config.address)?;
+        let tls = match &config.tls {
+            None => None,
+            Some(tls) => {
+                let name = tls.server_name.clone().unwrap_or_else(|| host.clone());
+                let server_name = ServerName::try_from(name.clone())
+                    .map_err(|e| format!("tls.server_name {name:?}: {e}"))?;
+                Some((conn::tls_config(tls)?, server_name))
+            }
+        };
+        let hostname = match &config.self_hostname {
+            Some(h) => h.clone(),
+            None => system_hostname(),
+        };
+        let target = Target {
+            host,
+            port,
+            tls,
+            shared_key: config.shared_key.clone(),
+            hostname,
+            connect_timeout: config.connect_timeout,
+            ack_timeout: config.ack_timeout,
+        };
+        Ok(Prepared { config, target })
+    }
+
+    /// [`prepare`](Self::prepare) and [`Prepared::start`] in one.
+    pub fn new(config: ForwardConfig) -> Result<ForwardSink, String> {
+        ForwardSink::prepare(config)?.start()
     }
 
     /// The last transport error (`None` once a batch went through after it).

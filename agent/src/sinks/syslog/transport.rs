@@ -120,30 +120,13 @@ fn split_host_port(rest: &str) -> Result<(&str, Option<u16>), String> {
     Ok((host, port))
 }
 
-/// CA bundles tried when `tls.ca` is not given: Debian/Ubuntu, Red Hat, FreeBSD, others.
-const SYSTEM_CA_BUNDLES: &[&str] = &[
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/usr/local/etc/ssl/cert.pem",
-    "/etc/ssl/cert.pem",
-];
-
 /// The TLS client settings: server certificates must chain to a CA in `ca` (a PEM file), or
 /// in the system bundle when `ca` is `None`. ring is the provider, named explicitly so that
 /// another crate enabling aws-lc-rs cannot make the process default ambiguous.
 pub fn tls_config(ca: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
     let path = match ca {
         Some(p) => p.to_path_buf(),
-        None => SYSTEM_CA_BUNDLES
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.is_file())
-            .ok_or_else(|| {
-                format!(
-                    "tls.ca: not given, and no system CA bundle found (tried {})",
-                    SYSTEM_CA_BUNDLES.join(", ")
-                )
-            })?,
+        None => crate::sinks::ca_bundle::system_ca_bundle()?,
     };
     let at = path.display();
     let certs = CertificateDer::pem_file_iter(&path)

@@ -83,10 +83,15 @@ pub fn read(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
 }
 
 /// `kern.cp_time`: CPUSTATES (5) longs, user nice sys intr idle, in stathz ticks. As text
-/// (`sysctl(8)`, captures) or as the raw 5 × 8 bytes of the kernel.
+/// (`sysctl(8)`) or as the raw 5 × 8 bytes of the kernel (live, and so in captures).
+///
+/// The raw form is recognised by its length and a NUL byte (text never has one; tick counts
+/// below 2^56 always do), not by failing UTF-8: small counts are valid UTF-8.
 pub fn parse_cp_time(bytes: &[u8]) -> Result<CpuTimes, ParseError> {
     const WHAT: &str = "kern.cp_time";
+    let raw = bytes.len() == 40 && (bytes.contains(&0) || std::str::from_utf8(bytes).is_err());
     let v: [u64; 5] = match std::str::from_utf8(bytes) {
+        _ if raw => std::array::from_fn(|i| le_u64(bytes, 8 * i).unwrap_or(0)),
         Ok(text) => {
             let fields: Vec<&str> = text.split_whitespace().collect();
             if fields.len() != 5 {
@@ -106,7 +111,6 @@ pub fn parse_cp_time(bytes: &[u8]) -> Result<CpuTimes, ParseError> {
             }
             v
         }
-        Err(_) if bytes.len() == 40 => std::array::from_fn(|i| le_u64(bytes, 8 * i).unwrap_or(0)),
         Err(_) => {
             return Err(ParseError::new(
                 WHAT,
@@ -569,6 +573,16 @@ pub(crate) mod tests {
         raw[39] = 0x80; // make it non-UTF-8 for sure, and a huge idle count
         let c = parse_cp_time(&raw).unwrap();
         assert_eq!((c.user, c.irq), (10, Some(40)));
+        // Small counts (a fresh boot) are valid UTF-8 and still the binary form.
+        let small: Vec<u8> = [1u64, 2, 3, 4, 5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let c = parse_cp_time(&small).unwrap();
+        assert_eq!(
+            (c.user, c.nice, c.system, c.irq, c.idle),
+            (1, 2, 3, Some(4), 5)
+        );
         assert!(parse_cp_time(b"1 2 3 4").is_err());
         assert!(parse_cp_time(b"1 2 3 4 x").is_err());
         assert!(parse_cp_time(&[0xff; 39]).is_err());

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `kstat.zfs.misc.arcstats.<field>` | [`Snapshot::arc`] |
 //! | `kstat.zfs.misc.zil.<field>` | [`Snapshot::zil`] |
-//! | `kstat.zfs.<pool>.misc.{state,guid,io}`, `.misc.iostats.<field>` | [`Pool`] |
+//! | `kstat.zfs.<pool>.misc.{state,guid,io}`, `.disk.io` (OpenZFS 2.0), `.misc.iostats.<field>` | [`Pool`] |
 //! | `kstat.zfs.<pool>.txgs` | [`Pool::txgs`] |
 //! | `kstat.zfs.<pool>.dataset.objset-0x<id>.<field>` | [`Pool::datasets`] |
 //!
@@ -170,10 +170,17 @@ pub fn pool_names(names: &[String]) -> BTreeSet<String> {
         if rest.starts_with("misc.") || rest == "misc" {
             continue;
         }
-        let marker = [".misc.", ".dataset.", ".txgs", ".reads", ".multihost"]
-            .iter()
-            .filter_map(|m| rest.find(m))
-            .min();
+        let marker = [
+            ".misc.",
+            ".disk.",
+            ".dataset.",
+            ".txgs",
+            ".reads",
+            ".multihost",
+        ]
+        .iter()
+        .filter_map(|m| rest.find(m))
+        .min();
         let pool = match marker {
             Some(i) => &rest[..i],
             None => rest.split('.').next().unwrap_or(rest),
@@ -220,11 +227,18 @@ pub fn names_read(names: &[String]) -> Vec<String> {
 }
 
 /// The names `read_pool` reads by name (besides the listed iostats and dataset leaves).
-pub fn pool_leaf_names(pool: &str) -> [String; 4] {
+///
+/// The pool's io kstat is created with class "disk" (module/zfs/spa_stats.c of OpenZFS 2.0,
+/// `kstat_create(name, 0, "io", "disk", KSTAT_TYPE_IO, …)`), and FreeBSD's SPL names a
+/// kstat `kstat.<module>.<pool>.<class>.<name>` (module/os/freebsd/spl/spl_kstat.c,
+/// `__kstat_create`): `kstat.zfs.<pool>.disk.io` on FreeBSD 13.0. OpenZFS 2.1 removed it.
+/// `misc.io` is read too, in case a build names it by the Linux class.
+pub fn pool_leaf_names(pool: &str) -> [String; 5] {
     [
         format!("{PREFIX}{pool}.misc.state"),
         format!("{PREFIX}{pool}.misc.guid"),
         format!("{PREFIX}{pool}.misc.io"),
+        format!("{PREFIX}{pool}.disk.io"),
         format!("{PREFIX}{pool}.txgs"),
     ]
 }
@@ -234,13 +248,14 @@ fn read_pool(sysctl: &dyn Sysctl, names: &[String], pool: &str, snap: &mut Snaps
         name: pool.to_string(),
         ..Pool::default()
     };
-    let [state, guid, io, txgs] = pool_leaf_names(pool);
+    let [state, guid, io, disk_io, txgs] = pool_leaf_names(pool);
 
     // Each of these is optional by version (state 0.8+, guid 2.2+, io ≤ 2.0, txgs when
     // zfs_txg_history > 0), so "does not exist" is silent and only real failures are noted.
     p.state = parsed(sysctl, &state, text::parse_state, snap);
     p.guid = parsed(sysctl, &guid, text::parse_guid, snap);
-    p.io = parsed(sysctl, &io, text::parse_pool_io, snap);
+    p.io = parsed(sysctl, &io, text::parse_pool_io, snap)
+        .or_else(|| parsed(sysctl, &disk_io, text::parse_pool_io, snap));
     p.txgs = parsed(sysctl, &txgs, text::parse_txgs, snap).unwrap_or_default();
 
     let iostats_prefix = format!("{PREFIX}{pool}.misc.iostats.");
@@ -521,6 +536,35 @@ vfs.zfs.version.module: 2.2.0-FreeBSD_g95785196f
             (p.txgs[0].txg, p.txgs[0].nwritten, p.txgs[1].state.as_str()),
             (10, 8192, "O")
         );
+    }
+
+    /// OpenZFS 2.0 (FreeBSD 13.0): the io kstat has class "disk" (module/zfs/spa_stats.c,
+    /// `spa_io_history_init`: `kstat_create(name, 0, "io", "disk", KSTAT_TYPE_IO, 1, 0)`),
+    /// so FreeBSD's SPL puts it at `kstat.zfs.<pool>.disk.io` (module/os/freebsd/spl/
+    /// spl_kstat.c, `__kstat_create`: `kstat.<module>[.<pool>].<class>.<name>`). Its text is
+    /// `kstat_sysctl_io`'s one line of twelve `%-8llu` fields, nread first, rcnt last.
+    #[test]
+    fn openzfs_2_0_pool_io_is_read_from_disk_io() {
+        let dump = "\
+kstat.zfs.misc.arcstats.size: 1
+kstat.zfs.zroot.misc.state: ONLINE
+kstat.zfs.zroot.disk.io: 4096     8192     1        2        30       40       50       60       70       80       0        1       
+vfs.zfs.version.module: 2.0.0-FreeBSD_gf11b09dec
+";
+        let snap = snapshot_of(dump);
+        assert!(snap.issues.is_empty(), "{:?}", snap.issues);
+        let names: Vec<&str> = snap.pools.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["zroot"]);
+        let io = snap.pool("zroot").unwrap().io.unwrap();
+        assert_eq!(
+            (io.nread, io.nwritten, io.reads, io.writes, io.wcnt, io.rcnt),
+            (4096, 8192, 1, 2, 0, 1)
+        );
+        let listed: Vec<String> = dump
+            .lines()
+            .filter_map(|l| l.split_once(": ").map(|(n, _)| n.to_string()))
+            .collect();
+        assert!(names_read(&listed).contains(&"kstat.zfs.zroot.disk.io".to_string()));
     }
 
     #[test]

@@ -1,35 +1,33 @@
-//! The live reader: the one place that calls the kernel, through the `sysctl` crate 0.7.
-//! Compiled only on FreeBSD (`mod live` is `cfg(target_os = "freebsd")`).
+//! The live reader: the one place that calls the kernel for sysctls. Compiled only on
+//! FreeBSD (`mod live` is `cfg(target_os = "freebsd")`); CI type-checks and lints it with
+//! `cargo clippy --target x86_64-unknown-freebsd`, nothing here runs on Linux.
 //!
-//! NOT COMPILED IN CI: no FreeBSD Rust target can be installed where zpulse is built, so this
-//! file was only type-checked against a stub with the signatures of `sysctl` 0.7.1's unix
-//! module (`Ctl`, `CtlIter`, `CtlValue`, `SysctlError`). It is kept to a thin translation;
-//! everything it relies on that can be tested on Linux lives in `sysctl.rs`
-//! (`split_handler_name`) or in the pure decoders.
+//! The `sysctl` crate 0.7 resolves names to OIDs, reads a node's type (`oidfmt`) and walks
+//! the tree; the value itself is read with `sysctl(3)` here and decoded by the pure
+//! [`decode`], because the crate's own decoding is wrong for two kinds of node zpulse needs:
+//! * strings: it always drops the last byte, but OpenZFS ≤ 2.2.2 returns its raw kstats
+//!   (`state`, `guid`, `txgs`) without a NUL (sysctl crate unix/funcs.rs `value_oid`;
+//!   OpenZFS module/os/freebsd/spl/spl_kstat.c `kstat_sysctl_raw`);
+//! * arrays: a `CTLTYPE_LONG` node is decoded as its first element, so `kern.cp_time`
+//!   (`long[CPUSTATES]`) would be one number.
 //!
-//! Limits of `sysctl` 0.7 that shape this file:
-//! * A `CTLTYPE_LONG` node is decoded as one long even when the kernel returns an array, so
-//!   `kern.cp_time` (5 longs) cannot be read correctly; it is refused with
-//!   [`SysctlError::Unsupported`] instead of returning the first element as if it were all.
-//! * `value()` sizes the buffer in one call and reads in a second; a node that grows or
-//!   shrinks in between (devstat, confxml, txgs) fails with ENOMEM or a short read, which
-//!   is retried a few times. EBUSY (devstat generation changed) is retried too.
-//! * Names that continue past a node with its own handler (`vm.swap_info.0`,
-//!   `net.link.generic.ifdata.3.general`) cannot be resolved by name: the node is resolved
-//!   and the numeric tail appended (`split_handler_name`).
+//! A node that grows between the size query and the read (devstat, confxml, txgs) fails
+//! with ENOMEM, and devstat answers EBUSY when its generation changed: both are retried a
+//! few times. Names that continue past a node with its own handler (`vm.swap_info.0`,
+//! `net.link.generic.ifdata.3.general`) cannot be resolved by name: the node is resolved
+//! and the numeric tail appended (`split_handler_name`).
 
-use super::sysctl::{Sysctl, SysctlError, SysctlValue, split_handler_name};
-use ::sysctl::{Ctl, CtlIter, CtlType, CtlValue, Sysctl as _};
+use super::sysctl::{CtlKind, Sysctl, SysctlError, SysctlValue, decode, split_handler_name};
+use ::sysctl::{Ctl, CtlIter, CtlType, Sysctl as _};
 use std::io;
 
-/// errno values (the same numbers on FreeBSD and Linux).
+/// errno values (sys/sys/errno.h).
 const ENOENT: i32 = 2;
 const ENOMEM: i32 = 12;
 const EBUSY: i32 = 16;
 const ATTEMPTS: usize = 4;
-
-/// Arrays of longs that `sysctl` 0.7 would truncate to their first element.
-const LONG_ARRAYS: &[&str] = &["kern.cp_time", "kern.cp_times"];
+/// `CTLFLAG_RD` (sys/sys/sysctl.h).
+const CTLFLAG_RD: u32 = 0x8000_0000;
 
 /// Reads the running kernel's sysctls.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,42 +39,24 @@ impl LiveSysctl {
     }
 }
 
-fn ctl(name: &str) -> Result<Ctl, ::sysctl::SysctlError> {
-    match split_handler_name(name) {
-        Some((node, tail)) => {
-            let mut oid = Ctl::new(node)?
-                .oid()
-                .cloned()
-                .ok_or(::sysctl::SysctlError::MissingImplementation)?;
-            oid.extend(tail);
-            Ok(Ctl::Oid(oid))
-        }
-        None => Ctl::new(name),
-    }
-}
-
-fn is_transient(e: &::sysctl::SysctlError) -> bool {
-    match e {
-        ::sysctl::SysctlError::IoError(io) => {
-            matches!(io.raw_os_error(), Some(ENOMEM) | Some(EBUSY))
-        }
-        ::sysctl::SysctlError::ShortRead { .. } => true,
-        _ => false,
-    }
+fn oid(name: &str) -> Result<Vec<libc::c_int>, ::sysctl::SysctlError> {
+    let (node, tail) = match split_handler_name(name) {
+        Some((node, tail)) => (node, tail),
+        None => (name, Vec::new()),
+    };
+    let mut oid = Ctl::new(node)?
+        .oid()
+        .cloned()
+        .ok_or(::sysctl::SysctlError::MissingImplementation)?;
+    oid.extend(tail);
+    Ok(oid)
 }
 
 fn error(name: &str, e: ::sysctl::SysctlError) -> SysctlError {
     let name = name.to_string();
     match e {
         ::sysctl::SysctlError::NotFound(_) => SysctlError::NotFound { name },
-        ::sysctl::SysctlError::IoError(io) if io.raw_os_error() == Some(ENOENT) => {
-            SysctlError::NotFound { name }
-        }
-        ::sysctl::SysctlError::IoError(source) => SysctlError::Read { name, source },
-        ::sysctl::SysctlError::NoReadAccess => SysctlError::Read {
-            name,
-            source: io::Error::new(io::ErrorKind::PermissionDenied, "not readable"),
-        },
+        ::sysctl::SysctlError::IoError(io) => os_error(&name, io),
         other => SysctlError::Read {
             name,
             source: io::Error::other(other.to_string()),
@@ -84,44 +64,103 @@ fn error(name: &str, e: ::sysctl::SysctlError) -> SysctlError {
     }
 }
 
-fn convert(name: &str, v: CtlValue) -> Result<SysctlValue, SysctlError> {
-    Ok(match v {
-        CtlValue::String(s) => SysctlValue::Text(s),
-        CtlValue::Node(b) | CtlValue::Struct(b) => SysctlValue::Bytes(b),
-        CtlValue::Int(i) | CtlValue::S32(i) => SysctlValue::Signed(i64::from(i)),
-        CtlValue::S64(i) | CtlValue::Long(i) => SysctlValue::Signed(i),
-        CtlValue::S8(i) => SysctlValue::Signed(i64::from(i)),
-        CtlValue::S16(i) => SysctlValue::Signed(i64::from(i)),
-        CtlValue::Uint(u) | CtlValue::U32(u) => SysctlValue::Unsigned(u64::from(u)),
-        CtlValue::Ulong(u) | CtlValue::U64(u) => SysctlValue::Unsigned(u),
-        CtlValue::U8(u) => SysctlValue::Unsigned(u64::from(u)),
-        CtlValue::U16(u) => SysctlValue::Unsigned(u64::from(u)),
-        // `None` and, on FreeBSD, `Temperature`: nothing zpulse reads.
+fn os_error(name: &str, source: io::Error) -> SysctlError {
+    let name = name.to_string();
+    if source.raw_os_error() == Some(ENOENT) {
+        SysctlError::NotFound { name }
+    } else {
+        SysctlError::Read { name, source }
+    }
+}
+
+/// The crate's type of a node as the [`CtlKind`] that [`decode`] takes. `long` is 8 bytes:
+/// the port is built for LP64 only (`ONLY_FOR_ARCHS`).
+fn kind(name: &str, t: CtlType) -> Result<CtlKind, SysctlError> {
+    Ok(match t {
+        CtlType::Node | CtlType::Struct => CtlKind::Opaque,
+        CtlType::String => CtlKind::String,
+        CtlType::Int | CtlType::S32 => CtlKind::Signed(4),
+        CtlType::S64 | CtlType::Long => CtlKind::Signed(8),
+        CtlType::S8 => CtlKind::Signed(1),
+        CtlType::S16 => CtlKind::Signed(2),
+        CtlType::Uint | CtlType::U32 => CtlKind::Unsigned(4),
+        CtlType::Ulong | CtlType::U64 => CtlKind::Unsigned(8),
+        CtlType::U8 => CtlKind::Unsigned(1),
+        CtlType::U16 => CtlKind::Unsigned(2),
+        // `None` and `Temperature` (a format, not a type): nothing zpulse reads.
         other => {
             return Err(SysctlError::Unsupported {
                 name: name.to_string(),
-                reason: format!("value of type {:?}", CtlType::from(&other)),
+                reason: format!("value of type {other:?}"),
             });
         }
     })
 }
 
+/// One `sysctl(3)` read of `oid`: a size query, then the read into a buffer with some room
+/// to grow. `Err` carries errno.
+fn read_raw(oid: &[libc::c_int]) -> io::Result<Vec<u8>> {
+    let namelen = libc::c_uint::try_from(oid.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "OID too long"))?;
+    let mut size: libc::size_t = 0;
+    // SAFETY: `oid` is valid for `namelen` ints; a null `oldp` with a valid `oldlenp` asks
+    // only for the size; no new value is given (null, 0).
+    let rc = unsafe {
+        libc::sysctl(
+            oid.as_ptr(),
+            namelen,
+            std::ptr::null_mut(),
+            &mut size,
+            std::ptr::null(),
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut buf = vec![0u8; size + size / 8 + 64];
+    let mut len: libc::size_t = buf.len();
+    // SAFETY: `buf` is valid for writes of `len` bytes; the kernel writes at most `len` and
+    // stores the count in `len`; no new value is given.
+    let rc = unsafe {
+        libc::sysctl(
+            oid.as_ptr(),
+            namelen,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            std::ptr::null(),
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(len.min(buf.len()));
+    Ok(buf)
+}
+
 impl Sysctl for LiveSysctl {
     fn read(&self, name: &str) -> Result<SysctlValue, SysctlError> {
-        if LONG_ARRAYS.contains(&name) {
-            return Err(SysctlError::Unsupported {
+        let oid = oid(name).map_err(|e| error(name, e))?;
+        let info = Ctl::Oid(oid.clone()).info().map_err(|e| error(name, e))?;
+        if info.flags & CTLFLAG_RD == 0 {
+            return Err(SysctlError::Read {
                 name: name.to_string(),
-                reason: "the sysctl crate 0.7 decodes a CTLTYPE_LONG array as its first \
-                         element only; reading it needs a raw sysctl(3) call"
-                    .to_string(),
+                source: io::Error::new(io::ErrorKind::PermissionDenied, "not readable"),
             });
         }
+        let kind = kind(name, info.ctl_type)?;
         let mut attempt = 1;
         loop {
-            match ctl(name).and_then(|c| c.value()) {
-                Ok(v) => return convert(name, v),
-                Err(e) if attempt < ATTEMPTS && is_transient(&e) => attempt += 1,
-                Err(e) => return Err(error(name, e)),
+            match read_raw(&oid) {
+                Ok(bytes) => return decode(name, kind, bytes),
+                Err(e)
+                    if attempt < ATTEMPTS
+                        && matches!(e.raw_os_error(), Some(ENOMEM) | Some(EBUSY)) =>
+                {
+                    attempt += 1
+                }
+                Err(e) => return Err(os_error(name, e)),
             }
         }
     }

@@ -19,6 +19,8 @@ pub mod tunables;
 
 #[cfg(target_os = "freebsd")]
 mod live;
+#[cfg(test)]
+mod replay_tests;
 
 #[cfg(target_os = "freebsd")]
 pub use live::LiveSysctl;
@@ -135,6 +137,8 @@ fn read_disks(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
             logical_block_size: g.and_then(|d| d.sectorsize).or(devstat_block),
             physical_block_size: g.and_then(geom::GeomDisk::physical_block_size),
             size: g.and_then(|d| d.mediasize),
+            // devstat lists whole disks; partitions are GEOM aliases of them.
+            offset: None,
             counters: DiskCounters::Devstat(e.stats),
             roles: Vec::new(),
             name: e.name,

@@ -1,4 +1,4 @@
-//! Reading sysctls by name: live (the `sysctl` crate, FreeBSD only, in `live.rs`), from a
+//! Reading sysctls by name: live (`sysctl(3)`, FreeBSD only, in `live.rs`), from a
 //! capture directory (`sysctl/<name>` files) or from `sysctl -a`-style text.
 //!
 //! A capture file does not say whether it holds a number, a string or opaque bytes, and the
@@ -115,6 +115,90 @@ fn short(s: &str) -> String {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
     }
+}
+
+/// The type of a sysctl node, `CTLTYPE_*` in FreeBSD's `sys/sys/sysctl.h`, as far as it
+/// decides how the bytes of a read are decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CtlKind {
+    /// `CTLTYPE_NODE` with a handler (`kern.devstat.all`) and `CTLTYPE_OPAQUE` (structs).
+    Opaque,
+    /// `CTLTYPE_STRING`.
+    String,
+    /// A signed integer of this many bytes (`INT`, `S8`…`S64`; `LONG` is 8 on LP64).
+    Signed(usize),
+    /// An unsigned integer of this many bytes (`UINT`, `U8`…`U64`; `ULONG` is 8 on LP64).
+    Unsigned(usize),
+}
+
+/// The value of one read: the bytes `sysctl(3)` returned for a node of `kind`. Pure, so the
+/// live reader's decoding is tested on Linux; the live reader only makes the call.
+///
+/// * A string loses its last byte only when that byte is NUL. `sysctl_handle_string`
+///   (sys/kern/kern_sysctl.c) copies the terminating NUL, and so do the sbufs of
+///   `sbuf_new_for_sysctl` (OpenZFS ≥ 2.2.3, module/os/freebsd/spl/spl_kstat.c); but
+///   `kstat_sysctl_raw` of OpenZFS ≤ 2.2.2 (FreeBSD 13.x, 14.0) ends with
+///   `SYSCTL_OUT(req, sbuf_data(sb), sbuf_len(sb))` after `sbuf_trim`: no NUL, trailing
+///   white space gone, so the last byte is the last character of `ONLINE` or of the guid.
+///   (The `sysctl` crate 0.7 drops the last byte unconditionally: unix/funcs.rs,
+///   `value_oid`, `CtlType::String => &val[..l - 1]`.)
+/// * An integer node that returns a multiple of its width is an array (`kern.cp_time` is
+///   `long[CPUSTATES]`, sys/kern/kern_clock.c `sysctl_kern_cp_time`); it is returned as its
+///   bytes for the reader that knows the layout. Exactly one element is a number.
+pub fn decode(name: &str, kind: CtlKind, mut bytes: Vec<u8>) -> Result<SysctlValue, SysctlError> {
+    let (width, signed) = match kind {
+        CtlKind::Opaque => return Ok(SysctlValue::Bytes(bytes)),
+        CtlKind::String => {
+            if bytes.last() == Some(&0) {
+                bytes.pop();
+            }
+            return Ok(match String::from_utf8(bytes) {
+                Ok(s) => SysctlValue::Text(s),
+                Err(e) => SysctlValue::Bytes(e.into_bytes()),
+            });
+        }
+        CtlKind::Signed(w) => (w, true),
+        CtlKind::Unsigned(w) => (w, false),
+    };
+    if !matches!(width, 1 | 2 | 4 | 8) {
+        return Err(SysctlError::Unsupported {
+            name: name.to_string(),
+            reason: format!("{width}-byte integers"),
+        });
+    }
+    if bytes.len() != width {
+        return if !bytes.is_empty() && bytes.len().is_multiple_of(width) {
+            Ok(SysctlValue::Bytes(bytes))
+        } else {
+            Err(SysctlError::wrong_kind(
+                name,
+                format!(
+                    "returned {} bytes, not a whole number of {width}-byte integers",
+                    bytes.len()
+                ),
+            ))
+        };
+    }
+    // The kernel's own memory: native byte order (the port is little-endian only).
+    let mut raw = [0u8; 8];
+    let value = if cfg!(target_endian = "little") {
+        raw[..width].copy_from_slice(&bytes);
+        if signed && bytes[width - 1] & 0x80 != 0 {
+            raw[width..].fill(0xff);
+        }
+        u64::from_le_bytes(raw)
+    } else {
+        raw[8 - width..].copy_from_slice(&bytes);
+        if signed && bytes[0] & 0x80 != 0 {
+            raw[..8 - width].fill(0xff);
+        }
+        u64::from_be_bytes(raw)
+    };
+    Ok(if signed {
+        SysctlValue::Signed(value as i64)
+    } else {
+        SysctlValue::Unsigned(value)
+    })
 }
 
 /// Why a sysctl could not be read.
@@ -498,6 +582,77 @@ pub(crate) mod tests {
         );
     }
 
+    /// What `sysctl(3)` returns for the raw kstats. OpenZFS ≤ 2.2.2 (module/os/freebsd/spl/
+    /// spl_kstat.c, `kstat_sysctl_raw`): `sbuf_trim` then `SYSCTL_OUT(req, sbuf_data(sb),
+    /// sbuf_len(sb))`, so `spa_state_data`'s "%s\n" arrives as `ONLINE`, no newline, no NUL.
+    /// OpenZFS ≥ 2.2.3: `sbuf_new_for_sysctl`, whose sbuf has `SBUF_INCLUDENUL`
+    /// (sys/kern/kern_sysctl.c), and no trim: `ONLINE\n\0`.
+    #[test]
+    fn strings_lose_their_last_byte_only_when_it_is_nul() {
+        let text = |b: &[u8]| decode("kstat.zfs.tank.misc.state", CtlKind::String, b.to_vec());
+        assert_eq!(text(b"ONLINE").unwrap(), SysctlValue::Text("ONLINE".into()));
+        assert_eq!(
+            text(b"ONLINE\n\0").unwrap(),
+            SysctlValue::Text("ONLINE\n".into())
+        );
+        // spa_guid_data: "%llu\n"; trimmed, the last digit is the last byte.
+        let guid = text(b"16181557826227404498").unwrap();
+        assert_eq!(guid.to_u64().unwrap(), 16_181_557_826_227_404_498);
+        assert_eq!(text(b"").unwrap(), SysctlValue::Text(String::new()));
+        assert_eq!(text(b"\0").unwrap(), SysctlValue::Text(String::new()));
+        // Only one NUL is the terminator.
+        assert_eq!(text(b"a\0\0").unwrap(), SysctlValue::Text("a\0".into()));
+        assert_eq!(
+            text(&[0xff, 0xfe, 0]).unwrap(),
+            SysctlValue::Bytes(vec![0xff, 0xfe])
+        );
+    }
+
+    /// `kern.cp_time` is `CTLTYPE_LONG` but returns `long cp_time[CPUSTATES]`
+    /// (sys/kern/kern_clock.c, `sysctl_kern_cp_time`): five longs are an array, kept as
+    /// bytes for `parse_cp_time`; one long is a number.
+    #[test]
+    fn integers_by_width_and_arrays_as_bytes() {
+        let cp: Vec<u8> = [7u64, 0, 3, 1, 900]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let v = decode("kern.cp_time", CtlKind::Signed(8), cp.clone()).unwrap();
+        assert_eq!(v, SysctlValue::Bytes(cp));
+        let c = super::super::host::parse_cp_time(&v.into_bytes().unwrap()).unwrap();
+        assert_eq!(
+            (c.user, c.nice, c.system, c.irq, c.idle),
+            (7, 0, 3, Some(1), 900)
+        );
+
+        let one = |kind, b: &[u8]| decode("x", kind, b.to_vec()).unwrap();
+        assert_eq!(
+            one(CtlKind::Signed(8), &(-2i64).to_le_bytes()),
+            SysctlValue::Signed(-2)
+        );
+        assert_eq!(one(CtlKind::Signed(4), &[0xff; 4]), SysctlValue::Signed(-1));
+        assert_eq!(
+            one(CtlKind::Unsigned(4), &[0xff; 4]),
+            SysctlValue::Unsigned(u64::from(u32::MAX))
+        );
+        assert_eq!(
+            one(CtlKind::Unsigned(1), &[200]),
+            SysctlValue::Unsigned(200)
+        );
+        assert_eq!(
+            one(CtlKind::Signed(2), &[0x00, 0x80]),
+            SysctlValue::Signed(-32768)
+        );
+        assert_eq!(
+            one(CtlKind::Opaque, &[1, 2, 3]),
+            SysctlValue::Bytes(vec![1, 2, 3])
+        );
+        let e = decode("x.y", CtlKind::Unsigned(4), vec![1, 2, 3]).unwrap_err();
+        assert!(matches!(e, SysctlError::WrongKind { .. }), "{e}");
+        assert!(decode("x.y", CtlKind::Signed(8), Vec::new()).is_err());
+        assert!(decode("x.y", CtlKind::Signed(3), vec![0; 3]).is_err());
+    }
+
     #[test]
     fn dump_rejects_text_before_the_first_entry() {
         let e = DumpSysctl::parse("\nhello world\nkern.x: 1\n").unwrap_err();
@@ -624,6 +779,13 @@ pub(crate) mod tests {
                 for name in d.list("").unwrap() {
                     let _ = d.read(&name).unwrap();
                 }
+            }
+        }
+
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..48), w in 0usize..10) {
+            for kind in [CtlKind::Opaque, CtlKind::String, CtlKind::Signed(w), CtlKind::Unsigned(w)] {
+                let _ = decode("x", kind, bytes.clone());
             }
         }
 

@@ -133,6 +133,10 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
             return;
         }
     };
+    if bytes.is_empty() {
+        snap.note(SOURCE, crate::sources::root::EMPTY);
+        return;
+    }
     let (mut lines, errors) = parse(&bytes);
     for e in errors.iter().take(MAX_LINE_ISSUES) {
         snap.note(SOURCE, e.to_string());
@@ -171,6 +175,7 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
             logical_block_size: info.queue.logical_block_size,
             physical_block_size: info.queue.physical_block_size,
             size: info.size,
+            offset: info.start,
             counters: DiskCounters::Diskstats(line.stats),
             aliases: Vec::new(),
             roles: Vec::new(),

@@ -147,6 +147,10 @@ fn fetch<T>(
             return None;
         }
     };
+    if bytes.is_empty() {
+        snap.note(rel, crate::sources::root::EMPTY);
+        return None;
+    }
     match parse(&bytes) {
         Ok(v) => Some(v),
         Err(e) => {

@@ -14,7 +14,7 @@ use zpulse_proto::Snapshot;
 /// Fills `snap` with everything a Linux root offers.
 pub fn collect(root: &Root, snap: &mut Snapshot) {
     zfs::read(root, snap);
-    snap.tunables = tunables::read(root);
+    snap.tunables = tunables::read(root, snap);
     diskstats::read(root, snap);
     host::read(root, snap);
 }

@@ -30,6 +30,9 @@ pub struct BlockInfo {
     pub queue: QueueAttrs,
     /// Bytes, from the device's own `size` (512-byte sectors) when sysfs has it.
     pub size: Option<u64>,
+    /// A partition's offset from the start of its disk in bytes, from its `start` (512-byte
+    /// sectors, block/partitions/core.c `part_start_show`).
+    pub start: Option<u64>,
 }
 
 /// The whole disk that partition `name` belongs to, if `name` is a partition of a known device.
@@ -117,10 +120,21 @@ pub fn describe(root: &Root, names: &[&str]) -> (Vec<BlockInfo>, Vec<SourceIssue
         };
         let size = size_path(name, whole.as_deref())
             .and_then(|rel| read_attr(root, &rel, parse_size, &mut issues));
+        let start = whole
+            .as_deref()
+            .and_then(|w| {
+                Some(format!(
+                    "sys/block/{}/{}/start",
+                    sysfs_name(w)?,
+                    sysfs_name(name)?
+                ))
+            })
+            .and_then(|rel| read_attr(root, &rel, parse_size, &mut issues));
         infos.push(BlockInfo {
             whole_disk: whole,
             queue,
             size,
+            start,
         });
     }
     (infos, issues)
@@ -180,8 +194,8 @@ fn resolve_whole_disk(
         .map(|d| d.to_string())
 }
 
-/// Where `size` lives: `sys/block/<disk>/size`, or `sys/block/<disk>/<part>/size` on a live
-/// system (captures have no partition directories, so a partition's size is then unknown).
+/// Where `size` lives: `sys/block/<disk>/size`, or `sys/block/<disk>/<part>/size` for a
+/// partition (captures older than partition directories lack it: its size is then unknown).
 fn size_path(name: &str, whole: Option<&str>) -> Option<String> {
     let own = sysfs_name(name)?;
     match whole {

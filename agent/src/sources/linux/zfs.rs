@@ -41,11 +41,22 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
         }
     };
     // The global kstats are files; every directory beside them is an imported pool.
-    let mut pools: Vec<Pool> = entries
-        .into_iter()
-        .filter(|name| root.is_dir(&format!("{KSTAT_DIR}/{name}")))
-        .filter_map(|name| read_pool(root, name, snap))
-        .collect();
+    let mut pools: Vec<Pool> = Vec::new();
+    for name in entries {
+        let rel = format!("{KSTAT_DIR}/{name}");
+        if !root.is_dir(&rel) {
+            continue;
+        }
+        if GLOBAL_KSTATS.contains(&name.as_str()) {
+            snap.note(
+                &rel,
+                "a directory where the kernel keeps a kstat file: not a pool, and its figures \
+                 are missing",
+            );
+            continue;
+        }
+        pools.extend(read_pool(root, name, snap));
+    }
     pools.sort_by(|a, b| a.name.cmp(&b.name));
     snap.pools = pools;
 }
@@ -128,6 +139,10 @@ fn read_parsed<T>(
             return None;
         }
     };
+    if bytes.is_empty() {
+        snap.note(rel, crate::sources::root::EMPTY);
+        return None;
+    }
     match parse(&bytes) {
         Ok(value) => Some(value),
         Err(e) => {
@@ -136,6 +151,32 @@ fn read_parsed<T>(
         }
     }
 }
+
+/// The global kstats of `/proc/spl/kstat/zfs` that are files (OpenZFS
+/// `module/os/linux/spl/spl-kstat.c` registers them beside the pool directories). One of
+/// these names as a directory is a broken source, not a pool.
+const GLOBAL_KSTATS: &[&str] = &[
+    "abdstats",
+    "arcstats",
+    "dbgmsg",
+    "dbufs",
+    "dbufstats",
+    "dmu_tx",
+    "dnodestats",
+    "fletcher_4_bench",
+    "fm",
+    "import_progress",
+    "metaslab_stats",
+    "qat",
+    "vdev_cache_stats",
+    "vdev_mirror_stats",
+    "vdev_raidz_bench",
+    "xuio_stats",
+    "zfetchstats",
+    "zil",
+    "zstd",
+    "chksum_bench",
+];
 
 #[cfg(test)]
 mod tests {

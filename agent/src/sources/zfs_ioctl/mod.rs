@@ -11,6 +11,8 @@
 //! Replies are packed NATIVE nvlists; [`super::nvlist`] decodes them.
 
 pub mod device;
+#[cfg(test)]
+pub mod fake;
 pub mod layout;
 pub mod protocol;
 

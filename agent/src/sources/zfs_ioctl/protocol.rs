@@ -46,6 +46,19 @@ pub enum IoctlError {
     },
 }
 
+/// Who makes `/dev/zfs` mode 0666, so what to check when opening it is refused: on Linux
+/// OpenZFS's udev rule (udev/rules.d/90-zfs.rules.in); on FreeBSD the module itself
+/// (module/os/freebsd/zfs/kmod_core.c, `zfsdev_attach`: `mda_mode = 0666`), so a refusal
+/// comes from a devfs ruleset (devfs.rules(5), or a jail's `devfs_ruleset`).
+fn permission_advice(freebsd: bool) -> &'static str {
+    if freebsd {
+        "zfs.ko creates it mode 0666 — check the devfs rules (devfs.rules(5); in a jail, \
+         its devfs_ruleset must unhide zfs)"
+    } else {
+        "OpenZFS's udev rule makes it mode 0666 — check that 90-zfs.rules is installed"
+    }
+}
+
 impl fmt::Display for IoctlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -56,8 +69,8 @@ impl fmt::Display for IoctlError {
                 ),
                 std::io::ErrorKind::PermissionDenied => write!(
                     f,
-                    "{path}: permission denied; OpenZFS's udev rule makes it mode 0666 — check that \
-                     90-zfs.rules is installed (per-vdev statistics are not reported)"
+                    "{path}: permission denied; {} (per-vdev statistics are not reported)",
+                    permission_advice(cfg!(target_os = "freebsd"))
                 ),
                 _ => write!(f, "{path}: {error}"),
             },
@@ -243,6 +256,26 @@ mod tests {
             unsafe { std::ptr::copy_nonoverlapping(self.reply.as_ptr(), dst, self.reply.len()) };
             Ok(())
         }
+    }
+
+    /// On FreeBSD no udev rule exists: the message must name what makes the device
+    /// unreadable there (a devfs ruleset), and on Linux the udev rule.
+    #[test]
+    fn permission_advice_names_each_systems_own_mechanism() {
+        let freebsd = permission_advice(true);
+        assert!(
+            freebsd.contains("devfs") && !freebsd.contains("udev"),
+            "{freebsd}"
+        );
+        let linux = permission_advice(false);
+        assert!(linux.contains("90-zfs.rules"), "{linux}");
+        let e = IoctlError::Open {
+            path: "/dev/zfs".into(),
+            error: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        let text = e.to_string();
+        assert!(text.starts_with("/dev/zfs: permission denied; "), "{text}");
+        assert!(text.contains(permission_advice(cfg!(target_os = "freebsd"))));
     }
 
     fn kernel(reply_len: usize) -> FakeKernel {

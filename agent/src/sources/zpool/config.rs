@@ -2,7 +2,7 @@
 
 use crate::sources::nvlist::{NvList, NvValue};
 use zpulse_proto::snapshot::{
-    LatencyHistograms, PoolConfig, Redundancy, ScanStats, Vdev, VdevClass, VdevStats,
+    LatencyHistograms, Os, PoolConfig, Redundancy, ScanStats, Vdev, VdevClass, VdevStats,
 };
 
 /// `vdev_stat_t` indices (include/sys/fs/zfs.h).
@@ -18,8 +18,14 @@ mod vs {
     pub const READ_ERRORS: usize = 20;
     pub const WRITE_ERRORS: usize = 21;
     pub const CHECKSUM_ERRORS: usize = 22;
+    pub const SELF_HEALED: usize = 24;
+    pub const SCAN_PROCESSED: usize = 26;
     pub const FRAGMENTATION: usize = 27;
     pub const SLOW_IOS: usize = 34;
+    /// 2.0+: the vdev's own ashift, and what its device reports (logical, physical).
+    pub const CONFIGURED_ASHIFT: usize = 42;
+    pub const LOGICAL_ASHIFT: usize = 43;
+    pub const PHYSICAL_ASHIFT: usize = 44;
     /// Everything up to the error counters has been there since before 0.8.
     pub const MIN_LEN: usize = 23;
 }
@@ -29,12 +35,13 @@ pub fn pool_config(
     config: &NvList,
     error: u64,
     altroot: Option<String>,
+    os: Os,
 ) -> Result<PoolConfig, String> {
     let tree = config
         .nvlist("vdev_tree")
         .ok_or("the pool config has no vdev_tree")?;
     let pool_name = config.str("name").unwrap_or("?").to_string();
-    let mut root = vdev(tree, &pool_name, None, 0)?;
+    let mut root = vdev(tree, &pool_name, None, 0, os)?;
     root.children.clear();
     for child in tree.nvlist_array("children").unwrap_or(&[]) {
         let kind = child.str("type").unwrap_or("");
@@ -43,11 +50,11 @@ pub fn pool_config(
             continue;
         }
         root.children
-            .push(top_level(child, top_level_class(child))?);
+            .push(top_level(child, top_level_class(child), os)?);
     }
     for (key, class) in [("l2cache", VdevClass::Cache), ("spares", VdevClass::Spare)] {
         for dev in tree.nvlist_array(key).unwrap_or(&[]) {
-            let mut v = vdev(dev, "", Some(class), 1)?;
+            let mut v = vdev(dev, "", Some(class), 1, os)?;
             if class == VdevClass::Spare {
                 v.state = spare_state(&v);
             }
@@ -65,6 +72,13 @@ pub fn pool_config(
         altroot,
         scan: tree.u64_array("scan_stats").and_then(scan_stats),
         error_count: config.u64("error_count"),
+        // `initial_load_time` (ZPOOL_CONFIG_LOADED_TIME): [seconds, nanoseconds] of the import
+        // (spa_load in module/zfs/spa.c); 0 for a pool created since boot, which was never
+        // loaded.
+        loaded_at: config
+            .u64_array("initial_load_time")
+            .and_then(|t| t.first().copied())
+            .filter(|&t| t > 0),
         root,
     })
 }
@@ -82,8 +96,8 @@ fn top_level_class(nv: &NvList) -> VdevClass {
     }
 }
 
-fn top_level(nv: &NvList, class: VdevClass) -> Result<Vdev, String> {
-    let mut v = vdev(nv, "", Some(class), 1)?;
+fn top_level(nv: &NvList, class: VdevClass, os: Os) -> Result<Vdev, String> {
+    let mut v = vdev(nv, "", Some(class), 1, os)?;
     v.redundancy = Some(match v.vdev_type.as_str() {
         "mirror" => Redundancy::Mirror {
             width: u32::try_from(v.children.len()).unwrap_or(u32::MAX),
@@ -100,7 +114,13 @@ fn top_level(nv: &NvList, class: VdevClass) -> Result<Vdev, String> {
 }
 
 /// Nesting is bounded by the nvlist decoder's depth limit, so recursion here is bounded too.
-fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Result<Vdev, String> {
+fn vdev(
+    nv: &NvList,
+    name: &str,
+    class: Option<VdevClass>,
+    depth: usize,
+    os: Os,
+) -> Result<Vdev, String> {
     if depth > 32 {
         return Err("vdev tree nested more than 32 levels".into());
     }
@@ -109,7 +129,7 @@ fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Resu
     let mut children = Vec::new();
     if vdev_type != "root" {
         for child in nv.nvlist_array("children").unwrap_or(&[]) {
-            children.push(vdev(child, "", class, depth + 1)?);
+            children.push(vdev(child, "", class, depth + 1, os)?);
         }
     }
     let mut v = Vdev {
@@ -129,10 +149,11 @@ fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Resu
         stats: stats.and_then(vdev_stats),
         histograms: nv.nvlist("vdev_stats_ex").map(histograms),
         disk: None,
+        partition: None,
         children,
     };
     v.name = if name.is_empty() {
-        display_name(nv, &v)
+        display_name(nv, &v, os)
     } else {
         name.to_string()
     };
@@ -140,11 +161,13 @@ fn vdev(nv: &NvList, name: &str, class: Option<VdevClass>, depth: usize) -> Resu
 }
 
 /// The name `zpool status` prints (libzfs `zpool_vdev_name` without -P/-L/-g).
-fn display_name(nv: &NvList, v: &Vdev) -> String {
+fn display_name(nv: &NvList, v: &Vdev, os: Os) -> String {
     let id = v.id.map_or_else(String::new, |id| format!("-{id}"));
     match v.vdev_type.as_str() {
         "disk" | "file" => match &v.path {
-            Some(path) => super::join::short_name(path, v.whole_disk == Some(true), &v.vdev_type),
+            Some(path) => {
+                super::join::short_name(path, v.whole_disk == Some(true), &v.vdev_type, os)
+            }
             None => v.guid.map_or_else(|| "?".into(), |g| g.to_string()),
         },
         "raidz" => format!("raidz{}{id}", nv.u64("nparity").unwrap_or(1)),
@@ -180,6 +203,12 @@ fn vdev_stats(raw: &[u64]) -> Option<VdevStats> {
         // UINT64_MAX marks "no valid value" (leaves, or spacemap histograms not loaded).
         fragmentation: raw.get(vs::FRAGMENTATION).copied().filter(|&f| f <= 100),
         slow_ios: raw.get(vs::SLOW_IOS).copied(),
+        self_healed: raw.get(vs::SELF_HEALED).copied(),
+        scan_processed: raw.get(vs::SCAN_PROCESSED).copied(),
+        // 0 where the kernel has no value (an interior vdev's device ashifts).
+        configured_ashift: raw.get(vs::CONFIGURED_ASHIFT).copied().filter(|&a| a > 0),
+        logical_ashift: raw.get(vs::LOGICAL_ASHIFT).copied().filter(|&a| a > 0),
+        physical_ashift: raw.get(vs::PHYSICAL_ASHIFT).copied().filter(|&a| a > 0),
         raw: raw.to_vec(),
     })
 }
@@ -291,6 +320,11 @@ fn scan_stats(raw: &[u64]) -> Option<ScanStats> {
         examined: raw[5],
         processed: raw[7],
         errors: raw[8],
+        pass_examined: raw.get(9).copied(),
+        pass_start: raw.get(10).copied(),
+        pass_scrub_pause: raw.get(11).copied(),
+        pass_scrub_spent_paused: raw.get(12).copied(),
+        pass_issued: raw.get(13).copied(),
         issued: raw.get(14).copied(),
     })
 }

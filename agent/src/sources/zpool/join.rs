@@ -2,7 +2,7 @@
 //! lives on.
 
 use std::collections::HashMap;
-use zpulse_proto::snapshot::Disk;
+use zpulse_proto::snapshot::{Disk, Os};
 
 /// Linux udev link directories: `zpool status` shows only the link's own name.
 const LINK_DIRS: &[&str] = &[
@@ -16,15 +16,25 @@ const LINK_DIRS: &[&str] = &[
     "mapper/",
 ];
 
-/// The short name of a leaf, as libzfs `zpool_vdev_name` gives it: files keep their path;
-/// devices lose `/dev/` (and a udev link directory); a whole disk that ZFS partitioned
-/// itself loses the partition suffix (`sda1` → `sda`, `…-part1` → `…`, `nvme0n1p1` →
-/// `nvme0n1`).
-pub fn short_name(path: &str, whole_disk: bool, vdev_type: &str) -> String {
+/// The short name of a leaf, as libzfs `zpool_vdev_name` (lib/libzfs/libzfs_pool.c) gives
+/// it on `os`: files keep their path; a disk's path goes through `zfs_strip_path` and, when
+/// `whole_disk` is set, `zfs_strip_partition`, whose implementations differ by OS
+/// (lib/libzutil/os/*/zutil_device_path_os.c):
+///
+/// * Linux: `/dev/` and a udev link directory go; a whole disk that ZFS partitioned itself
+///   loses the partition suffix (`sda1` → `sda`, `…-part1` → `…`, `nvme0n1p1` → `nvme0n1`).
+/// * FreeBSD: only a leading `/dev/` goes, and partitions are never stripped ("We don't
+///   strip/append partitions on FreeBSD"). That matters because FreeBSD's `zpool` records
+///   `whole_disk = 1` for any GEOM provider it can open (`zfs_dev_is_whole_disk` is a
+///   `g_open`), partitions and labels included: `ada0p3`, `gpt/zfs0` and `da12` stay.
+pub fn short_name(path: &str, whole_disk: bool, vdev_type: &str, os: Os) -> String {
     if vdev_type == "file" {
         return path.to_string();
     }
     let mut name = path.strip_prefix("/dev/").unwrap_or(path);
+    if os == Os::Freebsd {
+        return name.to_string();
+    }
     for dir in LINK_DIRS {
         if let Some(rest) = name.strip_prefix(dir) {
             name = rest;
@@ -97,15 +107,28 @@ impl<'a> DiskIndex<'a> {
 
     /// [`disk_for`] against these disks.
     pub fn disk_for(&self, path: &str, resolve: &dyn Fn(&str) -> Option<String>) -> Option<String> {
-        let target = resolve(path).unwrap_or_else(|| path.to_string());
-        let name = target.strip_prefix("/dev/").unwrap_or(&target);
-        let found = self.by_name.get(name).or_else(|| self.by_alias.get(name))?;
+        let found = self.device_for(path, resolve)?;
         Some(
             found
                 .whole_disk
                 .clone()
                 .unwrap_or_else(|| found.name.clone()),
         )
+    }
+
+    /// The kernel device a path names, partition or whole disk, among these disks (see
+    /// [`disk_for`]): by name first, then by alias.
+    pub fn device_for(
+        &self,
+        path: &str,
+        resolve: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<&'a Disk> {
+        let target = resolve(path).unwrap_or_else(|| path.to_string());
+        let name = target.strip_prefix("/dev/").unwrap_or(&target);
+        self.by_name
+            .get(name)
+            .or_else(|| self.by_alias.get(name))
+            .copied()
     }
 }
 
@@ -132,13 +155,41 @@ mod tests {
                 "wwn-0x5000c500a1b2c3d4",
             ),
             ("/dev/loop0", false, "disk", "loop0"),
-            ("/dev/gpt/zfs0", false, "disk", "gpt/zfs0"),
-            ("/dev/ada0p3", false, "disk", "ada0p3"),
             ("/var/tmp/vdev.img", false, "file", "/var/tmp/vdev.img"),
             ("/dev/mapper/crypt-sdb", false, "disk", "crypt-sdb"),
         ] {
-            assert_eq!(short_name(path, whole, kind), want, "{path}");
+            assert_eq!(short_name(path, whole, kind, Os::Linux), want, "{path}");
         }
+    }
+
+    /// FreeBSD's libzutil (lib/libzutil/os/freebsd/zutil_device_path_os.c):
+    /// `zfs_strip_partition` returns the name unchanged, `zfs_strip_path` removes only
+    /// `_PATH_DEV`, and `zfs_dev_is_whole_disk` is true for every provider `g_open` opens,
+    /// so the configs of partitions and labels carry `whole_disk = 1` too. `zpool status`
+    /// therefore prints the provider's name below /dev.
+    #[test]
+    fn freebsd_names_keep_partitions_and_labels() {
+        for (path, whole, want) in [
+            ("/dev/ada0p3", true, "ada0p3"),
+            ("/dev/gpt/zfs0", true, "gpt/zfs0"),
+            ("/dev/gpt/zfs1", true, "gpt/zfs1"),
+            ("/dev/da12", true, "da12"),
+            ("/dev/nda0p4.eli", true, "nda0p4.eli"),
+            (
+                "/dev/diskid/DISK-S3Z9NB0K123456p2",
+                true,
+                "diskid/DISK-S3Z9NB0K123456p2",
+            ),
+            ("/dev/label/data0", false, "label/data0"),
+        ] {
+            assert_eq!(short_name(path, whole, "disk", Os::Freebsd), want, "{path}");
+        }
+        assert_eq!(
+            short_name("/tank/vdev.img", true, "file", Os::Freebsd),
+            "/tank/vdev.img"
+        );
+        // The same paths on Linux would lose their "partition" (what was wrong before).
+        assert_eq!(short_name("/dev/da12", true, "disk", Os::Linux), "da");
     }
 
     fn disk(name: &str, whole: Option<&str>, aliases: &[&str]) -> Disk {

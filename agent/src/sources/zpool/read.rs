@@ -19,6 +19,9 @@ pub const LINKS_FILE: &str = "zfs-ioctl/device-links";
 pub struct RawReplies {
     pub configs: Vec<u8>,
     pub pools: Vec<RawPool>,
+    /// Pools listed by POOL_CONFIGS whose POOL_STATS reply is missing or failed, with why.
+    /// Each costs only its own vdev tree: the other pools are complete.
+    pub failed: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone)]
@@ -50,6 +53,7 @@ fn fetch(dev: &mut dyn Ioctl) -> Result<RawReplies, String> {
     let names =
         config::pool_names(&nvlist::decode(&configs).map_err(|e| format!("pool list: {e}"))?);
     let mut pools = Vec::new();
+    let mut failed = Vec::new();
     for name in names {
         match zfs_ioctl::pool_stats(dev, &name) {
             Ok(s) => pools.push(RawPool {
@@ -58,12 +62,17 @@ fn fetch(dev: &mut dyn Ioctl) -> Result<RawReplies, String> {
                 error: s.error,
                 altroot: s.altroot,
             }),
-            // Exported between the two calls: simply not there any more.
+            // Exported or destroyed between the two calls (ENOENT): simply not there any more.
             Err(zfs_ioctl::IoctlError::PoolGone(_)) => {}
-            Err(e) => return Err(e.to_string()),
+            // One pool's failure costs that pool only.
+            Err(e) => failed.push((name, format!("ZFS_IOC_POOL_STATS: {e}"))),
         }
     }
-    Ok(RawReplies { configs, pools })
+    Ok(RawReplies {
+        configs,
+        pools,
+        failed,
+    })
 }
 
 /// The replies a capture recorded, or `None` when it has none (no ZFS, or an older capture).
@@ -76,9 +85,16 @@ pub fn load_captured(root: &Root) -> Result<Option<RawReplies>, String> {
     let names =
         config::pool_names(&nvlist::decode(&configs).map_err(|e| format!("{CONFIGS_FILE}: {e}"))?);
     let mut pools = Vec::new();
+    let mut failed = Vec::new();
     for name in names {
         let rel = format!("{STATS_DIR}/{name}.nvlist");
-        let packed = root.read(&rel).map_err(|e| format!("{rel}: {e}"))?;
+        let packed = match root.read(&rel) {
+            Ok(b) => b,
+            Err(e) => {
+                failed.push((name, format!("{rel}: {e}")));
+                continue;
+            }
+        };
         let error = root
             .read_trimmed(&format!("{STATS_DIR}/{name}.error"))
             .ok()
@@ -91,35 +107,62 @@ pub fn load_captured(root: &Root) -> Result<Option<RawReplies>, String> {
             altroot: None,
         });
     }
-    Ok(Some(RawReplies { configs, pools }))
+    Ok(Some(RawReplies {
+        configs,
+        pools,
+        failed,
+    }))
 }
 
 /// Decodes the replies into `snap.pools` (merged with the pools the kstats found) and ties
-/// each leaf to its disk. A pool whose reply does not decode is one issue; the others go on.
+/// each leaf to its disk. A pool whose reply is missing or does not decode is one issue that
+/// names it, and the pool is still listed (without a vdev tree); the other pools go on.
 pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Option<String>) {
+    for (name, why) in &raw.failed {
+        snap.note(
+            format!("{STATS_DIR}/{name}"),
+            format!("pool {name}: no vdev statistics this sample: {why}"),
+        );
+        pool_entry(snap, name);
+    }
     for rp in &raw.pools {
         let decoded = nvlist::decode(&rp.packed)
             .map_err(|e| e.to_string())
-            .and_then(|nv| config::pool_config(&nv, rp.error, rp.altroot.clone()));
+            .and_then(|nv| config::pool_config(&nv, rp.error, rp.altroot.clone(), snap.host.os));
         let mut cfg = match decoded {
             Ok(c) => c,
             Err(e) => {
-                snap.note(format!("{STATS_DIR}/{}", rp.name), e);
+                snap.note(
+                    format!("{STATS_DIR}/{}", rp.name),
+                    format!(
+                        "pool {}: the POOL_STATS reply does not decode: {e}",
+                        rp.name
+                    ),
+                );
+                pool_entry(snap, &rp.name);
                 continue;
             }
         };
         join_disks(&mut cfg.root, &join::DiskIndex::new(&snap.disks), resolve);
         record_roles(&rp.name, &cfg, &mut snap.disks);
-        match snap.pools.iter_mut().find(|p| p.name == rp.name) {
-            Some(pool) => pool.config = Some(cfg),
-            None => snap.pools.push(Pool {
-                name: rp.name.clone(),
-                config: Some(cfg),
-                ..Pool::default()
-            }),
-        }
+        pool_entry(snap, &rp.name).config = Some(cfg);
     }
     snap.pools.sort_by(|a, b| a.name.cmp(&b.name));
+}
+
+/// The snapshot's pool of that name, added when the kstats did not list it.
+fn pool_entry<'a>(snap: &'a mut Snapshot, name: &str) -> &'a mut Pool {
+    let i = match snap.pools.iter().position(|p| p.name == name) {
+        Some(i) => i,
+        None => {
+            snap.pools.push(Pool {
+                name: name.to_string(),
+                ..Pool::default()
+            });
+            snap.pools.len() - 1
+        }
+    };
+    &mut snap.pools[i]
 }
 
 fn join_disks(
@@ -129,8 +172,15 @@ fn join_disks(
 ) {
     if v.vdev_type == "disk"
         && let Some(path) = &v.path
+        && let Some(device) = disks.device_for(path, resolve)
     {
-        v.disk = disks.disk_for(path, resolve);
+        v.disk = Some(
+            device
+                .whole_disk
+                .clone()
+                .unwrap_or_else(|| device.name.clone()),
+        );
+        v.partition = device.whole_disk.is_some().then(|| device.name.clone());
     }
     for child in &mut v.children {
         join_disks(child, disks, resolve);
@@ -142,7 +192,8 @@ pub fn leaf_paths(packed: &[u8]) -> Vec<String> {
     let Ok(nv) = nvlist::decode(packed) else {
         return Vec::new();
     };
-    let Ok(cfg) = config::pool_config(&nv, 0, None) else {
+    // Only the paths are used, which do not depend on the OS's naming.
+    let Ok(cfg) = config::pool_config(&nv, 0, None, zpulse_proto::snapshot::Os::default()) else {
         return Vec::new();
     };
     cfg.root
@@ -220,5 +271,105 @@ pub fn read(root: &Root, platform: Platform, freebsd_abi: Option<u64>, snap: &mu
         }
         Ok(None) => {}
         Err(e) => snap.note("zfs-ioctl", e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::nvlist::encode::{Endian, encode};
+    use crate::sources::nvlist::{NvList, NvValue};
+    use crate::sources::zfs_ioctl::fake::FakeKernel;
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+
+    fn lab(rel: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/lab")
+            .join(rel)
+    }
+
+    /// A POOL_CONFIGS reply naming these pools (the reader only needs their names).
+    fn configs(names: &[&str]) -> Vec<u8> {
+        let mut list = NvList::new();
+        for n in names {
+            list.push(*n, NvValue::NvList(NvList::new()));
+        }
+        encode(&list, Endian::Little)
+    }
+
+    /// Real replies from OpenZFS 2.1.11: `deg` (mirror-0 + special sdc) and `rz` (raidz2-0,
+    /// mirror-1, loop0, spare), recorded by tests/lab/scenarios/vdevs.sh.
+    fn real_reply(pool: &str) -> Vec<u8> {
+        std::fs::read(lab(&format!(
+            "vdevs/{pool}/000/zfs-ioctl/pool_stats/{pool}.nvlist"
+        )))
+        .unwrap()
+    }
+
+    fn top_names(snap: &Snapshot, pool: &str) -> Vec<String> {
+        let cfg = snap.pool(pool).and_then(|p| p.config.as_ref());
+        cfg.map(|c| c.root.children.iter().map(|v| v.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_failing_pool_stats_ioctl_costs_only_that_pool() {
+        let mut kernel = FakeKernel {
+            configs: configs(&["deg", "broken", "gone", "rz"]),
+            stats: BTreeMap::from([
+                ("deg".to_string(), Ok(real_reply("deg"))),
+                ("broken".to_string(), Err(libc::EIO)),
+                // "gone": exported between the two calls, so POOL_STATS answers ENOENT.
+                ("rz".to_string(), Ok(real_reply("rz"))),
+            ]),
+        };
+        let raw = fetch(&mut kernel).unwrap();
+        let mut snap = Snapshot::default();
+        apply(&raw, &mut snap, &|_| None);
+        // zpool status of the same replies (tests/fixtures/lab/vdevs/*/000/cli).
+        assert_eq!(top_names(&snap, "deg"), ["mirror-0", "sdc"]);
+        assert_eq!(
+            top_names(&snap, "rz"),
+            ["raidz2-0", "mirror-1", "loop0", "/var/tmp/v/f6"]
+        );
+        let broken = snap.pool("broken").expect("a failed pool is still listed");
+        assert!(broken.config.is_none());
+        assert!(
+            snap.pool("gone").is_none(),
+            "an exported pool is simply not there"
+        );
+        let notes: Vec<&str> = snap.issues.iter().map(|i| i.message.as_str()).collect();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("pool broken"), "{notes:?}");
+        assert!(notes[0].contains("ZFS_IOC_POOL_STATS"), "{notes:?}");
+    }
+
+    /// A capture of two pools whose second reply is missing or truncated keeps the first.
+    #[test]
+    fn a_missing_or_corrupt_captured_reply_costs_only_that_pool() {
+        for damage in ["missing", "truncated"] {
+            let dir = tempfile::tempdir().unwrap();
+            let stats = dir.path().join(STATS_DIR);
+            std::fs::create_dir_all(&stats).unwrap();
+            std::fs::write(dir.path().join(CONFIGS_FILE), configs(&["deg", "rz"])).unwrap();
+            std::fs::write(stats.join("deg.nvlist"), real_reply("deg")).unwrap();
+            if damage == "truncated" {
+                let rz = real_reply("rz");
+                std::fs::write(stats.join("rz.nvlist"), &rz[..rz.len() / 2]).unwrap();
+            }
+            let mut snap = Snapshot::default();
+            read(&Root::new(dir.path()), Platform::Linux, None, &mut snap);
+            assert_eq!(top_names(&snap, "deg"), ["mirror-0", "sdc"], "{damage}");
+            let rz = snap.pool("rz").expect("the damaged pool is still listed");
+            assert!(rz.config.is_none(), "{damage}");
+            assert_eq!(snap.issues.len(), 1, "{damage}: {:?}", snap.issues);
+            assert!(
+                snap.issues[0].message.contains("pool rz"),
+                "{:?}",
+                snap.issues
+            );
+            assert!(snap.issues[0].source.ends_with("rz"), "{:?}", snap.issues);
+        }
     }
 }

@@ -1,0 +1,218 @@
+use super::*;
+use zpulse_proto::snapshot::{
+    DatasetKstats, Disk, Diskstats, Kstat, Memory, Pool, PoolConfig, VdevClass,
+};
+
+fn lines(text: &str, family: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| {
+            !l.starts_with('#')
+                && (l.starts_with(&format!("{family}{{")) || l.starts_with(&format!("{family} ")))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn pool_with_histogram(total_w: Vec<u64>) -> Pool {
+    let leaf = Vdev {
+        name: "sda".into(),
+        vdev_type: "disk".into(),
+        class: Some(VdevClass::Normal),
+        stats: Some(VdevStats::default()),
+        histograms: Some(LatencyHistograms {
+            total_w,
+            ..LatencyHistograms::default()
+        }),
+        ..Vdev::default()
+    };
+    let top = Vdev {
+        name: "mirror-0".into(),
+        vdev_type: "mirror".into(),
+        class: Some(VdevClass::Normal),
+        children: vec![leaf],
+        ..Vdev::default()
+    };
+    Pool {
+        name: "tank".into(),
+        config: Some(PoolConfig {
+            health: "ONLINE".into(),
+            root: Vdev {
+                name: "tank".into(),
+                vdev_type: "root".into(),
+                children: vec![top],
+                ..Vdev::default()
+            },
+            ..PoolConfig::default()
+        }),
+        ..Pool::default()
+    }
+}
+
+#[test]
+fn label_values_are_escaped_as_the_format_says() {
+    // Text format 0.0.4: in label values, `\` → `\\`, `"` → `\"`, line feed → `\n`.
+    let mut counters = Kstat::default();
+    counters.insert("writes", KstatValue::Unsigned(7));
+    let mut pool = pool_with_histogram(vec![]);
+    pool.datasets = vec![DatasetKstats {
+        objset: "0x36".into(),
+        name: Some("tank/a \"b\"\\c\nd".into()),
+        counters,
+    }];
+    let snap = Snapshot {
+        pools: vec![pool],
+        ..Snapshot::default()
+    };
+    let e = render(&snap, &[], None);
+    assert_eq!(
+        lines(&e.text, "zpulse_dataset_writes_total"),
+        [r#"zpulse_dataset_writes_total{pool="tank",dataset="tank/a \"b\"\\c\nd"} 7"#]
+    );
+}
+
+#[test]
+fn absent_fields_are_absent_series_not_zeros() {
+    let snap = Snapshot {
+        disks: vec![Disk {
+            name: "sda".into(),
+            // A 4.17 kernel: no discard or flush fields.
+            counters: DiskCounters::Diskstats(Diskstats {
+                reads: 5,
+                ..Diskstats::default()
+            }),
+            ..Disk::default()
+        }],
+        memory: Some(Memory {
+            total: 8 << 30,
+            free: 1 << 30,
+            ..Memory::default()
+        }),
+        pools: vec![Pool {
+            name: "old".into(),
+            // A pool without /dev/zfs statistics: no space figures, no vdevs.
+            ..Pool::default()
+        }],
+        ..Snapshot::default()
+    };
+    let e = render(&snap, &[], None);
+    assert_eq!(
+        lines(&e.text, "zpulse_disk_reads_completed_total"),
+        [r#"zpulse_disk_reads_completed_total{disk="sda"} 5"#]
+    );
+    for absent in [
+        "zpulse_disk_discards_completed_total",
+        "zpulse_disk_flush_requests_total",
+        "zpulse_host_memory_available_bytes",
+        "zpulse_disk_rotational",
+        "zpulse_pool_size_bytes",
+        "zpulse_pool_state",
+        "zpulse_arc_size_bytes",
+        "zpulse_finding",
+        "zpulse_agent_resident_memory_bytes",
+    ] {
+        assert!(
+            !e.text.contains(absent),
+            "{absent} must be absent: {}",
+            e.text
+        );
+    }
+    assert_eq!(
+        lines(&e.text, "zpulse_host_memory_total_bytes"),
+        [format!("zpulse_host_memory_total_bytes {}", 8u64 << 30)]
+    );
+}
+
+#[test]
+fn kernel_power_of_two_buckets_become_a_prometheus_histogram() {
+    // vdev_stat_ex histograms: bucket i counts I/Os of [2^i, 2^(i+1)) ns. A 4-bucket one with
+    // 3 I/Os in bucket 1 ([2, 4) ns), 5 in bucket 2 ([4, 8) ns) and 1 in the last, which also
+    // holds everything longer.
+    let snap = Snapshot {
+        pools: vec![pool_with_histogram(vec![0, 3, 5, 1])],
+        ..Snapshot::default()
+    };
+    let e = render(&snap, &[], None);
+    let l = r#"pool="tank",class="normal",vdev="mirror-0",leaf="sda",op="write""#;
+    assert_eq!(
+        lines(&e.text, "zpulse_vdev_total_wait_seconds_bucket"),
+        [
+            format!("zpulse_vdev_total_wait_seconds_bucket{{{l},le=\"0.000000002\"}} 0"),
+            format!("zpulse_vdev_total_wait_seconds_bucket{{{l},le=\"0.000000004\"}} 3"),
+            format!("zpulse_vdev_total_wait_seconds_bucket{{{l},le=\"0.000000008\"}} 8"),
+            format!("zpulse_vdev_total_wait_seconds_bucket{{{l},le=\"+Inf\"}} 9"),
+        ]
+    );
+    // zpool iostat -l's midpoints 2^i + 2^i/2: 3·3 + 5·6 + 1·12 = 51 ns.
+    assert_eq!(
+        lines(&e.text, "zpulse_vdev_total_wait_seconds_sum"),
+        [format!(
+            "zpulse_vdev_total_wait_seconds_sum{{{l}}} 0.000000051"
+        )]
+    );
+    assert_eq!(
+        lines(&e.text, "zpulse_vdev_total_wait_seconds_count"),
+        [format!("zpulse_vdev_total_wait_seconds_count{{{l}}} 9")]
+    );
+    // An empty histogram array (older module) is no histogram at all.
+    assert!(lines(&e.text, "zpulse_vdev_disk_wait_seconds_bucket").is_empty());
+    assert!(!e.text.contains("# TYPE zpulse_vdev_disk_wait_seconds"));
+}
+
+#[test]
+fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
+    let mut zil = Kstat::default();
+    zil.insert("zil_commit_count", KstatValue::Unsigned(42));
+    let snap = Snapshot {
+        zil: Some(zpulse_proto::snapshot::ZilStats(zil)),
+        ..Snapshot::default()
+    };
+    let e = render(
+        &snap,
+        &[OpenFinding {
+            check: "slog-usage".into(),
+            subject: "tank/log/sde".into(),
+            severity: "warning".into(),
+        }],
+        None,
+    );
+    assert!(
+        e.text
+            .contains("# TYPE zpulse_zil_commit_total counter\nzpulse_zil_commit_total 42\n")
+    );
+    assert!(
+        e.openmetrics
+            .contains("# TYPE zpulse_zil_commit counter\nzpulse_zil_commit_total 42\n")
+    );
+    assert!(e.openmetrics.ends_with("\n# EOF\n"));
+    assert!(!e.text.contains("# EOF"));
+    assert!(e.text.contains(
+        r#"zpulse_finding{check="slog-usage",subject="tank/log/sde",severity="warning"} 1"#
+    ));
+}
+
+#[test]
+fn arc_rows_are_typed_by_what_they_count() {
+    assert!(matches!(arc_row("size").kind, Type::Gauge));
+    assert_eq!(arc_row("size").name, "zpulse_arc_size_bytes");
+    assert_eq!(arc_row("c_max").name, "zpulse_arc_c_max_bytes");
+    assert_eq!(
+        arc_row("memory_all_bytes").name,
+        "zpulse_arc_memory_all_bytes"
+    );
+    assert_eq!(
+        arc_row("mfu_evictable_data").name,
+        "zpulse_arc_mfu_evictable_data_bytes"
+    );
+    assert_eq!(arc_row("hits").name, "zpulse_arc_hits_total");
+    assert!(matches!(arc_row("hits").kind, Type::Counter));
+    assert_eq!(
+        arc_row("memory_throttle_count").name,
+        "zpulse_arc_memory_throttle_total"
+    );
+    assert_eq!(
+        arc_row("l2_read_bytes").name,
+        "zpulse_arc_l2_read_bytes_total"
+    );
+    assert_eq!(arc_row("hash_elements").name, "zpulse_arc_hash_elements");
+    assert_eq!(arc_row("l2_log_blk_count").name, "zpulse_arc_l2_log_blks");
+}

@@ -1,0 +1,349 @@
+//! The Prometheus sink: every reading rendered once, served at `GET /metrics` and/or written
+//! to a file for node_exporter's textfile collector.
+//!
+//! ```toml
+//! [[sink]]
+//! type = "prometheus"
+//! listen = "127.0.0.1:9134"        # the default; "" = no HTTP (textfile only)
+//! # textfile = "/var/lib/prometheus/node-exporter/zpulse.prom"
+//! # max_connections = 8            # scrapes served at once; more get 503
+//! # timeout = "10s"                # to read a request and to write a response
+//! ```
+//!
+//! The sink runs on its own thread like every sink: it renders there when a reading arrives
+//! (never on the sampler's thread), and the server threads only copy the rendered bytes.
+//! Open findings come from the events the sink is given (raised or updated: open; cleared:
+//! gone), the agent's health from its heartbeat and its own process figures.
+
+pub mod exposition;
+pub mod server;
+
+use super::{Reading, Sink, SinkError, SinkStats, Stamped};
+use exposition::{AgentHealth, OpenFinding, SinkHealth};
+use server::{Endpoint, Limits, Published};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zpulse_proto::event::{Kind, State, Value};
+
+/// The port registered for zpulse in Prometheus' default port allocations wiki is not ours
+/// to claim; 9134 is the one this project documents.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9134";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrometheusConfig {
+    /// `None`: no HTTP server (textfile only).
+    pub listen: Option<SocketAddr>,
+    pub textfile: Option<PathBuf>,
+    pub limits: Limits,
+}
+
+const KEYS: &[&str] = &["type", "listen", "textfile", "max_connections", "timeout"];
+
+impl PrometheusConfig {
+    /// Reads a `[[sink]]` table; relative paths are relative to the config file's directory.
+    pub fn from_table(table: &toml::Table, config_dir: Option<&Path>) -> Result<Self, String> {
+        if let Some(k) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(format!(
+                "{k}: unknown setting; a prometheus sink has {}",
+                KEYS[1..].join(", ")
+            ));
+        }
+        let text = |key: &str| -> Result<Option<&str>, String> {
+            match table.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.as_str())),
+                Some(other) => Err(format!("{key}: give a string, not {other}")),
+            }
+        };
+        let textfile = match text("textfile")? {
+            None => None,
+            Some(p) => {
+                let p = PathBuf::from(p);
+                let p = match config_dir {
+                    Some(dir) if p.is_relative() => dir.join(p),
+                    _ => p,
+                };
+                if p.extension().is_none_or(|e| e != "prom") {
+                    return Err(format!(
+                        "textfile: {} must end in .prom (node_exporter's textfile collector reads only *.prom)",
+                        p.display()
+                    ));
+                }
+                match p.parent() {
+                    Some(dir) if dir.as_os_str().is_empty() || dir.is_dir() => {}
+                    Some(dir) => {
+                        return Err(format!(
+                            "textfile: directory {} does not exist",
+                            dir.display()
+                        ));
+                    }
+                    None => return Err(format!("textfile: {} is not a file", p.display())),
+                }
+                Some(p)
+            }
+        };
+        let listen = match text("listen")? {
+            // Only a textfile: no port unless one is asked for.
+            None if textfile.is_some() => None,
+            None => Some(DEFAULT_LISTEN),
+            Some("") => None,
+            Some(s) => Some(s),
+        };
+        let listen = match listen {
+            None => None,
+            Some(s) => Some(parse_listen(s)?),
+        };
+        if listen.is_none() && textfile.is_none() {
+            return Err("listen = \"\" needs a textfile: the sink would export nowhere".into());
+        }
+        let max_connections = match table.get("max_connections") {
+            None => 8,
+            Some(toml::Value::Integer(n)) if (1..=256).contains(n) => *n as usize,
+            Some(other) => {
+                return Err(format!(
+                    "max_connections: give a number from 1 to 256, not {other}"
+                ));
+            }
+        };
+        let timeout = match table.get("timeout") {
+            None => Duration::from_secs(10),
+            Some(v) => {
+                let d = zpulse_proto::sdk::config::duration::deserialize(v.clone())
+                    .map_err(|e| format!("timeout: {e}"))?;
+                if d.is_zero() || d > Duration::from_secs(300) {
+                    return Err("timeout: give a duration between 1ms and 5m".into());
+                }
+                d
+            }
+        };
+        Ok(PrometheusConfig {
+            listen,
+            textfile,
+            limits: Limits {
+                max_connections,
+                timeout,
+            },
+        })
+    }
+}
+
+/// `IP:PORT` (`127.0.0.1:9134`, `0.0.0.0:9134`, `[::]:9134`), with the error saying so.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = s.parse().map_err(|_| {
+        format!(
+            "listen: '{s}' is not IP:PORT; give e.g. \"127.0.0.1:9134\", \"0.0.0.0:9134\" or \"[::]:9134\""
+        )
+    })?;
+    if addr.port() == 0 {
+        return Err(format!(
+            "listen: '{s}': give a port (Prometheus must know where to scrape)"
+        ));
+    }
+    Ok(addr)
+}
+
+pub struct PrometheusSink {
+    config: PrometheusConfig,
+    endpoint: Option<Arc<Endpoint>>,
+    last: Option<Reading>,
+    findings: BTreeMap<(String, String), String>,
+    agent: Option<AgentHealth>,
+    stats: SinkStats,
+    textfile_error: Option<String>,
+}
+
+impl PrometheusSink {
+    /// Opens the listener now, so that a bad address or a busy port is an error at start
+    /// (and in `check-config`), not a log line later.
+    pub fn new(config: PrometheusConfig) -> Result<PrometheusSink, String> {
+        let endpoint = match config.listen {
+            Some(addr) => Some(server::endpoint(addr, config.limits)?),
+            None => None,
+        };
+        Ok(PrometheusSink {
+            config,
+            endpoint,
+            last: None,
+            findings: BTreeMap::new(),
+            agent: None,
+            stats: SinkStats::default(),
+            textfile_error: None,
+        })
+    }
+
+    /// The address actually listened on.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.endpoint.as_ref().map(|e| e.addr)
+    }
+
+    fn findings(&self) -> Vec<OpenFinding> {
+        self.findings
+            .iter()
+            .map(|((check, subject), severity)| OpenFinding {
+                check: check.clone(),
+                subject: subject.clone(),
+                severity: severity.clone(),
+            })
+            .collect()
+    }
+
+    fn render(&mut self) -> Result<(), SinkError> {
+        let Some(reading) = &self.last else {
+            return Ok(());
+        };
+        let mut agent = self.agent.clone().unwrap_or_default();
+        let me = crate::daemon::selfstat::read();
+        agent.cpu_seconds = me.cpu_seconds;
+        agent.rss_bytes = me.rss_bytes;
+        let e = exposition::render(reading.snapshot(), &self.findings(), Some(&agent));
+        if let Some(path) = &self.config.textfile {
+            match write_atomically(path, e.text.as_bytes()) {
+                Ok(()) => self.textfile_error = None,
+                Err(msg) => {
+                    // Said once per failure streak, not every sample.
+                    let first = self.textfile_error.is_none();
+                    self.textfile_error = Some(msg.clone());
+                    if first {
+                        return Err(SinkError {
+                            sink: self.name(),
+                            message: msg,
+                        });
+                    }
+                }
+            }
+        }
+        if let Some(ep) = &self.endpoint {
+            ep.shared
+                .publish(Arc::new(Published::new(e.text, e.openmetrics)));
+        }
+        Ok(())
+    }
+
+    /// Takes what the events say: open findings, and the agent's heartbeat figures.
+    /// Returns whether anything the exposition shows changed.
+    fn take_events(&mut self, batch: &[Stamped]) -> bool {
+        let mut changed = false;
+        for s in batch {
+            let e = &s.event;
+            match e.kind {
+                Kind::Finding => {
+                    let key = (e.check.clone(), e.subject.clone());
+                    match e.state {
+                        Some(State::Cleared) => changed |= self.findings.remove(&key).is_some(),
+                        Some(_) => {
+                            let sev = e.severity.as_str().to_string();
+                            changed |=
+                                self.findings.insert(key, sev.clone()).as_ref() != Some(&sev);
+                        }
+                        None => {}
+                    }
+                }
+                Kind::Agent if e.check == "agent.heartbeat" => {
+                    self.agent = Some(agent_health(&e.data));
+                    changed = true;
+                }
+                _ => {}
+            }
+        }
+        changed
+    }
+}
+
+/// The heartbeat's figures (see `daemon::heartbeat`).
+fn agent_health(data: &BTreeMap<String, Value>) -> AgentHealth {
+    let n =
+        |m: &BTreeMap<String, Value>, k: &str| m.get(k).and_then(Value::as_f64).map(|v| v as u64);
+    let sinks = match data.get("sinks") {
+        Some(Value::List(list)) => list
+            .iter()
+            .filter_map(|v| match v {
+                Value::Map(m) => Some(SinkHealth {
+                    name: m.get("name")?.as_str()?.to_string(),
+                    queued_batches: n(m, "queued_batches"),
+                    delivered: n(m, "delivered"),
+                    dropped: n(m, "dropped"),
+                    pending: n(m, "pending"),
+                    spool_bytes: n(m, "spool_bytes"),
+                }),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    AgentHealth {
+        cpu_seconds: None,
+        rss_bytes: None,
+        samples: n(data, "samples"),
+        late_samples: n(data, "late_samples"),
+        missed_slots: n(data, "missed_slots"),
+        dropped_samples: n(data, "dropped_samples"),
+        plugins_running: n(data, "plugins_running"),
+        plugins_total: n(data, "plugins_total"),
+        sinks,
+    }
+}
+
+/// Write + rename in the same directory: a reader (node_exporter) sees the old file or the
+/// new one, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // node_exporter reads only *.prom, so the temporary name must not end in .prom.
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("textfile {}: {e}", path.display())
+    })
+}
+
+impl Sink for PrometheusSink {
+    fn name(&self) -> String {
+        match (&self.config.listen, &self.config.textfile) {
+            (Some(a), None) => format!("prometheus {a}"),
+            (None, Some(p)) => format!("prometheus {}", p.display()),
+            (Some(a), Some(p)) => format!("prometheus {a} {}", p.display()),
+            (None, None) => "prometheus".into(),
+        }
+    }
+
+    fn deliver(&mut self, batch: &[Stamped]) -> Result<(), SinkError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let changed = self.take_events(batch);
+        self.stats.delivered += batch.len() as u64;
+        if changed { self.render() } else { Ok(()) }
+    }
+
+    fn wants_readings(&self) -> bool {
+        true
+    }
+
+    fn observe(&mut self, reading: &Reading) -> Result<(), SinkError> {
+        self.last = Some(reading.clone());
+        self.render()
+    }
+
+    fn flush(&mut self, _deadline: Instant) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn stats(&self) -> SinkStats {
+        self.stats.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,420 @@
+//! The `/metrics` endpoint: a small HTTP/1.1 server on `std::net` that serves the bytes the
+//! sink last rendered.
+//!
+//! A scrape costs no sampling and no rendering: the sink publishes an `Arc` of the rendered
+//! text, and a request only copies bytes out of it (the gzip form is compressed once per
+//! rendering, by the first request that asks for it). The accept thread never reads from a
+//! client: each connection gets its own thread, at most `max_connections` at once (more are
+//! answered 503 and closed), with read and write timeouts, one request per connection — so a
+//! slow or stuck client holds one thread for at most the timeout and cannot delay another
+//! scrape, the sink or the sampler.
+
+use super::exposition::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+/// Largest request head accepted (request line and headers).
+const MAX_REQUEST_BYTES: usize = 8 * 1024;
+
+/// One rendering, as served.
+#[derive(Debug, Default)]
+pub struct Published {
+    pub text: Vec<u8>,
+    pub openmetrics: Vec<u8>,
+    text_gzip: OnceLock<Vec<u8>>,
+    openmetrics_gzip: OnceLock<Vec<u8>>,
+}
+
+impl Published {
+    pub fn new(text: String, openmetrics: String) -> Published {
+        Published {
+            text: text.into_bytes(),
+            openmetrics: openmetrics.into_bytes(),
+            ..Published::default()
+        }
+    }
+
+    fn body(&self, openmetrics: bool, gzip: bool) -> &[u8] {
+        let (plain, cache) = if openmetrics {
+            (&self.openmetrics, &self.openmetrics_gzip)
+        } else {
+            (&self.text, &self.text_gzip)
+        };
+        if gzip {
+            cache.get_or_init(|| compress(plain))
+        } else {
+            plain
+        }
+    }
+}
+
+fn compress(bytes: &[u8]) -> Vec<u8> {
+    use flate2::Compression;
+    use flate2::write::GzEncoder;
+    let mut enc = GzEncoder::new(Vec::with_capacity(bytes.len() / 4), Compression::fast());
+    // Writing to a Vec cannot fail.
+    let _ = enc.write_all(bytes);
+    enc.finish().unwrap_or_default()
+}
+
+/// What the server knows: the current rendering (`None` before the first reading).
+#[derive(Debug, Default)]
+pub struct Shared {
+    current: Mutex<Option<Arc<Published>>>,
+    pub scrapes: std::sync::atomic::AtomicU64,
+}
+
+impl Shared {
+    pub fn publish(&self, p: Arc<Published>) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+    }
+
+    fn current(&self) -> Option<Arc<Published>> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Limits of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_connections: usize,
+    /// For reading the request and for writing the response.
+    pub timeout: Duration,
+}
+
+/// A listening endpoint. Sinks of successive configurations (SIGHUP) that listen on the same
+/// address share one, so a reload never has to bind a port the process already holds.
+pub struct Endpoint {
+    pub addr: SocketAddr,
+    pub shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    limits: Arc<Mutex<Limits>>,
+}
+
+impl Endpoint {
+    pub fn set_limits(&self, limits: Limits) {
+        *self.limits.lock().unwrap_or_else(|e| e.into_inner()) = limits;
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept thread so it sees the flag and lets the port go (a wildcard
+        // address is reached through loopback).
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+    }
+}
+
+type Registry = Mutex<Vec<(SocketAddr, Weak<Endpoint>)>>;
+
+fn registry() -> &'static Registry {
+    static ENDPOINTS: OnceLock<Registry> = OnceLock::new();
+    ENDPOINTS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// The endpoint on `addr`: this process's own if one is open, else a new listener.
+pub fn endpoint(addr: SocketAddr, limits: Limits) -> Result<Arc<Endpoint>, String> {
+    let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
+    reg.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(e) = reg
+        .iter()
+        .find(|(a, _)| *a == addr)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        e.set_limits(limits);
+        return Ok(e);
+    }
+    let listener = TcpListener::bind(addr).map_err(|e| bind_error(addr, &e))?;
+    let addr = listener.local_addr().unwrap_or(addr);
+    let shared = Arc::new(Shared::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let limits = Arc::new(Mutex::new(limits));
+    {
+        let (shared, stop, limits) = (Arc::clone(&shared), Arc::clone(&stop), Arc::clone(&limits));
+        std::thread::Builder::new()
+            .name(format!("prometheus {addr}"))
+            .spawn(move || accept_loop(listener, shared, stop, limits))
+            .map_err(|e| format!("listen {addr}: cannot start the server thread: {e}"))?;
+    }
+    let endpoint = Arc::new(Endpoint {
+        addr,
+        shared,
+        stop,
+        limits,
+    });
+    reg.push((addr, Arc::downgrade(&endpoint)));
+    Ok(endpoint)
+}
+
+fn bind_error(addr: SocketAddr, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "listen {addr}: the port is already in use (another zpulse, or another exporter?): \
+             stop it or choose another port"
+        ),
+        std::io::ErrorKind::AddrNotAvailable => format!(
+            "listen {addr}: this host has no such address: use one of its own, 127.0.0.1 or 0.0.0.0"
+        ),
+        std::io::ErrorKind::PermissionDenied => format!(
+            "listen {addr}: permission denied (ports below 1024 need privileges): choose a port above 1024"
+        ),
+        _ => format!("listen {addr}: {e}"),
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    limits: Arc<Mutex<Limits>>,
+) {
+    let active = Arc::new(AtomicUsize::new(0));
+    for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(mut stream) = conn else { continue };
+        let limits = *limits.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = stream.set_read_timeout(Some(limits.timeout));
+        let _ = stream.set_write_timeout(Some(limits.timeout));
+        if active.fetch_add(1, Ordering::SeqCst) >= limits.max_connections {
+            active.fetch_sub(1, Ordering::SeqCst);
+            // Best effort, bounded by the write timeout; the client may retry.
+            let _ = respond(
+                &mut stream,
+                "503 Service Unavailable",
+                "text/plain",
+                None,
+                b"too many connections\n",
+            );
+            let _ = stream.shutdown(Shutdown::Both);
+            continue;
+        }
+        let (shared, in_thread) = (Arc::clone(&shared), Arc::clone(&active));
+        let spawned = std::thread::Builder::new()
+            .name("prometheus conn".into())
+            .spawn(move || {
+                let _ = serve(&mut stream, &shared);
+                let _ = stream.shutdown(Shutdown::Both);
+                in_thread.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            // The closure (and its stream) is gone; only the count needs undoing.
+            active.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub openmetrics: bool,
+    pub gzip: bool,
+}
+
+/// Parses a request head (pure). `None` when it is not HTTP/1.x.
+pub fn parse_request(head: &[u8]) -> Option<Request> {
+    let text = std::str::from_utf8(head).ok()?;
+    let mut lines = text.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let method = first.next()?.to_string();
+    let target = first.next()?;
+    let version = first.next()?;
+    if !version.starts_with("HTTP/1.") || first.next().is_some() {
+        return None;
+    }
+    let path = target.split('?').next().unwrap_or(target).to_string();
+    let (mut openmetrics, mut gzip) = (false, false);
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("accept") {
+            openmetrics = accepts(value, "application/openmetrics-text");
+        } else if name.eq_ignore_ascii_case("accept-encoding") {
+            gzip = accepts(value, "gzip");
+        }
+    }
+    Some(Request {
+        method,
+        path,
+        openmetrics,
+        gzip,
+    })
+}
+
+/// Whether a comma-separated list (Accept, Accept-Encoding) names `what` without `q=0`.
+fn accepts(list: &str, what: &str) -> bool {
+    list.split(',').any(|item| {
+        let mut parts = item.split(';');
+        let name = parts.next().unwrap_or("").trim();
+        let refused = parts.any(|p| {
+            let p = p.trim();
+            p.strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f64>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        name.eq_ignore_ascii_case(what) && !refused
+    })
+}
+
+fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.truncate(end);
+            return Ok(Some(buf));
+        }
+        if buf.len() > MAX_REQUEST_BYTES {
+            return Ok(None);
+        }
+    }
+}
+
+fn serve(stream: &mut TcpStream, shared: &Shared) -> std::io::Result<()> {
+    let Some(head) = read_head(stream)? else {
+        return respond(
+            stream,
+            "400 Bad Request",
+            "text/plain",
+            None,
+            b"bad request\n",
+        );
+    };
+    let Some(req) = parse_request(&head) else {
+        return respond(
+            stream,
+            "400 Bad Request",
+            "text/plain",
+            None,
+            b"bad request\n",
+        );
+    };
+    if req.method != "GET" && req.method != "HEAD" {
+        return respond(
+            stream,
+            "405 Method Not Allowed",
+            "text/plain",
+            None,
+            b"GET /metrics\n",
+        );
+    }
+    match req.path.as_str() {
+        "/metrics" => {}
+        "/" => {
+            return respond(
+                stream,
+                "200 OK",
+                "text/html; charset=utf-8",
+                None,
+                b"<html><body><a href=\"/metrics\">zpulse metrics</a></body></html>\n",
+            );
+        }
+        _ => {
+            return respond(
+                stream,
+                "404 Not Found",
+                "text/plain",
+                None,
+                b"not found: try /metrics\n",
+            );
+        }
+    }
+    let Some(current) = shared.current() else {
+        return respond(
+            stream,
+            "503 Service Unavailable",
+            "text/plain",
+            None,
+            b"no reading yet: the first one comes at the agent's first sample\n",
+        );
+    };
+    shared.scrapes.fetch_add(1, Ordering::Relaxed);
+    let content_type = if req.openmetrics {
+        OPENMETRICS_CONTENT_TYPE
+    } else {
+        TEXT_CONTENT_TYPE
+    };
+    let body = current.body(req.openmetrics, req.gzip);
+    let encoding = req.gzip.then_some("gzip");
+    if req.method == "HEAD" {
+        return respond_head(stream, "200 OK", content_type, encoding, body.len());
+    }
+    respond(stream, "200 OK", content_type, encoding, body)
+}
+
+fn respond_head(
+    stream: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    encoding: Option<&str>,
+    len: usize,
+) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\nConnection: close\r\n"
+    );
+    if let Some(enc) = encoding {
+        head.push_str("Content-Encoding: ");
+        head.push_str(enc);
+        head.push_str("\r\nVary: Accept-Encoding\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())
+}
+
+fn respond(
+    stream: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    encoding: Option<&str>,
+    body: &[u8],
+) -> std::io::Result<()> {
+    respond_head(stream, status, content_type, encoding, body.len())?;
+    stream.write_all(body)?;
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_accept_header_asks_for_openmetrics() {
+        // What Prometheus 2.42 sends (scrape/scrape.go, scrapeAcceptHeader).
+        let head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\nAccept-Encoding: gzip\r\n";
+        let r = parse_request(head).unwrap();
+        assert_eq!(r.path, "/metrics");
+        assert!(r.openmetrics && r.gzip);
+        let plain = parse_request(
+            b"GET /metrics?x=1 HTTP/1.0\r\nAccept: text/plain\r\nAccept-Encoding: gzip;q=0, br",
+        )
+        .unwrap();
+        assert!(!plain.openmetrics && !plain.gzip);
+        assert_eq!(plain.path, "/metrics");
+        assert!(parse_request(b"GET /metrics\r\n").is_none());
+        assert!(parse_request(b"\xff\xfe").is_none());
+    }
+}

@@ -1,0 +1,145 @@
+//! Webhooks: a receiver that is down when a finding is raised loses nothing (the delivery
+//! waits in the database queue and is retried with backoff); once up, it gets the raised and
+//! then the cleared event in order, each signed: the `X-Zpulse-Signature` header is checked
+//! with `openssl dgst -sha256 -hmac`, an implementation independent of ours.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use zpulse_collector::alert::{Alerting, Webhook, WebhookQueue};
+use zpulse_proto::event::{Severity, State};
+use zpulse_proto::forward::encode;
+
+const SECRET: &str = "a webhook secret of some length";
+
+/// Accepts requests, answers 200, and hands on (signature header, body).
+fn receiver(listener: TcpListener, tx: mpsc::Sender<(String, String)>) {
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let (mut sig, mut len) = (String::new(), 0usize);
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let (k, v) = line.split_once(':').unwrap_or(("", ""));
+                if k.eq_ignore_ascii_case("x-zpulse-signature") {
+                    sig = v.trim().to_owned();
+                }
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; len];
+            r.read_exact(&mut body).unwrap();
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = tx.send((sig, String::from_utf8(body).unwrap()));
+        }
+    });
+}
+
+fn openssl_hmac(body: &str) -> String {
+    let mut child = Command::new("openssl")
+        .args(["dgst", "-sha256", "-hmac", SECRET])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("openssl (apt-get install openssl; .ci/run does)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    // "SHA2-256(stdin)= 9f86…"
+    out.rsplit(' ').next().unwrap().trim().to_owned()
+}
+
+#[test]
+fn a_receiver_outage_loses_nothing_and_every_delivery_is_signed() {
+    // A port with nobody listening: the receiver is down.
+    let addr: SocketAddr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{addr}/hook");
+    let alerting = Alerting {
+        resend_every: Duration::from_millis(200),
+        webhooks: vec![Webhook {
+            url: url.clone(),
+            secret: SECRET.into(),
+        }],
+        ..Alerting::default()
+    };
+    let r = start(|c| c.alerting = alerting.clone());
+    zpulse_collector::alert::spawn(alerting, r.db.clone()).unwrap();
+    let mut c = Client::connect(r.server.addr);
+    let crit = finding(
+        "nas1",
+        "special-fill",
+        "tank",
+        State::Raised,
+        Severity::Critical,
+    );
+    c.send(&encode::message(
+        "zpulse.finding",
+        now_t(),
+        &crit.to_msgpack(),
+        Some(&chunk(1)),
+    ))
+    .unwrap();
+    assert_eq!(c.ack(), Some(chunk(1)));
+    let queue = WebhookQueue::open(&r.db).unwrap();
+    wait_until("the raise is queued", || queue.queued(&url).unwrap() == 1);
+    // Cleared while the receiver is still down: queued behind it.
+    let cleared = finding(
+        "nas1",
+        "special-fill",
+        "tank",
+        State::Cleared,
+        Severity::Critical,
+    );
+    c.send(&encode::message(
+        "zpulse.finding",
+        now_t(),
+        &cleared.to_msgpack(),
+        Some(&chunk(2)),
+    ))
+    .unwrap();
+    assert_eq!(c.ack(), Some(chunk(2)));
+    wait_until("the clear is queued", || queue.queued(&url).unwrap() == 2);
+
+    // The receiver comes up: both arrive, in order, signed.
+    let (tx, rx) = mpsc::channel();
+    receiver(TcpListener::bind(addr).unwrap(), tx);
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        got.push(
+            rx.recv_timeout(Duration::from_secs(30))
+                .expect("a delivery"),
+        );
+    }
+    for (sig, body) in &got {
+        assert_eq!(sig, &format!("sha256={}", openssl_hmac(body)), "{body}");
+    }
+    let events: Vec<serde_json::Value> = got
+        .iter()
+        .map(|(_, b)| serde_json::from_str(b).unwrap())
+        .collect();
+    assert_eq!(events[0]["event"], "raised");
+    assert_eq!(events[0]["host"], "nas1");
+    assert_eq!(events[0]["check"], "special-fill");
+    assert_eq!(events[0]["severity"], "critical");
+    assert_eq!(events[1]["event"], "cleared");
+    assert_eq!(events[1]["subject"], "tank");
+    wait_until("the queue is empty", || queue.queued(&url).unwrap() == 0);
+}

@@ -1,0 +1,446 @@
+//! zpulse check `layout`: **what is wrong with a pool by construction** — facts of its
+//! layout that no tuning fixes, each said once per pool and vdev with the reason and the fix.
+//!
+//! | check | subject | severity |
+//! |---|---|---|
+//! | `layout.ashift` | `pool/class/vdev` | warning: the vdev's ashift is below a member's physical sector |
+//! | `layout.alignment` | `pool/class/vdev/leaf` | warning: a partition does not start on a physical sector |
+//! | `layout.raidz-width` | `pool/class/vdev` | warning: single parity too wide, or on large HDDs |
+//! | `layout.shared-disk` | `pool/class/vdev` | critical: two members of one vdev on one physical disk |
+//! | `layout.mixed-media` | `pool/class/vdev` | warning: HDDs and SSDs in one vdev |
+//! | `layout.virtual-device` | `pool/class/vdev/leaf` | warning: cache, special or dedup on a file, loop or memory device |
+//!
+//! Two layout facts live in other checks, once: a special or dedup class less redundant than
+//! the data vdevs is `special-fill.redundancy`, and a log on a file or loop device or an
+//! unmirrored log is `slog-usage.device` / `slog-usage.redundancy` (they judge it with the
+//! log's load). `docs/checks/layout.md` explains each finding and key.
+//!
+//! ```toml
+//! [plugins.layout]
+//! pools = []                  # empty: every pool
+//! raidz1_max_width = 8        # raidz1 wider than this: warning
+//! raidz1_max_hdd_tb = 4       # raidz1 of HDDs this large (decimal TB) or larger: warning
+//! ```
+
+use zpulse_proto::Sample;
+use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
+use zpulse_proto::serde::{Deserialize, Serialize};
+use zpulse_proto::snapshot::{Disk, Pool, Redundancy, Snapshot, Vdev, VdevClass};
+
+/// The `[plugins.layout]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
+pub struct Config {
+    pub pools: Vec<String>,
+    pub raidz1_max_width: usize,
+    pub raidz1_max_hdd_tb: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            pools: Vec::new(),
+            raidz1_max_width: 8,
+            raidz1_max_hdd_tb: 4.0,
+        }
+    }
+}
+
+/// A layout fact holds until the pool is rebuilt: raised at once, cleared when it is gone.
+const FACT: Rules = Rules {
+    raise_after: 1,
+    min_hold: std::time::Duration::ZERO,
+    material_change: 0.2,
+};
+
+pub struct Layout {
+    config: Config,
+    ashift: Findings,
+    alignment: Findings,
+    raidz_width: Findings,
+    shared_disk: Findings,
+    mixed_media: Findings,
+    virtual_device: Findings,
+}
+
+/// The disk a leaf lives on, and the whole disk behind a partition.
+fn disks_of<'a>(snap: &'a Snapshot, leaf: &Vdev) -> (Option<&'a Disk>, Option<&'a Disk>) {
+    let disk = leaf.disk.as_deref().and_then(|d| snap.disk(d));
+    let whole = disk.map(|d| match &d.whole_disk {
+        Some(w) => snap.disk(w).unwrap_or(d),
+        None => d,
+    });
+    (disk, whole)
+}
+
+/// A leaf's physical sector size in bytes: what ZFS saw at open (`vs_physical_ashift`,
+/// OpenZFS 2.0+), else what the kernel's disk statistics say.
+fn physical_sector(snap: &Snapshot, leaf: &Vdev) -> Option<u64> {
+    if let Some(a) = leaf.stats.as_ref().and_then(|s| s.physical_ashift) {
+        return Some(1 << a.min(63));
+    }
+    let (disk, whole) = disks_of(snap, leaf);
+    let sector = |d: Option<&Disk>| d.and_then(|d| d.physical_block_size).map(u64::from);
+    sector(disk).or(sector(whole))
+}
+
+fn size_text(n: u64) -> String {
+    if n >= 1024 && n.is_multiple_of(1024) {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} B")
+    }
+}
+
+impl Layout {
+    pub fn new(config: Config) -> Result<Layout, String> {
+        if config.raidz1_max_width < 2 {
+            return Err("raidz1_max_width must be at least 2".into());
+        }
+        if config.raidz1_max_hdd_tb.is_nan() || config.raidz1_max_hdd_tb <= 0.0 {
+            return Err("raidz1_max_hdd_tb must be above 0".into());
+        }
+        let f = |name: &str| Findings::new(format!("layout.{name}"), FACT);
+        Ok(Layout {
+            config,
+            ashift: f("ashift"),
+            alignment: f("alignment"),
+            raidz_width: f("raidz-width"),
+            shared_disk: f("shared-disk"),
+            mixed_media: f("mixed-media"),
+            virtual_device: f("virtual-device"),
+        })
+    }
+
+    pub fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        let now = sample.end;
+        let snap = &sample.snapshot;
+        let mut events = Vec::new();
+        for pool in &snap.pools {
+            if !(self.config.pools.is_empty() || self.config.pools.contains(&pool.name)) {
+                continue;
+            }
+            let Some(cfg) = &pool.config else { continue };
+            for top in &cfg.root.children {
+                let subject = top.subject_of(&pool.name, top);
+                let leaves = top.leaves();
+                if let Some(r) = ashift(snap, pool, top, &leaves) {
+                    events.extend(self.ashift.observe(now, &subject, r.0, r.1));
+                }
+                if let Some(r) = self.raidz_width(snap, pool, top, &leaves) {
+                    events.extend(self.raidz_width.observe(now, &subject, r.0, r.1));
+                }
+                if let Some(r) = shared_disk(snap, pool, top, &leaves) {
+                    events.extend(self.shared_disk.observe(now, &subject, r.0, r.1));
+                }
+                if let Some(r) = mixed_media(snap, pool, top, &leaves) {
+                    events.extend(self.mixed_media.observe(now, &subject, r.0, r.1));
+                }
+                for leaf in &leaves {
+                    let leaf_subject = top.subject_of(&pool.name, leaf);
+                    if let Some(r) = alignment(snap, pool, leaf, &leaf_subject) {
+                        events.extend(self.alignment.observe(now, &leaf_subject, r.0, r.1));
+                    }
+                    if let Some(r) = virtual_device(pool, top, leaf) {
+                        events.extend(self.virtual_device.observe(now, &leaf_subject, r.0, r.1));
+                    }
+                }
+            }
+        }
+        let gone = |s: &str| Report::new(format!("{s} is no longer in the pool"));
+        for f in [
+            &mut self.ashift,
+            &mut self.alignment,
+            &mut self.raidz_width,
+            &mut self.shared_disk,
+            &mut self.mixed_media,
+            &mut self.virtual_device,
+        ] {
+            events.extend(f.clear_unseen(now, gone));
+        }
+        events
+    }
+
+    fn raidz_width(
+        &self,
+        snap: &Snapshot,
+        pool: &Pool,
+        top: &Vdev,
+        leaves: &[&Vdev],
+    ) -> Option<(Verdict, Report)> {
+        if top.vdev_type != "raidz" || top.redundancy != Some(Redundancy::Parity { parity: 1 }) {
+            return None;
+        }
+        let width = top.children.len();
+        let hdd_sizes: Vec<u64> = leaves
+            .iter()
+            .filter_map(|l| disks_of(snap, l).1)
+            .filter(|d| d.rotational == Some(true))
+            .filter_map(|d| d.size)
+            .collect();
+        let largest = hdd_sizes.iter().copied().max().unwrap_or(0);
+        let large = largest as f64 >= self.config.raidz1_max_hdd_tb * 1e12;
+        let wide = width > self.config.raidz1_max_width;
+        let subject = top.subject_of(&pool.name, top);
+        if !wide && !large {
+            return Some((
+                Verdict::Clear,
+                Report::new(format!("{subject}: raidz1 of {width} is within limits")),
+            ));
+        }
+        let mut why = Vec::new();
+        if wide {
+            why.push(format!(
+                "{width} devices share one parity (more than {}): a resilver reads all {} \
+                 others, and any second failure or unreadable sector meanwhile loses data",
+                self.config.raidz1_max_width,
+                width - 1
+            ));
+        }
+        if large {
+            why.push(format!(
+                "its HDDs hold up to {:.1} TB each: a resilver takes a day or more, during \
+                 which the vdev has no redundancy left",
+                largest as f64 / 1e12
+            ));
+        }
+        let report = Report::new(format!(
+            "{subject} is raidz1 of {width}: {}",
+            why.join("; ")
+        ))
+        .with("width", width as u64)
+        .with("parity", 1u64)
+        .with("largest_hdd_bytes", largest)
+        .advice(format!(
+            "raidz2 (or mirrors) for new vdevs of this size: parity cannot be raised in \
+                 place, so build a new vdev or pool and move the data (`zfs send -R \
+                 {}@snap | zfs receive NEWPOOL`); meanwhile scrub often and keep backups \
+                 current",
+            pool.name
+        ));
+        Some((Verdict::Holds(Severity::Warning), report))
+    }
+}
+
+/// A top-level vdev whose own ashift is below a member's physical sector.
+fn ashift(snap: &Snapshot, pool: &Pool, top: &Vdev, leaves: &[&Vdev]) -> Option<(Verdict, Report)> {
+    let configured = top
+        .ashift
+        .or_else(|| top.stats.as_ref().and_then(|s| s.configured_ashift))?;
+    let block = 1u64 << configured.min(63);
+    let subject = top.subject_of(&pool.name, top);
+    let larger: Vec<(String, u64)> = leaves
+        .iter()
+        .filter_map(|l| Some((l.name.clone(), physical_sector(snap, l)?)))
+        .filter(|(_, p)| *p > block)
+        .collect();
+    let Some(physical) = larger.iter().map(|(_, p)| *p).max() else {
+        return Some((
+            Verdict::Clear,
+            Report::new(format!("{subject}: ashift {configured} fits its devices")),
+        ));
+    };
+    let names: Vec<&str> = larger.iter().map(|(n, _)| n.as_str()).collect();
+    let report = Report::new(format!(
+        "{subject} has ashift {configured} ({} blocks) but {} has {} physical sectors: every \
+         write smaller than a sector makes the device read, modify and rewrite it",
+        size_text(block),
+        names.join(", "),
+        size_text(physical)
+    ))
+    .with("ashift", configured)
+    .with("physical_sector_bytes", physical)
+    .advice(format!(
+        "A vdev's ashift is fixed when it is created: add new vdevs with `-o ashift={}` and \
+         move the data to them, or recreate the pool with it (`zfs send -R {}@snap | zfs \
+         receive`)",
+        physical.trailing_zeros(),
+        pool.name
+    ));
+    Some((Verdict::Holds(Severity::Warning), report))
+}
+
+/// A partition that does not start on a multiple of its disk's physical sector.
+fn alignment(
+    snap: &Snapshot,
+    pool: &Pool,
+    leaf: &Vdev,
+    subject: &str,
+) -> Option<(Verdict, Report)> {
+    let (_, whole) = disks_of(snap, leaf);
+    let part = leaf.partition.as_deref().and_then(|p| snap.disk(p))?;
+    let offset = part.offset?;
+    let physical = whole.and_then(|w| w.physical_block_size).map(u64::from)?;
+    if physical == 0 {
+        return None;
+    }
+    if offset.is_multiple_of(physical) {
+        return Some((
+            Verdict::Clear,
+            Report::new(format!("{subject}: {} is aligned", part.name)),
+        ));
+    }
+    let of = if part.name == leaf.name {
+        String::new()
+    } else {
+        format!(", {}", leaf.name)
+    };
+    let report = Report::new(format!(
+        "{}{of} in {} starts at byte {offset}, {} past a {} physical sector boundary: \
+         every aligned ZFS block straddles two sectors of the disk",
+        part.name,
+        pool.name,
+        offset % physical,
+        size_text(physical)
+    ))
+    .with("offset_bytes", offset)
+    .with("physical_sector_bytes", physical)
+    .advice(format!(
+        "Repartition with 1 MiB alignment (sgdisk's and fdisk's default, `gpart add -a 1m` on \
+         FreeBSD): `zpool replace {} {} NEW_ALIGNED_PARTITION`, one member at a time",
+        pool.name, leaf.name
+    ));
+    Some((Verdict::Holds(Severity::Warning), report))
+}
+
+/// Two members of one top-level vdev on the same physical disk.
+fn shared_disk(
+    snap: &Snapshot,
+    pool: &Pool,
+    top: &Vdev,
+    leaves: &[&Vdev],
+) -> Option<(Verdict, Report)> {
+    if top.redundancy.map_or(0, |r| r.tolerated_failures()) == 0 {
+        return None;
+    }
+    let mut by_disk: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for leaf in leaves {
+        if let (_, Some(whole)) = disks_of(snap, leaf) {
+            by_disk
+                .entry(whole.name.clone())
+                .or_default()
+                .push(&leaf.name);
+        }
+    }
+    let subject = top.subject_of(&pool.name, top);
+    let shared: Vec<String> = by_disk
+        .iter()
+        .filter(|(_, l)| l.len() > 1)
+        .map(|(d, l)| format!("{} are all on {d}", l.join(" and ")))
+        .collect();
+    if shared.is_empty() {
+        return Some((
+            Verdict::Clear,
+            Report::new(format!("{subject}: each member on its own disk")),
+        ));
+    }
+    let report = Report::new(format!(
+        "{subject}: {}: that disk failing takes several members at once, so the redundancy \
+         is not there",
+        shared.join("; ")
+    ))
+    .advice(format!(
+        "Move all but one of them to other disks, one at a time: `zpool replace {} MEMBER \
+         OTHER_DISK`",
+        pool.name
+    ));
+    Some((Verdict::Holds(Severity::Critical), report))
+}
+
+/// A top-level vdev mixing spinning and solid-state members.
+fn mixed_media(
+    snap: &Snapshot,
+    pool: &Pool,
+    top: &Vdev,
+    leaves: &[&Vdev],
+) -> Option<(Verdict, Report)> {
+    if leaves.len() < 2 {
+        return None;
+    }
+    let kind = |l: &Vdev| disks_of(snap, l).1.and_then(|d| d.rotational);
+    let hdds: Vec<&str> = leaves
+        .iter()
+        .filter(|l| kind(l) == Some(true))
+        .map(|l| l.name.as_str())
+        .collect();
+    let ssds: Vec<&str> = leaves
+        .iter()
+        .filter(|l| kind(l) == Some(false))
+        .map(|l| l.name.as_str())
+        .collect();
+    let subject = top.subject_of(&pool.name, top);
+    if hdds.is_empty() || ssds.is_empty() {
+        return Some((
+            Verdict::Clear,
+            Report::new(format!("{subject}: one kind of media")),
+        ));
+    }
+    let report = Report::new(format!(
+        "{subject} mixes HDDs ({}) and SSDs ({}): every write waits for the spinning disks, \
+         so the SSDs buy nothing for writes",
+        hdds.join(", "),
+        ssds.join(", ")
+    ))
+    .advice(format!(
+        "Give the SSDs their own role (a mirrored special vdev: `zpool add {} special mirror \
+         SSD1 SSD2`) and pair HDDs with HDDs",
+        pool.name
+    ));
+    Some((Verdict::Holds(Severity::Warning), report))
+}
+
+/// Cache, special or dedup on a file, loop or memory device (logs: `slog-usage.device`).
+fn virtual_device(pool: &Pool, top: &Vdev, leaf: &Vdev) -> Option<(Verdict, Report)> {
+    let class = top.class?;
+    let role = match class {
+        VdevClass::Cache => "an L2ARC device",
+        VdevClass::Special => "a special vdev member",
+        VdevClass::Dedup => "a dedup vdev member",
+        _ => return None,
+    };
+    let subject = top.subject_of(&pool.name, leaf);
+    let Some(what) = leaf.virtual_backing() else {
+        return Some((
+            Verdict::Clear,
+            Report::new(format!("{subject} is a real device")),
+        ));
+    };
+    let risk = if class == VdevClass::Cache {
+        "it reads from the same storage that backs it and is gone after a reboot unless set up \
+         before the import"
+    } else {
+        "the pool's metadata depends on it, yet it has no power-loss guarantee of its own and \
+         may be missing at import, which makes the pool unimportable"
+    };
+    let report = Report::new(format!("{subject} is {role} on {what}: {risk}"))
+        .with("device", what)
+        .advice(format!(
+            "Use a real SSD (or partition) for it: `zpool replace {} {} /dev/disk/by-id/…`",
+            pool.name, leaf.name
+        ));
+    let severity = if class == VdevClass::Cache {
+        Severity::Info
+    } else {
+        Severity::Warning
+    };
+    Some((Verdict::Holds(severity), report))
+}
+
+impl Check for Layout {
+    const NAME: &'static str = "layout";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = Config;
+
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(Layout::new(config)?)
+    }
+
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        Layout::observe(self, sample)
+    }
+}
+
+zpulse_proto::export_plugin!(Layout);
+
+#[cfg(test)]
+mod tests;

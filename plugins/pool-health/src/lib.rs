@@ -1,0 +1,801 @@
+//! zpulse check `pool-health`: **the alerts every ZFS administrator needs first** — what
+//! `zpool status` would tell them if they looked, raised the moment it changes.
+//!
+//! Each finding has its own `check` name, so that one pool can carry several:
+//!
+//! | check | subject | severity |
+//! |---|---|---|
+//! | `pool-health.state` | `pool` | warning (DEGRADED), critical (no redundancy left, FAULTED, UNAVAIL, SUSPENDED) |
+//! | `pool-health.errors` | `pool/class/vdev[/leaf]` | info (counted before zpulse watched), warning (growing) |
+//! | `pool-health.slow-ios` | `pool/class/vdev[/leaf]` | warning (growing) |
+//! | `pool-health.data-errors` | `pool` | critical |
+//! | `pool-health.resilver-errors` | `pool/class/vdev/leaf` | critical |
+//! | `pool-health.scan` | `pool` | info while a scrub or resilver runs; cleared with its result |
+//! | `pool-health.scrub-age` | `pool` | warning |
+//! | `pool-health.capacity` | `pool` | warning, critical |
+//! | `pool-health.fragmentation` | `pool` | info |
+//! | `pool-health.spare` | `pool/spare/device` | warning |
+//!
+//! Everything is judged at the sample's time (`Sample::end`), so a recorded series replays
+//! as it happened. `docs/checks/pool-health.md` explains each finding and key.
+//!
+//! ```toml
+//! [plugins.pool-health]
+//! pools = []                  # empty: every pool
+//! scrub_max_age = "35d"       # no completed scrub for longer: warning
+//! capacity_warn_pct = 80      # allocated / size ≥ this: warning …
+//! capacity_critical_pct = 90  # … ≥ this: critical
+//! capacity_clear_pct = 75     # … cleared at or below this
+//! fragmentation_pct = 50      # free-space fragmentation ≥ this: info …
+//! fragmentation_clear_pct = 45
+//! growth_window = "6h"        # the allocation growth and time to full are fitted over this
+//! growth_window_samples = 2160
+//! min_hold = "10m"            # capacity and fragmentation findings stay up at least this long
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+use zpulse_proto::Sample;
+use zpulse_proto::sample::VdevRates;
+use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2};
+use zpulse_proto::sdk::text::{bytes, ctime_utc, dhms, scan_status};
+use zpulse_proto::sdk::{
+    self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
+};
+use zpulse_proto::serde::{Deserialize, Serialize};
+use zpulse_proto::snapshot::{Pool, PoolConfig, ScanStats, Vdev, VdevClass};
+
+/// The `[plugins.pool-health]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
+pub struct Config {
+    /// Pools to watch; empty means every pool.
+    pub pools: Vec<String>,
+    #[serde(with = "sdk::config::duration")]
+    pub scrub_max_age: Duration,
+    pub capacity_warn_pct: f64,
+    pub capacity_critical_pct: f64,
+    pub capacity_clear_pct: f64,
+    pub fragmentation_pct: f64,
+    pub fragmentation_clear_pct: f64,
+    #[serde(with = "sdk::config::duration")]
+    pub growth_window: Duration,
+    pub growth_window_samples: usize,
+    #[serde(with = "sdk::config::duration")]
+    pub min_hold: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            pools: Vec::new(),
+            scrub_max_age: Duration::from_secs(35 * 86_400),
+            capacity_warn_pct: 80.0,
+            capacity_critical_pct: 90.0,
+            capacity_clear_pct: 75.0,
+            fragmentation_pct: 50.0,
+            fragmentation_clear_pct: 45.0,
+            growth_window: Duration::from_secs(6 * 3600),
+            growth_window_samples: 2160,
+            min_hold: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Facts, not levels: raised at once, cleared the moment they stop holding.
+const FACT: Rules = Rules {
+    raise_after: 1,
+    min_hold: Duration::ZERO,
+    material_change: 0.2,
+};
+
+/// Vdev states in which a device contributes nothing to its parent's redundancy.
+fn is_missing(state: Option<&str>) -> bool {
+    matches!(
+        state,
+        Some("OFFLINE" | "FAULTED" | "UNAVAIL" | "REMOVED" | "CANT_OPEN" | "CLOSED")
+    )
+}
+
+/// One point of a pool's allocation over time.
+#[derive(Debug, Clone, Copy)]
+struct AllocPoint {
+    at: f64,
+    alloc: f64,
+}
+
+impl Timed for AllocPoint {
+    fn end(&self) -> f64 {
+        self.at
+    }
+}
+
+/// What the check remembers of one vdev's error counters.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    /// (read, write, checksum) when zpulse first saw this vdev with errors.
+    baseline: [u64; 3],
+}
+
+pub struct PoolHealth {
+    config: Config,
+    capacity: Threshold,
+    fragmentation: Threshold,
+    state: Findings,
+    errors: Findings,
+    slow: Findings,
+    data_errors: Findings,
+    resilver_errors: Findings,
+    scan: Findings,
+    scrub_age: Findings,
+    capacity_findings: Findings,
+    fragmentation_findings: Findings,
+    spare: Findings,
+    counts: HashMap<String, Counts>,
+    /// Leaves that returned errors during the resilver running in their top-level vdev:
+    /// top-level subject → leaf subjects.
+    resilver_hits: BTreeMap<String, BTreeSet<String>>,
+    growth: HashMap<String, Window<AllocPoint>>,
+}
+
+impl PoolHealth {
+    pub fn new(config: Config) -> Result<PoolHealth, String> {
+        if config.capacity_warn_pct > config.capacity_critical_pct {
+            return Err("capacity_warn_pct must not be above capacity_critical_pct".into());
+        }
+        let capacity = Threshold::above(config.capacity_warn_pct, config.capacity_clear_pct)
+            .map_err(|e| format!("capacity_warn_pct/capacity_clear_pct: {e}"))?
+            .critical(config.capacity_critical_pct)
+            .map_err(|e| format!("capacity_critical_pct: {e}"))?;
+        let fragmentation =
+            Threshold::above(config.fragmentation_pct, config.fragmentation_clear_pct)
+                .map_err(|e| format!("fragmentation_pct/fragmentation_clear_pct: {e}"))?
+                .severity(Severity::Info);
+        if config.scrub_max_age.is_zero() {
+            return Err("scrub_max_age must be longer than 0".into());
+        }
+        let held = Rules {
+            min_hold: config.min_hold,
+            ..FACT
+        };
+        let findings =
+            |name: &str, rules: Rules| Findings::new(format!("pool-health.{name}"), rules);
+        Ok(PoolHealth {
+            capacity,
+            fragmentation,
+            state: findings("state", FACT),
+            errors: findings("errors", FACT),
+            slow: findings("slow-ios", FACT),
+            data_errors: findings("data-errors", FACT),
+            resilver_errors: findings("resilver-errors", FACT),
+            // A scan's progress is news every 20% of it, not every sample.
+            scan: findings("scan", FACT),
+            scrub_age: findings("scrub-age", FACT),
+            capacity_findings: findings("capacity", held),
+            fragmentation_findings: findings("fragmentation", held),
+            spare: findings("spare", FACT),
+            counts: HashMap::new(),
+            resilver_hits: BTreeMap::new(),
+            growth: HashMap::new(),
+            config,
+        })
+    }
+
+    fn watched(&self, pool: &str) -> bool {
+        self.config.pools.is_empty() || self.config.pools.iter().any(|p| p == pool)
+    }
+
+    /// Every finding this sample changes.
+    pub fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        let now = sample.end;
+        let mut events = Vec::new();
+        let rates: HashMap<&str, &VdevRates> = sample
+            .pools
+            .iter()
+            .flat_map(|p| p.vdevs.iter())
+            .map(|r| (r.subject.as_str(), r))
+            .collect();
+        for pool in &sample.snapshot.pools {
+            if !self.watched(&pool.name) {
+                continue;
+            }
+            let Some(cfg) = &pool.config else {
+                // No vdev tree this sample (the note says why): the kstat state still tells.
+                if let Some(state) = pool.state.as_deref() {
+                    let (verdict, report) = state_without_tree(&pool.name, state);
+                    events.extend(self.state.observe(now, &pool.name, verdict, report));
+                }
+                continue;
+            };
+            let (verdict, report) = pool_state(&pool.name, cfg);
+            events.extend(self.state.observe(now, &pool.name, verdict, report));
+            self.vdev_errors(now, pool, cfg, &rates, &mut events);
+            let (verdict, report) = data_errors(&pool.name, cfg);
+            events.extend(self.data_errors.observe(now, &pool.name, verdict, report));
+            if let Some(scan) = &cfg.scan {
+                let (verdict, report) = scan_progress(&pool.name, scan, now);
+                events.extend(self.scan.observe(now, &pool.name, verdict, report));
+            }
+            let (verdict, report) = self.scrub_age(&pool.name, cfg, now);
+            events.extend(self.scrub_age.observe(now, &pool.name, verdict, report));
+            self.capacity(now, pool, cfg, &mut events);
+            for (subject, verdict, report) in spares(&pool.name, cfg) {
+                events.extend(self.spare.observe(now, &subject, verdict, report));
+            }
+        }
+        let gone = |s: &str| {
+            Report::new(format!(
+                "{s} is no longer reported: pool exported or destroyed"
+            ))
+        };
+        for findings in [
+            &mut self.state,
+            &mut self.errors,
+            &mut self.slow,
+            &mut self.data_errors,
+            &mut self.resilver_errors,
+            &mut self.scan,
+            &mut self.scrub_age,
+            &mut self.capacity_findings,
+            &mut self.fragmentation_findings,
+            &mut self.spare,
+        ] {
+            events.extend(findings.clear_unseen(now, gone));
+        }
+        events
+    }
+
+    /// Error counters of every vdev, slow I/Os, and errors met by a running resilver.
+    fn vdev_errors(
+        &mut self,
+        now: f64,
+        pool: &Pool,
+        cfg: &PoolConfig,
+        rates: &HashMap<&str, &VdevRates>,
+        events: &mut Vec<Event>,
+    ) {
+        let resilvering = cfg
+            .scan
+            .as_ref()
+            .is_some_and(|s| s.function == "resilver" && s.is_running());
+        for top in &cfg.root.children {
+            if top.class == Some(VdevClass::Spare) {
+                continue; // spares have no counters (zpool status shows none)
+            }
+            let top_subject = top.subject_of(&pool.name, top);
+            let rebuilt: Vec<&Vdev> = top
+                .leaves()
+                .into_iter()
+                .filter(|l| l.stats.as_ref().and_then(|s| s.scan_processed).unwrap_or(0) > 0)
+                .collect();
+            for v in top.walk() {
+                let Some(stats) = &v.stats else { continue };
+                let subject = top.subject_of(&pool.name, v);
+                let rate = rates.get(subject.as_str()).copied();
+                let counts = [stats.read_errors, stats.write_errors, stats.checksum_errors];
+                let new = rate.map(|r| r.new_errors);
+                let (verdict, report) = self.error_verdict(&pool.name, v, &subject, counts, rate);
+                events.extend(self.errors.observe(now, &subject, verdict, report));
+
+                let slow_new = new.and_then(|n| n.slow_ios).unwrap_or(0);
+                let slow_total = stats.slow_ios.unwrap_or(0);
+                let verdict = if slow_new > 0 {
+                    Verdict::Holds(Severity::Warning)
+                } else if slow_total == 0 {
+                    Verdict::Clear
+                } else {
+                    Verdict::Borderline
+                };
+                let report = Report::new(format!(
+                    "{subject}{}: {slow_new} I/Os slower than zfs_deadman_ziotime_ms in {} \
+                     ({slow_total} since the counters were last cleared)",
+                    disk_note(v),
+                    rate.map_or_else(
+                        || "this interval".into(),
+                        |r| sdk::text::duration(r.seconds)
+                    )
+                ))
+                .with("slow_ios", slow_total)
+                .with("new_slow_ios", slow_new)
+                .advice(
+                    "A device that stalls I/O for this long is failing or overloaded: check its \
+                     SMART data and its cabling and controller, then `zpool clear` it",
+                );
+                events.extend(self.slow.observe(now, &subject, verdict, report));
+
+                // Errors on a leaf while a resilver rebuilds another leaf of the same
+                // top-level vdev: the copy that would repair them is the one being rebuilt.
+                let erred = new.is_some_and(|n| n.read.unwrap_or(0) + n.checksum.unwrap_or(0) > 0);
+                if resilvering && v.is_leaf() && erred {
+                    self.resilver_hits
+                        .entry(top_subject.clone())
+                        .or_default()
+                        .insert(subject.clone());
+                }
+            }
+            let hits = if resilvering {
+                self.resilver_hits
+                    .get(&top_subject)
+                    .cloned()
+                    .unwrap_or_default()
+            } else {
+                self.resilver_hits.remove(&top_subject);
+                BTreeSet::new()
+            };
+            for leaf_subject in hits {
+                let leaf = top
+                    .walk()
+                    .into_iter()
+                    .find(|v| top.subject_of(&pool.name, v) == leaf_subject);
+                let Some(leaf) = leaf else { continue };
+                let others: Vec<String> = rebuilt
+                    .iter()
+                    .filter(|r| !std::ptr::eq(**r, leaf))
+                    .map(|r| format!("{}{}", r.name, disk_note(r)))
+                    .collect();
+                let s = leaf.stats.as_ref();
+                let rebuilding = if others.is_empty() {
+                    "while a resilver runs".to_string()
+                } else {
+                    format!("while {} is being resilvered", others.join(" and "))
+                };
+                let report = Report::new(format!(
+                    "{}{} in {} of {} returned read or checksum errors {rebuilding}: the \
+                     redundancy that would repair them is being rebuilt, so blocks may be lost",
+                    leaf.name,
+                    disk_note(leaf),
+                    top.name,
+                    pool.name
+                ))
+                .with("leaf", leaf.name.clone())
+                .with("read_errors", s.map_or(0, |s| s.read_errors))
+                .with("checksum_errors", s.map_or(0, |s| s.checksum_errors))
+                .with("resilvering", others.join(", "))
+                .advice(format!(
+                    "Do not detach or offline anything in {top}. Let the resilver finish, then \
+                     `zpool status -v {pool}` lists damaged files to restore from backup; replace \
+                     {leaf} (`zpool replace {pool} {leaf} NEW_DEVICE`) once the pool is whole",
+                    top = top.name,
+                    pool = pool.name,
+                    leaf = leaf.name
+                ));
+                events.extend(self.resilver_errors.observe(
+                    now,
+                    &leaf_subject,
+                    Verdict::Holds(Severity::Critical),
+                    report,
+                ));
+            }
+        }
+    }
+
+    fn error_verdict(
+        &mut self,
+        pool: &str,
+        v: &Vdev,
+        subject: &str,
+        counts: [u64; 3],
+        rate: Option<&VdevRates>,
+    ) -> (Verdict, Report) {
+        if counts.iter().all(|&n| n == 0) {
+            self.counts.remove(subject);
+            return (
+                Verdict::Clear,
+                Report::new(format!("{subject}: error counters are zero again")),
+            );
+        }
+        let new = rate.map(|r| r.new_errors).unwrap_or_default();
+        let new3 = [
+            new.read.unwrap_or(0),
+            new.write.unwrap_or(0),
+            new.checksum.unwrap_or(0),
+        ];
+        // First sight: what was there before this interval predates zpulse's watch.
+        let entry = self.counts.entry(subject.to_string()).or_insert(Counts {
+            baseline: [0, 1, 2].map(|i| counts[i].saturating_sub(new3[i])),
+        });
+        // A counter below its baseline was cleared meanwhile and counted again.
+        for (base, now) in entry.baseline.iter_mut().zip(counts) {
+            *base = (*base).min(now);
+        }
+        let grown = (0..3).any(|i| counts[i] > entry.baseline[i]);
+        let names = ["read", "write", "checksum"];
+        let listed: Vec<String> = (0..3)
+            .filter(|&i| counts[i] > 0)
+            .map(|i| {
+                if new3[i] > 0 {
+                    format!("{} {} errors ({} new)", counts[i], names[i], new3[i])
+                } else {
+                    format!("{} {} errors", counts[i], names[i])
+                }
+            })
+            .collect();
+        let whose = if v.is_leaf() {
+            format!("{}{}", v.name, disk_note(v))
+        } else {
+            format!("{} itself (no copy below it could repair these)", v.name)
+        };
+        let (severity, when) = if grown {
+            (Severity::Warning, "")
+        } else {
+            (
+                Severity::Info,
+                ", all counted before zpulse started watching",
+            )
+        };
+        let what = if counts[2] > 0 && counts[0] == 0 && counts[1] == 0 {
+            "The device returned wrong data: check its cabling, controller and SMART data"
+        } else {
+            "The device failed I/O: check its cabling, controller and SMART data"
+        };
+        let report = Report::new(format!("{subject}: {whose}: {}{when}", listed.join(", ")))
+            .with("read_errors", counts[0])
+            .with("write_errors", counts[1])
+            .with("checksum_errors", counts[2])
+            .with("new_errors", new.total())
+            .advice(format!(
+                "{what}. After fixing the cause, `zpool scrub {pool}` repairs from redundancy \
+                 and `zpool clear {pool} {name}` resets the counters; if errors return, \
+                 `zpool replace {pool} {name} NEW_DEVICE`",
+                name = v.name
+            ));
+        (Verdict::Holds(severity), report)
+    }
+
+    fn scrub_age(&self, pool: &str, cfg: &PoolConfig, now: f64) -> (Verdict, Report) {
+        let max = self.config.scrub_max_age.as_secs_f64();
+        let days = |s: f64| format!("{:.0} days", s / 86_400.0);
+        let clear = |text: String| (Verdict::Clear, Report::new(text));
+        let scan = cfg.scan.as_ref();
+        if let Some(s) = scan.filter(|s| s.function == "scrub" && s.is_running()) {
+            return clear(format!(
+                "a scrub of {pool} has been running since {}",
+                ctime_utc(s.start_time as i64)
+            ));
+        }
+        if let Some(s) = scan.filter(|s| s.function == "scrub" && s.is_finished()) {
+            let age = now - s.end_time as f64;
+            let text = format!(
+                "the last scrub of {pool} finished {} ago ({})",
+                days(age.max(0.0)),
+                ctime_utc(s.end_time as i64)
+            );
+            if age <= max {
+                return clear(text);
+            }
+            return (
+                Verdict::Holds(Severity::Warning),
+                Report::new(format!(
+                    "{text}: scrubs find silent corruption while redundancy can still repair it"
+                ))
+                .with("days_since_scrub", round2(age / 86_400.0))
+                .advice(scrub_advice(pool)),
+            );
+        }
+        // No completed scrub on record. The pool has existed at least since it was imported
+        // and at least as long as its root vdev has been open.
+        let opened = cfg
+            .root
+            .stats
+            .as_ref()
+            .map_or(0.0, |s| s.timestamp as f64 / 1e9);
+        let imported = cfg.loaded_at.map_or(0.0, |t| now - t as f64);
+        let age = opened.max(imported);
+        let last = match scan {
+            Some(s) if s.function != "none" => format!(
+                "its last scan is a {} {} on {}",
+                s.function,
+                s.state,
+                ctime_utc(s.end_time.max(s.start_time) as i64)
+            ),
+            _ => "it has never been scrubbed".to_string(),
+        };
+        if age <= max {
+            return clear(format!(
+                "{pool} has no completed scrub on record; {last}; known to exist for {}",
+                days(age)
+            ));
+        }
+        (
+            Verdict::Holds(Severity::Warning),
+            Report::new(format!(
+                "{pool} has no completed scrub on record ({last}) and has been in use for at \
+                 least {}",
+                days(age)
+            ))
+            .with("days_in_use", round2(age / 86_400.0))
+            .advice(scrub_advice(pool)),
+        )
+    }
+
+    fn capacity(&mut self, now: f64, pool: &Pool, cfg: &PoolConfig, events: &mut Vec<Event>) {
+        let Some(root) = cfg.root.stats.as_ref().filter(|s| s.space > 0) else {
+            return;
+        };
+        let used_pct = root.alloc as f64 / root.space as f64 * 100.0;
+        let window = self.growth.entry(pool.name.clone()).or_insert_with(|| {
+            Window::new(
+                self.config.growth_window.as_secs_f64(),
+                self.config.growth_window_samples,
+            )
+        });
+        window.push(AllocPoint {
+            at: now,
+            alloc: root.alloc as f64,
+        });
+        let points: Vec<(f64, f64)> = window.iter().map(|p| (p.at, p.alloc)).collect();
+        let growth = least_squares_slope(&points);
+        let free = root.space.saturating_sub(root.alloc);
+        let verdict = self.capacity.verdict(used_pct);
+        let mut summary = format!(
+            "{} is {used_pct:.1}% full: {} allocated of {}, {} free",
+            pool.name,
+            bytes(root.alloc as f64),
+            bytes(root.space as f64),
+            bytes(free as f64)
+        );
+        let mut report = Report::new(String::new())
+            .with("used_pct", round2(used_pct))
+            .with("free_bytes", free);
+        if let Some(g) = growth.filter(|g| *g > 0.0) {
+            let to_full = free as f64 / g;
+            summary.push_str(&format!(
+                ", growing {}/day (full in ~{} at this rate)",
+                bytes(g * 86_400.0),
+                dhms(to_full as u64)
+            ));
+            report = report
+                .with("growth_bytes_per_day", round2(g * 86_400.0))
+                .with("days_to_full", round2(to_full / 86_400.0));
+        }
+        report.summary = summary;
+        let report = report.advice(format!(
+            "Past about 80% ZFS slows down allocating and fragments free space; near 100% \
+             writes fail. Free space (destroy old snapshots: `zfs list -t snapshot -o \
+             name,used -s used -r {pool}`) or add a vdev as redundant as the others (`zpool \
+             add {pool} …`)",
+            pool = pool.name
+        ));
+        events.extend(
+            self.capacity_findings
+                .observe(now, &pool.name, verdict, report),
+        );
+        if let Some(frag) = root.fragmentation {
+            let verdict = self.fragmentation.verdict(frag as f64);
+            let report = Report::new(format!(
+                "{}'s free space is {frag}% fragmented (zpool list FRAG)",
+                pool.name
+            ))
+            .with("fragmentation_pct", frag)
+            .advice(
+                "New allocations find fewer large free runs, so writes get slower. Free space \
+                 or add capacity; fragmentation itself cannot be undone in place",
+            );
+            events.extend(
+                self.fragmentation_findings
+                    .observe(now, &pool.name, verdict, report),
+            );
+        }
+    }
+}
+
+fn scrub_advice(pool: &str) -> String {
+    format!(
+        "`zpool scrub {pool}` now, and schedule one monthly (Debian's zfsutils-linux ships a \
+         cron job; FreeBSD: daily_scrub_zfs_enable=\"YES\" in periodic.conf)"
+    )
+}
+
+/// " (disk sda, HDD)" for a leaf joined to a disk, "" otherwise.
+fn disk_note(v: &Vdev) -> String {
+    match &v.disk {
+        Some(d) if *d != v.name => format!(" (disk {d})"),
+        _ => String::new(),
+    }
+}
+
+/// The pool's health from its vdev tree: which vdevs are not ONLINE, and whether any
+/// top-level vdev has no redundancy left.
+fn pool_state(pool: &str, cfg: &PoolConfig) -> (Verdict, Report) {
+    let health = cfg.health.as_str();
+    if health == "ONLINE" {
+        return (Verdict::Clear, Report::new(format!("{pool} is ONLINE")));
+    }
+    let mut trouble = Vec::new();
+    let mut advice = Vec::new();
+    let mut exhausted = Vec::new();
+    for top in cfg
+        .root
+        .children
+        .iter()
+        .filter(|t| t.class != Some(VdevClass::Spare))
+    {
+        let missing = top
+            .children
+            .iter()
+            .filter(|c| is_missing(c.state.as_deref()))
+            .count() as u32;
+        let tolerated = top.redundancy.map_or(0, |r| r.tolerated_failures());
+        if !top.children.is_empty() && missing > 0 && missing >= tolerated {
+            exhausted.push(format!(
+                "{} has no redundancy left ({missing} of {} devices missing)",
+                top.name,
+                top.children.len()
+            ));
+        }
+        for v in top.walk() {
+            let state = v.state.as_deref().unwrap_or("UNKNOWN");
+            // A DEGRADED mirror or raidz is named through its leaves.
+            if state == "ONLINE" || !v.is_leaf() {
+                continue;
+            }
+            let aux = v
+                .aux
+                .as_deref()
+                .map(|a| format!(", {a}"))
+                .unwrap_or_default();
+            let place = if std::ptr::eq(v, top) {
+                String::new()
+            } else {
+                format!(" in {}", top.name)
+            };
+            trouble.push(format!("{}{} {state}{aux}{place}", v.name, disk_note(v)));
+            advice.push(match state {
+                "OFFLINE" => format!("`zpool online {pool} {}`", v.name),
+                _ => format!(
+                    "`zpool replace {pool} {} NEW_DEVICE` (or, if the device is back and sound, \
+                     `zpool clear {pool} {}`)",
+                    v.name, v.name
+                ),
+            });
+        }
+    }
+    let severity = if health == "DEGRADED" && exhausted.is_empty() {
+        Severity::Warning
+    } else {
+        Severity::Critical
+    };
+    let mut summary = format!("{pool} is {health}");
+    if !trouble.is_empty() {
+        summary.push_str(&format!(": {}", trouble.join("; ")));
+    }
+    if !exhausted.is_empty() {
+        summary.push_str(&format!(
+            "; {}: one more failure loses data",
+            exhausted.join("; ")
+        ));
+    }
+    let mut report = Report::new(summary)
+        .with("health", health.to_string())
+        .with("not_online", trouble.len() as u64);
+    if !advice.is_empty() {
+        report = report.advice(advice.join("; "));
+    } else if health == "SUSPENDED" {
+        report = report.advice(format!(
+            "I/O to {pool} is suspended after device failures: restore the devices, then \
+             `zpool clear {pool}`"
+        ));
+    }
+    (Verdict::Holds(severity), report)
+}
+
+/// The kstat `state` alone, when this sample has no vdev tree.
+fn state_without_tree(pool: &str, state: &str) -> (Verdict, Report) {
+    let verdict = match state {
+        "ONLINE" => Verdict::Clear,
+        "DEGRADED" => Verdict::Holds(Severity::Warning),
+        _ => Verdict::Holds(Severity::Critical),
+    };
+    (
+        verdict,
+        Report::new(format!(
+            "{pool} is {state} (from its kstat; no vdev statistics this sample)"
+        ))
+        .with("health", state.to_string()),
+    )
+}
+
+fn data_errors(pool: &str, cfg: &PoolConfig) -> (Verdict, Report) {
+    match cfg.error_count {
+        Some(n) if n > 0 => (
+            Verdict::Holds(Severity::Critical),
+            Report::new(format!(
+                "{pool} has permanent errors in about {n} blocks: data has been lost; `zpool \
+                 status -v {pool}` lists the files"
+            ))
+            .with("error_count", n)
+            .advice(format!(
+                "Restore the listed files from backup, delete or overwrite them, then `zpool \
+                 scrub {pool}`: the list empties after the scrub no longer finds them"
+            )),
+        ),
+        _ => (
+            Verdict::Clear,
+            Report::new(format!("{pool} has no known data errors")),
+        ),
+    }
+}
+
+/// A running scan as an info finding; its end clears it with the result.
+fn scan_progress(pool: &str, scan: &ScanStats, now: f64) -> (Verdict, Report) {
+    let lines = scan_status(scan, now.max(0.0) as u64);
+    if !scan.is_running() {
+        let mut report = Report::new(format!("{pool}: {}", lines.join("; ")))
+            .with("errors", scan.errors)
+            .with("repaired_bytes", scan.processed);
+        if scan.is_finished() {
+            report = report.with("seconds", scan.end_time.saturating_sub(scan.start_time));
+        }
+        return (Verdict::Clear, report);
+    }
+    let done = scan.progress().map_or(0.0, |p| p * 100.0);
+    let mut report = Report::new(format!("{pool}: {}", lines.join("; ")))
+        .with("done_pct", round2(done))
+        .with("processed_bytes", scan.processed)
+        .with("errors", scan.errors);
+    if let Some(rate) = scan.issue_rate(now.max(0.0) as u64) {
+        report = report.with("issued_bytes_per_s", rate);
+    }
+    if let Some(left) = scan.seconds_left(now.max(0.0) as u64) {
+        report = report.with("seconds_left", left);
+    }
+    (Verdict::Holds(Severity::Info), report)
+}
+
+/// One finding per hot spare in use: which device it stands in for.
+fn spares(pool: &str, cfg: &PoolConfig) -> Vec<(String, Verdict, Report)> {
+    let mut out = Vec::new();
+    for top in &cfg.root.children {
+        if top.class == Some(VdevClass::Spare) {
+            continue;
+        }
+        for v in top.walk() {
+            if v.vdev_type != "spare" {
+                continue;
+            }
+            // A `spare-N` vdev holds the original device first, then the spare(s).
+            let Some((original, spares)) = v.children.split_first() else {
+                continue;
+            };
+            for s in spares {
+                let subject = format!("{pool}/spare/{}", s.name);
+                let report = Report::new(format!(
+                    "hot spare {}{} is in use in {} of {pool}, standing in for {}{} ({})",
+                    s.name,
+                    disk_note(s),
+                    top.name,
+                    original.name,
+                    disk_note(original),
+                    original.state.as_deref().unwrap_or("?")
+                ))
+                .with("replaces", original.name.clone())
+                .advice(format!(
+                    "Replace the failed device: `zpool replace {pool} {} NEW_DEVICE` returns \
+                     the spare; or make the spare permanent with `zpool detach {pool} {}`",
+                    original.name, original.name
+                ));
+                out.push((subject, Verdict::Holds(Severity::Warning), report));
+            }
+        }
+    }
+    out
+}
+
+impl Check for PoolHealth {
+    const NAME: &'static str = "pool-health";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = Config;
+
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(PoolHealth::new(config)?)
+    }
+
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        PoolHealth::observe(self, sample)
+    }
+}
+
+zpulse_proto::export_plugin!(PoolHealth);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,270 @@
+//! The check replayed over real captures from the OpenZFS 2.1 lab VM. Expected states,
+//! counters, scan results and fill levels are read from each capture's own `cli/` files
+//! (`zpool status -p`, `zpool get -Hp`), written by the lab's capture.sh at the same moment.
+
+use zpulse_check_pool_health::{Config, PoolHealth};
+use zpulse_proto::Event;
+use zpulse_proto::sdk::{Severity, State};
+use zpulse_tests::raw::*;
+
+fn run(rels: &[&str]) -> Vec<Event> {
+    run_with(rels, Config::default())
+}
+
+fn run_with(rels: &[&str], config: Config) -> Vec<Event> {
+    let mut check = PoolHealth::new(config).unwrap();
+    samples(&snapshots(rels))
+        .iter()
+        .flat_map(|s| check.observe(s))
+        .collect()
+}
+
+fn cli(rel: &str, file: &str) -> String {
+    std::fs::read_to_string(lab(rel).join("cli").join(file)).unwrap()
+}
+
+fn of<'a>(events: &'a [Event], check: &str) -> Vec<&'a Event> {
+    events.iter().filter(|e| e.check == check).collect()
+}
+
+/// `vdevs/deg`: a 2-way HDD mirror with sdb offlined by the administrator.
+#[test]
+fn a_degraded_mirror_is_critical_and_names_the_offline_disk() {
+    let status = cli("vdevs/deg/000", "zpool-status.deg.txt");
+    assert!(status.contains(" state: DEGRADED"));
+    let offline: Vec<String> = zpool_status_rows(&status)
+        .into_iter()
+        .filter(|(_, state, _)| state == "OFFLINE")
+        .map(|(name, _, _)| name)
+        .collect();
+    assert_eq!(offline, ["sdb"]);
+
+    let events = run(&["vdevs/deg"]);
+    let state = of(&events, "pool-health.state");
+    assert_eq!(state.len(), 1, "{events:?}");
+    let e = state[0];
+    assert_eq!(
+        (e.subject.as_str(), e.severity),
+        ("deg", Severity::Critical)
+    );
+    assert_eq!(e.state, Some(State::Raised));
+    for name in &offline {
+        assert!(
+            e.summary.contains(&format!("{name} OFFLINE in mirror-0")),
+            "{}",
+            e.summary
+        );
+        assert!(
+            e.advice
+                .as_deref()
+                .unwrap()
+                .contains(&format!("zpool online deg {name}"))
+        );
+    }
+    assert!(e.summary.contains("no redundancy left"), "{}", e.summary);
+    // The scrub of the capture finished with 0 errors (its zpool status line): no error,
+    // data-error or scan finding.
+    assert!(zpool_status_scan(&status)[0].contains("with 0 errors"));
+    assert!(
+        events.iter().all(|e| e.check == "pool-health.state"),
+        "{events:?}"
+    );
+}
+
+/// Healthy pools (the lab's basic series, the storm series, the raidz2 of vdevs/rz, all
+/// ONLINE with no errors by their zpool status) raise nothing above info.
+#[test]
+fn healthy_pools_raise_nothing_above_info() {
+    for (rel, pool) in [("basic", "tank"), ("vdevs/rz", "rz")] {
+        let status = cli(&format!("{rel}/000"), &format!("zpool-status.{pool}.txt"));
+        assert!(status.contains(" state: ONLINE"), "{rel}");
+        assert!(
+            zpool_status_rows(&status)
+                .iter()
+                .all(|(_, s, c)| s == "ONLINE" && c == &[0, 0, 0])
+        );
+        let events = run(&[rel]);
+        assert!(
+            events.iter().all(|e| e.severity <= Severity::Info),
+            "{rel}: {events:?}"
+        );
+    }
+    let events = run(&["storm/series"]);
+    assert!(
+        events.iter().all(|e| e.severity <= Severity::Info),
+        "{events:?}"
+    );
+}
+
+/// `storm/scrub`: a scrub in progress is an info finding in zpool's words.
+#[test]
+fn a_running_scrub_is_info_with_its_progress() {
+    let dirs = dirs(&["storm/series", "storm/scrub"]);
+    let last = dirs.last().unwrap();
+    let status = std::fs::read_to_string(last.join("cli/zpool-status.storm.txt")).unwrap();
+    let scan = zpool_status_scan(&status);
+    assert!(scan[0].starts_with("scrub in progress since"), "{scan:?}");
+    // zpool ran moments after the ioctl reply: its "% done" is the later, larger figure.
+    let zpool_done: f64 = scan[2]
+        .split("% done")
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    let events = run(&["storm/series", "storm/scrub"]);
+    let running = of(&events, "pool-health.scan");
+    assert_eq!(running.len(), 1, "{events:?}");
+    let e = running[0];
+    assert_eq!((e.subject.as_str(), e.severity), ("storm", Severity::Info));
+    assert!(e.summary.contains(&scan[0]), "{} / {}", e.summary, scan[0]);
+    let done = num(e, "done_pct");
+    assert!(done > 0.0 && done <= zpool_done, "{done} vs {zpool_done}");
+}
+
+/// READ/WRITE/CKSUM of one vdev in a capture's `zpool status -p`.
+fn counters(rel: &str, pool: &str, vdev: &str) -> [u64; 3] {
+    zpool_status_rows(&cli(rel, &format!("zpool-status.{pool}.txt")))
+        .into_iter()
+        .find(|(name, _, _)| name == vdev)
+        .unwrap_or_else(|| panic!("{rel}: no {vdev}"))
+        .2
+}
+
+/// `health/cks` (tests/lab/scenarios/health.sh): one side of an SSD mirror overwritten while
+/// exported; a scrub between captures 000 and 001 finds and repairs the damage; `zpool
+/// clear` before 002.
+#[test]
+fn checksum_errors_found_by_a_scrub_are_a_warning_until_zpool_clear() {
+    assert_eq!(counters("health/cks/000", "cks", "sdd"), [0, 0, 0]);
+    let found = counters("health/cks/001", "cks", "sdd");
+    assert!(found[2] > 0 && found[0] == 0 && found[1] == 0, "{found:?}");
+    assert_eq!(counters("health/cks/001", "cks", "sdc"), [0, 0, 0]);
+    assert_eq!(counters("health/cks/002", "cks", "sdd"), [0, 0, 0]);
+    let scan = zpool_status_scan(&cli("health/cks/001", "zpool-status.cks.txt"));
+    assert!(
+        scan[0].starts_with("scrub repaired") && scan[0].contains("with 0 errors"),
+        "{scan:?}"
+    );
+
+    let events = run(&["health/cks"]);
+    let errors = of(&events, "pool-health.errors");
+    assert_eq!(errors.len(), 2, "{events:?}");
+    let (raised, cleared) = (errors[0], errors[1]);
+    assert_eq!(raised.subject, "cks/normal/mirror-0/sdd");
+    assert_eq!(
+        (raised.severity, raised.state),
+        (Severity::Warning, Some(State::Raised))
+    );
+    let n = found[2];
+    assert!(
+        raised
+            .summary
+            .contains(&format!("{n} checksum errors ({n} new)")),
+        "{}",
+        raised.summary
+    );
+    assert_eq!(num(raised, "checksum_errors"), n as f64);
+    assert!(
+        raised
+            .advice
+            .as_deref()
+            .unwrap()
+            .contains("zpool clear cks sdd")
+    );
+    assert_eq!(
+        (cleared.subject.as_str(), cleared.state),
+        ("cks/normal/mirror-0/sdd", Some(State::Cleared))
+    );
+    // The scrub repaired everything: the pool stays ONLINE with no data errors.
+    assert!(of(&events, "pool-health.state").is_empty());
+    assert!(of(&events, "pool-health.data-errors").is_empty());
+}
+
+/// `zpool get -Hp` values of one capture.
+fn zpool_get(rel: &str, pool: &str, property: &str) -> u64 {
+    cli(rel, &format!("zpool-get.{pool}.txt"))
+        .lines()
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[1] == property)
+        .unwrap_or_else(|| panic!("{rel}: no {property}"))[2]
+        .parse()
+        .unwrap()
+}
+
+/// `health/fill`: one SSD pool filled to ~84% (000), ~93% (001), ~94% (002), then a file
+/// deleted (003).
+#[test]
+fn a_filling_pool_is_critical_past_90_with_its_growth_then_clears() {
+    let rels: Vec<String> = (0..4).map(|i| format!("health/fill/{i:03}")).collect();
+    let used: Vec<f64> = rels
+        .iter()
+        .map(|r| {
+            zpool_get(r, "fill", "allocated") as f64 / zpool_get(r, "fill", "size") as f64 * 100.0
+        })
+        .collect();
+    assert!(
+        used[0] > 80.0 && used[0] < 90.0 && used[1] > 90.0 && used[3] < 75.0,
+        "{used:?}"
+    );
+    let at: Vec<f64> = dirs(&["health/fill"])
+        .iter()
+        .map(|d| captured_at(d))
+        .collect();
+
+    let events = run_with(
+        &["health/fill"],
+        Config {
+            min_hold: std::time::Duration::ZERO,
+            ..Config::default()
+        },
+    );
+    let cap = of(&events, "pool-health.capacity");
+    // The check sees each sample's later capture: 001 first (past 90%), 002, then 003.
+    assert_eq!(cap[0].state, Some(State::Raised));
+    assert_eq!(cap[0].severity, Severity::Critical);
+    assert!(
+        (num(cap[0], "used_pct") - used[1]).abs() < 0.01,
+        "{} vs {}",
+        num(cap[0], "used_pct"),
+        used[1]
+    );
+    assert!(
+        cap[0]
+            .summary
+            .starts_with(&format!("fill is {:.1}% full", used[1])),
+        "{}",
+        cap[0].summary
+    );
+    // With two points there is a growth and a time to full.
+    let update = cap
+        .iter()
+        .find(|e| e.data.contains_key("growth_bytes_per_day"))
+        .expect("a growth");
+    let alloc = |r: &str| zpool_get(r, "fill", "allocated") as f64;
+    let growth = (alloc(&rels[2]) - alloc(&rels[1])) / (at[2] - at[1]);
+    assert!(
+        close(num(update, "growth_bytes_per_day"), growth * 86_400.0, 0.01),
+        "{}",
+        num(update, "growth_bytes_per_day")
+    );
+    let free = zpool_get(&rels[2], "fill", "free") as f64;
+    assert!(close(
+        num(update, "days_to_full") * 86_400.0,
+        free / growth,
+        0.01
+    ));
+    let last = cap.last().unwrap();
+    assert_eq!(last.state, Some(State::Cleared), "{cap:?}");
+    // zpool get fragmentation: 64% at 000, above 50% from 001 on.
+    assert!(zpool_get(&rels[1], "fill", "fragmentation") >= 50);
+    let frag = of(&events, "pool-health.fragmentation");
+    assert_eq!(frag[0].severity, Severity::Info);
+    assert_eq!(
+        num(frag[0], "fragmentation_pct"),
+        zpool_get(&rels[1], "fill", "fragmentation") as f64
+    );
+}

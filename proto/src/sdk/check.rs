@@ -1,0 +1,54 @@
+//! The one shape most checks have: a value built from its config that turns each sample into
+//! events. [`Check`] is that shape; every `Check` is a [`Plugin`], so the plugin plumbing
+//! (emitting, logging the start) is written once, here.
+
+use super::{Error, Host, Plugin};
+use crate::{Event, Sample};
+use serde::de::DeserializeOwned;
+
+/// A check as pure logic: build it from its config, feed it samples, get events. Export it
+/// with [`crate::export_plugin!`] like any plugin; its unit and replay tests call
+/// [`Check::observe`] directly.
+pub trait Check: Sized + Send + 'static {
+    /// As [`Plugin::NAME`].
+    const NAME: &'static str;
+    /// As [`Plugin::VERSION`].
+    const VERSION: &'static str;
+    type Config: DeserializeOwned;
+    /// As [`Plugin::READS`]: the parts of the sample this check reads (`abi::PART_*` bits);
+    /// by default every part.
+    const READS: u64 = crate::abi::PARTS_KNOWN;
+
+    /// Builds the check; an error refuses the plugin with that message.
+    fn build(config: Self::Config) -> Result<Self, Error>;
+
+    /// The events this sample causes (raised, updated, cleared findings).
+    fn observe(&mut self, sample: &Sample) -> Vec<Event>;
+
+    /// A line for the agent's log when the check starts, e.g. what it watches.
+    fn started(&self) -> Option<String> {
+        None
+    }
+}
+
+impl<C: Check> Plugin for C {
+    const NAME: &'static str = C::NAME;
+    const VERSION: &'static str = C::VERSION;
+    const READS: u64 = C::READS;
+    type Config = C::Config;
+
+    fn new(config: C::Config, host: &Host) -> Result<Self, Error> {
+        let check = C::build(config)?;
+        if let Some(line) = check.started() {
+            host.info(&line);
+        }
+        Ok(check)
+    }
+
+    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), Error> {
+        for event in self.observe(sample) {
+            host.emit(&event)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,159 @@
+//! `zpulse run` with a plugin that hangs: SIGTERM still ends the agent within 5 s, whatever
+//! the plugin's budget (the agent does not wait for a call that has not returned).
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use zpulse_tests::build_into_test_target;
+
+#[test]
+fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs() {
+    let profile = build_into_test_target(&["zpulse-test-plugin-hangs"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plugin = dir.path().join("libhangs.so");
+    std::fs::copy(profile.join("libzpulse_test_plugin_hangs.so"), &plugin).unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let config = dir.path().join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\nbudget = \"10m\"\n\
+             [plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n[[sink]]\ntype = \"stdout\"\n",
+            plugin.display()
+        ),
+    )
+    .unwrap();
+    let mut agent = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(agent.stderr.take().unwrap()).lines();
+    let started = err
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("starting"));
+    assert!(started.is_some(), "the agent did not start");
+    // Two readings (1 s apart) make the first sample, which the plugin hangs on for 10
+    // minutes; nothing observable says it has begun, so give it the interval and a half.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(agent.try_wait().unwrap().is_none(), "still running");
+    let asked = Instant::now();
+    let ok = Command::new("kill")
+        .args(["-TERM", &agent.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let status = loop {
+        if let Some(s) = agent.try_wait().unwrap() {
+            break s;
+        }
+        if asked.elapsed() > Duration::from_secs(30) {
+            let _ = agent.kill();
+            panic!("still running 30 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = asked.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(status.success(), "{status:?}");
+}
+
+/// A private plugin directory with the template plugin, and a config loading it with `table`
+/// as its `[plugins.template]`.
+fn template_config(dir: &std::path::Path, profile: &std::path::Path, table: &str) -> String {
+    let plugin = dir.join("libtemplate.so");
+    if !plugin.exists() {
+        std::fs::copy(profile.join("libzpulse_plugin_template.so"), &plugin).unwrap();
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    format!(
+        "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\n[plugins.template]\n{table}\n\
+         [[sink]]\ntype = \"stdout\"\n",
+        plugin.display()
+    )
+}
+
+#[test]
+fn check_config_and_reload_refuse_a_table_the_plugin_would_refuse() {
+    let profile = build_into_test_target(&["zpulse-plugin-template"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = dir.path().join("zpulse.toml");
+    let check = || {
+        Command::new(profile.join("zpulse"))
+            .args(["check-config", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap()
+    };
+    // `busy_pct` misspelt: the template's Config denies unknown fields.
+    std::fs::write(
+        &config,
+        template_config(dir.path(), &profile, "busy_pcnt = 95"),
+    )
+    .unwrap();
+    let out = check();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "check-config said ok: {err}");
+    assert!(err.contains("zpulse.toml:5: plugins.template:"), "{err}");
+    assert!(err.contains("unknown field `busy_pcnt`"), "{err}");
+    // A wrong type too.
+    std::fs::write(
+        &config,
+        template_config(dir.path(), &profile, "busy_pct = \"high\""),
+    )
+    .unwrap();
+    let out = check();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("busy_pct"));
+
+    // The agent runs with a good table; a reload to the bad one is refused, the plugin runs on.
+    std::fs::write(
+        &config,
+        template_config(dir.path(), &profile, "busy_pct = 95"),
+    )
+    .unwrap();
+    assert!(check().status.success());
+    let mut agent = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(agent.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(agent.stderr.take().unwrap()).lines();
+    let heartbeat = |out: &mut std::io::Lines<BufReader<std::process::ChildStdout>>| {
+        let line = out
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains("agent.heartbeat"))
+            .expect("a heartbeat");
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    let hb = heartbeat(&mut out);
+    assert_eq!(hb["record"]["data"]["plugins_running"], 1, "{hb}");
+    std::fs::write(
+        &config,
+        template_config(dir.path(), &profile, "busy_pcnt = 95"),
+    )
+    .unwrap();
+    Command::new("kill")
+        .args(["-HUP", &agent.id().to_string()])
+        .status()
+        .unwrap();
+    let refused = err
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("reload refused"))
+        .expect("the reload is refused");
+    assert!(refused.contains("unknown field `busy_pcnt`"), "{refused}");
+    let _ = agent.kill();
+    let _ = agent.wait();
+}
