@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::sample::VdevRates;
-use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2};
+use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round_sig3, round2};
 use zpulse_proto::sdk::text::{bytes, ctime_utc, dhms, scan_status};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
@@ -319,7 +319,21 @@ impl PoolHealth {
                     .cloned()
                     .unwrap_or_default()
             } else {
-                self.resilver_hits.remove(&top_subject);
+                // The resilver is over: what it could not repair is now the pool's error log
+                // (pool-health.data-errors).
+                for leaf_subject in self.resilver_hits.remove(&top_subject).unwrap_or_default() {
+                    let report = Report::new(format!(
+                        "the resilver of {} in {} is over; `zpool status -v {}` lists what it \
+                         could not repair",
+                        top.name, pool.name, pool.name
+                    ));
+                    events.extend(self.resilver_errors.observe(
+                        now,
+                        &leaf_subject,
+                        Verdict::Clear,
+                        report,
+                    ));
+                }
                 BTreeSet::new()
             };
             for leaf_subject in hits {
@@ -384,7 +398,16 @@ impl PoolHealth {
                 Report::new(format!("{subject}: error counters are zero again")),
             );
         }
-        let new = rate.map(|r| r.new_errors).unwrap_or_default();
+        // Without rates the vdev is new in this interval or was reopened in it (its counters
+        // reset, e.g. by an export and import): everything it counts happened in the interval.
+        let new = rate
+            .map(|r| r.new_errors)
+            .unwrap_or(zpulse_proto::sample::NewErrors {
+                read: Some(counts[0]),
+                write: Some(counts[1]),
+                checksum: Some(counts[2]),
+                slow_ios: None,
+            });
         let new3 = [
             new.read.unwrap_or(0),
             new.write.unwrap_or(0),
@@ -544,9 +567,10 @@ impl PoolHealth {
                 bytes(g * 86_400.0),
                 dhms(to_full as u64)
             ));
+            // Three significant figures: a pool minutes from full has days_to_full ≈ 0.005.
             report = report
-                .with("growth_bytes_per_day", round2(g * 86_400.0))
-                .with("days_to_full", round2(to_full / 86_400.0));
+                .with("growth_bytes_per_day", round_sig3(g * 86_400.0))
+                .with("days_to_full", round_sig3(to_full / 86_400.0));
         }
         report.summary = summary;
         let report = report.advice(format!(
@@ -560,7 +584,7 @@ impl PoolHealth {
             self.capacity_findings
                 .observe(now, &pool.name, verdict, report),
         );
-        if let Some(frag) = root.fragmentation {
+        if let Some(frag) = cfg.fragmentation() {
             let verdict = self.fragmentation.verdict(frag as f64);
             let report = Report::new(format!(
                 "{}'s free space is {frag}% fragmented (zpool list FRAG)",

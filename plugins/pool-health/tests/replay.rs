@@ -268,3 +268,168 @@ fn a_filling_pool_is_critical_past_90_with_its_growth_then_clears() {
         zpool_get(&rels[1], "fill", "fragmentation") as f64
     );
 }
+
+/// `health/hm`: an HDD mirror on partitions with sdb1 offline (000, DEGRADED), then onlined
+/// and resilvered before the next capture (001, 002: ONLINE, "resilvered … with 0 errors").
+#[test]
+fn a_degraded_mirror_clears_once_resilvered() {
+    let before = cli("health/hm/000", "zpool-status.hm.txt");
+    assert!(before.contains(" state: DEGRADED"));
+    let after = cli("health/hm/001", "zpool-status.hm.txt");
+    assert!(after.contains(" state: ONLINE"));
+    assert!(
+        zpool_status_scan(&after)[0].starts_with("resilvered "),
+        "{after}"
+    );
+    // The check sees 001 and 002 (the later capture of each sample): both ONLINE, so there
+    // is nothing to raise, and the finished resilver is no running scan.
+    let events = run(&["health/hm"]);
+    assert!(
+        events.iter().all(|e| e.severity <= Severity::Info),
+        "{events:?}"
+    );
+    // From the DEGRADED capture on, the state is raised and then cleared.
+    let mut check = PoolHealth::new(Config::default()).unwrap();
+    let snaps = snapshots(&["health/hm"]);
+    let first = zpulse_proto::Sample {
+        end: snaps[0].taken_at,
+        snapshot: snaps[0].clone(),
+        ..Default::default()
+    };
+    let mut events = check.observe(&first);
+    for s in samples(&snaps) {
+        events.extend(check.observe(&s));
+    }
+    let state = of(&events, "pool-health.state");
+    assert_eq!(state.len(), 2, "{events:?}");
+    assert_eq!(
+        (state[0].severity, state[0].state),
+        (Severity::Critical, Some(State::Raised))
+    );
+    // sdb1 is a partition of sdb (its sysfs directory sits under sdb).
+    assert!(lab("health/hm/000/sys/block/sdb/sdb1/start").exists());
+    assert!(
+        state[0]
+            .summary
+            .contains("sdb1 (disk sdb) OFFLINE in mirror-0"),
+        "{}",
+        state[0].summary
+    );
+    assert_eq!(state[1].state, Some(State::Cleared));
+}
+
+/// `resilver/age` (tests/lab/scenarios/resilver.sh): `scrubbed` scrubbed, `never` imported and
+/// never scrubbed (000); the guest clock moved 40 days on, `fresh` created (001, 002).
+#[test]
+fn scrub_age_follows_the_captures_clock() {
+    let at: Vec<f64> = dirs(&["resilver/age"])
+        .iter()
+        .map(|d| captured_at(d))
+        .collect();
+    assert!(at[1] - at[0] > 39.0 * 86_400.0, "{at:?}");
+    let scan = zpool_status_scan(&cli("resilver/age/001", "zpool-status.scrubbed.txt"));
+    assert!(scan[0].starts_with("scrub repaired"), "{scan:?}");
+    assert!(
+        !cli("resilver/age/001", "zpool-status.never.txt").contains("scan:")
+            || zpool_status_scan(&cli("resilver/age/001", "zpool-status.never.txt"))[0]
+                == "none requested"
+    );
+
+    let events = run(&["resilver/age"]);
+    let aged = of(&events, "pool-health.scrub-age");
+    let mut subjects: Vec<&str> = aged.iter().map(|e| e.subject.as_str()).collect();
+    subjects.sort();
+    assert_eq!(subjects, ["never", "scrubbed"], "{aged:?}");
+    for e in &aged {
+        assert_eq!(
+            (e.severity, e.state),
+            (Severity::Warning, Some(State::Raised))
+        );
+    }
+    let scrubbed = aged.iter().find(|e| e.subject == "scrubbed").unwrap();
+    // The scrub ended before capture 000; 40 days of clock lie between 000 and 001.
+    assert!(
+        num(scrubbed, "days_since_scrub") > 39.9,
+        "{}",
+        scrubbed.summary
+    );
+    let never = aged.iter().find(|e| e.subject == "never").unwrap();
+    assert!(
+        never.summary.contains("never been scrubbed"),
+        "{}",
+        never.summary
+    );
+    assert!(num(never, "days_in_use") > 39.9, "{}", never.summary);
+}
+
+/// `resilver/resilver` (tests/lab/scenarios/resilver.sh, this project's seed 003): sdb of an
+/// HDD mirror offline while data lands, blocks of that data then damaged on sda, the only
+/// copy; onlining sdb starts a resilver (001: held at 0%), which meets the damage (002:
+/// checksum errors growing while both are marked "(resilvering)", data errors), and ends
+/// "with N errors" (003): data lost.
+#[test]
+fn a_resilver_that_meets_errors_is_critical_and_data_loss_is_named() {
+    let rel = |i: u32| format!("resilver/resilver/{i:03}");
+    let status = |i: u32| cli(&rel(i), "zpool-status.rz1.txt");
+    assert!(status(0).contains(" state: DEGRADED"));
+    assert!(zpool_status_scan(&status(1))[0].starts_with("resilver in progress since"));
+    let during = status(2);
+    assert!(zpool_status_scan(&during)[0].starts_with("resilver in progress since"));
+    let sda = counters(&rel(2), "rz1", "sda");
+    assert!(sda[2] > 0, "{sda:?}");
+    assert!(during.contains("(resilvering)"));
+    let end = zpool_status_scan(&status(3));
+    assert!(
+        end[0].starts_with("resilvered ") && !end[0].contains("with 0 errors"),
+        "{end:?}"
+    );
+    let lost: u64 = status(3)
+        .lines()
+        .find_map(|l| l.strip_prefix("errors: ")?.split(' ').next()?.parse().ok())
+        .expect("errors: N data errors");
+    assert!(lost > 0);
+
+    let events = run(&["resilver/resilver"]);
+    let hit = of(&events, "pool-health.resilver-errors");
+    let sda_hit = hit
+        .iter()
+        .find(|e| e.subject == "rz1/normal/mirror-0/sda")
+        .unwrap_or_else(|| panic!("{hit:#?}"));
+    assert_eq!(
+        (sda_hit.severity, sda_hit.state),
+        (Severity::Critical, Some(State::Raised))
+    );
+    assert!(
+        sda_hit.summary.contains("while sdb is being resilvered"),
+        "{}",
+        sda_hit.summary
+    );
+    assert_eq!(num(sda_hit, "checksum_errors"), sda[2] as f64);
+    // The resilver's end clears it; the data loss stays.
+    assert!(
+        hit.iter()
+            .any(|e| e.subject == sda_hit.subject && e.state == Some(State::Cleared))
+    );
+    let data = of(&events, "pool-health.data-errors");
+    assert_eq!(
+        (data[0].severity, data[0].state),
+        (Severity::Critical, Some(State::Raised))
+    );
+    assert!(data.iter().all(|e| e.state != Some(State::Cleared)));
+    // The kernel's count is approximate (zpool status counts unique entries): never fewer.
+    assert!(
+        num(data.last().unwrap(), "error_count") >= lost as f64,
+        "{data:?}"
+    );
+    // The scan: raised while it runs, cleared with zpool's own words for the result.
+    let scan = of(&events, "pool-health.scan");
+    assert_eq!(scan[0].state, Some(State::Raised));
+    let cleared = scan.last().unwrap();
+    assert_eq!(cleared.state, Some(State::Cleared));
+    assert!(
+        cleared.summary.contains(&end[0]),
+        "{} / {}",
+        cleared.summary,
+        end[0]
+    );
+}

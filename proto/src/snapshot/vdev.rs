@@ -306,6 +306,20 @@ pub struct PoolConfig {
 }
 
 impl PoolConfig {
+    /// Free-space fragmentation of the normal class, percent, as `zpool list` FRAG reports
+    /// it (`metaslab_class_fragmentation`, module/zfs/metaslab.c): the top-level vdevs'
+    /// fragmentation weighted by their space, in integers. `None` when no vdev reports one.
+    pub fn fragmentation(&self) -> Option<u64> {
+        let (mut weighted, mut space) = (0u128, 0u128);
+        for v in self.class(VdevClass::Normal) {
+            let Some(s) = &v.stats else { continue };
+            let Some(f) = s.fragmentation else { continue };
+            weighted += u128::from(f) * u128::from(s.space);
+            space += u128::from(s.space);
+        }
+        (space > 0).then(|| (weighted / space) as u64)
+    }
+
     /// Top-level vdevs of one class.
     pub fn class(&self, class: VdevClass) -> impl Iterator<Item = &Vdev> {
         self.root

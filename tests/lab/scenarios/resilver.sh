@@ -20,10 +20,13 @@ capa() { local out=$O/$1; shift; $C "$out" "$@"; }
 
 zpool create -f rz1 mirror sda sdb
 zfs create -o compression=off -o recordsize=128k rz1/d
-dd if=/dev/zero of=/rz1/d/old bs=1M count=100 status=none
+# Random data (8 MiB repeated: urandom is slow under emulation). Not zeros: a block of zeros
+# read back from the never-written sectors of the offline side would pass its checksum.
+dd if=/dev/urandom of=/tmp/r bs=1M count=8 status=none
+for i in $(seq 12); do cat /tmp/r; done > /rz1/d/old
 zpool sync rz1
 zpool offline rz1 sdb
-dd if=/dev/zero of=/rz1/d/new bs=1M count=400 status=none
+for i in $(seq 50); do cat /tmp/r; done > /rz1/d/new
 zpool sync rz1
 cap resilver/000
 # Where the new file's data blocks are (zdb: L0 block pointers, DVA vdev:offset:asize in hex);

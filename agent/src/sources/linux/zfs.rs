@@ -395,4 +395,47 @@ mod tests {
         assert_eq!(tank.datasets.len(), 1);
         assert_eq!(tank.datasets[0].name.as_deref(), Some("tank/with space"));
     }
+
+    /// One pool's damaged kstats cost that pool's figures only (issue #11): four pools of a
+    /// real OpenZFS 2.1 capture (tests/fixtures/lab/health/layout/000), with `same/state`
+    /// garbled, `mix/iostats` cut in half and `wide/txgs` replaced by a directory.
+    #[test]
+    fn one_pools_damaged_kstats_cost_only_that_pool() {
+        let src = Path::new(FIXTURES).join("lab/health/layout/000");
+        let dir = tempfile::tempdir().unwrap();
+        let kstat = dir.path().join(KSTAT_DIR);
+        std::fs::create_dir_all(&kstat).unwrap();
+        copy_tree(&src.join(KSTAT_DIR), &kstat);
+        std::fs::write(kstat.join("same/state"), b"\xff\xfe not a state\n").unwrap();
+        let iostats = std::fs::read(kstat.join("mix/iostats")).unwrap();
+        std::fs::write(kstat.join("mix/iostats"), &iostats[..iostats.len() / 2]).unwrap();
+        std::fs::remove_file(kstat.join("wide/txgs")).unwrap();
+        std::fs::create_dir(kstat.join("wide/txgs")).unwrap();
+
+        let mut damaged = Snapshot::default();
+        read(&Root::new(dir.path()), &mut damaged);
+        let mut intact = Snapshot::default();
+        read(&Root::new(&src), &mut intact);
+
+        let names: Vec<&str> = damaged.pools.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["ash", "mix", "same", "wide"]);
+        // Untouched pools are exactly as in the intact capture.
+        assert_eq!(damaged.pool("ash"), intact.pool("ash"));
+        let (same, mix, wide) = (
+            damaged.pool("same").unwrap(),
+            damaged.pool("mix").unwrap(),
+            damaged.pool("wide").unwrap(),
+        );
+        assert_eq!(same.state, None);
+        assert_eq!(same.txgs, intact.pool("same").unwrap().txgs);
+        assert_eq!(mix.state.as_deref(), Some("ONLINE"));
+        assert!(wide.txgs.is_empty());
+        assert_eq!(wide.state.as_deref(), Some("ONLINE"));
+        // Each damaged file is one note naming it.
+        let noted: Vec<&str> = damaged.issues.iter().map(|i| i.source.as_str()).collect();
+        for file in ["same/state", "wide/txgs"] {
+            assert!(noted.iter().any(|n| n.ends_with(file)), "{file}: {noted:?}");
+        }
+        assert!(intact.issues.is_empty(), "{:?}", intact.issues);
+    }
 }
