@@ -27,6 +27,11 @@ pub fn workspace() -> PathBuf {
 /// binary and the plugin shared objects are. Integration tests run from
 /// `target/<profile>/deps/`.
 pub fn build_into_test_target(packages: &[&str]) -> PathBuf {
+    build_libs_into_test_target(packages, true)
+}
+
+/// [`build_into_test_target`], without the `zpulse` binary when `with_agent` is false.
+pub fn build_libs_into_test_target(packages: &[&str], with_agent: bool) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let profile_dir = exe
         .parent()
@@ -43,7 +48,9 @@ pub fn build_into_test_target(packages: &[&str]) -> PathBuf {
     for p in packages {
         build.args(["-p", p]);
     }
-    build.args(["-p", "zpulse-agent", "--bin", "zpulse", "--lib"]);
+    if with_agent {
+        build.args(["-p", "zpulse-agent", "--bin", "zpulse", "--lib"]);
+    }
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         build.arg("--release");
     }

@@ -1,5 +1,5 @@
 /*
- * zpulse_plugin.h — the zpulse plugin ABI, version 1.0, for plugins written in C.
+ * zpulse_plugin.h — the zpulse plugin ABI, version 1.1, for plugins written in C.
  *
  * The same contract as zpulse-proto's `abi` module (Rust plugins use its SDK instead).
  *
@@ -66,6 +66,17 @@ extern "C" {
 #define ZPULSE_EMIT_TOO_LARGE 2    /* over the agent's size limit */
 #define ZPULSE_EMIT_RATE_LIMITED 3 /* over the per-sample event limit; dropped */
 
+/* Parts of the sample a plugin may say it does not read (descriptor field `unread`, ABI 1.1):
+ * the agent may leave them out of the samples it sends it (an empty list or no key, as when
+ * the kernel does not report them). Everything no bit names is always sent. */
+#define ZPULSE_PART_SNAPSHOT_DISKS (1ULL << 0)   /* snapshot.disks */
+#define ZPULSE_PART_TXGS (1ULL << 1)             /* snapshot.pools[].txgs */
+#define ZPULSE_PART_VDEV_HISTOGRAMS (1ULL << 2)  /* histograms of snapshot.pools[].config vdevs */
+#define ZPULSE_PART_VDEV_RAW_STATS (1ULL << 3)   /* stats.raw of those vdevs (an empty list) */
+#define ZPULSE_PART_DISK_RATES (1ULL << 4)       /* disks */
+#define ZPULSE_PART_DATASETS (1ULL << 5)         /* snapshot.pools[].datasets */
+#define ZPULSE_PART_HOST_RATES (1ULL << 6)       /* net, cpu, snapshot.net, snapshot.cpu */
+
 /* Levels of host->log. */
 #define ZPULSE_LOG_ERROR 1
 #define ZPULSE_LOG_WARN 2
@@ -110,6 +121,10 @@ typedef struct zpulse_plugin_descriptor {
      * state; ZPULSE_STATUS_OK, or ZPULSE_STATUS_CONFIG with the reason given to set_error. */
     int32_t (*check_config)(const zpulse_host_api *host, const uint8_t *config,
                             size_t config_len);
+    /* ABI 1.1: ZPULSE_PART_* bits this plugin does not read; 0 = send the whole sample. A
+     * 1.0 descriptor (88 bytes, without check_config nor this field) is still accepted and
+     * gets everything. */
+    uint64_t unread;
 } zpulse_plugin_descriptor;
 
 /* The one symbol a plugin exports. */
@@ -120,7 +135,8 @@ _Static_assert(sizeof(zpulse_str) == 16, "zpulse_str layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, name) == 16, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, create) == 64, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, check_config) == 88, "descriptor layout");
-_Static_assert(sizeof(zpulse_plugin_descriptor) == 96, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, unread) == 96, "descriptor layout");
+_Static_assert(sizeof(zpulse_plugin_descriptor) == 104, "descriptor layout");
 _Static_assert(offsetof(zpulse_host_api, ctx) == 16, "host api layout");
 _Static_assert(sizeof(zpulse_host_api) == 48, "host api layout");
 #endif

@@ -1,4 +1,4 @@
-//! Plugin ABI v1: the C-compatible contract between the agent and a plugin shared object.
+//! Plugin ABI v1 (1.1): the C-compatible contract between the agent and a plugin shared object.
 //!
 //! `proto/include/zpulse_plugin.h` states the same contract for C. Plugin authors writing Rust
 //! use [`crate::sdk`] and never touch this module; it is public for the agent, for the SDK's
@@ -24,6 +24,10 @@
 //!   [`HostApi::set_error`] with the reason, which the agent reports with the failure.
 //! * Nothing may unwind across the boundary (a Rust panic escaping `extern "C"` aborts the
 //!   process): the SDK catches panics and returns [`STATUS_PANIC`].
+//! * Since 1.1 the descriptor ends with [`PluginDescriptor::check_config`] (may be null) and
+//!   [`PluginDescriptor::unread`]: the parts of the sample
+//!   ([`PART_SNAPSHOT_DISKS`], …) the plugin never looks at, which the agent may leave out of
+//!   the samples it sends that plugin. 0 (and every 1.0 plugin) gets the whole sample.
 //! * The agent never unloads a plugin (`dlclose` is unsafe with thread-locals and threads), so
 //!   a plugin's statics live as long as the process.
 
@@ -32,13 +36,36 @@ use std::ffi::c_void;
 /// Incompatible changes bump the major: the agent refuses a plugin with another major.
 pub const ABI_MAJOR: u32 = 1;
 /// Compatible additions (fields appended to the descriptor or the host API, header flags)
-/// bump the minor. 1.1: [`DESCRIPTOR_PANIC_ABORT`] and [`PluginDescriptor::check_config`].
+/// bump the minor. 1.1: [`DESCRIPTOR_PANIC_ABORT`], [`PluginDescriptor::check_config`] and
+/// [`PluginDescriptor::unread`].
 pub const ABI_MINOR: u32 = 1;
 
 /// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
 /// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
 /// it (and `export_plugin!` refuses to compile such a plugin); the agent refuses to load one.
 pub const DESCRIPTOR_PANIC_ABORT: u32 = 1;
+
+/// Parts of the sample a plugin may declare it does not read ([`PluginDescriptor::unread`]).
+/// A part left out is absent from the MessagePack map (an empty list or no value), exactly as
+/// when the kernel did not report it; everything no bit names is always sent.
+///
+/// `snapshot.disks`: the block devices' absolute counters, sizes and pool roles.
+pub const PART_SNAPSHOT_DISKS: u64 = 1 << 0;
+/// `snapshot.pools[].txgs`: the transaction-group history.
+pub const PART_TXGS: u64 = 1 << 1;
+/// `histograms` of every vdev in `snapshot.pools[].config` (the rates keep their averages).
+pub const PART_VDEV_HISTOGRAMS: u64 = 1 << 2;
+/// `stats.raw` of every vdev in `snapshot.pools[].config` (an empty list when left out; the
+/// named fields of `stats` stay).
+pub const PART_VDEV_RAW_STATS: u64 = 1 << 3;
+/// `disks`: the per-disk rates.
+pub const PART_DISK_RATES: u64 = 1 << 4;
+/// `snapshot.pools[].datasets`: the per-dataset kstats.
+pub const PART_DATASETS: u64 = 1 << 5;
+/// `net`, `snapshot.net`, `cpu` and `snapshot.cpu`: the host's network and CPU figures.
+pub const PART_HOST_RATES: u64 = 1 << 6;
+/// Every part this ABI version defines.
+pub const PARTS_KNOWN: u64 = (1 << 7) - 1;
 
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &std::ffi::CStr = c"zpulse_plugin_entry";
@@ -153,8 +180,9 @@ pub type DestroyFn = unsafe extern "C" fn(state: *mut c_void);
 pub type CheckConfigFn =
     unsafe extern "C" fn(host: *const HostApi, config: *const u8, config_len: usize) -> Status;
 
-/// What a plugin exports (ABI 1.0). Function pointers are `Option` so that a null one from C
-/// is a refused plugin, not undefined behaviour.
+/// What a plugin exports (ABI 1.1; a 1.0 descriptor ends before `check_config`). Function
+/// pointers are `Option` so that a null one from C is a refused plugin, not undefined
+/// behaviour. Read one with [`read_descriptor`], which knows every 1.x size.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct PluginDescriptor {
@@ -170,10 +198,36 @@ pub struct PluginDescriptor {
     pub destroy: Option<DestroyFn>,
     /// ABI 1.1; absent (and read as `None`) in a 1.0 descriptor.
     pub check_config: Option<CheckConfigFn>,
+    /// ABI 1.1: `PART_*` bits of the sample this plugin does not read; the agent may leave
+    /// them out of its samples. 0 = send everything (and absent, read as 0, in a 1.0
+    /// descriptor). Unknown bits are ignored.
+    pub unread: u64,
 }
 
 /// The size of an ABI 1.0 descriptor: everything before `check_config`.
 pub const DESCRIPTOR_SIZE_1_0: usize = std::mem::offset_of!(PluginDescriptor, check_config);
+
+/// Copies a descriptor of any 1.x size: as much of it as the plugin has, over a zeroed one,
+/// so that the fields an older plugin does not have take their 1.0 meaning (`check_config`
+/// `None`, `unread` 0: the whole sample).
+///
+/// # Safety
+/// `descriptor` must point to a descriptor whose header passed [`check_header`]: at least
+/// `header.struct_size` readable bytes.
+pub unsafe fn read_descriptor(descriptor: *const PluginDescriptor) -> PluginDescriptor {
+    // SAFETY: the header is the first field of every version and the caller checked it.
+    let size = unsafe { (*descriptor.cast::<DescriptorHeader>()).struct_size } as usize;
+    let n = size.min(std::mem::size_of::<PluginDescriptor>());
+    let mut d = std::mem::MaybeUninit::<PluginDescriptor>::zeroed();
+    // SAFETY: the plugin's static descriptor has `size` readable bytes (at least the 1.0
+    // size, checked by `check_header`); `n` of them are copied over a zeroed descriptor.
+    // Every field is an integer, a pointer or an `Option` of a function pointer, for which
+    // all-zero is valid (`None`, empty), so the result is a valid descriptor.
+    unsafe {
+        std::ptr::copy_nonoverlapping(descriptor.cast::<u8>(), d.as_mut_ptr().cast::<u8>(), n);
+        d.assume_init()
+    }
+}
 
 // SAFETY: a descriptor is immutable static data: its pointers refer to static strings and
 // functions, which any thread may read.
@@ -248,10 +302,11 @@ const _: () = {
     assert!(offset_of!(PluginDescriptor, create) == 64);
     assert!(offset_of!(PluginDescriptor, on_sample) == 72);
     assert!(offset_of!(PluginDescriptor, destroy) == 80);
-    // ABI 1.0 ends here; 1.1 appends check_config.
+    // ABI 1.0 ends here; 1.1 appends check_config, then unread.
     assert!(DESCRIPTOR_SIZE_1_0 == 88);
     assert!(offset_of!(PluginDescriptor, check_config) == 88);
-    assert!(size_of::<PluginDescriptor>() == 96);
+    assert!(offset_of!(PluginDescriptor, unread) == 96);
+    assert!(size_of::<PluginDescriptor>() == 104);
     assert!(offset_of!(HostApi, ctx) == 16);
     assert!(offset_of!(HostApi, log) == 24);
     assert!(offset_of!(HostApi, emit) == 32);
@@ -280,6 +335,14 @@ mod tests {
             flags: 0,
         };
         assert!(check_header(&small).unwrap_err().contains("40 bytes"));
+        // A 1.0 descriptor (88 bytes, no `check_config` nor `unread`) is still accepted.
+        let one_zero = DescriptorHeader {
+            abi_major: 1,
+            abi_minor: 0,
+            struct_size: 88,
+            flags: 0,
+        };
+        assert!(check_header(&one_zero).is_ok());
         let newer_minor = DescriptorHeader {
             abi_major: 1,
             abi_minor: 7,
@@ -287,6 +350,61 @@ mod tests {
             flags: 0,
         };
         assert!(check_header(&newer_minor).is_ok());
+    }
+
+    unsafe extern "C" fn accept_any(_: *const HostApi, _: *const u8, _: usize) -> Status {
+        STATUS_OK
+    }
+
+    /// A descriptor whose 1.1 fields are set, as a 1.1 plugin would export it, claiming
+    /// `struct_size` bytes.
+    fn descriptor_claiming(struct_size: u32) -> PluginDescriptor {
+        PluginDescriptor {
+            header: DescriptorHeader {
+                abi_major: 1,
+                abi_minor: 0,
+                struct_size,
+                flags: 0,
+            },
+            name: StrRef::from_static("old"),
+            version: StrRef::from_static("1"),
+            build_info: StrRef::from_static(""),
+            create: None,
+            on_sample: None,
+            destroy: None,
+            check_config: Some(accept_any),
+            unread: PART_TXGS,
+        }
+    }
+
+    #[test]
+    fn a_descriptor_is_read_only_as_far_as_its_size_says() {
+        // 1.0 (88 bytes): nothing past `destroy` is read, whatever lies there.
+        let old = descriptor_claiming(88);
+        assert!(check_header(&old.header).is_ok());
+        // SAFETY: `old` is a live descriptor of at least the 88 bytes its header claims.
+        let d = unsafe { read_descriptor(&raw const old) };
+        assert!(d.check_config.is_none(), "a 1.0 plugin has no check_config");
+        assert_eq!(d.unread, 0, "a 1.0 plugin gets the whole sample");
+        // SAFETY: a static string.
+        assert_eq!(
+            unsafe { d.name.to_string_lossless() }.as_deref(),
+            Some("old")
+        );
+        // 96 bytes: check_config but not unread.
+        let middle = descriptor_claiming(96);
+        // SAFETY: as above, 96 bytes.
+        let d = unsafe { read_descriptor(&raw const middle) };
+        assert!(d.check_config.is_some());
+        assert_eq!(d.unread, 0);
+        // The whole 1.1 descriptor, and a larger one from a newer minor: both fields.
+        for size in [104, 120] {
+            let new = descriptor_claiming(size);
+            // SAFETY: only size_of::<PluginDescriptor>() bytes are read, which `new` has.
+            let d = unsafe { read_descriptor(&raw const new) };
+            assert!(d.check_config.is_some());
+            assert_eq!(d.unread, PART_TXGS);
+        }
     }
 
     #[test]

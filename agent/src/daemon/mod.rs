@@ -152,15 +152,13 @@ pub fn run(options: Options) -> Result<(), String> {
         let stage_tx = stage_tx.clone();
         let pace = options.pace;
         let replay = match &options.replay {
-            Some(dir) => Some(replay_samples(dir)?),
+            Some(dir) => Some(replay_series(dir)?),
             None => None,
         };
         std::thread::Builder::new()
             .name("sampler".into())
             .spawn(move || match replay {
-                Some((first, samples)) => {
-                    replay_loop(first, samples, pace, stage_tx, stopping, counters)
-                }
+                Some(dirs) => replay_loop(&dirs, pace, stage_tx, stopping, counters),
                 None => sampler_loop(system, interval, sampler_rx, stage_tx, counters),
             })
             .map_err(|e| format!("cannot start the sampler thread: {e}"))?
@@ -235,29 +233,41 @@ fn reload(options: &Options) -> Result<Generation, String> {
     generation(config, &System::live())
 }
 
-/// The first capture of a series and the samples between consecutive captures, as
-/// `zpulse replay` makes them.
-fn replay_samples(dir: &Path) -> Result<(zpulse_proto::Snapshot, Vec<Sample>), String> {
+/// The captures of a series, checked before the agent starts: every manifest reads and
+/// every pair makes a sample (in time order, one OS), as `zpulse replay` requires. Only the
+/// manifests are read here; the captures themselves are loaded one at a time as the replay
+/// reaches them, so a replay holds two snapshots, not the series.
+fn replay_series(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let dirs = crate::capture::series(dir).map_err(|e| e.to_string())?;
-    let mut snaps = Vec::new();
+    let mut prev: Option<zpulse_proto::Snapshot> = None;
     for d in &dirs {
-        snaps.push(crate::capture::load(d).map_err(|e| e.to_string())?);
+        let m = crate::capture::Manifest::read(d).map_err(|e| e.to_string())?;
+        let stamp = zpulse_proto::Snapshot {
+            taken_at: m.captured_at,
+            host: zpulse_proto::snapshot::HostIdentity {
+                os: m.os,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if let Some(p) = &prev {
+            Sample::between(p, &stamp).map_err(|e| e.to_string())?;
+        }
+        prev = Some(stamp);
     }
-    let samples = snaps
-        .windows(2)
-        .map(|w| Sample::between(&w[0], &w[1]).map_err(|e| e.to_string()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let first = snaps.into_iter().next().ok_or("the series is empty")?;
-    Ok((first, samples))
+    if dirs.is_empty() {
+        return Err("the series is empty".into());
+    }
+    Ok(dirs)
 }
 
-/// Hands every recorded sample to the plugin stage (waiting for it: nothing is dropped), then
-/// asks the agent to stop as SIGTERM would, so the sinks flush. With a pace, each reading
-/// (the first capture, then each sample) is held that long before the next, and the last
-/// one too: a scraper sees every capture.
+/// Hands the first capture, then the sample of every consecutive pair of captures, to the
+/// plugin stage (waiting for it: nothing is dropped), then asks the agent to stop as SIGTERM
+/// would, so the sinks flush. With a pace, each reading (the first capture, then each
+/// sample) is held that long before the next, and the last one too: a scraper sees every
+/// capture.
 fn replay_loop(
-    first: zpulse_proto::Snapshot,
-    samples: Vec<Sample>,
+    dirs: &[PathBuf],
     pace: Option<Duration>,
     stage: Sender<StageMsg>,
     stopping: Receiver<()>,
@@ -277,14 +287,33 @@ fn replay_loop(
             recv(stopping) -> _ => false,
         }
     };
-    if !offer(StageMsg::First(Box::new(first))) || hold() {
-        return;
-    }
-    for sample in samples {
-        counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
-        if !offer(StageMsg::Sample(Box::new(sample))) || hold() {
+    let mut prev: Option<zpulse_proto::Snapshot> = None;
+    for d in dirs {
+        let cur = match crate::capture::load(d) {
+            Ok(s) => s,
+            Err(e) => {
+                log::log(Level::Error, "sampler", &e.to_string());
+                break;
+            }
+        };
+        let reading = match &prev {
+            None => StageMsg::First(Box::new(cur.clone())),
+            Some(before) => match Sample::between(before, &cur) {
+                Ok(sample) => {
+                    counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
+                    StageMsg::Sample(Box::new(sample))
+                }
+                Err(e) => {
+                    log::log(Level::Warn, "sampler", &e.to_string());
+                    prev = Some(cur);
+                    continue;
+                }
+            },
+        };
+        if !offer(reading) || hold() {
             return;
         }
+        prev = Some(cur);
     }
     // Wait until the plugins have seen the last sample before asking the agent to stop.
     let (done_tx, done) = bounded(1);

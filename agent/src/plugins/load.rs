@@ -61,6 +61,8 @@ pub(super) struct Calls {
     pub create: CreateFn,
     pub on_sample: OnSampleFn,
     pub destroy: DestroyFn,
+    /// The parts of the sample it does not read (ABI 1.1; 0 for 1.0).
+    pub unread: u64,
 }
 
 /// An opened plugin, before `create`.
@@ -128,7 +130,8 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
                 .into(),
         });
     }
-    let d = read_descriptor(descriptor, header.struct_size as usize);
+    // SAFETY: the header says the descriptor is ABI 1 and at least as large as ABI 1.0's.
+    let d: PluginDescriptor = unsafe { abi::read_descriptor(descriptor) };
     let refuse = |reason: String| Refusal { abi, reason };
     let text = |s: StrRef, what: &str| -> Result<String, Refusal> {
         // SAFETY: descriptor strings point to `len` bytes of static data (ABI contract).
@@ -158,24 +161,10 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
             create,
             on_sample,
             destroy,
+            unread: d.unread,
         },
         check_config: d.check_config,
     })
-}
-
-/// The descriptor, as much of it as the plugin has: an ABI 1.0 descriptor ends before
-/// `check_config`, which then reads as `None`.
-fn read_descriptor(descriptor: *const PluginDescriptor, size: usize) -> PluginDescriptor {
-    let mut d = std::mem::MaybeUninit::<PluginDescriptor>::zeroed();
-    let n = size.min(std::mem::size_of::<PluginDescriptor>());
-    // SAFETY: the header said the plugin's static descriptor is `size` bytes (at least the
-    // 1.0 size, checked by `check_header`); `n` bytes of it are copied over a zeroed one.
-    // Every field is a plain pointer, integer or `Option` of a function pointer, for which
-    // all-zero is valid (`None`, empty), so the result is a valid descriptor.
-    unsafe {
-        std::ptr::copy_nonoverlapping(descriptor.cast::<u8>(), d.as_mut_ptr().cast::<u8>(), n);
-        d.assume_init()
-    }
 }
 
 /// `dlopen` of the opened file itself, so that what was checked is what is loaded.

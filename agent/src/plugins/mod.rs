@@ -178,6 +178,8 @@ struct Running {
     raised: Raised,
     /// Where its config table was written, for messages about it.
     origin: Option<String>,
+    /// The parts of the sample it does not read (its descriptor's `unread`).
+    unread: u64,
 }
 
 struct Slot {
@@ -356,6 +358,7 @@ impl PluginHost {
                 last_error: String::new(),
                 raised: Raised::default(),
                 origin: table.map(|t| t.origin.clone()),
+                unread: opened.calls.unread,
             }),
         });
     }
@@ -380,7 +383,7 @@ impl PluginHost {
     /// and what went wrong.
     pub fn run(&mut self, sample: &Sample) -> Output {
         self.collect();
-        let encoded: Arc<[u8]> = sdk::encode_sample(sample).into();
+        let mut encoded = worker::Encoded::new(sample);
         let time = EventTime::from_unix(sample.end);
         let now = Instant::now();
         for slot in &mut self.slots {
@@ -392,7 +395,10 @@ impl PluginHost {
             }
             let Some(jobs) = &run.jobs else { continue };
             run.shared.begin_sample(time, &self.hostname);
-            if jobs.try_send(Job::Sample(Arc::clone(&encoded))).is_ok() {
+            if jobs
+                .try_send(Job::Sample(encoded.for_plugin(run.unread)))
+                .is_ok()
+            {
                 run.busy = Some(Busy {
                     call: "on_sample",
                     since: now,

@@ -19,10 +19,37 @@ const LOG_LINE_BYTES: usize = 4096;
 /// Log lines a plugin may write per sample; more are dropped (and that is said once).
 const LOG_LINES_PER_SAMPLE: u32 = 100;
 
+/// The encodings of one sample, one per distinct set of parts the plugins leave out, each
+/// made once and shared by every plugin that reads the same parts.
+pub(super) struct Encoded<'a> {
+    sample: &'a zpulse_proto::Sample,
+    made: Vec<(u64, Arc<[u8]>)>,
+}
+
+impl<'a> Encoded<'a> {
+    pub fn new(sample: &'a zpulse_proto::Sample) -> Self {
+        Encoded {
+            sample,
+            made: Vec::new(),
+        }
+    }
+
+    /// The sample for a plugin that does not read the parts `unread`.
+    pub fn for_plugin(&mut self, unread: u64) -> Arc<[u8]> {
+        let unread = unread & abi::PARTS_KNOWN;
+        if let Some((_, bytes)) = self.made.iter().find(|(u, _)| *u == unread) {
+            return Arc::clone(bytes);
+        }
+        let bytes: Arc<[u8]> = zpulse_proto::sdk::encode_sample_for(self.sample, unread).into();
+        self.made.push((unread, Arc::clone(&bytes)));
+        bytes
+    }
+}
+
 pub(super) enum Job {
     /// Build the state from this config (MessagePack map).
     Create(Vec<u8>),
-    /// One encoded sample, shared by every plugin.
+    /// One encoded sample, shared by every plugin that reads the same parts.
     Sample(Arc<[u8]>),
 }
 

@@ -4,9 +4,11 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Upper bound on one kernel file. The largest real one (`arcstats`, a busy `txgs`) is a few
-/// KiB; a capture handed to us could hold anything.
-pub const MAX_FILE_BYTES: u64 = 16 << 20;
+/// Upper bound on one kernel file. The largest real text one (`arcstats`, a busy `txgs`) is a
+/// few KiB; a capture handed to us could hold anything. The largest file a capture holds is a
+/// recorded `/dev/zfs` reply, so the bound is the live ioctl's: a pool that works live also
+/// replays.
+pub const MAX_FILE_BYTES: u64 = super::zfs_ioctl::protocol::MAX_REPLY as u64;
 
 #[derive(Debug, Clone)]
 pub struct Root {
@@ -83,14 +85,17 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
-    let kind = file.metadata()?.file_type();
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
     if !kind.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("not a regular file (a {})", file_kind(kind)),
         ));
     }
-    let mut buf = Vec::new();
+    // Sized from the file as `fs::read` does: one read for a capture or a sysfs file instead
+    // of a probe and a read per doubling of the buffer (a /proc file says 0: grown as read).
+    let mut buf = Vec::with_capacity(meta.len().min(limit) as usize + 1);
     file.take(limit + 1).read_to_end(&mut buf)?;
     if buf.len() as u64 > limit {
         return Err(io::Error::new(
@@ -124,5 +129,29 @@ pub fn file_kind(kind: std::fs::FileType) -> &'static str {
         "regular file"
     } else {
         "special file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capture_file_may_be_as_large_as_a_live_ioctl_reply() {
+        // A recorded POOL_STATS reply of a pool the live ioctl accepts (over the old 16 MiB
+        // bound, under the 64 MiB ZFS_IOC reply limit) replays; one byte more is refused.
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let big = std::fs::File::create(dir.path().join("big")).unwrap();
+        big.set_len(20 << 20).unwrap();
+        assert_eq!(root.read("big").unwrap().len(), 20 << 20);
+        let over = std::fs::File::create(dir.path().join("over")).unwrap();
+        over.set_len((64 << 20) + 1).unwrap();
+        let err = root.read("over").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            err.to_string().contains(&(64u64 << 20).to_string()),
+            "{err}"
+        );
     }
 }

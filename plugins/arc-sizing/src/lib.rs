@@ -318,6 +318,8 @@ pub const SUBJECT: &str = "arc";
 impl Plugin for ArcSizing {
     const NAME: &'static str = "arc-sizing";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    /// Of the optional parts of the sample: the ARC, memory and tunables only.
+    const READS: u64 = 0;
     type Config = Config;
 
     fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {

@@ -47,7 +47,7 @@ mod window;
 
 pub use window::{Obs, Stats, Window, percentile};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::sample::DiskRates;
@@ -175,6 +175,8 @@ pub struct HddSaturation {
 impl Plugin for HddSaturation {
     const NAME: &'static str = "hdd-saturation";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    /// Of the optional parts of the sample: disk roles and rotational flags, and the disk rates.
+    const READS: u64 = zpulse_proto::abi::PART_SNAPSHOT_DISKS | zpulse_proto::abi::PART_DISK_RATES;
     type Config = Config;
 
     fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
@@ -278,6 +280,15 @@ impl HddSaturation {
                 .push(disk_obs(rates, sample));
         }
 
+        // Looked up by key: a scan per member or per vdev would be quadratic in disks and vdevs.
+        let by_name = disks_by_name(sample);
+        let mut vdev_rates: HashMap<(&str, &str), &zpulse_proto::sample::VdevRates> =
+            HashMap::new();
+        for p in &sample.pools {
+            for v in &p.vdevs {
+                vdev_rates.entry((&p.name, &v.subject)).or_insert(v);
+            }
+        }
         // Top-level vdevs whose every disk spins: the disks' roles say which they are.
         let mut members: BTreeMap<(String, VdevClass, String), BTreeSet<String>> = BTreeMap::new();
         for disk in &sample.snapshot.disks {
@@ -290,7 +301,7 @@ impl HddSaturation {
         }
         for ((pool, class, vdev), names) in members {
             let all_hdd = names.iter().all(|n| {
-                sample.snapshot.disk(n).and_then(|d| d.rotational) == Some(true)
+                by_name.get(n.as_str()).and_then(|d| d.rotational) == Some(true)
                     && (self.config.disks.is_empty() || self.config.disks.contains(n))
             });
             // Every disk must have rates this sample, or the vdev's figures would be partial.
@@ -303,13 +314,7 @@ impl HddSaturation {
             };
             let subject = format!("{pool}/{}/{vdev}", class.as_str());
             let mut obs = vdev_obs(&rates, sample);
-            if let Some(v) = sample
-                .pools
-                .iter()
-                .filter(|p| p.name == pool)
-                .flat_map(|p| &p.vdevs)
-                .find(|v| v.subject == subject)
-            {
+            if let Some(v) = vdev_rates.get(&(pool.as_str(), subject.as_str())) {
                 let ops_r = v.read_ops_per_s * v.seconds;
                 let ops_w = v.write_ops_per_s * v.seconds;
                 obs.zfs_read_wait = v
@@ -400,6 +405,7 @@ impl HddSaturation {
         let min = self.config.min_samples.max(1) as usize;
         let meta = self.metadata_share();
         let mut judged = Vec::new();
+        let by_name = disks_by_name(sample);
         if self.config.per_disk {
             for (name, window) in &self.disks {
                 if window.len() < min {
@@ -409,7 +415,7 @@ impl HddSaturation {
                     continue;
                 };
                 let assessment = self.assess(stats, 1);
-                let roles = disk_roles(sample, name);
+                let roles = disk_roles(by_name.get(name.as_str()).copied());
                 let subject = Subject::Disk {
                     name,
                     roles: &roles,
@@ -735,11 +741,18 @@ pub fn combine(a: Verdict, b: Verdict) -> Verdict {
     }
 }
 
+/// The snapshot's disks by name; the first of a name wins, as `Snapshot::disk` finds it.
+fn disks_by_name(sample: &Sample) -> HashMap<&str, &zpulse_proto::snapshot::Disk> {
+    let mut by_name = HashMap::with_capacity(sample.snapshot.disks.len());
+    for d in &sample.snapshot.disks {
+        by_name.entry(d.name.as_str()).or_insert(d);
+    }
+    by_name
+}
+
 /// The pools, classes and top-level vdevs a disk serves.
-fn disk_roles(sample: &Sample, disk: &str) -> Vec<(String, VdevClass, String)> {
-    let mut roles: Vec<_> = sample
-        .snapshot
-        .disk(disk)
+fn disk_roles(disk: Option<&zpulse_proto::snapshot::Disk>) -> Vec<(String, VdevClass, String)> {
+    let mut roles: Vec<_> = disk
         .map(|d| {
             d.roles
                 .iter()

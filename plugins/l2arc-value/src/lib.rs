@@ -477,6 +477,8 @@ pub fn report(subject: &str, devices: &[String], a: &Assessment) -> (Verdict, Re
 impl Check for L2arcValue {
     const NAME: &'static str = "l2arc-value";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    /// Of the optional parts of the sample: the cache devices' disk rates.
+    const READS: u64 = zpulse_proto::abi::PART_DISK_RATES;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

@@ -1009,6 +1009,10 @@ fn summarize(w: &VecDeque<Point>) -> Window {
 impl Check for SlogUsage {
     const NAME: &'static str = "slog-usage";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    /// Of the optional parts of the sample: the log devices' disks and their rates, and the datasets' ZIL counters.
+    const READS: u64 = zpulse_proto::abi::PART_SNAPSHOT_DISKS
+        | zpulse_proto::abi::PART_DISK_RATES
+        | zpulse_proto::abi::PART_DATASETS;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

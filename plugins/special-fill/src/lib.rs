@@ -720,6 +720,8 @@ fn redundancy(pool: &Pool, class: VdevClass) -> Option<(Verdict, Report)> {
 impl Check for SpecialFill {
     const NAME: &'static str = "special-fill";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    /// Of the optional parts of the sample: the vdev tree and rates only.
+    const READS: u64 = 0;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

@@ -73,9 +73,10 @@ pub(super) fn disk_rates(
     resets: &mut Vec<String>,
 ) -> Vec<DiskRates> {
     let mut out = Vec::with_capacity(cur.disks.len());
+    let before_by_name = super::first_by_key(&prev.disks, |d| d.name.as_str());
     for disk in &cur.disks {
         // A disk that appeared during the interval has no rate yet.
-        let Some(before) = prev.disk(&disk.name) else {
+        let Some(&before) = before_by_name.get(disk.name.as_str()) else {
             continue;
         };
         let rates = match (&before.counters, &disk.counters) {

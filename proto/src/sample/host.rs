@@ -51,8 +51,9 @@ pub(super) fn net_rates(
     resets: &mut Vec<String>,
 ) -> Vec<NetRates> {
     let mut out = Vec::new();
+    let before_by_name = super::first_by_key(&prev.net, |n| n.name.as_str());
     for nic in &cur.net {
-        let Some(a) = prev.net.iter().find(|n| n.name == nic.name) else {
+        let Some(&a) = before_by_name.get(nic.name.as_str()) else {
             continue;
         };
         let rate = |x: u64, y: u64| delta(x, y).map(|d| d as f64 / itv);

@@ -9,6 +9,7 @@
 mod arc;
 mod disk;
 mod host;
+mod parts;
 mod pool;
 mod vdev;
 
@@ -20,7 +21,22 @@ pub use vdev::{NewErrors, VdevRates, histogram_average, pool_vdev_rates, vdev_ra
 
 use crate::Snapshot;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::Hash;
+
+/// `items` by key, the first of each key kept (what a linear `find` returns): the previous
+/// snapshot's objects are looked up this way, so that a sample is linear in disks and vdevs.
+fn first_by_key<'a, T: 'a, K: Hash + Eq>(
+    items: impl IntoIterator<Item = &'a T>,
+    key: impl Fn(&'a T) -> K,
+) -> HashMap<K, &'a T> {
+    let mut map = HashMap::new();
+    for item in items {
+        map.entry(key(item)).or_insert(item);
+    }
+    map
+}
 
 /// What plugins receive every interval: the newest absolute values and the rates since the
 /// previous snapshot.

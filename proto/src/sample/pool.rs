@@ -56,8 +56,9 @@ pub(super) fn pool_rates(
 
 fn dataset_rates(prev: &Pool, cur: &Pool, itv: f64, resets: &mut Vec<String>) -> Vec<DatasetRates> {
     let mut out = Vec::new();
+    let before_by_objset = super::first_by_key(&prev.datasets, |d| d.objset.as_str());
     for ds in &cur.datasets {
-        let Some(before) = prev.datasets.iter().find(|d| d.objset == ds.objset) else {
+        let Some(&before) = before_by_objset.get(ds.objset.as_str()) else {
             continue;
         };
         match one_dataset(before, ds, itv) {

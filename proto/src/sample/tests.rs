@@ -253,3 +253,47 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn leaving_out_the_vdev_parts_keeps_the_tree_and_its_named_stats() {
+    use crate::abi::{PART_DATASETS, PART_TXGS, PART_VDEV_HISTOGRAMS, PART_VDEV_RAW_STATS};
+    use crate::snapshot::{LatencyHistograms, Pool, PoolConfig, Txg, Vdev, VdevStats};
+    let leaf = Vdev {
+        name: "sda".into(),
+        vdev_type: "disk".into(),
+        stats: Some(VdevStats {
+            alloc: 7,
+            raw: vec![1, 2, 3],
+            ..VdevStats::default()
+        }),
+        histograms: Some(LatencyHistograms {
+            total_r: vec![1; 37],
+            ..LatencyHistograms::default()
+        }),
+        ..Vdev::default()
+    };
+    let mut s = Sample::default();
+    s.snapshot.pools = vec![Pool {
+        name: "tank".into(),
+        txgs: vec![Txg::default()],
+        config: Some(PoolConfig {
+            root: Vdev {
+                name: "tank".into(),
+                vdev_type: "root".into(),
+                children: vec![leaf],
+                ..Vdev::default()
+            },
+            ..PoolConfig::default()
+        }),
+        ..Pool::default()
+    }];
+    let out = s.without(PART_TXGS | PART_VDEV_HISTOGRAMS | PART_VDEV_RAW_STATS | PART_DATASETS);
+    let pool = &out.snapshot.pools[0];
+    assert!(pool.txgs.is_empty());
+    let got = &pool.config.as_ref().unwrap().root.children[0];
+    assert_eq!(got.histograms, None);
+    let stats = got.stats.as_ref().unwrap();
+    assert_eq!((stats.alloc, stats.raw.len()), (7, 0));
+    // Nothing left out: the same sample.
+    assert_eq!(s.without(0), s);
+}

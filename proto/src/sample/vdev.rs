@@ -181,13 +181,15 @@ pub fn pool_vdev_rates(
     resets: &mut Vec<String>,
 ) -> Vec<VdevRates> {
     let mut out = Vec::new();
-    let find = |v: &Vdev| {
-        prev.and_then(|p| {
-            p.walk()
-                .into_iter()
-                .find(|o| o.guid.is_some() && o.guid == v.guid)
-        })
-    };
+    // The previous tree by guid, walked once (not once per vdev: that was quadratic).
+    let before_by_guid = super::first_by_key(
+        prev.map(Vdev::walk)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|o| o.guid.is_some()),
+        |o| o.guid,
+    );
+    let find = |v: &Vdev| v.guid.and(before_by_guid.get(&v.guid).copied());
     let mut push = |v: &Vdev, subject: String, out: &mut Vec<VdevRates>| {
         let before = find(v);
         if prev.is_some() && before.is_none() {

@@ -15,6 +15,9 @@ pub trait Check: Sized + Send + 'static {
     /// As [`Plugin::VERSION`].
     const VERSION: &'static str;
     type Config: DeserializeOwned;
+    /// As [`Plugin::READS`]: the parts of the sample this check reads (`abi::PART_*` bits);
+    /// by default every part.
+    const READS: u64 = crate::abi::PARTS_KNOWN;
 
     /// Builds the check; an error refuses the plugin with that message.
     fn build(config: Self::Config) -> Result<Self, Error>;
@@ -31,6 +34,7 @@ pub trait Check: Sized + Send + 'static {
 impl<C: Check> Plugin for C {
     const NAME: &'static str = C::NAME;
     const VERSION: &'static str = C::VERSION;
+    const READS: u64 = C::READS;
     type Config = C::Config;
 
     fn new(config: C::Config, host: &Host) -> Result<Self, Error> {

@@ -28,6 +28,7 @@ pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor
         on_sample: Some(on_sample::<P>),
         destroy: Some(destroy::<P>),
         check_config: Some(check_config::<P>),
+        unread: abi::PARTS_KNOWN & !P::READS,
     }
 }
 

@@ -81,6 +81,11 @@ pub trait Plugin: Sized + Send + 'static {
     /// The config table, deserialized with serde. Use `#[serde(default, deny_unknown_fields)]`
     /// so that a missing table means the defaults and a misspelt key is an error.
     type Config: DeserializeOwned;
+    /// The parts of the sample this check reads (`abi::PART_*` bits, or-ed): the agent may
+    /// leave the others out of the samples it sends it, which saves decoding them on every
+    /// interval. Everything no `PART_*` bit names is always sent. The default is every part,
+    /// so a plugin that does not say gets the whole sample.
+    const READS: u64 = abi::PARTS_KNOWN;
 
     /// Builds the check. An error here refuses the plugin, with the message shown to the
     /// administrator: validate the config here (for instance, clear below raise).
@@ -241,6 +246,16 @@ pub fn decode_sample(bytes: &[u8]) -> Result<Sample, String> {
     rmp_serde::from_slice(bytes).map_err(|e| format!("could not decode the sample: {e}"))
 }
 
+/// Encodes a sample as the agent sends it to a plugin that does not read the `unread` parts
+/// (its descriptor's [`abi::PluginDescriptor::unread`]).
+pub fn encode_sample_for(sample: &Sample, unread: u64) -> Vec<u8> {
+    if unread & abi::PARTS_KNOWN == 0 {
+        encode_sample(sample)
+    } else {
+        encode_sample(&sample.without(unread))
+    }
+}
+
 /// Encodes a sample as the agent sends it.
 pub fn encode_sample(sample: &Sample) -> Vec<u8> {
     // Named fields, so that fields added later are skipped by older plugins and missing ones
@@ -339,6 +354,48 @@ mod tests {
         // Named fields, not positional arrays.
         assert!(bytes.windows(8).any(|w| w == b"interval"));
         assert!(!bytes.windows(7).any(|w| w == b"r_await"));
+    }
+
+    #[test]
+    fn a_plugin_gets_every_part_it_reads_and_none_it_said_it_does_not() {
+        let s = rich_sample();
+        // Reading everything (unread 0, every 1.0 plugin): the very bytes of the full sample.
+        assert_eq!(encode_sample_for(&s, 0), encode_sample(&s));
+        let unread = abi::PART_SNAPSHOT_DISKS | abi::PART_DISK_RATES | abi::PART_HOST_RATES;
+        let bytes = encode_sample_for(&s, unread);
+        assert!(bytes.len() < encode_sample(&s).len());
+        let got = decode_sample(&bytes).unwrap();
+        assert!(got.disks.is_empty() && got.snapshot.disks.is_empty());
+        assert_eq!((got.cpu, got.snapshot.cpu), (None, None));
+        // Everything else as it was.
+        let mut want = s.clone();
+        want.disks.clear();
+        want.snapshot.disks.clear();
+        want.cpu = None;
+        want.snapshot.cpu = None;
+        want.net.clear();
+        want.snapshot.net.clear();
+        assert_eq!(got, want);
+        // The descriptor says what the plugin does not read.
+        struct Reads;
+        impl Plugin for Reads {
+            const NAME: &'static str = "reads";
+            const VERSION: &'static str = "1";
+            const READS: u64 = abi::PART_DISK_RATES;
+            type Config = ();
+            fn new(_: (), _: &Host) -> Result<Self, Error> {
+                Ok(Reads)
+            }
+            fn on_sample(&mut self, _: &Sample, _: &Host) -> Result<(), Error> {
+                Ok(())
+            }
+        }
+        let d = export::descriptor::<Reads>("test");
+        assert_eq!(d.unread, abi::PARTS_KNOWN & !abi::PART_DISK_RATES);
+        assert_eq!(
+            d.header.struct_size as usize,
+            std::mem::size_of::<abi::PluginDescriptor>()
+        );
     }
 
     #[test]

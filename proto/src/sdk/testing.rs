@@ -17,7 +17,7 @@
 //! assert!(events.is_empty());
 //! ```
 
-use super::{Event, Host, Plugin, encode_sample, export};
+use super::{Event, Host, Plugin, encode_sample_for, export};
 use crate::Sample;
 use crate::abi::{self, HostApi};
 use std::ffi::c_void;
@@ -99,7 +99,8 @@ impl TestHost {
 
     /// Runs plugin `P` the way the agent does: `create` with `config` (MessagePack bytes of
     /// the table; `&[]` is taken as an empty table), `on_sample` for each sample, `destroy`.
-    /// Returns the events, or the first failure as `"status N: reason"`.
+    /// Each sample leaves out the parts `P` says it does not read ([`Plugin::READS`]), as the
+    /// agent's samples do. Returns the events, or the first failure as `"status N: reason"`.
     pub fn run<P: Plugin>(&self, config: &[u8], samples: &[Sample]) -> Result<Vec<Event>, String> {
         let descriptor = export::descriptor::<P>("test");
         let (create, on_sample, destroy) = (
@@ -122,7 +123,7 @@ impl TestHost {
         }
         let mut result = Ok(());
         for sample in samples {
-            let bytes = encode_sample(sample);
+            let bytes = encode_sample_for(sample, descriptor.unread);
             // SAFETY: `state` came from `create` and is not destroyed yet; calls are serial.
             let status = unsafe { on_sample(state, bytes.as_ptr(), bytes.len()) };
             if status != abi::STATUS_OK {

@@ -126,6 +126,8 @@ static const zpulse_plugin_descriptor descriptor = {
     .create = create,
     .on_sample = on_sample,
     .destroy = destroy,
+    /* ABI 1.1 fields left zero: no check_config (NULL), and unread 0: it is sent the whole
+     * sample, as a 1.0 plugin is. */
 };
 
 const zpulse_plugin_descriptor *zpulse_plugin_entry(void) { return &descriptor; }

@@ -29,8 +29,9 @@ mod decode;
 mod error;
 mod value;
 
-#[cfg(test)]
-pub(crate) mod encode;
+/// The encoder of tests and of the benchmark's synthetic replies (the agent never encodes).
+#[doc(hidden)]
+pub mod encode;
 #[cfg(test)]
 mod tests;
 

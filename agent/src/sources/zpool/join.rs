@@ -1,6 +1,7 @@
 //! Leaf vdevs and disks: the names `zpool status` prints, and which kernel disk a device path
 //! lives on.
 
+use std::collections::HashMap;
 use zpulse_proto::snapshot::{Disk, Os};
 
 /// Linux udev link directories: `zpool status` shows only the link's own name.
@@ -80,28 +81,55 @@ pub fn disk_for(
     disks: &[Disk],
     resolve: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
-    let found = device_for(path, disks, resolve)?;
-    Some(
-        found
-            .whole_disk
-            .clone()
-            .unwrap_or_else(|| found.name.clone()),
-    )
+    DiskIndex::new(disks).disk_for(path, resolve)
 }
 
-/// The kernel device a path names, partition or whole disk, among the disks of the snapshot
-/// (see [`disk_for`]).
-pub fn device_for<'a>(
-    path: &str,
-    disks: &'a [Disk],
-    resolve: &dyn Fn(&str) -> Option<String>,
-) -> Option<&'a Disk> {
-    let target = resolve(path).unwrap_or_else(|| path.to_string());
-    let name = target.strip_prefix("/dev/").unwrap_or(&target);
-    disks
-        .iter()
-        .find(|d| d.name == name)
-        .or_else(|| disks.iter().find(|d| d.aliases.iter().any(|a| a == name)))
+/// The disks of a snapshot by name and by alias, for joining every leaf of a pool without a
+/// scan per leaf (quadratic on hosts with thousands of disks).
+pub struct DiskIndex<'a> {
+    by_name: HashMap<&'a str, &'a Disk>,
+    by_alias: HashMap<&'a str, &'a Disk>,
+}
+
+impl<'a> DiskIndex<'a> {
+    /// The first disk of each name and of each alias wins, as a scan in order finds it.
+    pub fn new(disks: &'a [Disk]) -> Self {
+        let mut by_name = HashMap::with_capacity(disks.len());
+        let mut by_alias = HashMap::new();
+        for d in disks {
+            by_name.entry(d.name.as_str()).or_insert(d);
+            for a in &d.aliases {
+                by_alias.entry(a.as_str()).or_insert(d);
+            }
+        }
+        DiskIndex { by_name, by_alias }
+    }
+
+    /// [`disk_for`] against these disks.
+    pub fn disk_for(&self, path: &str, resolve: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        let found = self.device_for(path, resolve)?;
+        Some(
+            found
+                .whole_disk
+                .clone()
+                .unwrap_or_else(|| found.name.clone()),
+        )
+    }
+
+    /// The kernel device a path names, partition or whole disk, among these disks (see
+    /// [`disk_for`]): by name first, then by alias.
+    pub fn device_for(
+        &self,
+        path: &str,
+        resolve: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<&'a Disk> {
+        let target = resolve(path).unwrap_or_else(|| path.to_string());
+        let name = target.strip_prefix("/dev/").unwrap_or(&target);
+        self.by_name
+            .get(name)
+            .or_else(|| self.by_alias.get(name))
+            .copied()
+    }
 }
 
 #[cfg(test)]

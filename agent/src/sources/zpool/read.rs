@@ -143,7 +143,7 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
                 continue;
             }
         };
-        join_disks(&mut cfg.root, &snap.disks, resolve);
+        join_disks(&mut cfg.root, &join::DiskIndex::new(&snap.disks), resolve);
         record_roles(&rp.name, &cfg, &mut snap.disks);
         pool_entry(snap, &rp.name).config = Some(cfg);
     }
@@ -167,12 +167,12 @@ fn pool_entry<'a>(snap: &'a mut Snapshot, name: &str) -> &'a mut Pool {
 
 fn join_disks(
     v: &mut zpulse_proto::snapshot::Vdev,
-    disks: &[zpulse_proto::snapshot::Disk],
+    disks: &join::DiskIndex,
     resolve: &dyn Fn(&str) -> Option<String>,
 ) {
     if v.vdev_type == "disk"
         && let Some(path) = &v.path
-        && let Some(device) = join::device_for(path, disks, resolve)
+        && let Some(device) = disks.device_for(path, resolve)
     {
         v.disk = Some(
             device
@@ -209,11 +209,16 @@ fn record_roles(
     cfg: &zpulse_proto::snapshot::PoolConfig,
     disks: &mut [zpulse_proto::snapshot::Disk],
 ) {
+    // By name, first wins: a scan per leaf would be quadratic in disks.
+    let mut by_name = std::collections::HashMap::with_capacity(disks.len());
+    for (i, d) in disks.iter().enumerate() {
+        by_name.entry(d.name.clone()).or_insert(i);
+    }
     for top in &cfg.root.children {
         let Some(class) = top.class else { continue };
         for leaf in top.leaves() {
             let Some(name) = &leaf.disk else { continue };
-            if let Some(d) = disks.iter_mut().find(|d| &d.name == name) {
+            if let Some(d) = by_name.get(name).map(|&i| &mut disks[i]) {
                 d.roles.push(zpulse_proto::snapshot::DiskRole {
                     pool: pool.to_string(),
                     class,
@@ -258,10 +263,11 @@ pub fn read(root: &Root, platform: Platform, freebsd_abi: Option<u64>, snap: &mu
     }
     match load_captured(root) {
         Ok(Some(raw)) => {
-            let links = captured_links(root);
-            apply(&raw, snap, &|p| {
-                links.iter().find(|(l, _)| l == p).map(|(_, t)| t.clone())
-            })
+            let mut links = std::collections::HashMap::new();
+            for (link, target) in captured_links(root) {
+                links.entry(link).or_insert(target);
+            }
+            apply(&raw, snap, &|p| links.get(p).cloned())
         }
         Ok(None) => {}
         Err(e) => snap.note("zfs-ioctl", e),

@@ -1,0 +1,746 @@
+//! What one sample costs, next to what reading its files costs and what node_exporter costs.
+//!
+//! `cargo bench -p zpulse-agent --bench sample` prints, for a lab capture and for synthetic
+//! captures of 10 to 5,000 disks and 10 to 2,000 vdevs, the CPU time per interval of:
+//!
+//! * **floor** — reading every file of the capture, byte for byte (what no agent can beat);
+//! * **snapshot** — reading and parsing them into a `Snapshot` (kstats, diskstats, sysfs,
+//!   the `/dev/zfs` replies decoded and joined to the disks);
+//! * **sample** — the steady state without checks: a snapshot plus `Sample::between` against
+//!   the previous one;
+//! * **+ checks** — the same with every shipped check (the `plugins/` shared objects)
+//!   loaded through the real plugin host, which encodes and dispatches the sample;
+//! * **node_exporter** — when Debian's `prometheus-node-exporter` is installed, its CPU per
+//!   scrape of the same capture (`--path.procfs`, `--path.sysfs`, collectors `zfs` and
+//!   `diskstats` only, scraped over loopback).
+//!
+//! CPU time is the whole process's (every thread: plugin workers included), as ratios to the
+//! floor. The growth exponent of each column is the slope of log(cost) over log(size) between
+//! the smallest and the largest synthetic capture. Memory per disk and per vdev is the slope of
+//! the resident set of `zpulse run --replay` (all checks) over a synthetic series.
+//!
+//! `--quick` (what CI runs) and `cargo test` do a few iterations of everything: a smoke run
+//! that prints the same table, not a measurement. `--no-rss` leaves out the memory figures
+//! (and the build of the `zpulse` binary they need). `--callgrind` adds instruction counts per
+//! iteration (valgrind, when installed), which do not depend on the machine's load.
+//!
+//! Synthetic captures start from the lab capture and add disks to `/proc/diskstats` and
+//! `/sys/block`, and two-way mirrors to the pool's vdev tree, encoded with the agent's own
+//! nvlist encoder from the lab's real `vdev_stats` and histograms (disk axis: the mirrors are
+//! made of the new disks; vdev axis: of files, so that only the vdevs grow).
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use zpulse_agent::capture;
+use zpulse_agent::config::PluginSettings;
+use zpulse_agent::plugins::{Extra, PluginHost, Status};
+use zpulse_agent::sources::nvlist::encode::{Endian, encode};
+use zpulse_agent::sources::nvlist::{self, NvList, NvValue};
+use zpulse_proto::{Sample, Snapshot};
+use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture};
+
+/// The lab capture every measurement starts from: HDD mirror, special mirror, log, cache.
+const LAB: &str = "lab/basic";
+
+/// Process CPU time (all threads).
+fn cpu_now() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// CPU time per call of `f`, after one warm-up call, over at least `iterations` calls and
+/// (outside quick mode) at least `min_cpu` of CPU.
+fn cpu_per_call(mode: &Mode, mut f: impl FnMut(u32)) -> Duration {
+    f(0);
+    let start = cpu_now();
+    let wall = Instant::now();
+    let mut n = 0u32;
+    loop {
+        n += 1;
+        f(n);
+        if n >= mode.iterations
+            && (mode.quick || cpu_now() - start >= mode.min_cpu || wall.elapsed() > mode.max_wall)
+        {
+            break;
+        }
+    }
+    (cpu_now() - start) / n
+}
+
+struct Mode {
+    quick: bool,
+    iterations: u32,
+    min_cpu: Duration,
+    max_wall: Duration,
+    callgrind: bool,
+}
+
+/// Every file of a capture (the manifest too: loading reads it), `cli/` excepted.
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.file_name().is_some_and(|n| n == "cli") {
+            continue;
+        }
+        if p.is_dir() {
+            files(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// Every shipped check, started by the real plugin host.
+fn checks(profile: &Path, hostname: &str) -> PluginHost {
+    let settings = PluginSettings {
+        dirs: Vec::new(),
+        default_dirs: false,
+        ..PluginSettings::default()
+    };
+    let extra = Extra {
+        dirs: Vec::new(),
+        paths: SHIPPED_CHECKS.iter().map(|c| profile.join(c.1)).collect(),
+    };
+    let mut host = PluginHost::start(&settings, &extra, hostname);
+    let _ = host.take_output();
+    for p in host.plugins() {
+        assert_eq!(
+            p.status,
+            Status::Loaded,
+            "{}: {:?}",
+            p.path.display(),
+            p.status
+        );
+    }
+    host
+}
+
+/// The sample `k` intervals later: the same counters, the clock moved on, so that the checks'
+/// windows advance as they would live.
+fn shifted(sample: &Sample, k: u32) -> Sample {
+    let mut s = sample.clone();
+    let dt = f64::from(k) * sample.interval;
+    s.start += dt;
+    s.end += dt;
+    s.snapshot.taken_at += dt;
+    s
+}
+
+/// One row: CPU per interval of each stage, µs.
+#[derive(Clone, Copy, Default)]
+struct Costs {
+    floor: f64,
+    snapshot: f64,
+    sample: f64,
+    checks: f64,
+    node_exporter: Option<f64>,
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Measures the four stages on series `dir` (two captures, `000` then `001`).
+fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
+    let (d0, d1) = (dir.join("000"), dir.join("001"));
+    let mut list = Vec::new();
+    files(&d1, &mut list);
+    let floor = cpu_per_call(mode, |_| {
+        for f in &list {
+            std::hint::black_box(std::fs::read(f).ok());
+        }
+    });
+    let snapshot = cpu_per_call(mode, |_| {
+        std::hint::black_box(capture::load(&d1).ok());
+    });
+    let prev: Snapshot = capture::load(&d0).expect("synthetic capture 000");
+    let sample_cost = cpu_per_call(mode, |_| {
+        let cur = capture::load(&d1).expect("capture 001");
+        std::hint::black_box(Sample::between(&prev, &cur).ok());
+    });
+    let mut host = checks(profile, &prev.host.hostname);
+    let with_checks = cpu_per_call(mode, |k| {
+        let cur = capture::load(&d1).expect("capture 001");
+        let sample = Sample::between(&prev, &cur).expect("a sample");
+        std::hint::black_box(host.run(&shifted(&sample, k)));
+    });
+    host.shutdown();
+    Costs {
+        floor: us(floor),
+        snapshot: us(snapshot),
+        sample: us(sample_cost),
+        checks: us(with_checks),
+        node_exporter: None,
+    }
+}
+
+// ---- synthetic captures -------------------------------------------------------------------
+
+/// `sd` + base-26 letters, as Linux names SCSI disks (`sdaa`, `sdab`, …), after the lab's.
+fn disk_name(i: usize) -> String {
+    let mut n = i + 26; // two letters and more: never one of the lab's sda…sdz
+    let mut letters = Vec::new();
+    loop {
+        letters.push(b'a' + (n % 26) as u8);
+        n /= 26;
+        if n == 0 {
+            break;
+        }
+        n -= 1;
+    }
+    letters.reverse();
+    format!("sd{}", String::from_utf8(letters).unwrap())
+}
+
+/// `list` with the pairs named in `set` replaced (or appended).
+fn with_pairs(list: &NvList, set: &[(&str, NvValue)]) -> NvList {
+    let mut out = NvList::with_nvflag(list.nvflag());
+    for p in list.pairs() {
+        match set.iter().find(|(n, _)| *n == p.name) {
+            Some((_, v)) => out.push(p.name.clone(), v.clone()),
+            None => out.push(p.name.clone(), p.value.clone()),
+        }
+    }
+    for (n, v) in set {
+        if !list.contains(n) {
+            out.push(*n, v.clone());
+        }
+    }
+    out
+}
+
+/// How a synthetic capture grows the lab's.
+#[derive(Clone, Copy)]
+enum Axis {
+    /// `n` more disks, paired into n/2 mirrors of the pool.
+    Disks(usize),
+    /// `n` more leaf vdevs (files), paired into n/2 mirrors; no more disks.
+    Vdevs(usize),
+}
+
+/// Writes capture `step` (0 or 1) of a synthetic series into `out`: the lab capture of the
+/// same step, grown along `axis`.
+fn synthesize(lab: &Path, out: &Path, axis: Axis, step: u64) {
+    copy_tree(lab, out);
+    let (disks, leaves) = match axis {
+        Axis::Disks(n) => (n, n),
+        Axis::Vdevs(n) => (0, n),
+    };
+    // Diskstats (kernel 5.5+ layout: 20 fields) and the sysfs attributes the agent reads.
+    let mut diskstats = std::fs::read_to_string(out.join("proc/diskstats")).unwrap();
+    for i in 0..disks {
+        let name = disk_name(i);
+        let k = step * (1 + i as u64 % 7);
+        let _ = writeln!(
+            diskstats,
+            "{:4} {:7} {name} {} 0 {} {} {} 0 {} {} 0 {} {} 0 0 0 0 {} {}",
+            65 + i / 16,
+            (i % 16) * 16,
+            100 + 10 * k,
+            800 + 80 * k,
+            30 + 3 * k,
+            200 + 20 * k,
+            1600 + 160 * k,
+            90 + 9 * k,
+            400 + 40 * k,
+            120 + 12 * k,
+            5 + k,
+            7 + k
+        );
+        let q = out.join("sys/block").join(&name).join("queue");
+        std::fs::create_dir_all(&q).unwrap();
+        std::fs::write(q.join("rotational"), "1\n").unwrap();
+        std::fs::write(q.join("logical_block_size"), "512\n").unwrap();
+        std::fs::write(q.join("physical_block_size"), "4096\n").unwrap();
+    }
+    std::fs::write(out.join("proc/diskstats"), diskstats).unwrap();
+
+    // The pool: the lab's first mirror (real stats and histograms of this step) as the model.
+    let stats_dir = out.join("zfs-ioctl/pool_stats");
+    let file = std::fs::read_dir(&stats_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "nvlist"))
+        .expect("a pool_stats reply");
+    let config = nvlist::decode(&std::fs::read(&file).unwrap()).unwrap();
+    let tree = config.nvlist("vdev_tree").unwrap();
+    let children = tree.nvlist_array("children").unwrap();
+    let model = &children[0];
+    let model_leaf = &model.nvlist_array("children").unwrap()[0];
+    let mut grown = children.to_vec();
+    for m in 0..leaves / 2 {
+        let id = (children.len() + m) as u64;
+        let leaf = |j: usize| {
+            let i = 2 * m + j;
+            let (kind, path) = match axis {
+                Axis::Disks(_) => ("disk", format!("/dev/{}", disk_name(i))),
+                Axis::Vdevs(_) => ("file", format!("/var/tmp/zpulse-bench/v{i}.img")),
+            };
+            with_pairs(
+                model_leaf,
+                &[
+                    ("type", NvValue::String(kind.into())),
+                    ("path", NvValue::String(path)),
+                    ("whole_disk", NvValue::Uint64(0)),
+                    (
+                        "guid",
+                        NvValue::Uint64(0x5eed_0000_0000 + 4 * id + j as u64),
+                    ),
+                    ("id", NvValue::Uint64(j as u64)),
+                ],
+            )
+        };
+        grown.push(with_pairs(
+            model,
+            &[
+                ("guid", NvValue::Uint64(0x5eed_0000_0000 + 4 * id + 3)),
+                ("id", NvValue::Uint64(id)),
+                ("children", NvValue::NvListArray(vec![leaf(0), leaf(1)])),
+            ],
+        ));
+    }
+    let tree = with_pairs(tree, &[("children", NvValue::NvListArray(grown))]);
+    let config = with_pairs(&config, &[("vdev_tree", NvValue::NvList(tree))]);
+    std::fs::write(&file, encode(&config, Endian::Little)).unwrap();
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if name == "cli" {
+            continue;
+        }
+        if p.is_dir() {
+            copy_tree(&p, &to.join(&name));
+        } else {
+            std::fs::copy(&p, to.join(&name)).unwrap();
+        }
+    }
+}
+
+/// A two-capture synthetic series along `axis`.
+fn synthetic_series(root: &Path, axis: Axis) -> PathBuf {
+    let name = match axis {
+        Axis::Disks(n) => format!("disks-{n}"),
+        Axis::Vdevs(n) => format!("vdevs-{n}"),
+    };
+    let dir = root.join(name);
+    let lab = fixture(LAB);
+    for step in 0..2u64 {
+        synthesize(
+            &lab.join(format!("{step:03}")),
+            &dir.join(format!("{step:03}")),
+            axis,
+            step,
+        );
+    }
+    dir
+}
+
+// ---- node_exporter ------------------------------------------------------------------------
+
+const NODE_EXPORTER: &str = "/usr/bin/prometheus-node-exporter";
+
+/// CPU ticks (utime + stime) of process `pid`, in seconds.
+fn process_cpu(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
+fn scrape(port: u16, gzip: bool) -> usize {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let accept = if gzip {
+        "Accept-Encoding: gzip\r\n"
+    } else {
+        ""
+    };
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = Vec::new();
+    s.read_to_end(&mut body).unwrap();
+    body.len()
+}
+
+/// node_exporter's CPU per scrape of capture `dir` (plain, gzip), µs; `None` when absent.
+fn node_exporter(mode: &Mode, dir: &Path) -> Option<(f64, f64)> {
+    if !Path::new(NODE_EXPORTER).exists() {
+        // CI installs it (.ci/run): there, a comparison that cannot run is a failure.
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{NODE_EXPORTER} is missing: apt-get install prometheus-node-exporter"
+        );
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(NODE_EXPORTER)
+        .arg(format!("--path.procfs={}", dir.join("proc").display()))
+        .arg(format!("--path.sysfs={}", dir.join("sys").display()))
+        .args([
+            "--collector.disable-defaults",
+            "--collector.zfs",
+            "--collector.diskstats",
+        ])
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "node_exporter did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let scrapes = if mode.quick { 20 } else { 400 };
+    let per = |gzip: bool| {
+        for _ in 0..5 {
+            assert!(scrape(port, gzip) > 1000, "node_exporter answered nothing");
+        }
+        let before = process_cpu(child.id()).unwrap();
+        for _ in 0..scrapes {
+            scrape(port, gzip);
+        }
+        (process_cpu(child.id()).unwrap() - before) / f64::from(scrapes) * 1e6
+    };
+    let plain = per(false);
+    let gzip = per(true);
+    let _ = child.kill();
+    let _ = child.wait();
+    Some((plain, gzip))
+}
+
+// ---- zpulse run --replay: resident memory -------------------------------------------------
+
+/// Peak resident set (KiB) of `zpulse run --replay` over `series` with every shipped check,
+/// polled from /proc while it runs.
+fn run_rss(profile: &Path, series: &Path, work: &Path) -> u64 {
+    let config = work.join("rss.toml");
+    let paths: Vec<String> = SHIPPED_CHECKS
+        .iter()
+        .map(|c| format!("{:?}", profile.join(c.1).display().to_string()))
+        .collect();
+    std::fs::write(
+        &config,
+        format!("[plugins]\ndirs = []\npaths = [{}]\n", paths.join(", ")),
+    )
+    .unwrap();
+    let mut child = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .arg("--replay")
+        .arg(series)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) {
+            for line in status.lines() {
+                if let Some(kb) = line.strip_prefix("VmRSS:") {
+                    let kb: u64 = kb.trim().trim_end_matches(" kB").parse().unwrap_or(0);
+                    peak = peak.max(kb);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    peak
+}
+
+/// A series of `n` captures alternating the two of `pair` with increasing `captured_at`, so
+/// that every sample has rates.
+fn long_series(pair: &Path, out: &Path, n: usize) -> PathBuf {
+    for i in 0..n {
+        let dir = out.join(format!("{i:03}"));
+        copy_tree(&pair.join(format!("{:03}", i % 2)), &dir);
+        let m = std::fs::read_to_string(dir.join(capture::MANIFEST)).unwrap();
+        let m: String = m
+            .lines()
+            .map(|l| {
+                if let Some(t) = l.strip_prefix("captured_at = ") {
+                    format!(
+                        "captured_at = {}\n",
+                        t.parse::<f64>().unwrap() + 60.0 * i as f64
+                    )
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        std::fs::write(dir.join(capture::MANIFEST), m).unwrap();
+    }
+    out.to_path_buf()
+}
+
+// ---- callgrind ----------------------------------------------------------------------------
+
+/// `--phase NAME --series DIR --iterations N`: one stage alone, for callgrind.
+fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
+    let (d0, d1) = (series.join("000"), series.join("001"));
+    let prev = capture::load(&d0).unwrap();
+    let mut list = Vec::new();
+    files(&d1, &mut list);
+    let mut host = (name == "checks").then(|| checks(profile, &prev.host.hostname));
+    for k in 0..iterations {
+        match name {
+            "floor" => {
+                for f in &list {
+                    std::hint::black_box(std::fs::read(f).ok());
+                }
+            }
+            "snapshot" => {
+                std::hint::black_box(capture::load(&d1).ok());
+            }
+            _ => {
+                let cur = capture::load(&d1).unwrap();
+                let sample = Sample::between(&prev, &cur).unwrap();
+                if let Some(h) = host.as_mut() {
+                    std::hint::black_box(h.run(&shifted(&sample, k)));
+                }
+            }
+        }
+    }
+    if let Some(h) = host {
+        h.shutdown();
+    }
+}
+
+/// Instructions per iteration of a stage: callgrind's total at 2n iterations minus at n.
+fn instructions(name: &str, series: &Path, n: u32, profile: &Path) -> Option<u64> {
+    let exe = std::env::current_exe().ok()?;
+    let total = |iterations: u32| -> Option<u64> {
+        let out = Command::new("valgrind")
+            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .arg(&exe)
+            .args(["--phase", name, "--series"])
+            .arg(series)
+            .args(["--iterations", &iterations.to_string()])
+            .arg("--profile")
+            .arg(profile)
+            .output()
+            .ok()?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.lines().find(|l| l.contains("Collected :"))?;
+        line.rsplit(':').next()?.trim().parse().ok()
+    };
+    let (a, b) = (total(n)?, total(2 * n)?);
+    Some(b.saturating_sub(a) / u64::from(n))
+}
+
+// ---- report -------------------------------------------------------------------------------
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Growth exponent between two sizes.
+fn exponent(size: (f64, f64), cost: (f64, f64)) -> f64 {
+    (cost.1 / cost.0).ln() / (size.1 / size.0).ln()
+}
+
+fn arg_value(args: &[String], flag: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(name) = arg_value(&args, "--phase") {
+        let profile = PathBuf::from(arg_value(&args, "--profile").expect("--profile"));
+        let series = PathBuf::from(arg_value(&args, "--series").expect("--series"));
+        let n = arg_value(&args, "--iterations").map_or(1, |n| n.parse().unwrap());
+        phase(&name, &series, n, &profile);
+        return;
+    }
+    // `--no-rss`: no `zpulse run` memory figures, and so no release build of the binary.
+    let rss = !args.iter().any(|a| a == "--no-rss");
+    let profile = build_libs_into_test_target(&SHIPPED_CHECKS.map(|c| c.0), rss);
+    let benchmarking = args.iter().any(|a| a == "--bench");
+    let quick = !benchmarking || args.iter().any(|a| a == "--quick");
+    let mode = Mode {
+        quick,
+        iterations: if quick { 3 } else { 50 },
+        min_cpu: Duration::from_millis(600),
+        max_wall: Duration::from_secs(20),
+        callgrind: args.iter().any(|a| a == "--callgrind"),
+    };
+    let work = std::env::temp_dir().join(format!("zpulse-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+
+    println!(
+        "zpulse sample benchmark ({}, {} build): {} CPUs, load average {}",
+        if quick {
+            "quick smoke run, not a measurement"
+        } else {
+            "measurement"
+        },
+        profile.file_name().unwrap().to_string_lossy(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average()
+    );
+    println!("CPU time per interval (all threads), µs, and × the floor\n");
+
+    // The lab capture.
+    let lab = fixture(LAB);
+    let mut lab_costs = measure(&mode, &lab, &profile);
+    let ne = node_exporter(&mode, &lab.join("001"));
+    lab_costs.node_exporter = ne.map(|n| n.0);
+    let c = lab_costs;
+    let mut n_files = Vec::new();
+    files(&lab.join("001"), &mut n_files);
+    println!("lab capture {LAB}/001 ({} files)", n_files.len());
+    let row = |label: &str, v: f64| println!("  {label:<34} {v:>10.1} µs  {:>6.2} ×", v / c.floor);
+    row("floor: read the files", c.floor);
+    row("snapshot", c.snapshot);
+    row("sample, no checks", c.sample);
+    row(
+        &format!("sample + {} shipped checks", SHIPPED_CHECKS.len()),
+        c.checks,
+    );
+    match ne {
+        Some((plain, gzip)) => {
+            row("node_exporter scrape (zfs+diskstats)", plain);
+            row("node_exporter scrape, gzip", gzip);
+            println!(
+                "  node_exporter's plain scrape costs {:.2}× zpulse's interval with every check",
+                plain / c.checks
+            );
+        }
+        None => println!("  node_exporter: {NODE_EXPORTER} not installed, not compared"),
+    }
+    if mode.callgrind {
+        let n = if quick { 2 } else { 10 };
+        let ir: Vec<(&str, Option<u64>)> = ["floor", "snapshot", "sample", "checks"]
+            .iter()
+            .map(|p| (*p, instructions(p, &lab, n, &profile)))
+            .collect();
+        match ir[0].1 {
+            Some(floor) => {
+                println!("  instructions (callgrind) per iteration:");
+                for (p, v) in &ir {
+                    let v = v.unwrap_or(0);
+                    println!("    {p:<10} {v:>12}  {:>6.2} ×", v as f64 / floor as f64);
+                }
+            }
+            None => println!("  callgrind: valgrind not available"),
+        }
+    }
+
+    // Scaling.
+    let disk_sizes: &[usize] = if quick {
+        &[10, 100]
+    } else {
+        &[10, 100, 1000, 5000]
+    };
+    let vdev_sizes: &[usize] = if quick {
+        &[10, 100]
+    } else {
+        &[10, 100, 500, 2000]
+    };
+    println!("\nscaling (synthetic captures grown from the lab's), µs per interval");
+    println!(
+        "  {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9}",
+        "capture", "floor", "snapshot", "sample", "+ checks", "snap/fl", "chk/fl"
+    );
+    let mut axis_rows: Vec<(&str, Vec<(usize, Costs)>)> = Vec::new();
+    for (label, sizes, make) in [
+        ("disks", disk_sizes, Axis::Disks as fn(usize) -> Axis),
+        ("vdevs", vdev_sizes, Axis::Vdevs as fn(usize) -> Axis),
+    ] {
+        let mut rows = Vec::new();
+        for &n in sizes {
+            let dir = synthetic_series(&work, make(n));
+            let c = measure(&mode, &dir, &profile);
+            println!(
+                "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.2} {:>9.2}",
+                format!("{n} {label}"),
+                c.floor,
+                c.snapshot,
+                c.sample,
+                c.checks,
+                c.snapshot / c.floor,
+                c.checks / c.floor
+            );
+            rows.push((n, c));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        axis_rows.push((label, rows));
+    }
+    for (label, rows) in &axis_rows {
+        // Between the two largest sizes, where the lab's own share no longer hides the growth
+        // of what was added: 1.0 is linear, 2.0 quadratic.
+        let (a, b) = (rows[rows.len() - 2], rows[rows.len() - 1]);
+        let e = |f: fn(&Costs) -> f64| exponent((a.0 as f64, b.0 as f64), (f(&a.1), f(&b.1)));
+        println!(
+            "  growth exponent in {label}, {}→{}: floor {:.2}, snapshot {:.2}, sample {:.2}, + checks {:.2}",
+            a.0,
+            b.0,
+            e(|c| c.floor),
+            e(|c| c.snapshot),
+            e(|c| c.sample),
+            e(|c| c.checks)
+        );
+    }
+
+    if !rss {
+        let _ = std::fs::remove_dir_all(&work);
+        return;
+    }
+    // Memory: `zpulse run --replay` with every check.
+    let captures = if quick { 4 } else { 12 };
+    println!("\nresident memory of `zpulse run --replay` with every check ({captures} captures)");
+    let mut mem = Vec::new();
+    for axis in [
+        Axis::Vdevs(10),
+        Axis::Disks(100),
+        Axis::Disks(if quick { 200 } else { 1000 }),
+        Axis::Vdevs(if quick { 100 } else { 1000 }),
+    ] {
+        let pair = synthetic_series(&work, axis);
+        let series = long_series(&pair, &work.join("series"), captures);
+        let kb = run_rss(&profile, &series, &work);
+        let _ = std::fs::remove_dir_all(&series);
+        let _ = std::fs::remove_dir_all(&pair);
+        let (label, n) = match axis {
+            Axis::Disks(n) => ("disks", n),
+            Axis::Vdevs(n) => ("vdevs", n),
+        };
+        println!(
+            "  {n:>5} {label:<6} peak RSS {:>8.1} MiB",
+            kb as f64 / 1024.0
+        );
+        mem.push((n, kb));
+    }
+    let slope = |a: (usize, u64), b: (usize, u64)| {
+        ((b.1 as f64 - a.1 as f64) * 1024.0 / (b.0 - a.0) as f64).max(0.0)
+    };
+    println!(
+        "  ≈ {:.0} bytes per disk (with its half of a mirror), ≈ {:.0} bytes per leaf vdev (files)",
+        slope(mem[1], mem[2]),
+        slope(mem[0], mem[3])
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
