@@ -469,3 +469,62 @@ fn every_empty_or_misplaced_source_gets_its_note() {
     assert_eq!(pools, ["tank"]);
     std::fs::remove_dir_all(root).unwrap();
 }
+
+/// `zpulse once` of a host without ZFS (the lab capture with its kstats removed) shows the
+/// CPU's shares since boot and each interface's totals, taken here from the capture's own
+/// `/proc/stat` and `/proc/net/dev`.
+#[test]
+fn once_without_zfs_shows_cpu_and_network_since_boot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("capture");
+    copy_dir(&lab("000"), &root);
+    std::fs::remove_dir_all(root.join("proc/spl")).unwrap();
+    std::fs::remove_dir_all(root.join("zfs-ioctl")).ok();
+    let out = zpulse(&["once", "--root", root.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ZFS kernel module not loaded"), "{text}");
+
+    let stat = std::fs::read_to_string(root.join("proc/stat")).unwrap();
+    let cpu: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+    let total: u64 = cpu[..8].iter().sum();
+    let busy = total - cpu[3] - cpu[4];
+    let expected = format!(
+        "CPU   since boot: busy {:.1}%, iowait {:.1}%",
+        busy as f64 / total as f64 * 100.0,
+        cpu[4] as f64 / total as f64 * 100.0
+    );
+    assert!(text.contains(&expected), "{expected}\n{text}");
+
+    let dev = std::fs::read_to_string(root.join("proc/net/dev")).unwrap();
+    for line in dev.lines().skip(2) {
+        let (name, rest) = line.split_once(':').unwrap();
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        let name = name.trim();
+        if name == "lo" {
+            assert!(!text.contains("NET   lo "), "{text}");
+            continue;
+        }
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("NET   {name} ")))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        assert!(line.contains(&format!("({} errors), sent", f[2])), "{line}");
+        assert!(line.ends_with(&format!("({} errors)", f[10])), "{line}");
+    }
+}

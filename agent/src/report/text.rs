@@ -233,7 +233,34 @@ fn pools(out: &mut String, snap: &Snapshot) {
     }
 }
 
+/// The host's absolute figures: CPU shares and network totals since boot (rates need two
+/// readings: `--interval`), memory now.
 fn host(out: &mut String, snap: &Snapshot) {
+    if let Some(cpu) = &snap.cpu {
+        let total = cpu.total() as f64;
+        let share = |n: u64| pct(zpulse_proto::counter::ratio(n as f64, total));
+        let _ = writeln!(
+            out,
+            "CPU   since boot: busy {}, iowait {}",
+            share(cpu.busy()),
+            cpu.iowait.map_or_else(|| "-".into(), share)
+        );
+    }
+    for n in snap
+        .net
+        .iter()
+        .filter(|n| n.name != "lo" && n.name != "lo0")
+    {
+        let _ = writeln!(
+            out,
+            "NET   {} since boot: received {} ({} errors), sent {} ({} errors)",
+            n.name,
+            bytes(n.rx_bytes),
+            n.rx_errors,
+            bytes(n.tx_bytes),
+            n.tx_errors
+        );
+    }
     if let Some(mem) = &snap.memory {
         memory_line(out, mem);
     }
