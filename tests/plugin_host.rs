@@ -705,3 +705,44 @@ fn plugin_tables_reach_the_host_as_written() {
         .collect();
     assert!(tables["template"].ends_with("zpulse.toml:3"), "{tables:?}");
 }
+
+/// `zpulse replay` with a plugin that was refused still prints what the others found, and
+/// exits non-zero naming it: a replay that silently ran fewer checks is not a pass.
+#[test]
+fn replay_exits_non_zero_when_a_plugin_did_not_run() {
+    let b = built();
+    let zpulse = zpulse_tests::build_bin("zpulse-agent", "zpulse");
+    let dir = PluginDir::new(&[
+        (&rust_plugin(TEMPLATE), "libtemplate.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let series = zpulse_tests::fixture("lab/basic");
+    let replay = || {
+        Command::new(&zpulse)
+            .args(["replay", "--plugin-dir"])
+            .arg(dir.path())
+            .arg(&series)
+            .output()
+            .unwrap()
+    };
+    let all = replay();
+    assert!(
+        all.status.success(),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+    std::fs::set_permissions(
+        dir.path().join("libtemplate.so"),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
+    let one_refused = replay();
+    let stderr = String::from_utf8_lossy(&one_refused.stderr);
+    assert_eq!(one_refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("1 of 2 plugins did not run to the end"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("libtemplate.so refused"), "{stderr}");
+    assert!(String::from_utf8_lossy(&one_refused.stdout).contains("hello from C"));
+}

@@ -76,6 +76,5 @@ pub fn run(
         Format::Text => report::sample_text(&sample) + &events,
         Format::Json => report::json(&sample, true) + "\n" + &events,
     })?;
-    runner.shutdown();
-    Ok(())
+    runner.shutdown()
 }

@@ -61,8 +61,34 @@ impl Runner {
         render_events(&out.events, self.format)
     }
 
-    pub fn shutdown(self) {
+    /// Stops the plugins. An error when any plugin did not run to the end (refused at
+    /// start, hung, or disabled): the output above it is then not the whole picture, and the
+    /// command's exit status must say so.
+    pub fn shutdown(self) -> Result<(), String> {
+        let plugins = self.host.plugins();
         self.host.shutdown();
+        let bad: Vec<String> = plugins
+            .iter()
+            .filter(|p| p.status != Status::Loaded)
+            .map(|p| {
+                format!(
+                    "{} {}: {}",
+                    p.label(),
+                    p.status.word(),
+                    p.status.reason().unwrap_or("")
+                )
+            })
+            .collect();
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} of {} plugins did not run to the end: {}",
+                bad.len(),
+                plugins.len(),
+                bad.join("; ")
+            ))
+        }
     }
 }
 

@@ -30,6 +30,5 @@ pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<()
         })?;
         prev = cur;
     }
-    runner.shutdown();
-    Ok(())
+    runner.shutdown()
 }
