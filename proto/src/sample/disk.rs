@@ -10,8 +10,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DiskRates {
     pub name: String,
+    /// Set for a partition: the whole disk it is part of (its figures are in the disk's too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whole_disk: Option<String>,
+    /// A loop device, RAM disk, zvol, floppy, optical drive or network block device
+    /// ([`crate::snapshot::is_virtual_disk`]): no storage of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub virtual_device: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotational: Option<bool>,
     /// Reads / writes completed per second.
@@ -98,6 +103,7 @@ pub(super) fn disk_rates(
 fn label(r: &mut DiskRates, disk: &Disk) {
     r.name = disk.name.clone();
     r.whole_disk = disk.whole_disk.clone();
+    r.virtual_device = crate::snapshot::is_virtual_disk(&disk.name);
     r.rotational = disk.rotational;
 }
 

@@ -297,3 +297,33 @@ fn leaving_out_the_vdev_parts_keeps_the_tree_and_its_named_stats() {
     // Nothing left out: the same sample.
     assert_eq!(s.without(0), s);
 }
+
+#[test]
+fn virtual_devices_are_flagged_in_the_sample() {
+    let names = [
+        "sda", "sda1", "loop0", "fd0", "sr0", "zd16", "nvme0n1", "md0", "mdraid",
+    ];
+    let disks = |at: u64| {
+        names
+            .iter()
+            .map(|n| {
+                disk(
+                    n,
+                    Diskstats {
+                        reads: at,
+                        ..Diskstats::default()
+                    },
+                )
+            })
+            .collect()
+    };
+    let s = Sample::between(&snap(0.0, disks(1)), &snap(10.0, disks(2))).unwrap();
+    let flagged: Vec<&str> = s
+        .disks
+        .iter()
+        .filter(|d| d.virtual_device)
+        .map(|d| d.name.as_str())
+        .collect();
+    // Loop devices, floppies, optical drives, zvols; Linux's md0 is software RAID.
+    assert_eq!(flagged, ["loop0", "fd0", "sr0", "zd16"]);
+}

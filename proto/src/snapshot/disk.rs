@@ -42,13 +42,11 @@ pub struct Disk {
 /// disks, zvols (`zd`), floppies, optical drives, network block devices.
 pub const VIRTUAL_DISK_PREFIXES: &[&str] = &["loop", "ram", "zram", "zd", "fd", "sr", "nbd"];
 
-/// Whether a kernel disk name is a virtual device (see [`VIRTUAL_DISK_PREFIXES`]), or a
-/// FreeBSD memory disk (`md0`: vnode-, swap- or malloc-backed).
+/// Whether a kernel disk name is a virtual device (see [`VIRTUAL_DISK_PREFIXES`]). Linux's
+/// `md0` is software RAID, real storage, so FreeBSD's memory disks (`md0` too) are told apart
+/// where the vdev's path says more ([`super::Vdev::virtual_backing`]).
 pub fn is_virtual_disk(name: &str) -> bool {
     VIRTUAL_DISK_PREFIXES.iter().any(|p| name.starts_with(p))
-        || name
-            .strip_prefix("md")
-            .is_some_and(|n| n.chars().next().is_some_and(|c| c.is_ascii_digit()))
 }
 
 /// Where a disk sits in a pool.

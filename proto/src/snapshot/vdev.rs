@@ -127,6 +127,10 @@ impl Vdev {
         if dev.starts_with("loop") || disk.starts_with("loop") {
             return Some(format!("a loop device ({path})"));
         }
+        // FreeBSD memory disks: vnode-backed (a file) or malloc/swap-backed (RAM).
+        if dev.starts_with("md") && dev[2..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            return Some(format!("a memory disk ({path})"));
+        }
         if super::is_virtual_disk(dev) || super::is_virtual_disk(disk) {
             return Some(format!("a virtual device ({path})"));
         }
