@@ -257,6 +257,22 @@ pub struct HostApi {
 }
 
 /// Why a descriptor header is refused, in words naming both versions.
+impl HostApi {
+    /// The host API of this ABI version (its major, minor and size filled in) over `ctx`.
+    pub fn new(ctx: *mut c_void, log: LogFn, emit: EmitFn, set_error: SetErrorFn) -> HostApi {
+        HostApi {
+            abi_major: ABI_MAJOR,
+            abi_minor: ABI_MINOR,
+            struct_size: std::mem::size_of::<HostApi>() as u32,
+            reserved: 0,
+            ctx,
+            log,
+            emit,
+            set_error,
+        }
+    }
+}
+
 pub fn check_header(h: &DescriptorHeader) -> Result<(), String> {
     if h.abi_major != ABI_MAJOR {
         return Err(format!(

@@ -274,16 +274,12 @@ pub(super) fn spawn(
     let ctx = Arc::into_raw(Arc::clone(&shared))
         .cast_mut()
         .cast::<c_void>();
-    let api = Api(Box::leak(Box::new(HostApi {
-        abi_major: abi::ABI_MAJOR,
-        abi_minor: abi::ABI_MINOR,
-        struct_size: std::mem::size_of::<HostApi>() as u32,
-        reserved: 0,
+    let api = Api(Box::leak(Box::new(HostApi::new(
         ctx,
-        log: log_cb,
-        emit: emit_cb,
-        set_error: set_error_cb,
-    })));
+        log_cb,
+        emit_cb,
+        set_error_cb,
+    ))));
     std::thread::Builder::new()
         .name(format!("plugin-{}", shared.name))
         // Plugins decode a whole sample; give them more room than the 2 MiB default.
@@ -356,16 +352,12 @@ pub(super) fn check_config(
     let ctx = Arc::into_raw(Arc::clone(&shared))
         .cast_mut()
         .cast::<c_void>();
-    let api = Api(Box::leak(Box::new(HostApi {
-        abi_major: abi::ABI_MAJOR,
-        abi_minor: abi::ABI_MINOR,
-        struct_size: std::mem::size_of::<HostApi>() as u32,
-        reserved: 0,
+    let api = Api(Box::leak(Box::new(HostApi::new(
         ctx,
-        log: log_cb,
-        emit: emit_cb,
-        set_error: set_error_cb,
-    })));
+        log_cb,
+        emit_cb,
+        set_error_cb,
+    ))));
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
         .name(format!("check-{name}"))

@@ -48,16 +48,7 @@ impl TestHost {
     pub fn new() -> TestHost {
         let recorded = Box::new(Mutex::new(Recorded::default()));
         let ctx = (&*recorded as *const Mutex<Recorded>).cast_mut().cast();
-        let api = Box::new(HostApi {
-            abi_major: abi::ABI_MAJOR,
-            abi_minor: abi::ABI_MINOR,
-            struct_size: std::mem::size_of::<HostApi>() as u32,
-            reserved: 0,
-            ctx,
-            log: log_cb,
-            emit: emit_cb,
-            set_error: set_error_cb,
-        });
+        let api = Box::new(HostApi::new(ctx, log_cb, emit_cb, set_error_cb));
         TestHost { recorded, api }
     }
 
