@@ -1,5 +1,5 @@
 /*
- * zpulse_plugin.h — the zpulse plugin ABI, version 1.1, for plugins written in C.
+ * zpulse_plugin.h — the zpulse plugin ABI, version 1.2, for plugins written in C.
  *
  * The same contract as zpulse-proto's `abi` module (Rust plugins use its SDK instead).
  *
@@ -21,6 +21,13 @@
  *              "warning" | "critical"), state ("raised" | "updated" | "cleared"; findings
  *              only), subject, summary, advice (optional), data (a map of figures). The agent
  *              fills in host and time. Unknown keys are refused.
+ *      window  (ABI 1.2, `report`) zpulse-proto's `ReportWindow`: from, to, intervals, whole
+ *              (the window as one sample: its mean rates, all its I/O's histograms, the last
+ *              snapshot), busy (per disk: name, util = %util of every interval).
+ *      section (ABI 1.2, host->section) one conclusion: rating ("ok" | "info" | "warning" |
+ *              "critical"), title, summary, advice (optional), subject (optional), figures
+ *              (an array of maps: key, label, value, unit). At most 16 KiB and 32 figures;
+ *              at most 32 sections per report.
  *  - Nobody frees memory the other side allocated. Pointers passed to a function are valid
  *    during that call only; copy what you keep. The host copies whatever you pass to its
  *    callbacks before they return. The descriptor and its strings must be static.
@@ -47,7 +54,7 @@ extern "C" {
 #endif
 
 #define ZPULSE_ABI_MAJOR 1
-#define ZPULSE_ABI_MINOR 1
+#define ZPULSE_ABI_MINOR 2
 #define ZPULSE_ENTRY_SYMBOL "zpulse_plugin_entry"
 
 /* Descriptor flags (ABI 1.1). The agent refuses a plugin that sets this one: its code aborts
@@ -99,6 +106,9 @@ typedef struct zpulse_host_api {
     void (*log)(void *ctx, int32_t level, const uint8_t *msg, size_t len);
     int32_t (*emit)(void *ctx, const uint8_t *event, size_t len);
     void (*set_error)(void *ctx, const uint8_t *msg, size_t len);
+    /* ABI 1.2 (present when struct_size >= 56): one report section, during report only;
+     * returns a ZPULSE_EMIT_* status. */
+    int32_t (*section)(void *ctx, const uint8_t *section, size_t len);
 } zpulse_host_api;
 
 /* What the plugin exports. The first four fields are the same in every ABI version. */
@@ -125,6 +135,10 @@ typedef struct zpulse_plugin_descriptor {
      * 1.0 descriptor (88 bytes, without check_config nor this field) is still accepted and
      * gets everything. */
     uint64_t unread;
+    /* ABI 1.2, may be NULL: `zpulse report` calls it once, after the window's samples went
+     * through on_sample, with one window (see above); answer with host->section (zero or
+     * more times). Same thread and time budget as on_sample. */
+    int32_t (*report)(void *state, const uint8_t *window, size_t window_len);
 } zpulse_plugin_descriptor;
 
 /* The one symbol a plugin exports. */
@@ -136,9 +150,11 @@ _Static_assert(offsetof(zpulse_plugin_descriptor, name) == 16, "descriptor layou
 _Static_assert(offsetof(zpulse_plugin_descriptor, create) == 64, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, check_config) == 88, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, unread) == 96, "descriptor layout");
-_Static_assert(sizeof(zpulse_plugin_descriptor) == 104, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, report) == 104, "descriptor layout");
+_Static_assert(sizeof(zpulse_plugin_descriptor) == 112, "descriptor layout");
 _Static_assert(offsetof(zpulse_host_api, ctx) == 16, "host api layout");
-_Static_assert(sizeof(zpulse_host_api) == 48, "host api layout");
+_Static_assert(offsetof(zpulse_host_api, section) == 48, "host api layout");
+_Static_assert(sizeof(zpulse_host_api) == 56, "host api layout");
 #endif
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-//! Plugin ABI v1 (1.1): the C-compatible contract between the agent and a plugin shared object.
+//! Plugin ABI v1 (1.2): the C-compatible contract between the agent and a plugin shared object.
 //!
 //! `proto/include/zpulse_plugin.h` states the same contract for C. Plugin authors writing Rust
 //! use [`crate::sdk`] and never touch this module; it is public for the agent, for the SDK's
@@ -28,6 +28,10 @@
 //!   [`PluginDescriptor::unread`]: the parts of the sample
 //!   ([`PART_SNAPSHOT_DISKS`], …) the plugin never looks at, which the agent may leave out of
 //!   the samples it sends that plugin. 0 (and every 1.0 plugin) gets the whole sample.
+//! * Since 1.2 the descriptor ends with [`PluginDescriptor::report`] (may be null): the
+//!   plugin's verdict over a whole window for `zpulse report` ([`crate::report`]), given
+//!   through the host's [`HostApi::section`], which a 1.2 host appends to its API (check
+//!   [`HostApi::struct_size`] before calling it).
 //! * The agent never unloads a plugin (`dlclose` is unsafe with thread-locals and threads), so
 //!   a plugin's statics live as long as the process.
 
@@ -37,8 +41,8 @@ use std::ffi::c_void;
 pub const ABI_MAJOR: u32 = 1;
 /// Compatible additions (fields appended to the descriptor or the host API, header flags)
 /// bump the minor. 1.1: [`DESCRIPTOR_PANIC_ABORT`], [`PluginDescriptor::check_config`] and
-/// [`PluginDescriptor::unread`].
-pub const ABI_MINOR: u32 = 1;
+/// [`PluginDescriptor::unread`]. 1.2: [`PluginDescriptor::report`] and [`HostApi::section`].
+pub const ABI_MINOR: u32 = 2;
 
 /// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
 /// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
@@ -180,7 +184,15 @@ pub type DestroyFn = unsafe extern "C" fn(state: *mut c_void);
 pub type CheckConfigFn =
     unsafe extern "C" fn(host: *const HostApi, config: *const u8, config_len: usize) -> Status;
 
-/// What a plugin exports (ABI 1.1; a 1.0 descriptor ends before `check_config`). Function
+/// `report(state, window, window_len)` (ABI 1.2): one [`crate::report::ReportWindow`] as a
+/// MessagePack map, after the window's samples went through `on_sample`. The plugin answers
+/// by calling [`HostApi::section`] once per conclusion (none is a valid answer). Called on
+/// the plugin's thread like `on_sample`, within the same budget.
+pub type ReportFn =
+    unsafe extern "C" fn(state: *mut c_void, window: *const u8, window_len: usize) -> Status;
+
+/// What a plugin exports (ABI 1.2; a 1.0 descriptor ends before `check_config`, a 1.1 one
+/// before `report`). Function
 /// pointers are `Option` so that a null one from C is a refused plugin, not undefined
 /// behaviour. Read one with [`read_descriptor`], which knows every 1.x size.
 #[repr(C)]
@@ -202,6 +214,8 @@ pub struct PluginDescriptor {
     /// them out of its samples. 0 = send everything (and absent, read as 0, in a 1.0
     /// descriptor). Unknown bits are ignored.
     pub unread: u64,
+    /// ABI 1.2; absent (and read as `None`: the plugin adds nothing to reports) before.
+    pub report: Option<ReportFn>,
 }
 
 /// The size of an ABI 1.0 descriptor: everything before `check_config`.
@@ -240,6 +254,11 @@ pub type EmitFn =
     unsafe extern "C" fn(ctx: *mut c_void, event: *const u8, len: usize) -> EmitStatus;
 /// `set_error(ctx, message, len)`: why the current call is about to fail.
 pub type SetErrorFn = unsafe extern "C" fn(ctx: *mut c_void, msg: *const u8, len: usize);
+/// `section(ctx, section, len)` (ABI 1.2): one [`crate::report::Section`] as MessagePack,
+/// during `report` only; the host copies it. [`EMIT_INVALID`], [`EMIT_TOO_LARGE`] or
+/// [`EMIT_RATE_LIMITED`] (more than [`crate::report::SECTIONS_PER_PLUGIN`]) when refused.
+pub type SectionFn =
+    unsafe extern "C" fn(ctx: *mut c_void, section: *const u8, len: usize) -> EmitStatus;
 
 /// What the agent passes to `create`. Valid, with its `ctx`, for the life of the process.
 #[repr(C)]
@@ -254,12 +273,20 @@ pub struct HostApi {
     pub log: LogFn,
     pub emit: EmitFn,
     pub set_error: SetErrorFn,
+    /// ABI 1.2: `None` from an older host, whose struct ends before it.
+    pub section: Option<SectionFn>,
 }
 
 /// Why a descriptor header is refused, in words naming both versions.
 impl HostApi {
     /// The host API of this ABI version (its major, minor and size filled in) over `ctx`.
-    pub fn new(ctx: *mut c_void, log: LogFn, emit: EmitFn, set_error: SetErrorFn) -> HostApi {
+    pub fn new(
+        ctx: *mut c_void,
+        log: LogFn,
+        emit: EmitFn,
+        set_error: SetErrorFn,
+        section: SectionFn,
+    ) -> HostApi {
         HostApi {
             abi_major: ABI_MAJOR,
             abi_minor: ABI_MINOR,
@@ -269,9 +296,13 @@ impl HostApi {
             log,
             emit,
             set_error,
+            section: Some(section),
         }
     }
 }
+
+/// The size of an ABI 1.0 and 1.1 host API: everything before `section`.
+pub const HOST_API_SIZE_1_1: usize = std::mem::offset_of!(HostApi, section);
 
 pub fn check_header(h: &DescriptorHeader) -> Result<(), String> {
     if h.abi_major != ABI_MAJOR {
@@ -322,12 +353,15 @@ const _: () = {
     assert!(DESCRIPTOR_SIZE_1_0 == 88);
     assert!(offset_of!(PluginDescriptor, check_config) == 88);
     assert!(offset_of!(PluginDescriptor, unread) == 96);
-    assert!(size_of::<PluginDescriptor>() == 104);
+    // 1.2 appends report.
+    assert!(offset_of!(PluginDescriptor, report) == 104);
+    assert!(size_of::<PluginDescriptor>() == 112);
     assert!(offset_of!(HostApi, ctx) == 16);
     assert!(offset_of!(HostApi, log) == 24);
     assert!(offset_of!(HostApi, emit) == 32);
     assert!(offset_of!(HostApi, set_error) == 40);
-    assert!(size_of::<HostApi>() == 48);
+    assert!(offset_of!(HostApi, section) == 48);
+    assert!(size_of::<HostApi>() == 56);
 };
 
 #[cfg(test)]
@@ -343,7 +377,7 @@ mod tests {
             flags: 0,
         };
         let err = check_header(&h).unwrap_err();
-        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.1"), "{err}");
+        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.2"), "{err}");
         let small = DescriptorHeader {
             abi_major: 1,
             abi_minor: 0,
@@ -368,6 +402,10 @@ mod tests {
         assert!(check_header(&newer_minor).is_ok());
     }
 
+    unsafe extern "C" fn report_nothing(_: *mut c_void, _: *const u8, _: usize) -> Status {
+        STATUS_OK
+    }
+
     unsafe extern "C" fn accept_any(_: *const HostApi, _: *const u8, _: usize) -> Status {
         STATUS_OK
     }
@@ -390,6 +428,7 @@ mod tests {
             destroy: None,
             check_config: Some(accept_any),
             unread: PART_TXGS,
+            report: Some(report_nothing),
         }
     }
 
@@ -413,13 +452,21 @@ mod tests {
         let d = unsafe { read_descriptor(&raw const middle) };
         assert!(d.check_config.is_some());
         assert_eq!(d.unread, 0);
-        // The whole 1.1 descriptor, and a larger one from a newer minor: both fields.
-        for size in [104, 120] {
+        // The whole 1.1 descriptor: both its fields, no report.
+        let one_one = descriptor_claiming(104);
+        // SAFETY: as above, 104 bytes.
+        let d = unsafe { read_descriptor(&raw const one_one) };
+        assert!(d.check_config.is_some());
+        assert_eq!(d.unread, PART_TXGS);
+        assert!(d.report.is_none(), "a 1.1 plugin has no report");
+        // 1.2, and a larger one from a newer minor: every field.
+        for size in [112, 128] {
             let new = descriptor_claiming(size);
             // SAFETY: only size_of::<PluginDescriptor>() bytes are read, which `new` has.
             let d = unsafe { read_descriptor(&raw const new) };
             assert!(d.check_config.is_some());
             assert_eq!(d.unread, PART_TXGS);
+            assert!(d.report.is_some());
         }
     }
 

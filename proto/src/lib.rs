@@ -10,6 +10,7 @@
 //!   absurd rates: a reset counter yields no rate for that interval (see [`counter`]).
 //!
 //! * An [`Event`] is what checks find and what the agent says about itself ([`event`]).
+//! * [`report`] is what checks conclude over a whole window for `zpulse report`.
 //! * [`forward`] is the Fluent Forward wire framing that the agent's Forward sink and the
 //!   collector share.
 //! * [`abi`] is the C ABI between the agent and plugin shared objects; [`sdk`] is its safe
@@ -21,6 +22,7 @@ pub mod abi;
 pub mod counter;
 pub mod event;
 pub mod forward;
+pub mod report;
 pub mod sample;
 pub mod sdk;
 pub mod snapshot;

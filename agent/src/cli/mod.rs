@@ -1,9 +1,11 @@
-//! The `zpulse` command line: `once`, `capture`, `replay`, `plugins`.
+//! The `zpulse` command line: `once`, `capture`, `replay`, `report`, `plugins`, `run`,
+//! `check-config`.
 
 mod capture;
 mod once;
 mod plugins;
 mod replay;
+mod report;
 mod run;
 
 pub use plugins::PluginArgs;
@@ -64,6 +66,14 @@ pub enum Command {
         #[command(flatten)]
         plugins: PluginArgs,
     },
+    /// Analyse a window (live for --duration, a capture SERIES, or the agent's history with
+    /// --last/--from) with every check, or compare two windows: a page, text or JSON.
+    Report {
+        #[command(flatten)]
+        args: report::ReportArgs,
+        #[command(flatten)]
+        plugins: PluginArgs,
+    },
     /// Run the agent: sample on a fixed schedule, run plugins, send events to the sinks.
     /// SIGHUP reloads the config; SIGTERM/SIGINT flush and exit.
     Run {
@@ -115,6 +125,7 @@ pub fn main() -> ExitCode {
             plugins,
         } => replay::run(&series, format, &plugins),
         Command::Plugins { format, plugins } => plugins::list(&plugins, format),
+        Command::Report { args, plugins } => report::run(&args, &plugins),
         Command::Run {
             plugins,
             replay,

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use zpulse_proto::Sample;
 use zpulse_proto::event::{Entry, Value};
+use zpulse_proto::report::{ReportWindow, Section};
 
 /// Flags shared by every command that runs plugins.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -59,6 +60,22 @@ impl Runner {
         let out = self.host.run(sample);
         print_logs(&out);
         render_events(&out.events, self.format)
+    }
+
+    /// Runs the plugins on `sample` and returns their events as they are (log lines go to
+    /// stderr).
+    pub fn events(&mut self, sample: &Sample) -> Vec<Entry> {
+        let out = self.host.run(sample);
+        print_logs(&out);
+        out.events
+    }
+
+    /// `zpulse report`: every plugin's conclusions over `window`, plus the events the call
+    /// produced (plugin problems).
+    pub fn report(&mut self, window: &ReportWindow) -> (Vec<Section>, Vec<Entry>) {
+        let (sections, out) = self.host.report_window(window);
+        print_logs(&out);
+        (sections, out.events)
     }
 
     /// Stops the plugins. An error when any plugin did not run to the end (refused at

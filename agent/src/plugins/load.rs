@@ -63,6 +63,8 @@ pub(super) struct Calls {
     pub destroy: DestroyFn,
     /// The parts of the sample it does not read (ABI 1.1; 0 for 1.0).
     pub unread: u64,
+    /// ABI 1.2: its conclusions over a window, for `zpulse report`.
+    pub report: Option<abi::ReportFn>,
 }
 
 /// An opened plugin, before `create`.
@@ -162,6 +164,7 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
             on_sample,
             destroy,
             unread: d.unread,
+            report: d.report,
         },
         check_config: d.check_config,
     })

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant, SystemTime};
 use worker::{Done, Job, Limits, Shared};
 use zpulse_proto::abi;
 use zpulse_proto::event::{Data, Entry, Event, EventTime, Kind, Severity, State, Value};
+use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::{Sample, sdk};
 
 /// Severity of a log line.
@@ -411,6 +412,53 @@ impl PluginHost {
         self.take_output()
     }
 
+    /// `zpulse report`: hands `window` to every running plugin's `report` (after the window's
+    /// samples went through [`run`](PluginHost::run)) and returns, within the budget, the
+    /// sections they gave, in plugin order, with what went wrong in the output.
+    pub fn report_window(&mut self, window: &ReportWindow) -> (Vec<Section>, Output) {
+        self.collect();
+        let mut encoded: Vec<(u64, Arc<[u8]>)> = Vec::new();
+        let now = Instant::now();
+        for slot in &mut self.slots {
+            let Some(run) = slot.run.as_mut() else {
+                continue;
+            };
+            if run.busy.is_some() || !run.created {
+                continue;
+            }
+            let Some(jobs) = &run.jobs else { continue };
+            let unread = run.unread & abi::PARTS_KNOWN;
+            let bytes = match encoded.iter().find(|(u, _)| *u == unread) {
+                Some((_, bytes)) => Arc::clone(bytes),
+                None => {
+                    let bytes: Arc<[u8]> =
+                        zpulse_proto::sdk::encode_window_for(window, unread).into();
+                    encoded.push((unread, Arc::clone(&bytes)));
+                    bytes
+                }
+            };
+            run.shared
+                .begin_sample(EventTime::from_unix(window.to), &self.hostname);
+            if jobs.try_send(Job::Report(bytes)).is_ok() {
+                run.busy = Some(Busy {
+                    call: "report",
+                    since: now,
+                    hung: false,
+                });
+            }
+        }
+        self.wait(now + self.budget.budget);
+        self.mark_hung();
+        let out = self.take_output();
+        let sections = self
+            .slots
+            .iter()
+            .filter_map(|s| s.run.as_ref())
+            .flat_map(|run| std::mem::take(&mut run.shared.lock().sections))
+            .collect();
+        (sections, out)
+    }
+
     /// What has been produced since the last call (loading problems, late returns).
     pub fn take_output(&mut self) -> Output {
         self.collect();
@@ -554,6 +602,12 @@ impl PluginHost {
         match done {
             Done::Created { status, error } => self.created(index, status, error),
             Done::Sampled { status, error } => self.sampled(index, status, error, late.is_some()),
+            Done::Reported { status, error } => {
+                if status != abi::STATUS_OK {
+                    let why = error.unwrap_or_else(|| format!("status {status}, no reason"));
+                    self.log(Level::Warn, &name, format!("report failed: {why}"));
+                }
+            }
             Done::Stopped => {}
         }
     }

@@ -13,6 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard};
 use zpulse_proto::abi::{self, HostApi, Status};
 use zpulse_proto::event::{Entry, Event, EventTime, Kind};
+use zpulse_proto::report::{SECTIONS_PER_PLUGIN, Section};
 
 /// A log line longer than this is cut: it is meant for people.
 const LOG_LINE_BYTES: usize = 4096;
@@ -51,6 +52,8 @@ pub(super) enum Job {
     Create(Vec<u8>),
     /// One encoded sample, shared by every plugin that reads the same parts.
     Sample(Arc<[u8]>),
+    /// One encoded report window (`zpulse report`).
+    Report(Arc<[u8]>),
 }
 
 pub(super) enum Done {
@@ -59,6 +62,11 @@ pub(super) enum Done {
         error: Option<String>,
     },
     Sampled {
+        status: Status,
+        error: Option<String>,
+    },
+    /// `report` returned (or the plugin has none: `STATUS_OK` at once).
+    Reported {
         status: Status,
         error: Option<String>,
     },
@@ -83,6 +91,8 @@ pub(super) struct Collected {
     emitted: u32,
     logged: u32,
     pub events: Vec<Entry>,
+    /// Report sections given during `report`, checked.
+    pub sections: Vec<Section>,
     pub logs: Vec<LogLine>,
     /// The reason given to `set_error` during the current call.
     pub error: Option<String>,
@@ -171,6 +181,32 @@ impl Shared {
         }
     }
 
+    fn section(&self, bytes: Option<&[u8]>) -> abi::EmitStatus {
+        let Some(bytes) = bytes else {
+            return self.invalid("section was called with a null pointer".into());
+        };
+        if bytes.len() > zpulse_proto::report::SECTION_MAX_BYTES {
+            self.invalid(format!(
+                "a report section of {} bytes, over the limit of {}",
+                bytes.len(),
+                zpulse_proto::report::SECTION_MAX_BYTES
+            ));
+            return abi::EMIT_TOO_LARGE;
+        }
+        if self.lock().sections.len() >= SECTIONS_PER_PLUGIN {
+            self.lock().rate_limited += 1;
+            return abi::EMIT_RATE_LIMITED;
+        }
+        match Section::from_msgpack(bytes) {
+            Ok(mut section) => {
+                section.check = self.name.clone();
+                self.lock().sections.push(section);
+                abi::EMIT_OK
+            }
+            Err(why) => self.invalid(why),
+        }
+    }
+
     fn invalid(&self, why: String) -> abi::EmitStatus {
         let mut c = self.lock();
         c.invalid += 1;
@@ -247,6 +283,14 @@ unsafe extern "C" fn emit_cb(ctx: *mut c_void, event: *const u8, len: usize) -> 
     .unwrap_or(abi::EMIT_INVALID)
 }
 
+unsafe extern "C" fn section_cb(ctx: *mut c_void, bytes: *const u8, len: usize) -> abi::EmitStatus {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `log_cb`.
+        unsafe { shared(ctx).section(input(bytes, len)) }
+    }))
+    .unwrap_or(abi::EMIT_INVALID)
+}
+
 unsafe extern "C" fn set_error_cb(ctx: *mut c_void, msg: *const u8, len: usize) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: as in `log_cb`.
@@ -279,6 +323,7 @@ pub(super) fn spawn(
         log_cb,
         emit_cb,
         set_error_cb,
+        section_cb,
     ))));
     std::thread::Builder::new()
         .name(format!("plugin-{}", shared.name))
@@ -321,7 +366,18 @@ fn run(
                     error: shared.lock().error.take(),
                 }
             }
-            Job::Sample(_) => continue,
+            Job::Report(window) if created => {
+                let status = match calls.report {
+                    // SAFETY: as for `on_sample`; the window is valid for the call.
+                    Some(report) => unsafe { report(state, window.as_ptr(), window.len()) },
+                    None => abi::STATUS_OK,
+                };
+                Done::Reported {
+                    status,
+                    error: shared.lock().error.take(),
+                }
+            }
+            Job::Sample(_) | Job::Report(_) => continue,
         };
         let failed_create =
             matches!(report, Done::Created { status, .. } if status != abi::STATUS_OK);
@@ -357,6 +413,7 @@ pub(super) fn check_config(
         log_cb,
         emit_cb,
         set_error_cb,
+        section_cb,
     ))));
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()

@@ -5,9 +5,10 @@
 
 mod pool;
 mod text;
-mod units;
+pub mod units;
 
 pub use text::{sample_text, snapshot_text};
+pub use units::utc;
 
 use serde::Serialize;
 

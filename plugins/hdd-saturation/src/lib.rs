@@ -43,6 +43,7 @@
 //! disks = []                          # only these disks (kernel names); empty = all HDDs
 //! ```
 
+mod conclude;
 mod window;
 
 pub use window::{Obs, Stats, Window, percentile};
@@ -50,6 +51,7 @@ pub use window::{Obs, Stats, Window, percentile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::report::ReportWindow;
 use zpulse_proto::sample::DiskRates;
 use zpulse_proto::sdk::stats::{round2, settle};
 use zpulse_proto::sdk::{
@@ -170,6 +172,8 @@ pub struct HddSaturation {
     vdevs: BTreeMap<String, VdevTrack>,
     /// The ARC's metadata share per sample, 0–1, over the same window.
     metadata: Window,
+    /// Set on the instance that judges a whole report window ([`conclude`]).
+    describing_window: bool,
 }
 
 impl Plugin for HddSaturation {
@@ -199,6 +203,13 @@ impl Plugin for HddSaturation {
     fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
         for event in self.step(sample) {
             host.emit(&event)?;
+        }
+        Ok(())
+    }
+
+    fn report(&mut self, window: &ReportWindow, host: &Host) -> Result<(), sdk::Error> {
+        for section in self.conclude(window) {
+            host.section(&section)?;
         }
         Ok(())
     }
@@ -248,6 +259,7 @@ impl HddSaturation {
             disks: BTreeMap::new(),
             vdevs: BTreeMap::new(),
             metadata,
+            describing_window: false,
         })
     }
 
@@ -402,6 +414,16 @@ impl HddSaturation {
     /// Every subject with enough samples, judged over its window as of `sample` (the
     /// newest one recorded): what the findings are fed.
     pub fn judge(&self, sample: &Sample) -> Vec<Judgement> {
+        self.judge_adjusted(sample, &|_, _| {})
+    }
+
+    /// [`judge`](Self::judge), with each subject's statistics passed through `adjust`
+    /// (given the subject's disks) before they are judged.
+    fn judge_adjusted(
+        &self,
+        sample: &Sample,
+        adjust: &dyn Fn(&[String], &mut Stats),
+    ) -> Vec<Judgement> {
         let min = self.config.min_samples.max(1) as usize;
         let meta = self.metadata_share();
         let mut judged = Vec::new();
@@ -411,16 +433,17 @@ impl HddSaturation {
                 if window.len() < min {
                     continue;
                 }
-                let Some(stats) = window.stats(self.config.saturation_pct) else {
+                let Some(mut stats) = window.stats(self.config.saturation_pct) else {
                     continue;
                 };
+                adjust(std::slice::from_ref(name), &mut stats);
                 let assessment = self.assess(stats, 1);
                 let roles = disk_roles(by_name.get(name.as_str()).copied());
                 let subject = Subject::Disk {
                     name,
                     roles: &roles,
                 };
-                let report = self.report(&subject, &assessment, sample, meta);
+                let report = self.describe(&subject, &assessment, sample, meta);
                 judged.push(Judgement {
                     subject: name.clone(),
                     assessment,
@@ -433,11 +456,12 @@ impl HddSaturation {
             if track.window.len() < min || (self.config.per_disk && track.members.len() == 1) {
                 continue;
             }
-            let Some(stats) = track.window.stats(self.config.saturation_pct) else {
+            let Some(mut stats) = track.window.stats(self.config.saturation_pct) else {
                 continue;
             };
+            adjust(&track.members, &mut stats);
             let assessment = self.assess(stats, track.members.len());
-            let report = self.report(&Subject::Vdev(track), &assessment, sample, meta);
+            let report = self.describe(&Subject::Vdev(track), &assessment, sample, meta);
             judged.push(Judgement {
                 subject: subject.clone(),
                 assessment,
@@ -467,7 +491,7 @@ impl HddSaturation {
         events
     }
 
-    fn report(
+    fn describe(
         &self,
         subject: &Subject,
         a: &Assessment,
@@ -479,7 +503,10 @@ impl HddSaturation {
         let mb_s = s.bytes_per_s() / 1e6;
         let capacity = c.sequential_mb_s * a.disks as f64;
         let label = subject.label();
-        let summary = if a.verdict == Verdict::Clear {
+        // A report describes every subject in full, whatever its verdict; a finding that
+        // clears only says so.
+        let cleared = a.verdict == Verdict::Clear && !self.describing_window;
+        let summary = if cleared {
             format!(
                 "{label} is no longer saturated: busy {}% mean, ≥{}% in {}% of {} samples",
                 pct(s.util_mean),
@@ -571,9 +598,7 @@ impl HddSaturation {
         {
             r = r.with("pool_has_special", has);
         }
-        if a.verdict != Verdict::Clear
-            && let Some(advice) = advice(a, pool.as_ref(), pool_info.as_ref(), meta, c)
-        {
+        if !cleared && let Some(advice) = advice(a, pool.as_ref(), pool_info.as_ref(), meta, c) {
             r = r.advice(advice);
         }
         r

@@ -3,6 +3,7 @@
 //! (emitting, logging the start) is written once, here.
 
 use super::{Error, Host, Plugin};
+use crate::report::{ReportWindow, Section};
 use crate::{Event, Sample};
 use serde::de::DeserializeOwned;
 
@@ -24,6 +25,14 @@ pub trait Check: Sized + Send + 'static {
 
     /// The events this sample causes (raised, updated, cleared findings).
     fn observe(&mut self, sample: &Sample) -> Vec<Event>;
+
+    /// `zpulse report`: the check's conclusions over a whole window (after every sample of
+    /// it went through [`Check::observe`]), each a verdict with its figures and advice,
+    /// independent of the alert thresholds. None by default.
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        let _ = window;
+        Vec::new()
+    }
 
     /// A line for the agent's log when the check starts, e.g. what it watches.
     fn started(&self) -> Option<String> {
@@ -48,6 +57,13 @@ impl<C: Check> Plugin for C {
     fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), Error> {
         for event in self.observe(sample) {
             host.emit(&event)?;
+        }
+        Ok(())
+    }
+
+    fn report(&mut self, window: &ReportWindow, host: &Host) -> Result<(), Error> {
+        for section in Check::report(self, window) {
+            host.section(&section)?;
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! The `extern "C"` functions behind [`crate::export_plugin!`]: every one catches panics, so
 //! nothing unwinds into the agent, and turns errors into a status plus `set_error`.
 
-use super::{Host, Plugin, config, decode_sample};
+use super::{Host, Plugin, config, decode_sample, decode_window};
 use crate::abi::{self, HostApi, PluginDescriptor, Status, StrRef};
 use std::any::Any;
 use std::ffi::c_void;
@@ -29,6 +29,7 @@ pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor
         destroy: Some(destroy::<P>),
         check_config: Some(check_config::<P>),
         unread: abi::PARTS_KNOWN & !P::READS,
+        report: Some(report::<P>),
     }
 }
 
@@ -146,6 +147,40 @@ unsafe extern "C" fn on_sample<P: Plugin>(
         let sample = decode_sample(bytes).map_err(|e| (abi::STATUS_ERROR, e))?;
         plugin
             .on_sample(&sample, host)
+            .map_err(|e| (abi::STATUS_ERROR, e.to_string()))
+    }))
+    .unwrap_or_else(|payload| Err(panicked(payload)));
+    match result {
+        Ok(()) => abi::STATUS_OK,
+        Err((status, message)) => {
+            host.set_error(&message);
+            status
+        }
+    }
+}
+
+unsafe extern "C" fn report<P: Plugin>(
+    state: *mut c_void,
+    window: *const u8,
+    window_len: usize,
+) -> Status {
+    if state.is_null() {
+        return abi::STATUS_ERROR;
+    }
+    // SAFETY: as in `on_sample`: the live state of this plugin, called from one thread.
+    let instance = unsafe { &mut *state.cast::<Instance<P>>() };
+    // SAFETY: the agent passes `window_len` readable bytes, valid for this call.
+    let Some(bytes) = (unsafe { abi::bytes(window, window_len) }) else {
+        instance
+            .host
+            .set_error("report was called with a null window");
+        return abi::STATUS_ERROR;
+    };
+    let Instance { plugin, host } = instance;
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let window = decode_window(bytes).map_err(|e| (abi::STATUS_ERROR, e))?;
+        plugin
+            .report(&window, host)
             .map_err(|e| (abi::STATUS_ERROR, e.to_string()))
     }))
     .unwrap_or_else(|payload| Err(panicked(payload)));

@@ -54,12 +54,14 @@ pub mod config;
 #[doc(hidden)]
 pub mod export;
 mod findings;
+pub mod section;
 pub mod stats;
 pub mod testing;
 pub mod text;
 
 pub use crate::Sample;
 pub use crate::event::{Data, Event, Kind, Severity, State, Value};
+pub use crate::report::{Figure, Rating, ReportWindow, Section};
 pub use check::Check;
 pub use findings::{Findings, Report, Rules, Threshold, Verdict};
 
@@ -94,6 +96,14 @@ pub trait Plugin: Sized + Send + 'static {
     /// Looks at one sample and emits what it finds through `host`. An error counts as a
     /// failure; several in a row disable the plugin.
     fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), Error>;
+
+    /// `zpulse report`: after every sample of the window went through `on_sample`, the
+    /// plugin's conclusions over the whole window, given with [`Host::section`]. The default
+    /// adds nothing.
+    fn report(&mut self, window: &ReportWindow, host: &Host) -> Result<(), Error> {
+        let _ = (window, host);
+        Ok(())
+    }
 }
 
 /// Exports a [`Plugin`] as the shared object's `zpulse_plugin_entry`. Use once per `cdylib`.
@@ -186,11 +196,21 @@ impl Host {
         // SAFETY: non-null and valid per the caller's contract; the first fields are the same
         // in every ABI version, so reading the version before the rest is sound.
         let (major, size) = unsafe { ((*api).abi_major, (*api).struct_size) };
-        if major != abi::ABI_MAJOR || (size as usize) < std::mem::size_of::<HostApi>() {
+        if major != abi::ABI_MAJOR || (size as usize) < abi::HOST_API_SIZE_1_1 {
             return None;
         }
-        // SAFETY: as above; the struct is at least as large as ours.
-        let api = unsafe { *api };
+        // An older host's struct ends before the fields it does not have: copy what it has
+        // over a zeroed one, in which those fields are `None`.
+        let n = (size as usize).min(std::mem::size_of::<HostApi>());
+        let mut copy = std::mem::MaybeUninit::<HostApi>::zeroed();
+        // SAFETY: `api` has `size` readable bytes (its own struct_size, at least the 1.1 size
+        // checked above, which covers every non-optional field); `n` of them are copied over
+        // a zeroed struct, where the remaining fields are `Option`s of function pointers, for
+        // which all-zero is `None`.
+        let api = unsafe {
+            std::ptr::copy_nonoverlapping(api.cast::<u8>(), copy.as_mut_ptr().cast::<u8>(), n);
+            copy.assume_init()
+        };
         Some(Host { api })
     }
 
@@ -234,11 +254,51 @@ impl Host {
         }
     }
 
+    /// Gives the agent one conclusion of `report`. An agent older than ABI 1.2 has no
+    /// reports and never calls `report`; should one, the section is refused.
+    pub fn section(&self, section: &Section) -> Result<(), EmitError> {
+        section.validate().map_err(EmitError::Invalid)?;
+        let Some(send) = self.api.section else {
+            return Err(EmitError::Rejected);
+        };
+        let bytes = section.to_msgpack();
+        // SAFETY: as in `log`: valid callback and ctx; the bytes are valid for the call and
+        // the host copies them.
+        let status = unsafe { send(self.api.ctx, bytes.as_ptr(), bytes.len()) };
+        match status {
+            abi::EMIT_OK => Ok(()),
+            abi::EMIT_TOO_LARGE => Err(EmitError::TooLarge),
+            abi::EMIT_RATE_LIMITED => Err(EmitError::RateLimited),
+            _ => Err(EmitError::Rejected),
+        }
+    }
+
     /// Tells the agent why the current call fails.
     pub(crate) fn set_error(&self, message: &str) {
         // SAFETY: as in `log`.
         unsafe { (self.api.set_error)(self.api.ctx, message.as_ptr(), message.len()) }
     }
+}
+
+/// Decodes a report window as the agent sends it to `report`.
+pub fn decode_window(bytes: &[u8]) -> Result<ReportWindow, String> {
+    rmp_serde::from_slice(bytes).map_err(|e| format!("could not decode the report window: {e}"))
+}
+
+/// Encodes a report window as the agent sends it, leaving out the parts of its `whole`
+/// sample the plugin does not read.
+pub fn encode_window_for(window: &ReportWindow, unread: u64) -> Vec<u8> {
+    let whole;
+    let window = if unread & abi::PARTS_KNOWN == 0 {
+        window
+    } else {
+        whole = ReportWindow {
+            whole: window.whole.without(unread),
+            ..window.clone()
+        };
+        &whole
+    };
+    rmp_serde::to_vec_named(window).unwrap_or_default()
 }
 
 /// Decodes a sample as the agent sends it (MessagePack, named fields).

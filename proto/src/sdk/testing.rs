@@ -17,9 +17,10 @@
 //! assert!(events.is_empty());
 //! ```
 
-use super::{Event, Host, Plugin, encode_sample_for, export};
+use super::{Event, Host, Plugin, encode_sample_for, encode_window_for, export};
 use crate::Sample;
 use crate::abi::{self, HostApi};
+use crate::report::{ReportWindow, Section};
 use std::ffi::c_void;
 use std::sync::Mutex;
 
@@ -27,6 +28,7 @@ use std::sync::Mutex;
 struct Recorded {
     events: Vec<Event>,
     rejected: Vec<String>,
+    sections: Vec<Section>,
     logs: Vec<(i32, String)>,
     error: Option<String>,
 }
@@ -48,7 +50,7 @@ impl TestHost {
     pub fn new() -> TestHost {
         let recorded = Box::new(Mutex::new(Recorded::default()));
         let ctx = (&*recorded as *const Mutex<Recorded>).cast_mut().cast();
-        let api = Box::new(HostApi::new(ctx, log_cb, emit_cb, set_error_cb));
+        let api = Box::new(HostApi::new(ctx, log_cb, emit_cb, set_error_cb, section_cb));
         TestHost { recorded, api }
     }
 
@@ -67,6 +69,11 @@ impl TestHost {
     /// Events emitted so far (valid ones), emptied.
     pub fn take_events(&self) -> Vec<Event> {
         std::mem::take(&mut self.lock().events)
+    }
+
+    /// Report sections given so far (valid ones), emptied.
+    pub fn take_sections(&self) -> Vec<Section> {
+        std::mem::take(&mut self.lock().sections)
     }
 
     /// Why emitted records were rejected.
@@ -93,6 +100,28 @@ impl TestHost {
     /// Each sample leaves out the parts `P` says it does not read ([`Plugin::READS`]), as the
     /// agent's samples do. Returns the events, or the first failure as `"status N: reason"`.
     pub fn run<P: Plugin>(&self, config: &[u8], samples: &[Sample]) -> Result<Vec<Event>, String> {
+        self.drive::<P>(config, samples, None)
+            .map(|()| self.take_events())
+    }
+
+    /// As [`TestHost::run`], then `report` with `window` the way `zpulse report` calls it:
+    /// the events of the samples, and the sections of the report.
+    pub fn report<P: Plugin>(
+        &self,
+        config: &[u8],
+        samples: &[Sample],
+        window: &ReportWindow,
+    ) -> Result<(Vec<Event>, Vec<Section>), String> {
+        self.drive::<P>(config, samples, Some(window))
+            .map(|()| (self.take_events(), self.take_sections()))
+    }
+
+    fn drive<P: Plugin>(
+        &self,
+        config: &[u8],
+        samples: &[Sample],
+        window: Option<&ReportWindow>,
+    ) -> Result<(), String> {
         let descriptor = export::descriptor::<P>("test");
         let (create, on_sample, destroy) = (
             descriptor.create.expect("set by the SDK"),
@@ -122,9 +151,18 @@ impl TestHost {
                 break;
             }
         }
+        if let (Ok(()), Some(window)) = (&result, window) {
+            let report = descriptor.report.expect("set by the SDK");
+            let bytes = encode_window_for(window, descriptor.unread);
+            // SAFETY: as for `on_sample`.
+            let status = unsafe { report(state, bytes.as_ptr(), bytes.len()) };
+            if status != abi::STATUS_OK {
+                result = Err(self.failure(status));
+            }
+        }
         // SAFETY: destroyed once, after the last call.
         unsafe { destroy(state) };
-        result.map(|()| self.take_events())
+        result
     }
 
     fn failure(&self, status: abi::Status) -> String {
@@ -177,6 +215,25 @@ unsafe extern "C" fn emit_cb(ctx: *mut c_void, ptr: *const u8, len: usize) -> ab
     match decoded {
         Ok(event) => {
             rec.events.push(event);
+            abi::EMIT_OK
+        }
+        Err(why) => {
+            rec.rejected.push(why);
+            abi::EMIT_INVALID
+        }
+    }
+}
+
+unsafe extern "C" fn section_cb(ctx: *mut c_void, ptr: *const u8, len: usize) -> abi::EmitStatus {
+    // SAFETY: the plugin passes `len` readable bytes for the call.
+    let bytes = unsafe { abi::bytes(ptr, len) }.unwrap_or_default();
+    let decoded = Section::from_msgpack(bytes);
+    // SAFETY: as in `log_cb`.
+    let rec = unsafe { recorded(ctx) };
+    let mut rec = rec.lock().unwrap_or_else(|p| p.into_inner());
+    match decoded {
+        Ok(section) => {
+            rec.sections.push(section);
             abi::EMIT_OK
         }
         Err(why) => {

@@ -1,0 +1,227 @@
+//! `zpulse report`: a window of snapshots turned into one baseline — the conclusions of every
+//! check over the whole window, the figures behind them, and their course over time — the
+//! analysis an administrator does by hand with `iostat -x`, `arcstat` and `zpool iostat -l`
+//! for half an hour before changing a pool.
+//!
+//! * [`Builder`] takes the window's snapshots one by one (live, from a capture series or
+//!   from the agent's history), hands back each interval's [`Sample`] for the plugins, and
+//!   keeps only compact per-interval [`Series`] and the first and last snapshot, so a window
+//!   of any length costs memory per interval, not per snapshot.
+//! * [`Builder::window`] is the [`ReportWindow`] plugins judge (ABI 1.2 `report`);
+//!   [`Builder::finish`] makes the [`Baseline`]: the machine-readable model behind every
+//!   output (`--format json` prints it as it is).
+//! * [`figures`] computes the window's figures from the window as one interval (exact means
+//!   of every counter, latency from every I/O's histogram bucket); [`page`] renders the
+//!   self-contained HTML page, [`text`] the terminal form, [`compare`] two windows side by
+//!   side.
+
+pub mod compare;
+pub mod figures;
+pub mod page;
+mod series;
+mod svg;
+pub mod text;
+
+pub use figures::{ArcFigures, ClassFigures, DiskFigures, PoolFigures, VdevFigures, ZilFigures};
+pub use series::Series;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use zpulse_proto::event::Entry;
+use zpulse_proto::report::{DiskBusy, ReportWindow, Section};
+use zpulse_proto::{Sample, Snapshot};
+
+/// Version of the [`Baseline`] JSON model: bumped when a field changes meaning.
+pub const BASELINE_VERSION: u32 = 1;
+
+/// One window, analysed: what `zpulse report` prints in every format.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub version: u32,
+    pub host: String,
+    /// Where the snapshots came from: `live`, `series DIR`, `history FROM–TO`.
+    pub source: String,
+    /// `taken_at` of the first and last snapshot, Unix seconds.
+    pub from: f64,
+    pub to: f64,
+    pub intervals: u32,
+    /// The checks' conclusions over the whole window, worst first.
+    pub conclusions: Vec<Section>,
+    /// Findings the checks raised, updated or cleared while the window's samples went by.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    #[serde(default)]
+    pub disks: Vec<DiskFigures>,
+    /// Per pool and allocation class (top-level vdevs of one class together).
+    #[serde(default)]
+    pub classes: Vec<ClassFigures>,
+    /// Per top-level vdev.
+    #[serde(default)]
+    pub vdevs: Vec<VdevFigures>,
+    #[serde(default)]
+    pub arc: Option<ArcFigures>,
+    #[serde(default)]
+    pub zil: Option<ZilFigures>,
+    #[serde(default)]
+    pub pools: Vec<PoolFigures>,
+    /// Mean CPU busy share, 0–100.
+    #[serde(default)]
+    pub cpu_busy_pct: Option<f64>,
+    /// Per interface: mean received and sent, MB/s.
+    #[serde(default)]
+    pub net: Vec<figures::NetFigures>,
+    pub series: Series,
+    /// What could not be used (resets, unreadable snapshots, plugins that said nothing).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// One event a check emitted during the window, for the page's list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub time: f64,
+    pub check: String,
+    pub severity: String,
+    pub state: String,
+    pub subject: String,
+    pub summary: String,
+}
+
+impl Finding {
+    pub fn from_entry(e: &Entry) -> Option<Finding> {
+        let ev = &e.event;
+        Some(Finding {
+            time: e.time.as_f64(),
+            check: ev.check.clone(),
+            severity: ev.severity.as_str().to_owned(),
+            state: ev.state?.as_str().to_owned(),
+            subject: ev.subject.clone(),
+            summary: ev.summary.clone(),
+        })
+    }
+}
+
+/// Accumulates a window one snapshot at a time.
+#[derive(Default)]
+pub struct Builder {
+    first: Option<Snapshot>,
+    last: Option<Snapshot>,
+    intervals: u32,
+    busy: BTreeMap<String, Vec<f64>>,
+    metadata_share: Vec<f64>,
+    series: Series,
+    notes: Vec<String>,
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Adds the next snapshot of the window. Returns the sample since the previous one, for
+    /// the plugins; `None` for the first snapshot, and for one that cannot follow the
+    /// previous (out of order, another system: skipped, with a note).
+    pub fn push(&mut self, snapshot: Snapshot) -> Option<Sample> {
+        let Some(prev) = &self.last else {
+            self.first = Some(snapshot.clone());
+            self.last = Some(snapshot);
+            return None;
+        };
+        let sample = match Sample::between(prev, &snapshot) {
+            Ok(s) => s,
+            Err(e) => {
+                self.notes.push(format!(
+                    "snapshot of {} skipped: {e}",
+                    crate::report::utc(snapshot.taken_at)
+                ));
+                return None;
+            }
+        };
+        self.intervals += 1;
+        for d in &sample.disks {
+            self.busy.entry(d.name.clone()).or_default().push(d.util);
+        }
+        if let Some(share) = sample
+            .snapshot
+            .arc
+            .as_ref()
+            .and_then(|a| a.metadata_share())
+        {
+            self.metadata_share.push(share);
+        }
+        let start = self.first.as_ref().map_or(sample.start, |f| f.taken_at);
+        self.series.push(start, &sample);
+        self.last = Some(snapshot);
+        Some(sample)
+    }
+
+    pub fn intervals(&self) -> u32 {
+        self.intervals
+    }
+
+    /// The window as plugins receive it; `None` until two snapshots made an interval.
+    pub fn window(&self) -> Option<ReportWindow> {
+        let (first, last) = (self.first.as_ref()?, self.last.as_ref()?);
+        if self.intervals == 0 {
+            return None;
+        }
+        let whole = Sample::between(first, last).ok()?;
+        Some(ReportWindow {
+            from: first.taken_at,
+            to: last.taken_at,
+            intervals: self.intervals,
+            whole,
+            busy: self
+                .busy
+                .iter()
+                .map(|(name, util)| DiskBusy {
+                    name: name.clone(),
+                    util: util.clone(),
+                })
+                .collect(),
+            arc_metadata_share: self.metadata_share.clone(),
+        })
+    }
+
+    /// The baseline of `window` (from [`Builder::window`]) with the checks' `sections` and
+    /// the events they emitted on the way.
+    pub fn finish(
+        self,
+        window: &ReportWindow,
+        mut sections: Vec<Section>,
+        events: &[Entry],
+        source: String,
+    ) -> Baseline {
+        // Worst first; within a rating, in plugin order (a stable sort).
+        sections.sort_by(|a, b| b.rating.cmp(&a.rating));
+        let mut notes = self.notes;
+        notes.extend(
+            window
+                .whole
+                .resets
+                .iter()
+                .map(|r| format!("{r}: counters reset inside the window; no figures for it")),
+        );
+        let whole = &window.whole;
+        Baseline {
+            version: BASELINE_VERSION,
+            host: whole.snapshot.host.hostname.clone(),
+            source,
+            from: window.from,
+            to: window.to,
+            intervals: window.intervals,
+            conclusions: sections,
+            findings: events.iter().filter_map(Finding::from_entry).collect(),
+            disks: figures::disks(window),
+            classes: figures::classes(whole),
+            vdevs: figures::vdevs(whole),
+            arc: figures::arc(window),
+            zil: figures::zil(whole),
+            pools: figures::pools(whole),
+            cpu_busy_pct: whole.cpu.map(|c| c.busy_pct),
+            net: figures::net(whole),
+            series: self.series,
+            notes,
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! Inline SVG charts for the report page: no scripts, no external resources, readable when
+//! printed in black and white (every line also has a dash pattern) and on a phone (the
+//! viewBox scales to the page's width).
+
+use std::fmt::Write as _;
+
+/// Eight colours distinguishable with the common colour-vision deficiencies (Okabe–Ito),
+/// each with its own dash pattern for paper.
+const COLOURS: [&str; 8] = [
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442",
+];
+const DASHES: [&str; 8] = ["", "6 3", "2 2", "8 3 2 3", "1 3", "10 4", "4 4", "3 6"];
+
+/// More points than this are averaged into this many buckets: a line 600 px wide shows no
+/// more, and a day of 10-second samples stays a small page.
+const MAX_POINTS: usize = 400;
+
+const W: f64 = 640.0;
+const H: f64 = 230.0;
+const LEFT: f64 = 58.0;
+const RIGHT: f64 = 12.0;
+const TOP: f64 = 26.0;
+const BOTTOM: f64 = 48.0;
+
+/// Text for SVG and HTML: the five characters that could end an element or attribute.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One line of a chart.
+pub struct Line<'a> {
+    pub label: String,
+    pub values: &'a [Option<f64>],
+}
+
+/// A "nice" step (1, 2 or 5 × 10^n) giving about `ticks` ticks up to `max`.
+fn nice_step(max: f64, ticks: f64) -> f64 {
+    let raw = (max / ticks).max(f64::MIN_POSITIVE);
+    let mag = 10f64.powf(raw.log10().floor());
+    let norm = raw / mag;
+    let step = if norm <= 1.0 {
+        1.0
+    } else if norm <= 2.0 {
+        2.0
+    } else if norm <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    step * mag
+}
+
+/// A number for an axis: 1.2k, 3.4M, 0.05.
+pub fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e12 {
+        format!("{:.1}T", v / 1e12)
+    } else if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// `m:ss` or `h:mm` of seconds since the window's start.
+fn clock(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}", s / 3600, (s % 3600) / 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// Averages `(t, v)` into at most [`MAX_POINTS`] buckets; gaps stay gaps.
+fn thin(t: &[f64], v: &[Option<f64>]) -> Vec<(f64, Option<f64>)> {
+    let n = t.len().min(v.len());
+    if n <= MAX_POINTS {
+        return (0..n).map(|i| (t[i], v[i])).collect();
+    }
+    let per = n.div_ceil(MAX_POINTS);
+    (0..n)
+        .step_by(per)
+        .map(|start| {
+            let end = (start + per).min(n);
+            let vals: Vec<f64> = v[start..end].iter().flatten().copied().collect();
+            let mean = (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64);
+            (t[end - 1], mean)
+        })
+        .collect()
+}
+
+/// A line chart over the window. `y_max` fixes the scale (100 for percentages).
+pub fn lines(title: &str, unit: &str, t: &[f64], series: &[Line], y_max: Option<f64>) -> String {
+    let t_max = t.last().copied().unwrap_or(1.0).max(1.0);
+    let data_max = series
+        .iter()
+        .flat_map(|l| l.values.iter().flatten())
+        .fold(0.0f64, |a, b| a.max(*b));
+    let top = y_max.unwrap_or_else(|| {
+        let step = nice_step(data_max.max(1e-9), 4.0);
+        (data_max / step).ceil().max(1.0) * step
+    });
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let x = |s: f64| LEFT + s / t_max * pw;
+    let y = |v: f64| TOP + ph - (v / top).clamp(0.0, 1.02) * ph;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<figure class="chart"><svg viewBox="0 0 {W} {H}" role="img" aria-label="{t}"><title>{t}</title><text x="{LEFT}" y="16" class="ct">{t}</text>"#,
+        t = escape(title)
+    );
+    // Horizontal grid and y labels.
+    let step = nice_step(top, 4.0);
+    let mut v = 0.0;
+    while v <= top * 1.0001 {
+        let _ = write!(
+            svg,
+            r#"<line x1="{LEFT}" x2="{x2}" y1="{yy:.1}" y2="{yy:.1}" class="grid"/><text x="{lx}" y="{ty:.1}" class="yl">{label}</text>"#,
+            x2 = W - RIGHT,
+            yy = y(v),
+            lx = LEFT - 4.0,
+            ty = y(v) + 4.0,
+            label = short(v)
+        );
+        v += step;
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="12" y="{my}" class="unit" transform="rotate(-90 12 {my})">{u}</text>"#,
+        my = TOP + ph / 2.0,
+        u = escape(unit)
+    );
+    // Time ticks.
+    let tstep = nice_time_step(t_max);
+    let mut s = 0.0;
+    while s <= t_max * 1.0001 {
+        let _ = write!(
+            svg,
+            r#"<text x="{xx:.1}" y="{ty}" class="xl">{c}</text>"#,
+            xx = x(s),
+            ty = TOP + ph + 14.0,
+            c = clock(s)
+        );
+        s += tstep;
+    }
+    for (k, line) in series.iter().enumerate() {
+        let pts = thin(t, line.values);
+        let mut d = String::new();
+        let mut pen_down = false;
+        for (ts, v) in &pts {
+            match v {
+                Some(v) => {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1} ",
+                        if pen_down { "L" } else { "M" },
+                        x(*ts),
+                        y(*v)
+                    );
+                    pen_down = true;
+                }
+                None => pen_down = false,
+            }
+        }
+        let (c, dash) = (COLOURS[k % 8], DASHES[k % 8]);
+        let _ = write!(
+            svg,
+            r#"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.6" stroke-dasharray="{dash}"/>"#
+        );
+        // A single point would be invisible as a path.
+        if pts.iter().filter(|p| p.1.is_some()).count() == 1
+            && let Some((ts, Some(v))) = pts.iter().find(|p| p.1.is_some())
+        {
+            let _ = write!(
+                svg,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
+                x(*ts),
+                y(*v)
+            );
+        }
+    }
+    // Legend below the axis, wrapping every four entries.
+    for (k, line) in series.iter().enumerate() {
+        let (col, row) = ((k % 4) as f64, (k / 4) as f64);
+        let lx = LEFT + col * 145.0;
+        let ly = H - 22.0 + row * 12.0;
+        let _ = write!(
+            svg,
+            r#"<line x1="{lx}" x2="{x2}" y1="{ly}" y2="{ly}" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{tx}" y="{ty}" class="lg">{label}</text>"#,
+            x2 = lx + 18.0,
+            c = COLOURS[k % 8],
+            dash = DASHES[k % 8],
+            tx = lx + 22.0,
+            ty = ly + 4.0,
+            label = escape(&line.label)
+        );
+    }
+    svg.push_str("</svg></figure>");
+    svg
+}
+
+fn nice_time_step(t_max: f64) -> f64 {
+    const STEPS: [f64; 12] = [
+        10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 10800.0, 21600.0,
+    ];
+    STEPS
+        .iter()
+        .copied()
+        .find(|s| t_max / s <= 8.0)
+        .unwrap_or(43200.0)
+}
+
+/// A bar chart of counts per bucket (the distribution of `%util`).
+pub fn bars(title: &str, labels: &[String], counts: &[u32], highlight_from: usize) -> String {
+    let total: u32 = counts.iter().sum();
+    let max = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let n = counts.len().max(1) as f64;
+    let bw = pw / n;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<figure class="chart"><svg viewBox="0 0 {W} {H}" role="img" aria-label="{t}"><title>{t}</title><text x="{LEFT}" y="16" class="ct">{t}</text>"#,
+        t = escape(title)
+    );
+    for (i, &c) in counts.iter().enumerate() {
+        let h = c as f64 / max * ph;
+        let bx = LEFT + i as f64 * bw;
+        let class = if i >= highlight_from {
+            "bar hot"
+        } else {
+            "bar"
+        };
+        let share = if total > 0 {
+            c as f64 * 100.0 / total as f64
+        } else {
+            0.0
+        };
+        let _ = write!(
+            svg,
+            r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" class="{class}"/><text x="{:.1}" y="{:.1}" class="bl">{share:.0}%</text><text x="{:.1}" y="{:.1}" class="xl">{}</text>"#,
+            bx + 2.0,
+            TOP + ph - h,
+            bw - 4.0,
+            bx + bw / 2.0,
+            TOP + ph - h - 3.0,
+            bx + bw / 2.0,
+            TOP + ph + 14.0,
+            escape(labels.get(i).map(String::as_str).unwrap_or(""))
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{LEFT}" y="{}" class="lg">share of {total} intervals per %util bucket</text></svg></figure>"#,
+        H - 14.0
+    );
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_one_two_or_five_times_a_power_of_ten() {
+        assert_eq!(nice_step(100.0, 4.0), 50.0);
+        assert_eq!(nice_step(7.0, 4.0), 2.0);
+        assert_eq!(nice_step(0.3, 4.0), 0.1);
+    }
+
+    #[test]
+    fn markup_in_labels_cannot_escape_the_svg() {
+        let values = [Some(1.0), None, Some(2.0)];
+        let svg = lines(
+            "</svg><script>x</script>",
+            "ms",
+            &[10.0, 20.0, 30.0],
+            &[Line {
+                label: "a\"b".into(),
+                values: &values,
+            }],
+            None,
+        );
+        assert!(!svg.contains("<script"));
+        assert!(svg.contains("&lt;/svg&gt;&lt;script&gt;"));
+        // The gap splits the line into two pieces.
+        assert_eq!(svg.matches(" M").count() + svg.matches("\"M").count(), 2);
+    }
+
+    #[test]
+    fn long_series_are_averaged_into_buckets() {
+        let t: Vec<f64> = (1..=1000).map(f64::from).collect();
+        let v: Vec<Option<f64>> = (1..=1000).map(|i| Some(f64::from(i % 2))).collect();
+        let pts = thin(&t, &v);
+        assert!(pts.len() <= MAX_POINTS);
+        // Pairs of 0 and 1 average to 0.5 in buckets of 3 (1000/400 rounded up) → 1/3 or 2/3.
+        assert!(pts.iter().all(|p| p.1.is_some_and(|x| x > 0.0 && x < 1.0)));
+    }
+}

@@ -1,0 +1,399 @@
+//! `zpulse report`: one window — sampled live, read from a capture series or from the
+//! agent's history — analysed by every check, as a page, text or JSON; or two windows
+//! compared.
+
+use super::emit;
+use super::plugins::{PluginArgs, Runner};
+use crate::baseline::{self, Baseline, Builder, compare};
+use crate::capture;
+use crate::report::Format;
+use crate::sources::{self, System};
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use zpulse_proto::Snapshot;
+use zpulse_proto::event::Entry;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML page (inline SVG, no scripts): the default with --out.
+    Html,
+    /// For a terminal: the default without --out.
+    Text,
+    /// The whole model, for programs and for a later --compare.
+    Json,
+}
+
+/// Where the window comes from.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReportArgs {
+    /// A capture series (`zpulse capture DIR --count N`) to analyse instead of the live system.
+    pub series: Option<PathBuf>,
+    /// Live: sample the system for this long (`30m`, `2h`, `90s`).
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
+    /// Live: seconds between samples.
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub interval: f64,
+    /// History: the last D of what `zpulse run` recorded (`30m`, `6h`).
+    #[arg(long, value_name = "D", conflicts_with_all = ["series", "duration"])]
+    pub last: Option<String>,
+    /// History: from this time (Unix seconds, `2026-12-01T03:00Z`, `2026-12-01 03:00` UTC, or
+    /// `-2h` for two hours ago) …
+    #[arg(long, value_name = "T", conflicts_with_all = ["series", "duration", "last"])]
+    pub from: Option<String>,
+    /// … to this time (default: now).
+    #[arg(long, value_name = "T", requires = "from")]
+    pub to: Option<String>,
+    /// History: the directory `zpulse run` keeps it in [default: the configured one].
+    #[arg(long, value_name = "DIR")]
+    pub history_dir: Option<PathBuf>,
+    /// Two windows side by side: each a capture series or a report written with
+    /// `--format json`.
+    #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"], conflicts_with_all = ["series", "duration", "last", "from"])]
+    pub compare: Option<Vec<PathBuf>>,
+    /// Write the report to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+}
+
+pub fn run(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<(), String> {
+    let format = args.format.unwrap_or(if args.out.is_some() {
+        ReportFormat::Html
+    } else {
+        ReportFormat::Text
+    });
+    let rendered = if let Some(pair) = &args.compare {
+        let before = load_or_build(&pair[0], plugin_args)?;
+        let after = load_or_build(&pair[1], plugin_args)?;
+        let cmp = compare::compare(&before, &after);
+        match format {
+            ReportFormat::Html => baseline::page::render_compare(&before, &after, &cmp),
+            ReportFormat::Text => baseline::text::render_compare(&before, &after, &cmp),
+            ReportFormat::Json => {
+                crate::report::json(
+                    &serde_json::json!({"before": before, "after": after, "comparison": cmp}),
+                    true,
+                ) + "\n"
+            }
+        }
+    } else {
+        let b = if let Some(series) = &args.series {
+            from_series(series, plugin_args)?
+        } else if args.last.is_some() || args.from.is_some() {
+            from_history(args, plugin_args)?
+        } else {
+            live(args, plugin_args)?
+        };
+        match format {
+            ReportFormat::Html => baseline::page::render(&b),
+            ReportFormat::Text => baseline::text::render(&b),
+            ReportFormat::Json => crate::report::json(&b, true) + "\n",
+        }
+    };
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, rendered).map_err(|e| format!("writing {}: {e}", path.display()))
+        }
+        None => emit(&rendered),
+    }
+}
+
+/// The plugins over a window, one snapshot at a time.
+struct Analysis {
+    builder: Builder,
+    runner: Option<Runner>,
+    events: Vec<Entry>,
+}
+
+impl Analysis {
+    fn start(first: Snapshot, plugin_args: &PluginArgs) -> Result<Analysis, String> {
+        let runner = Runner::start(plugin_args, &first.host.hostname, Format::Text)?;
+        let mut builder = Builder::new();
+        builder.push(first);
+        Ok(Analysis {
+            builder,
+            runner: Some(runner),
+            events: Vec::new(),
+        })
+    }
+
+    fn push(&mut self, snapshot: Snapshot) {
+        if let Some(sample) = self.builder.push(snapshot)
+            && let Some(r) = &mut self.runner
+        {
+            self.events.extend(r.events(&sample));
+        }
+    }
+
+    fn finish(mut self, source: String) -> Result<Baseline, String> {
+        let Some(window) = self.builder.window() else {
+            return Err(format!(
+                "{source}: a report needs at least two snapshots that make an interval \
+                 (got {} usable intervals)",
+                self.builder.intervals()
+            ));
+        };
+        let mut runner = self.runner.take().expect("started");
+        let (sections, events) = runner.report(&window);
+        self.events.extend(events);
+        let finished = runner.shutdown();
+        let mut b = self.builder.finish(&window, sections, &self.events, source);
+        // A plugin that did not run to the end leaves the conclusions incomplete: say so in
+        // the report itself, not only in the exit status.
+        if let Err(why) = finished {
+            b.notes.push(why);
+        }
+        Ok(b)
+    }
+}
+
+fn from_series(series: &Path, plugin_args: &PluginArgs) -> Result<Baseline, String> {
+    let dirs = capture::series(series).map_err(|e| e.to_string())?;
+    if dirs.len() < 2 {
+        return Err(format!(
+            "{}: a report needs a series of at least two captures (found {}); record one \
+             with `zpulse capture DIR --count N`",
+            series.display(),
+            dirs.len()
+        ));
+    }
+    let mut snapshots = dirs
+        .iter()
+        .map(|d| capture::load(d).map_err(|e| format!("{}: {e}", d.display())));
+    let first = snapshots.next().expect("two or more")?;
+    let mut analysis = Analysis::start(first, plugin_args)?;
+    for s in snapshots {
+        analysis.push(s?);
+    }
+    analysis.finish(format!("series {}", series.display()))
+}
+
+fn load_or_build(path: &Path, plugin_args: &PluginArgs) -> Result<Baseline, String> {
+    if path.is_dir() {
+        return from_series(path, plugin_args);
+    }
+    let text = crate::sources::root::read_regular(path, 256 << 20)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let b: Baseline = serde_json::from_slice(&text).map_err(|e| {
+        format!(
+            "{}: neither a capture series nor a report written with --format json: {e}",
+            path.display()
+        )
+    })?;
+    if b.version != baseline::BASELINE_VERSION {
+        return Err(format!(
+            "{}: a report of model version {}, this zpulse reads version {}",
+            path.display(),
+            b.version,
+            baseline::BASELINE_VERSION
+        ));
+    }
+    Ok(b)
+}
+
+/// Sampling the live system on a fixed schedule until the duration is over or SIGINT/SIGTERM
+/// (then what was sampled so far is the window).
+fn live(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String> {
+    let duration = match &args.duration {
+        Some(d) => {
+            zpulse_proto::sdk::config::parse_duration(d).map_err(|e| format!("--duration: {e}"))?
+        }
+        None => {
+            return Err(
+                "say which window: --duration D (sample now), a SERIES, --last D or --from T \
+                 (the agent's history), or --compare BEFORE AFTER"
+                    .into(),
+            );
+        }
+    };
+    let interval = args.interval;
+    if !(interval >= 1.0 && interval <= 86_400.0) {
+        return Err(format!("--interval {interval}: give 1 to 86400 seconds"));
+    }
+    if duration.as_secs_f64() < interval {
+        return Err(format!(
+            "--duration {}: shorter than one interval ({interval} s)",
+            args.duration.as_deref().unwrap_or_default()
+        ));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| format!("cannot catch signal {sig}: {e}"))?;
+    }
+    let system = System::live();
+    let identity = system.identity();
+    let start = Instant::now();
+    let mut analysis = Analysis::start(sources::snapshot(&system, identity.clone()), plugin_args)?;
+    let total = (duration.as_secs_f64() / interval).floor() as u32;
+    let tty = std::io::stderr().is_terminal();
+    for i in 1..=total {
+        let due = start + Duration::from_secs_f64(interval * f64::from(i));
+        // Wait in short steps, so that Ctrl-C ends the window at once.
+        while Instant::now() < due && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                due.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(200)),
+            );
+        }
+        if stop.load(Ordering::Relaxed) {
+            eprintln!("\nzpulse: interrupted after {} of {total} samples", i - 1);
+            break;
+        }
+        analysis.push(sources::snapshot(&system, identity.clone()));
+        if tty {
+            let elapsed = start.elapsed().as_secs_f64();
+            eprint!(
+                "\rzpulse report: {} of {}, {i}/{total} samples, {} to go ",
+                baseline::page::duration(elapsed),
+                baseline::page::duration(duration.as_secs_f64()),
+                baseline::page::duration(duration.as_secs_f64() - elapsed)
+            );
+        }
+    }
+    if tty {
+        eprintln!();
+    }
+    analysis.finish("live".into())
+}
+
+fn from_history(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let (from, to) = match (&args.last, &args.from) {
+        (Some(last), _) => {
+            let d = zpulse_proto::sdk::config::parse_duration(last)
+                .map_err(|e| format!("--last: {e}"))?;
+            (now - d.as_secs_f64(), now)
+        }
+        (None, Some(from)) => (
+            parse_time(from, now).map_err(|e| format!("--from: {e}"))?,
+            match &args.to {
+                Some(to) => parse_time(to, now).map_err(|e| format!("--to: {e}"))?,
+                None => now,
+            },
+        ),
+        (None, None) => unreachable!("called with --last or --from"),
+    };
+    if to <= from {
+        return Err("--to must be later than --from".into());
+    }
+    let dir = history_dir(args, plugin_args)?;
+    let (snapshots, notes) = history_snapshots(&dir, from, to)?;
+    for n in &notes {
+        eprintln!("zpulse: history: {n}");
+    }
+    let mut snapshots = snapshots.into_iter();
+    let Some(first) = snapshots.next() else {
+        return Err(format!(
+            "no history between {} and {} in {} (is `zpulse run` running, with [history] \
+             enabled?)",
+            crate::report::utc(from),
+            crate::report::utc(to),
+            dir.display()
+        ));
+    };
+    let mut analysis = Analysis::start(first, plugin_args)?;
+    for s in snapshots {
+        analysis.push(s);
+    }
+    let mut b = analysis.finish(format!(
+        "history {} to {}",
+        crate::report::utc(from),
+        crate::report::utc(to)
+    ))?;
+    b.notes.extend(notes);
+    Ok(b)
+}
+
+// MERGE: replaced by the history module's reader.
+fn history_snapshots(
+    _dir: &Path,
+    _from: f64,
+    _to: f64,
+) -> Result<(Vec<Snapshot>, Vec<String>), String> {
+    Err("history: not in this build".into())
+}
+
+fn history_dir(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<PathBuf, String> {
+    if let Some(d) = &args.history_dir {
+        return Ok(d.clone());
+    }
+    let _config = crate::config::load(plugin_args.config.as_deref())?;
+    Ok(PathBuf::from("/var/lib/zpulse/history")) // MERGE: config.history
+}
+
+/// A time on the command line: Unix seconds, `-2h` (before now), or a UTC date and time
+/// `YYYY-MM-DD[T| ]HH:MM[:SS][Z]`.
+pub fn parse_time(text: &str, now: f64) -> Result<f64, String> {
+    let t = text.trim();
+    if let Some(ago) = t.strip_prefix('-') {
+        let d = zpulse_proto::sdk::config::parse_duration(ago)?;
+        return Ok(now - d.as_secs_f64());
+    }
+    if let Ok(unix) = t.parse::<f64>()
+        && unix.is_finite()
+        && unix >= 0.0
+    {
+        return Ok(unix);
+    }
+    let bad = || {
+        format!(
+            "{t:?}: give Unix seconds, -DURATION (before now) or a UTC time like \
+             2026-12-01T03:00Z"
+        )
+    };
+    let t = t.trim_end_matches('Z').trim_end_matches(" UTC");
+    let (date, time) = t.split_once(['T', ' ']).ok_or_else(bad)?;
+    let num = |s: &str| s.parse::<i64>().map_err(|_| bad());
+    let d: Vec<&str> = date.split('-').collect();
+    let h: Vec<&str> = time.split(':').collect();
+    if d.len() != 3 || !(2..=3).contains(&h.len()) {
+        return Err(bad());
+    }
+    let (y, m, day) = (num(d[0])?, num(d[1])?, num(d[2])?);
+    let (hh, mm) = (num(h[0])?, num(h[1])?);
+    let ss = if h.len() == 3 { num(h[2])? } else { 0 };
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 {
+        return Err(bad());
+    }
+    Ok((days_from_civil(y, m, day) * 86_400 + hh * 3600 + mm * 60 + ss) as f64)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (the inverse of
+/// `zpulse_proto::sdk::text::civil_utc`): shift the year to start in March, so that the leap
+/// day is the last of the year, then count 400-year eras.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_on_the_command_line() {
+        // Expected values from GNU `date -u -d '2026-12-01 03:00:00' +%s` and friends.
+        assert_eq!(parse_time("2026-12-01T03:00Z", 0.0), Ok(1_796_094_000.0));
+        assert_eq!(parse_time("2026-12-01 03:00:30", 0.0), Ok(1_796_094_030.0));
+        assert_eq!(parse_time("2000-02-29T00:00:00Z", 0.0), Ok(951_782_400.0));
+        assert_eq!(parse_time("1970-01-01 00:00", 0.0), Ok(0.0));
+        assert_eq!(parse_time("1796094000", 0.0), Ok(1_796_094_000.0));
+        assert_eq!(parse_time("-2h", 10_000.0), Ok(2_800.0));
+        for bad in ["yesterday", "2026-13-01T00:00", "2026-12-01", "-x", "NaN"] {
+            assert!(parse_time(bad, 0.0).is_err(), "{bad}");
+        }
+    }
+}
