@@ -43,6 +43,8 @@
 
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::report::{Rating, ReportWindow, Section};
+use zpulse_proto::sdk::section::sections_of_events;
 use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2, settle};
 use zpulse_proto::sdk::{
     self, Event, Findings, Host, Plugin, Report, Rules, Severity, Threshold, Verdict,
@@ -338,6 +340,82 @@ impl Plugin for ArcSizing {
             host.emit(&event)?;
         }
         Ok(())
+    }
+
+    fn report(&mut self, window: &ReportWindow, host: &Host) -> Result<(), sdk::Error> {
+        for section in self.conclude(window) {
+            host.section(&section)?;
+        }
+        Ok(())
+    }
+}
+
+impl ArcSizing {
+    /// `zpulse report`: the ARC judged over the whole window as one interval (its reads and
+    /// ghost hits over all of it, its size at the end), whatever the check's own window; when
+    /// nothing is wrong, one `ok` section with the figures.
+    pub fn conclude(&self, window: &ReportWindow) -> Vec<Section> {
+        let whole = &window.whole;
+        let config = Config {
+            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window_samples: u32::MAX,
+            min_samples: 1,
+            raise_after: 1,
+            ..self.config.clone()
+        };
+        let Ok(mut judge) = ArcSizing::with_config(config) else {
+            return Vec::new();
+        };
+        let sections = sections_of_events(&judge.step(whole), |_| None);
+        if !sections.is_empty() {
+            return sections;
+        }
+        let Some(arc) = whole.snapshot.arc.as_ref() else {
+            return Vec::new();
+        };
+        let (size, max) = (
+            arc.size().unwrap_or(0) as f64,
+            arc.c_max().unwrap_or(0) as f64,
+        );
+        let rates = whole.arc.as_ref();
+        let meta = window.arc_metadata_share_mean();
+        let mut summary = format!(
+            "the ARC ended the window at {:.0}% of its maximum ({:.0} of {:.0} MiB)",
+            if max > 0.0 { size / max * 100.0 } else { 0.0 },
+            size / MIB,
+            max / MIB
+        );
+        if let Some(h) = rates.and_then(|r| r.hit_ratio) {
+            summary += &format!(", answering {:.1}% of reads", h * 100.0);
+        }
+        if let Some(m) = meta {
+            summary += &format!("; metadata was {:.0}% of it on average", m * 100.0);
+        }
+        summary += ": no sign that a larger ARC would serve more";
+        let mut s = Section::new(Rating::Ok, "ARC size fits the workload", summary)
+            .subject("arc")
+            .figure(
+                "size_pct_of_max",
+                "size, % of c_max",
+                if max > 0.0 {
+                    size / max * 100.0
+                } else {
+                    f64::NAN
+                },
+                "%",
+            );
+        if let Some(m) = meta {
+            s = s.figure("metadata_share_pct", "metadata share", m * 100.0, "%");
+        }
+        if let Some(r) = rates {
+            if let Some(h) = r.hit_ratio {
+                s = s.figure("hit_pct", "hit ratio", h * 100.0, "%");
+            }
+            if let Some(g) = r.ghost_hits_per_s {
+                s = s.figure("ghost_hits_per_s", "ghost hits", g, "/s");
+            }
+        }
+        vec![s]
     }
 }
 

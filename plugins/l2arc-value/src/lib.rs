@@ -36,6 +36,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::report::{Rating, ReportWindow, Section};
+use zpulse_proto::sdk::section::section_of;
 use zpulse_proto::sdk::stats::round_sig3;
 use zpulse_proto::sdk::text::{bytes, duration};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
@@ -201,6 +203,16 @@ fn cache_devices(snap: &Snapshot) -> Vec<(String, Option<String>, u64)> {
     out
 }
 
+/// The subject of the verdict: the one cache device, or `l2arc` for several; and their names.
+fn subject_of(devices: &[(String, Option<String>, u64)]) -> (String, Vec<String>) {
+    let subject = if devices.len() == 1 {
+        devices[0].0.clone()
+    } else {
+        "l2arc".to_string()
+    };
+    (subject, devices.iter().map(|d| d.0.clone()).collect())
+}
+
 /// The check's logic, without the plugin plumbing: feed it samples, get events.
 pub struct L2arcValue {
     config: Config,
@@ -235,42 +247,9 @@ impl L2arcValue {
         let mut events = Vec::new();
         if devices.is_empty() {
             self.window.clear();
-        } else if let Some(arc) = sample.arc.as_ref() {
-            let d = |n: &str| arc.delta(n).unwrap_or(0) as f64;
-            let (busy_s, busy_secs) = devices
-                .iter()
-                .filter_map(|(_, disk, _)| sample.disk(disk.as_deref()?))
-                .fold((0.0, 0.0), |(b, s), r| {
-                    (b + r.util / 100.0 * sample.interval, s + sample.interval)
-                });
-            self.window.push_back(Point {
-                end: now,
-                interval: sample.interval,
-                reads: d("hits") + d("iohits") + d("misses"),
-                hits: d("hits"),
-                misses: d("misses"),
-                l2_hits: d("l2_hits"),
-                l2_misses: d("l2_misses"),
-                l2_read_bytes: d("l2_read_bytes"),
-                l2_write_bytes: d("l2_write_bytes"),
-                ghost_hits: d("mru_ghost_hits") + d("mfu_ghost_hits"),
-                busy_s,
-                busy_secs,
-                l2_asize: snap.arc.as_ref().and_then(|a| a.l2_asize()),
-            });
-            let oldest = now - self.config.window.as_secs_f64();
-            while self.window.len() > self.config.window_samples
-                || self.window.front().is_some_and(|p| p.end < oldest)
-            {
-                self.window.pop_front();
-            }
+        } else if self.record(sample, &devices) {
             if let Some(a) = self.assess(snap, &devices) {
-                let subject = if devices.len() == 1 {
-                    devices[0].0.clone()
-                } else {
-                    "l2arc".to_string()
-                };
-                let names: Vec<String> = devices.iter().map(|d| d.0.clone()).collect();
+                let (subject, names) = subject_of(&devices);
                 let (verdict, report) = report(&subject, &names, &a);
                 events.extend(self.findings.observe(now, &subject, verdict, report));
             }
@@ -279,6 +258,92 @@ impl L2arcValue {
             Report::new(format!("{s}: no L2ARC device any more"))
         }));
         events
+    }
+
+    /// Takes the sample's ARC deltas and cache-device load into the window; false when the
+    /// sample has no ARC rates.
+    fn record(&mut self, sample: &Sample, devices: &[(String, Option<String>, u64)]) -> bool {
+        let Some(arc) = sample.arc.as_ref() else {
+            return false;
+        };
+        let d = |n: &str| arc.delta(n).unwrap_or(0) as f64;
+        let (busy_s, busy_secs) = devices
+            .iter()
+            .filter_map(|(_, disk, _)| sample.disk(disk.as_deref()?))
+            .fold((0.0, 0.0), |(b, s), r| {
+                (b + r.util / 100.0 * sample.interval, s + sample.interval)
+            });
+        let now = sample.end;
+        self.window.push_back(Point {
+            end: now,
+            interval: sample.interval,
+            reads: d("hits") + d("iohits") + d("misses"),
+            hits: d("hits"),
+            misses: d("misses"),
+            l2_hits: d("l2_hits"),
+            l2_misses: d("l2_misses"),
+            l2_read_bytes: d("l2_read_bytes"),
+            l2_write_bytes: d("l2_write_bytes"),
+            ghost_hits: d("mru_ghost_hits") + d("mfu_ghost_hits"),
+            busy_s,
+            busy_secs,
+            l2_asize: sample.snapshot.arc.as_ref().and_then(|a| a.l2_asize()),
+        });
+        let oldest = now - self.config.window.as_secs_f64();
+        while self.window.len() > self.config.window_samples
+            || self.window.front().is_some_and(|p| p.end < oldest)
+        {
+            self.window.pop_front();
+        }
+        true
+    }
+
+    /// `zpulse report`: the verdict over the whole window (one interval holding all of its
+    /// reads), whatever the check's own window and minimum samples.
+    pub fn conclude(&self, window: &ReportWindow) -> Vec<Section> {
+        let whole = &window.whole;
+        let devices = cache_devices(&whole.snapshot);
+        if devices.is_empty() {
+            return Vec::new();
+        }
+        let config = Config {
+            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window_samples: usize::MAX,
+            min_samples: 1,
+            ..self.config.clone()
+        };
+        let Ok(mut judge) = L2arcValue::new(config) else {
+            return Vec::new();
+        };
+        if !judge.record(whole, &devices) {
+            return Vec::new();
+        }
+        let (subject, names) = subject_of(&devices);
+        let Some(a) = judge.assess(&whole.snapshot, &devices) else {
+            return vec![
+                Section::new(
+                    Rating::Info,
+                    format!("{subject}: too few ARC reads to judge"),
+                    format!(
+                        "fewer than {} ARC reads in the window (min_reads)",
+                        self.config.min_reads
+                    ),
+                )
+                .subject(subject),
+            ];
+        };
+        let (_, report) = report(&subject, &names, &a);
+        let rating = match a.value {
+            Worth::Negative => Rating::Warning,
+            Worth::Marginal => Rating::Info,
+            Worth::WorthIt => Rating::Ok,
+        };
+        let title = format!(
+            "{subject}: {} (serves {} of all reads)",
+            a.value.as_str(),
+            pct(a.l2_share)
+        );
+        vec![section_of(&report, rating, title).subject(subject)]
     }
 
     fn assess(
@@ -487,6 +552,10 @@ impl Check for L2arcValue {
 
     fn observe(&mut self, sample: &Sample) -> Vec<Event> {
         L2arcValue::observe(self, sample)
+    }
+
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        self.conclude(window)
     }
 
     fn started(&self) -> Option<String> {

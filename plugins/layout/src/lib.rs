@@ -23,6 +23,8 @@
 //! ```
 
 use zpulse_proto::Sample;
+use zpulse_proto::report::{ReportWindow, Section};
+use zpulse_proto::sdk::section::judge_afresh;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Disk, Pool, Redundancy, Snapshot, Vdev, VdevClass};
@@ -439,6 +441,12 @@ impl Check for Layout {
 
     fn observe(&mut self, sample: &Sample) -> Vec<Event> {
         Layout::observe(self, sample)
+    }
+
+    /// `zpulse report`: the state at the window's end and every counter's growth over the
+    /// whole window, judged afresh, as sections.
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        judge_afresh::<Self>(self.config.clone(), window, |_| None)
     }
 }
 

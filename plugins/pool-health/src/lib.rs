@@ -36,7 +36,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sample::VdevRates;
+use zpulse_proto::sdk::section::judge_afresh;
 use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round_sig3, round2};
 use zpulse_proto::sdk::text::{bytes, ctime_utc, dhms, scan_status};
 use zpulse_proto::sdk::{
@@ -821,6 +823,38 @@ impl Check for PoolHealth {
 
     fn observe(&mut self, sample: &Sample) -> Vec<Event> {
         PoolHealth::observe(self, sample)
+    }
+
+    /// `zpulse report`: the state at the window's end and every counter's growth over the
+    /// whole window, judged afresh, as sections.
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        let sections = judge_afresh::<Self>(self.config.clone(), window, |_| None);
+        let pools = &window.whole.snapshot.pools;
+        if !sections.is_empty() || pools.is_empty() {
+            return sections;
+        }
+        let names: Vec<String> = pools
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {}",
+                    p.name,
+                    p.state.as_deref().unwrap_or("(state unknown)")
+                )
+            })
+            .collect();
+        vec![
+            Section::new(
+                Rating::Ok,
+                "pools healthy",
+                format!(
+                    "{}; no read, write or checksum errors during the window, none fuller or \
+                 longer unscrubbed than the thresholds",
+                    names.join(", ")
+                ),
+            )
+            .figure("pools", "pools", pools.len() as f64, ""),
+        ]
     }
 }
 

@@ -44,6 +44,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::report::{Rating, ReportWindow, Section};
+use zpulse_proto::sdk::section::sections_of_events;
 use zpulse_proto::sdk::stats::round_sig3;
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::text::duration;
@@ -502,6 +504,26 @@ impl SlogUsage {
         self.datasets
             .retain(|(p, _), _| pools.contains(&p.as_str()));
         events
+    }
+
+    /// `zpulse report`: every finding the check would raise over the whole window judged as
+    /// one interval (verdict, size, redundancy, devices), whatever its own window.
+    pub fn conclude(&self, window: &ReportWindow) -> Vec<Section> {
+        let whole = &window.whole;
+        let config = Config {
+            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window_samples: usize::MAX,
+            min_samples: 1,
+            ..self.config.clone()
+        };
+        let Ok(mut judge) = SlogUsage::new(config) else {
+            return Vec::new();
+        };
+        let events = judge.observe(whole);
+        sections_of_events(&events, |e| {
+            (e.data.get("verdict").and_then(|v| v.as_str()) == Some(Usage::Useful.as_str()))
+                .then_some(Rating::Ok)
+        })
     }
 
     fn verdict_report(
@@ -1017,6 +1039,10 @@ impl Check for SlogUsage {
 
     fn build(config: Config) -> Result<Self, sdk::Error> {
         Ok(SlogUsage::new(config)?)
+    }
+
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        self.conclude(window)
     }
 
     fn observe(&mut self, sample: &Sample) -> Vec<Event> {

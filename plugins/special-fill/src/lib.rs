@@ -39,6 +39,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::report::{ReportWindow, Section};
+use zpulse_proto::sdk::section::judge_afresh;
 use zpulse_proto::sdk::stats::round_sig3;
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
@@ -730,6 +732,12 @@ impl Check for SpecialFill {
 
     fn observe(&mut self, sample: &Sample) -> Vec<Event> {
         SpecialFill::observe(self, sample)
+    }
+
+    /// `zpulse report`: the state at the window's end and every counter's growth over the
+    /// whole window, judged afresh, as sections.
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        judge_afresh::<Self>(self.config.clone(), window, |_| None)
     }
 
     fn started(&self) -> Option<String> {

@@ -2,8 +2,9 @@
 //! [`Section`]: checks describe a window for `zpulse report` with the same words and figures
 //! as their findings, written once.
 
-use super::{Report, Verdict};
-use crate::event::Severity;
+use super::{Check, Report, Verdict};
+use crate::event::{Event, Severity, State};
+use crate::report::ReportWindow;
 use crate::report::{FIGURES_PER_SECTION, Figure, Rating, Section};
 
 /// The unit a figure's key names by its suffix, the way checks name their figures
@@ -57,6 +58,55 @@ pub fn section_of(report: &Report, rating: Rating, title: impl Into<String>) -> 
         .take(FIGURES_PER_SECTION)
         .collect();
     s
+}
+
+/// The sections of the findings a check raised or updated when it judged a whole window in
+/// one interval (a check built afresh, fed the window's `whole` sample): each finding's
+/// summary, advice and figures, rated by its severity — or by `rate`, which may say better
+/// (an `info` finding that a SLOG is useful is an `ok` conclusion). Titles are
+/// `subject: verdict` when the finding has a `verdict` figure, else its subject.
+pub fn sections_of_events(
+    events: &[Event],
+    rate: impl Fn(&Event) -> Option<Rating>,
+) -> Vec<Section> {
+    events
+        .iter()
+        .filter(|e| matches!(e.state, Some(State::Raised | State::Updated)))
+        .map(|e| {
+            let report = Report {
+                summary: e.summary.clone(),
+                advice: e.advice.clone(),
+                data: e.data.clone(),
+            };
+            let rating = rate(e).unwrap_or(match e.severity {
+                Severity::Critical => Rating::Critical,
+                Severity::Warning => Rating::Warning,
+                Severity::Info => Rating::Info,
+            });
+            let title = match e.data.get("verdict").and_then(|v| v.as_str()) {
+                Some(v) => format!("{}: {v}", e.subject),
+                None => e.subject.clone(),
+            };
+            let mut s = section_of(&report, rating, title).subject(e.subject.clone());
+            s.check = e.check.clone();
+            s
+        })
+        .collect()
+}
+
+/// The conclusions of a check that judges the state of each sample (no window of its own):
+/// a check built afresh from `config` looks at the whole window as one interval — the last
+/// snapshot's state, and every counter's growth over the whole window (errors, I/O) — and
+/// its findings become sections ([`sections_of_events`], `rate` as there).
+pub fn judge_afresh<C: Check>(
+    config: C::Config,
+    window: &ReportWindow,
+    rate: impl Fn(&Event) -> Option<Rating>,
+) -> Vec<Section> {
+    match C::build(config) {
+        Ok(mut check) => sections_of_events(&check.observe(&window.whole), rate),
+        Err(_) => Vec::new(),
+    }
 }
 
 #[cfg(test)]
