@@ -746,3 +746,46 @@ fn replay_exits_non_zero_when_a_plugin_did_not_run() {
     assert!(stderr.contains("libtemplate.so refused"), "{stderr}");
     assert!(String::from_utf8_lossy(&one_refused.stdout).contains("hello from C"));
 }
+
+#[test]
+fn plugins_contribute_to_a_report_through_the_abi() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin(TEMPLATE), "libtemplate.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("");
+    for n in 0..3 {
+        host.run(&sample_n(n));
+    }
+    let window = zpulse_proto::report::ReportWindow {
+        from: sample_n(0).start,
+        to: sample_n(2).end,
+        intervals: 3,
+        whole: sample(),
+        ..Default::default()
+    };
+    let (sections, out) = host.report_window(&window);
+    // The template has no report: it adds nothing, and nothing goes wrong.
+    assert!(
+        sections.iter().all(|s| s.check == "hello-c"),
+        "{sections:?}"
+    );
+    assert_eq!(sections.len(), 1, "{sections:?} {:?}", out.logs);
+    let s = &sections[0];
+    assert_eq!(s.title, "hello from C");
+    // The figures the C code computed: the samples it saw, the window it was given, and the
+    // status the agent returned for its section without a title (ZPULSE_EMIT_INVALID).
+    assert_eq!(s.get("samples"), Some(3.0));
+    let sent = sdk::encode_window_for(&window, 0).len();
+    assert_eq!(s.get("window_bytes"), Some(sent as f64));
+    assert_eq!(s.get("refused_status"), Some(f64::from(abi::EMIT_INVALID)));
+    // The refused section is reported, once, as an invalid record of that plugin.
+    assert!(
+        out.events
+            .iter()
+            .any(|e| e.event.check == "plugin.invalid-event" && e.event.subject == "hello-c"),
+        "{:?}",
+        out.events
+    );
+}

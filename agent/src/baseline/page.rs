@@ -16,6 +16,9 @@ h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:2px solid #ddd
 .card.critical{border-left-color:#b00020}.card.warning{border-left-color:#d55e00}.card.info{border-left-color:#0072b2}.card.ok{border-left-color:#009e73}
 .badge{display:inline-block;font-size:.75em;font-weight:700;text-transform:uppercase;padding:1px 6px;border-radius:3px;color:#fff;background:#777;margin-right:6px}
 .critical .badge{background:#b00020}.warning .badge{background:#d55e00}.info .badge{background:#0072b2}.ok .badge{background:#009e73}
+.figs{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:.85em;color:#333;margin:4px 0}.figs b{color:#000}
+table.overview td:last-child,table.overview th:last-child{text-align:left;white-space:normal}
+td.text{text-align:left;white-space:normal;min-width:24em}
 .advice{background:#f6f6f6;padding:4px 8px;border-radius:3px}.who{color:#666;font-size:.85em}
 table{border-collapse:collapse;margin:6px 0;font-size:.9em;display:block;overflow-x:auto}th,td{padding:3px 8px;border-bottom:1px solid #e4e4e4;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}
@@ -77,8 +80,8 @@ pub fn render(b: &Baseline) -> String {
         window_line(b)
     );
     conclusions(&mut out, b);
-    findings(&mut out, b);
     evidence(&mut out, b);
+    findings(&mut out, b);
     notes(&mut out, b);
     out.push_str("</body></html>\n");
     out
@@ -91,6 +94,21 @@ fn conclusions(out: &mut String, b: &Baseline) {
             "<p>No check contributed a conclusion (no plugins loaded, or none has a report: \
              see <code>zpulse plugins</code>).</p>",
         );
+    }
+    if !b.conclusions.is_empty() {
+        out.push_str(
+            "<table class=\"overview\"><tr><th>rating</th><th>check</th><th>conclusion</th></tr>",
+        );
+        for s in &b.conclusions {
+            let _ = write!(
+                out,
+                "<tr class=\"{r}\"><td><span class=\"badge\">{r}</span></td><td>{}</td><td>{}</td></tr>",
+                escape(&s.check),
+                escape(&s.title),
+                r = s.rating.as_str()
+            );
+        }
+        out.push_str("</table>");
     }
     for s in &b.conclusions {
         let r = s.rating.as_str();
@@ -108,17 +126,17 @@ fn conclusions(out: &mut String, b: &Baseline) {
             );
         }
         if !s.figures.is_empty() {
-            out.push_str("<table><tr><th>figure</th><th>value</th></tr>");
+            out.push_str("<div class=\"figs\">");
             for f in &s.figures {
                 let _ = write!(
                     out,
-                    "<tr><td>{}</td><td>{} {}</td></tr>",
-                    escape(&f.label),
+                    "<span><b>{}&#8239;{}</b> {}</span>",
                     svg::short(f.value),
-                    escape(&f.unit)
+                    escape(&f.unit),
+                    escape(&f.label)
                 );
             }
-            out.push_str("</table>");
+            out.push_str("</div>");
         }
         let _ = write!(
             out,
@@ -144,7 +162,7 @@ fn findings(out: &mut String, b: &Baseline) {
     for f in &b.findings {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
             utc(f.time),
             escape(&f.check),
             escape(&f.severity),

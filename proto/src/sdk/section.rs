@@ -27,6 +27,21 @@ pub fn unit_of(key: &str) -> &'static str {
         .map_or("", |(_, unit)| unit)
 }
 
+/// A figure's key for people: its unit suffix dropped (the unit is shown beside the value),
+/// underscores as spaces (`util_mean_pct` → `util mean`, `mb_per_s` → `MB/s moved`).
+pub fn label_of(key: &str) -> String {
+    let stem = ["_pct", "_ms", "_kib", "_bytes", "_per_s"]
+        .iter()
+        .find_map(|suffix| key.strip_suffix(suffix))
+        .unwrap_or(key);
+    match stem {
+        "mb" => "moved".to_owned(),
+        "read_mb" => "read".to_owned(),
+        "write_mb" => "written".to_owned(),
+        s => s.replace('_', " "),
+    }
+}
+
 /// The rating of a verdict: a condition that holds is rated by its severity, anything else
 /// is `ok` (use [`Section::rating`] directly for finer distinctions).
 pub fn rating_of(verdict: Verdict) -> Rating {
@@ -50,7 +65,7 @@ pub fn section_of(report: &Report, rating: Rating, title: impl Into<String>) -> 
             let value = v.as_f64().filter(|x| x.is_finite())?;
             Some(Figure {
                 key: key.clone(),
-                label: key.replace('_', " "),
+                label: label_of(key),
                 value,
                 unit: unit_of(key).to_owned(),
             })
@@ -129,6 +144,8 @@ mod tests {
         assert_eq!(s.get("util_mean_pct"), Some(62.0));
         assert_eq!(s.figures[0].unit, "MB/s");
         assert_eq!(s.figures[1].unit, "%");
+        assert_eq!(s.figures[1].label, "util mean");
+        assert_eq!(label_of("await_mean_ms"), "await mean");
         assert!(s.validate().is_ok());
         assert_eq!(rating_of(Verdict::Borderline), Rating::Ok);
         assert_eq!(

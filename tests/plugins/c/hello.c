@@ -2,7 +2,8 @@
  * hello-c: a zpulse plugin in plain C, proof that the ABI is language-neutral.
  *
  * On every sample it emits one metrics event whose data holds the size of the sample it got
- * and the number of samples seen. MessagePack is written by hand: a real C plugin would use
+ * and the number of samples seen; asked for a report (ABI 1.2), it gives one section with
+ * those figures. MessagePack is written by hand: a real C plugin would use
  * a library such as msgpack-c or mpack.
  *
  * Build: cc -shared -fPIC -I proto/include -o libhello_c.so tests/plugins/c/hello.c
@@ -113,6 +114,63 @@ static int32_t on_sample(void *state, const uint8_t *sample, size_t sample_len) 
     return ZPULSE_STATUS_OK;
 }
 
+/* float 64, big-endian. */
+static void put_f64(struct buf *b, double v) {
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    put_byte(b, 0xcb);
+    for (int shift = 56; shift >= 0; shift -= 8)
+        put_byte(b, (uint8_t)(bits >> shift));
+}
+
+/* ABI 1.2: one conclusion over the report window: how many samples it saw. It first offers a
+ * section without a title, which the agent must refuse, and reports the status it got. */
+static int32_t report(void *state, const uint8_t *window, size_t window_len) {
+    struct state *s = state;
+    (void)window;
+    if (s->host->struct_size < 56 || s->host->section == NULL)
+        return ZPULSE_STATUS_OK; /* an agent before 1.2: no reports */
+    struct buf bad = {.len = 0};
+    put_byte(&bad, 0x83);
+    put_str(&bad, "rating");
+    put_str(&bad, "ok");
+    put_str(&bad, "title");
+    put_str(&bad, "");
+    put_str(&bad, "summary");
+    put_str(&bad, "no title");
+    int32_t refused = s->host->section(s->host->ctx, bad.data, bad.len);
+
+    struct buf b = {.len = 0};
+    put_byte(&b, 0x84); /* rating, title, summary, figures */
+    put_str(&b, "rating");
+    put_str(&b, "ok");
+    put_str(&b, "title");
+    put_str(&b, "hello from C");
+    put_str(&b, "summary");
+    put_str(&b, "counted the samples");
+    put_str(&b, "figures");
+    put_byte(&b, 0x93); /* three figures */
+    const char *keys[3] = {"samples", "window_bytes", "refused_status"};
+    double values[3] = {(double)s->samples, (double)window_len, (double)refused};
+    for (int i = 0; i < 3; i++) {
+        put_byte(&b, 0x84);
+        put_str(&b, "key");
+        put_str(&b, keys[i]);
+        put_str(&b, "label");
+        put_str(&b, keys[i]);
+        put_str(&b, "value");
+        put_f64(&b, values[i]);
+        put_str(&b, "unit");
+        put_str(&b, "");
+    }
+    if (s->host->section(s->host->ctx, b.data, b.len) != ZPULSE_EMIT_OK) {
+        const char *why = "the agent refused the section";
+        s->host->set_error(s->host->ctx, (const uint8_t *)why, strlen(why));
+        return ZPULSE_STATUS_ERROR;
+    }
+    return ZPULSE_STATUS_OK;
+}
+
 static void destroy(void *state) { free(state); }
 
 static const zpulse_plugin_descriptor descriptor = {
@@ -128,6 +186,7 @@ static const zpulse_plugin_descriptor descriptor = {
     .destroy = destroy,
     /* ABI 1.1 fields left zero: no check_config (NULL), and unread 0: it is sent the whole
      * sample, as a 1.0 plugin is. */
+    .report = report,
 };
 
 const zpulse_plugin_descriptor *zpulse_plugin_entry(void) { return &descriptor; }

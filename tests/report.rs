@@ -1,0 +1,406 @@
+//! `zpulse report` on the lab's storm series (the first seed's situation: an HDD mirror under
+//! a metadata storm, an L2ARC, an unmirrored SLOG), with every shipped check loaded.
+//!
+//! The window's figures in `--format json` are compared with what this test computes from
+//! the captures' raw files (`/proc/diskstats`, `arcstats`), without the agent's parsers; the
+//! conclusions must be the seed's (seek-bound HDDs, metadata-heavy ARC, a useless L2ARC, a
+//! SLOG that is useful and not saturated); the page must render in headless Chromium.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use zpulse_tests::raw::{self, close};
+use zpulse_tests::{SHIPPED_CHECKS, build_into_test_target};
+
+fn zpulse_with_checks() -> (PathBuf, Vec<String>) {
+    let packages: Vec<&str> = SHIPPED_CHECKS.iter().map(|c| c.0).collect();
+    let profile = build_into_test_target(&packages);
+    let plugins = SHIPPED_CHECKS
+        .iter()
+        .flat_map(|c| {
+            [
+                "--plugin".to_string(),
+                profile.join(c.1).display().to_string(),
+            ]
+        })
+        .collect();
+    (profile.join("zpulse"), plugins)
+}
+
+fn report(args: &[&str]) -> serde_json::Value {
+    let (zpulse, plugins) = zpulse_with_checks();
+    let out = Command::new(zpulse)
+        .arg("report")
+        .args(args)
+        .args(["--format", "json"])
+        .args(&plugins)
+        .output()
+        .expect("running zpulse report");
+    assert!(
+        out.status.success(),
+        "zpulse report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+fn storm() -> Vec<PathBuf> {
+    raw::dirs(&["storm/series"])
+}
+
+/// `/proc/diskstats` fields (after the name): 2 reads, 4 sectors read, 5 ms reading,
+/// 6 writes, 8 sectors written, 11 ms with I/O in flight (io_ticks).
+fn disk_delta(a: &Path, b: &Path, name: &str, field: usize) -> f64 {
+    (raw::diskstats(b, name)[field] - raw::diskstats(a, name)[field]) as f64
+}
+
+fn seconds(a: &Path, b: &Path) -> f64 {
+    raw::captured_at(b) - raw::captured_at(a)
+}
+
+fn section<'a>(r: &'a serde_json::Value, check: &str, subject: &str) -> &'a serde_json::Value {
+    r["conclusions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["check"] == check && s["subject"] == subject)
+        .unwrap_or_else(|| panic!("no {check} section on {subject}: {:#}", r["conclusions"]))
+}
+
+fn figure(s: &serde_json::Value, key: &str) -> f64 {
+    s["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["key"] == key)
+        .and_then(|f| f["value"].as_f64())
+        .unwrap_or_else(|| panic!("no figure {key} in {s:#}"))
+}
+
+#[test]
+fn the_storm_window_has_the_figures_of_its_captures() {
+    let r = report(&[raw::lab("storm/series").to_str().unwrap()]);
+    let dirs = storm();
+    let (first, last) = (&dirs[0], &dirs[dirs.len() - 1]);
+    let t = seconds(first, last);
+    assert_eq!(r["intervals"], dirs.len() - 1);
+    assert!(close(
+        r["to"].as_f64().unwrap() - r["from"].as_f64().unwrap(),
+        t,
+        1e-9
+    ));
+
+    for name in ["sda", "sdb"] {
+        let d = r["disks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == name)
+            .unwrap();
+        assert_eq!(
+            d["kind"], "hdd",
+            "sda and sdb are the lab's throttled rotational disks"
+        );
+        let util = disk_delta(first, last, name, 11) / (t * 1000.0) * 100.0;
+        let reads = disk_delta(first, last, name, 2);
+        let mb = disk_delta(first, last, name, 4) * 512.0 / 1e6 / t;
+        let await_ms = disk_delta(first, last, name, 5) / reads;
+        assert!(
+            close(d["util_mean"].as_f64().unwrap(), util, 1e-6),
+            "{name} %util {d}"
+        );
+        assert!(
+            close(d["r_s"].as_f64().unwrap(), reads / t, 1e-6),
+            "{name} r/s"
+        );
+        assert!(
+            close(d["read_mb_s"].as_f64().unwrap(), mb, 1e-6),
+            "{name} rMB/s"
+        );
+        assert!(
+            close(d["r_await_ms"].as_f64().unwrap(), await_ms, 1e-6),
+            "{name} r_await"
+        );
+        // The distribution: every interval's %util, the share at or above 95%.
+        let per: Vec<f64> = dirs
+            .windows(2)
+            .map(|w| {
+                (disk_delta(&w[0], &w[1], name, 11) / (seconds(&w[0], &w[1]) * 1000.0) * 100.0)
+                    .min(100.0)
+            })
+            .collect();
+        let hist: Vec<u64> = d["util_histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        assert_eq!(hist.iter().sum::<u64>(), per.len() as u64);
+        for (bucket, count) in hist.iter().enumerate() {
+            let want = per
+                .iter()
+                .filter(|u| ((**u / 10.0).floor() as usize).min(9) == bucket)
+                .count() as u64;
+            assert_eq!(*count, want, "{name} bucket {bucket}");
+        }
+        let saturated = per.iter().filter(|u| **u >= 95.0).count() as f64 / per.len() as f64;
+        assert!(close(
+            d["saturated_pct"].as_f64().unwrap(),
+            saturated * 100.0,
+            1e-9
+        ));
+    }
+
+    // The ARC: metadata share averaged over the intervals' ends, the L2ARC's share of reads.
+    let meta: Vec<f64> = dirs[1..]
+        .iter()
+        .map(|d| {
+            let a = raw::arcstats(d);
+            a["arc_meta_used"] as f64 / a["size"] as f64
+        })
+        .collect();
+    let meta = meta.iter().sum::<f64>() / meta.len() as f64 * 100.0;
+    assert!(close(
+        r["arc"]["metadata_pct"].as_f64().unwrap(),
+        meta,
+        1e-9
+    ));
+    assert!(
+        meta > 85.0,
+        "the storm's ARC is metadata, as in the seed: {meta}"
+    );
+    let (a, b) = (raw::arcstats(first), raw::arcstats(last));
+    let delta = |k: &str| (b.get(k).unwrap_or(&0) - a.get(k).unwrap_or(&0)) as f64;
+    let reads = delta("hits") + delta("iohits") + delta("misses");
+    let l2_share = delta("l2_hits") / reads * 100.0;
+    assert!(close(
+        r["arc"]["l2_share_of_reads_pct"].as_f64().unwrap(),
+        l2_share,
+        1e-9
+    ));
+    assert!(close(
+        r["arc"]["hit_pct"].as_f64().unwrap(),
+        delta("hits") / reads * 100.0,
+        1e-9
+    ));
+}
+
+#[test]
+fn the_storm_report_reaches_the_seeds_conclusions() {
+    let r = report(&[raw::lab("storm/series").to_str().unwrap()]);
+    let dirs = storm();
+    let (first, last) = (&dirs[0], &dirs[dirs.len() - 1]);
+    let t = seconds(first, last);
+
+    // hdd-saturation: the mirror's disks spend their busy time seeking, in small reads, for
+    // metadata the ARC does not hold, and the pool has no special vdev.
+    let mirror = section(&r, "hdd-saturation", "storm/normal/mirror-0");
+    assert!(
+        mirror["title"].as_str().unwrap().contains("seek-bound"),
+        "{mirror:#}"
+    );
+    let util = ["sda", "sdb"]
+        .iter()
+        .map(|n| disk_delta(first, last, n, 11) / (t * 1000.0) * 100.0)
+        .sum::<f64>()
+        / 2.0;
+    assert!(close(figure(mirror, "util_mean_pct"), util, 0.01));
+    let bytes: f64 = ["sda", "sdb"]
+        .iter()
+        .map(|n| (disk_delta(first, last, n, 4) + disk_delta(first, last, n, 8)) * 512.0)
+        .sum();
+    assert!(close(figure(mirror, "mb_per_s"), bytes / t / 1e6, 0.01));
+    let advice = mirror["advice"].as_str().unwrap();
+    assert!(
+        advice.contains("special") && advice.contains("mirror"),
+        "{advice}"
+    );
+
+    // l2arc-value: the ARC misses too little for any L2ARC to matter (the seed's +1.3%).
+    let l2 = section(&r, "l2arc-value", "storm/cache/sdf");
+    assert_eq!(l2["rating"], "warning");
+    assert!(l2["title"].as_str().unwrap().contains("negative"));
+    let (a, b) = (raw::arcstats(first), raw::arcstats(last));
+    let delta = |k: &str| (b.get(k).unwrap_or(&0) - a.get(k).unwrap_or(&0)) as f64;
+    let reads = delta("hits") + delta("iohits") + delta("misses");
+    assert!(close(
+        figure(l2, "l2_share_of_reads_pct"),
+        delta("l2_hits") / reads * 100.0,
+        0.01
+    ));
+
+    // slog-usage: the SLOG carries the fsync loop and is not saturated.
+    let slog = section(&r, "slog-usage", "storm/log");
+    let verdict = r["conclusions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["check"] == "slog-usage" && s["title"] == "storm/log: useful")
+        .unwrap_or_else(|| panic!("no useful verdict: {slog:#}"));
+    assert_eq!(verdict["rating"], "ok");
+
+    // pool-health: nothing wrong with the pool itself.
+    let health = r["conclusions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["check"] == "pool-health")
+        .unwrap();
+    assert_eq!(health["rating"], "ok", "{health:#}");
+
+    // Worst first.
+    let ratings: Vec<u8> = r["conclusions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| match s["rating"].as_str().unwrap() {
+            "critical" => 3,
+            "warning" => 2,
+            "info" => 1,
+            _ => 0,
+        })
+        .collect();
+    assert!(ratings.windows(2).all(|w| w[0] >= w[1]), "{ratings:?}");
+}
+
+#[test]
+fn the_page_renders_in_headless_chromium() {
+    let (zpulse, plugins) = zpulse_with_checks();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let out = Command::new(zpulse)
+        .arg("report")
+        .arg(raw::lab("storm/series"))
+        .arg("--out")
+        .arg(&page)
+        .args(&plugins)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: no scripts, no external resources.
+    assert!(!html.contains("<script"));
+    assert!(
+        !html.contains("src=") && !html.contains("href="),
+        "no external resources"
+    );
+    let url = format!("file://{}", page.display());
+    let chromium = |args: &[&str]| {
+        let out = Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--disable-background-networking",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                dir.path().join("profile").display()
+            ))
+            .args(args)
+            .output()
+            .expect("chromium (tests/run installs it)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let dom = String::from_utf8(chromium(&["--dump-dom", &url])).unwrap();
+    assert!(dom.contains("<h2>Conclusions</h2>"));
+    assert!(dom.contains("seek-bound"));
+    // Charts of every part the issue names: disks (HDD and SSD), the %util distribution,
+    // ARC, L2ARC, ZIL, per-class latency, pool fill, CPU.
+    for title in [
+        "HDD %util",
+        "SSD %util",
+        "%util distribution",
+        "ARC size vs target and max",
+        "ARC data vs metadata",
+        "L2ARC hits vs ARC reads",
+        "ZIL commits and itx",
+        "SLOG %util",
+        "Read latency per class (total)",
+        "Pool fill",
+        "CPU busy",
+    ] {
+        assert!(dom.contains(title), "no chart {title:?}");
+    }
+    let shot = dir.path().join("report.png");
+    chromium(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1000,2400",
+        &url,
+    ]);
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    // A phone's width renders too (the charts scale with the page).
+    chromium(&[
+        &format!("--screenshot={}", dir.path().join("phone.png").display()),
+        "--window-size=390,1600",
+        &url,
+    ]);
+}
+
+#[test]
+fn a_report_needs_a_window() {
+    let (zpulse, _) = zpulse_with_checks();
+    let out = Command::new(&zpulse).arg("report").output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--duration"));
+    let one = raw::dirs(&["storm/series"])[0].clone();
+    let out = Command::new(&zpulse)
+        .arg("report")
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least two captures"));
+    // A JSON file that is not a report, given to --compare.
+    let dir = tempfile::tempdir().unwrap();
+    let bogus = dir.path().join("x.json");
+    std::fs::write(&bogus, "{\"version\": 1}").unwrap();
+    let out = Command::new(&zpulse)
+        .arg("report")
+        .arg("--compare")
+        .arg(&bogus)
+        .arg(&bogus)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("neither a capture series nor a report"));
+}
+
+#[test]
+fn a_live_window_samples_this_host() {
+    // This machine need not have ZFS: disks, CPU and network are reported all the same.
+    let (zpulse, _) = zpulse_with_checks();
+    let out = Command::new(&zpulse)
+        .args([
+            "report",
+            "--duration",
+            "2s",
+            "--interval",
+            "1",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["intervals"], 2);
+    assert_eq!(r["source"], "live");
+    assert!(r["cpu_busy_pct"].as_f64().is_some());
+    assert_eq!(r["series"]["t"].as_array().unwrap().len(), 2);
+}
