@@ -10,8 +10,6 @@
 //!   absurd rates: a reset counter yields no rate for that interval (see [`counter`]).
 //!
 //! * An [`Event`] is what checks find and what the agent says about itself ([`event`]).
-//! * [`forward`] is the Fluent Forward wire framing that the agent's Forward sink and the
-//!   collector share.
 //! * [`abi`] is the C ABI between the agent and plugin shared objects; [`sdk`] is its safe
 //!   side for plugin authors (a `Plugin` trait, an export macro, stateful findings).
 //!
@@ -20,7 +18,6 @@
 pub mod abi;
 pub mod counter;
 pub mod event;
-pub mod forward;
 pub mod sample;
 pub mod sdk;
 pub mod snapshot;

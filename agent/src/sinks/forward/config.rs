@@ -25,7 +25,7 @@
 use serde::{Deserialize, Deserializer};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use zpulse_proto::forward::DEFAULT_PORT;
+use zpulse_forward::DEFAULT_PORT;
 
 /// The Forward sink's settings. Every key but `address` has a default.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -9,9 +9,9 @@ use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+use zpulse_forward::handshake::Helo;
+use zpulse_forward::{ClientMessage, FrameDecoder, Limits, encode};
 use zpulse_proto::event::{Event, EventTime, Severity, State};
-use zpulse_proto::forward::handshake::Helo;
-use zpulse_proto::forward::{ClientMessage, FrameDecoder, Limits, encode};
 
 fn stamped(i: u64) -> Stamped {
     Stamped {
