@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use zpulse_collector::config::Config;
 use zpulse_collector::server::Server;
 use zpulse_collector::store::Store;
+use zpulse_forward::{ChunkId, Compression, Entries, FrameDecoder, Limits, ServerMessage};
 use zpulse_proto::event::{Event, EventTime, Severity, State};
-use zpulse_proto::forward::{ChunkId, Compression, Entries, FrameDecoder, Limits, ServerMessage};
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)

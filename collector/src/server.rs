@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use zpulse_proto::forward::{ClientMessage, FrameDecoder, Helo, Limits, Pong, decode, encode};
+use zpulse_forward::{ClientMessage, FrameDecoder, Helo, Limits, Pong, decode, encode};
 
 /// Batches the writer stores in one transaction, at most.
 const GROUP_MAX_BATCHES: usize = 512;
@@ -764,7 +764,7 @@ struct Admitted {
 /// identity allows it; records that name none (foreign ones, under authentication, always)
 /// get the authenticated name, else the peer's address.
 fn admit(
-    batch: &zpulse_proto::forward::EventBatch,
+    batch: &zpulse_forward::EventBatch,
     identity: &Identity,
     peer_host: &str,
     max_record_bytes: usize,
@@ -1210,7 +1210,7 @@ mod tests {
                 rows: vec![
                     Row::from_entry(
                         "t",
-                        &zpulse_proto::forward::Entry {
+                        &zpulse_forward::Entry {
                             time: zpulse_proto::event::EventTime {
                                 seconds: 1,
                                 nanos: 0

@@ -27,8 +27,8 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Duration;
+use zpulse_forward::Entry;
 use zpulse_proto::event::{Event, Severity, Value};
-use zpulse_proto::forward::Entry;
 
 /// The check of the agent's heartbeat: tracked in `hosts`, not as a finding.
 pub const HEARTBEAT_CHECK: &str = "agent.heartbeat";

@@ -13,8 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use zpulse_collector::alert::{Alerting, HOST_SILENT_CHECK};
 use zpulse_collector::store::{Batch, Row, Store};
+use zpulse_forward::encode;
 use zpulse_proto::event::{Severity, State};
-use zpulse_proto::forward::encode;
 
 const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
 

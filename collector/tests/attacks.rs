@@ -19,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use zpulse_proto::forward::{Compression, Entries, encode};
+use zpulse_forward::{Compression, Entries, encode};
 
 /// The two tests measure latencies: one at a time, so neither competes with the other.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -7,8 +7,8 @@ use common::*;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use zpulse_forward::{Compression, Entries};
 use zpulse_proto::event::{Severity, State};
-use zpulse_proto::forward::{Compression, Entries};
 
 fn free_addr() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")

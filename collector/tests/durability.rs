@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use zpulse_collector::store::{Filter, Store};
+use zpulse_forward::{ChunkId, Compression, Entries, ServerMessage};
 use zpulse_proto::event::EventTime;
-use zpulse_proto::forward::{ChunkId, Compression, Entries, ServerMessage};
 
 const BATCHES: u64 = 400;
 const PER_BATCH: u64 = 25;

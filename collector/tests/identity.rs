@@ -14,8 +14,8 @@ use zpulse_agent::sinks::Sink;
 use zpulse_agent::sinks::forward::{ForwardConfig, ForwardSink, TlsConfig};
 use zpulse_collector::config::{Client as ClientKey, Tls};
 use zpulse_collector::store::{Filter, Store};
+use zpulse_forward::{Compression, Entries, encode};
 use zpulse_proto::event::{Entry, Severity, State};
-use zpulse_proto::forward::{Compression, Entries, encode};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mtls")

@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use std::io::Write;
 use std::time::Duration;
 use zpulse_collector::store::{Row, Store};
+use zpulse_forward::{Compression, Entries, Entry, encode};
 use zpulse_proto::event::EventTime;
-use zpulse_proto::forward::{Compression, Entries, Entry, encode};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]

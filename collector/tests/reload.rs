@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use zpulse_proto::forward::ServerMessage;
+use zpulse_forward::ServerMessage;
 
 fn expect(lines: &mpsc::Receiver<String>, needle: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -67,12 +67,12 @@ fn sighup_applies_a_good_config_and_refuses_a_bad_one() {
     // No key: a client is served at once (the server speaks only to ack).
     let mut c = Client::connect(addr);
     let entries = {
-        let mut e = zpulse_proto::forward::Entries::new();
+        let mut e = zpulse_forward::Entries::new();
         e.push_event(now_t(), &heartbeat("nas1", "0.1.0"));
         e.packed_forward(
             "zpulse.agent",
             Some(&chunk(1)),
-            zpulse_proto::forward::Compression::None,
+            zpulse_forward::Compression::None,
         )
     };
     c.send(&entries).unwrap();

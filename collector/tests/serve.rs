@@ -8,8 +8,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 use zpulse_collector::store::{Filter, Store};
+use zpulse_forward::{Compression, Entries, ServerMessage, encode};
 use zpulse_proto::event::{Severity, State};
-use zpulse_proto::forward::{Compression, Entries, ServerMessage, encode};
 
 fn store(r: &Running) -> Store {
     Store::open_read_only(&r.db).unwrap()

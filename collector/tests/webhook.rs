@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 use zpulse_collector::alert::{Alerting, Webhook, WebhookQueue};
+use zpulse_forward::encode;
 use zpulse_proto::event::{Severity, State};
-use zpulse_proto::forward::encode;
 
 const SECRET: &str = "a webhook secret of some length";
 

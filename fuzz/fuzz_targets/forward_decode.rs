@@ -1,4 +1,4 @@
-//! Fuzz target for the Forward stream decoder (`zpulse_proto::forward`): what a collector
+//! Fuzz target for the Forward stream decoder (`zpulse_forward`): what a collector
 //! reads from any client, and what the agent reads from any server.
 //!
 //! The first input byte chooses where the rest is cut into reads. Beyond "never panics,
@@ -10,8 +10,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zpulse_proto::forward::decode::{client_message, server_message};
-use zpulse_proto::forward::{
+use zpulse_forward::decode::{client_message, server_message};
+use zpulse_forward::{
     ClientMessage, Compression, Entries, FrameDecoder, Limits, ServerMessage, encode,
 };
 

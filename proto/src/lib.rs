@@ -11,8 +11,6 @@
 //!
 //! * An [`Event`] is what checks find and what the agent says about itself ([`event`]).
 //! * [`report`] is what checks conclude over a whole window for `zpulse report`.
-//! * [`forward`] is the Fluent Forward wire framing that the agent's Forward sink and the
-//!   collector share.
 //! * [`abi`] is the C ABI between the agent and plugin shared objects; [`sdk`] is its safe
 //!   side for plugin authors (a `Plugin` trait, an export macro, stateful findings).
 //!
@@ -21,7 +19,6 @@
 pub mod abi;
 pub mod counter;
 pub mod event;
-pub mod forward;
 pub mod report;
 pub mod sample;
 pub mod sdk;

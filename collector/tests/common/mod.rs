@@ -7,10 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 use zpulse_collector::config::Config;
 use zpulse_collector::server::Server;
+use zpulse_forward::{ChunkId, FrameDecoder, Limits, Ping, ServerMessage, handshake::salt_text};
 use zpulse_proto::event::{Event, EventTime, Severity, State};
-use zpulse_proto::forward::{
-    ChunkId, FrameDecoder, Limits, Ping, ServerMessage, handshake::salt_text,
-};
 
 pub struct Running {
     pub server: Server,

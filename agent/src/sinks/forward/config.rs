@@ -7,6 +7,7 @@
 //! shared_key = "secret"                    # HELO/PING/PONG handshake; default: none
 //! self_hostname = "nas1"                   # name in the handshake; default: the system's
 //! gzip = false                             # CompressedPackedForward
+//! metrics = false                          # also each reading's metrics (zpulse.series)
 //! spool_dir = "/var/lib/zpulse/spool/forward-collector.example.net_24224"
 //! spool_max_bytes = 268435456              # 256 MiB; the oldest batches go when full
 //! batch_max_events = 1000
@@ -25,7 +26,7 @@
 use serde::{Deserialize, Deserializer};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use zpulse_proto::forward::DEFAULT_PORT;
+use zpulse_forward::DEFAULT_PORT;
 
 /// The Forward sink's settings. Every key but `address` has a default.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -46,6 +47,10 @@ pub struct ForwardConfig {
     /// Send CompressedPackedForward (gzip).
     #[serde(default)]
     pub gzip: bool,
+    /// Also send each reading's metrics, one `zpulse.series` record per reading (the
+    /// Prometheus exposition's series; see `zpulse_forward::series`).
+    #[serde(default)]
+    pub metrics: bool,
     /// Where unacked batches wait; default: one directory per address under
     /// `/var/lib/zpulse/spool` (`/var/db/zpulse/spool` on FreeBSD).
     #[serde(default)]
@@ -114,6 +119,7 @@ impl ForwardConfig {
             shared_key: None,
             self_hostname: None,
             gzip: false,
+            metrics: false,
             spool_dir: None,
             spool_max_bytes: defaults::spool_max_bytes(),
             batch_max_events: defaults::batch_max_events(),

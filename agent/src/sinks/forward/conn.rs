@@ -12,8 +12,8 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use zpulse_proto::forward::handshake::{Ping, salt_text};
-use zpulse_proto::forward::{FrameDecoder, Limits, ServerMessage};
+use zpulse_forward::handshake::{Ping, salt_text};
+use zpulse_forward::{FrameDecoder, Limits, ServerMessage};
 
 /// How often a blocked read looks at the shutdown flag.
 pub const POLL: Duration = Duration::from_millis(100);

@@ -23,6 +23,14 @@
 //! (zpulse's collector does). Nothing acked is ever sent again, except when the spool's cursor
 //! file could not be written (disk full), after a restart.
 //!
+//! **Metrics** (`metrics = true`): each reading becomes one `zpulse.series` record
+//! ([`zpulse_forward::series`], built by the Prometheus exposition's code), spooled and acked
+//! like events. They must never push findings and heartbeats out: a metric record is only
+//! spooled while the spool stays under half of `spool_max_bytes` ([`METRICS_SHARE`]), so in an
+//! outage metrics stop first and events keep at least half the spool; skipped readings are
+//! counted and logged once per streak. The record names the host the events name (the
+//! agent's `hostname`), learnt from the first events; the few readings before them wait.
+//!
 //! Shutdown: [`Sink::flush`] waits until the spool is empty or the deadline passes (what is
 //! left stays in the spool for next time); dropping the sink stops its thread within about a
 //! second.
@@ -36,7 +44,8 @@ mod tests;
 
 pub use config::{ForwardConfig, TlsConfig, split_address};
 
-use super::{Sink, SinkError, SinkStats, Stamped};
+use super::prometheus::exposition;
+use super::{Reading, Sink, SinkError, SinkStats, Stamped};
 use crate::daemon::log::log;
 use crate::plugins::Level;
 use conn::{Connection, Failure, Target};
@@ -46,7 +55,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use zpulse_proto::forward::{ChunkId, Compression, Entries};
+use zpulse_forward::{ChunkId, Compression, Entries, series};
+use zpulse_proto::EventTime;
+
+/// The share of the spool metric records may fill: above it, readings are skipped, so the
+/// rest always holds findings and heartbeats.
+pub const METRICS_SHARE: f64 = 0.5;
+/// Readings kept until the first events say the host's name.
+const READINGS_BEFORE_HOST: usize = 4;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -61,6 +77,19 @@ pub struct ForwardSink {
     batch_max_bytes: usize,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    metrics: Option<Metrics>,
+}
+
+/// The metric side of a sink with `metrics = true`.
+struct Metrics {
+    /// Spool bytes above which a metric record is skipped.
+    spool_limit: u64,
+    /// The host events name; `None` until the first events.
+    host: Option<String>,
+    waiting: Vec<Reading>,
+    /// Readings skipped, in all and in the current streak.
+    skipped: u64,
+    streak: u64,
 }
 
 struct Shared {
@@ -139,6 +168,13 @@ impl Prepared {
             batch_max_bytes: config.batch_max_bytes,
             shared,
             thread: Some(thread),
+            metrics: config.metrics.then(|| Metrics {
+                spool_limit: (config.spool_max_bytes as f64 * METRICS_SHARE) as u64,
+                host: None,
+                waiting: Vec::new(),
+                skipped: 0,
+                streak: 0,
+            }),
         })
     }
 }
@@ -188,13 +224,76 @@ impl ForwardSink {
         self.shared.lock().connected
     }
 
-    /// Cuts events into wire messages: runs of one tag, bounded in count and bytes.
-    fn encode(&self, events: &[Stamped]) -> Vec<(ChunkId, u32, Vec<u8>)> {
-        let compression = if self.gzip {
+    /// Readings skipped so far because the spool was over its metric share.
+    pub fn metrics_skipped(&self) -> u64 {
+        self.metrics.as_ref().map_or(0, |m| m.skipped)
+    }
+
+    fn compression(&self) -> Compression {
+        if self.gzip {
             Compression::Gzip
         } else {
             Compression::None
+        }
+    }
+
+    /// Spools one reading's metric record, unless the spool is over the metric share.
+    fn spool_reading(&mut self, reading: &Reading, host: &str) -> Result<(), SinkError> {
+        let snapshot = reading.snapshot();
+        let record = exposition::series_record(snapshot, host);
+        let mut entries = Entries::new();
+        entries.push(EventTime::from_unix(snapshot.taken_at), &record);
+        let chunk = ChunkId(random16());
+        let message =
+            entries.packed_forward(series::TAG, Some(&chunk.to_base64()), self.compression());
+        let mut st = self.shared.lock();
+        let Some(m) = self.metrics.as_mut() else {
+            return Ok(());
         };
+        let size = message.len() as u64 + spool::RECORD_OVERHEAD;
+        if st.spool.disk_bytes() + size > m.spool_limit {
+            m.skipped += 1;
+            m.streak += 1;
+            // Said once per streak (the first), not every reading of an outage.
+            return if m.streak == 1 {
+                Err(SinkError {
+                    sink: self.name.clone(),
+                    message: format!(
+                        "spool over {:.0}% of spool_max_bytes: metrics are skipped until it                          drains (findings and heartbeats keep the rest)",
+                        METRICS_SHARE * 100.0
+                    ),
+                })
+            } else {
+                Ok(())
+            };
+        }
+        if m.streak > 0 {
+            log(
+                Level::Info,
+                &self.name,
+                &format!("spooling metrics again; {} readings skipped", m.streak),
+            );
+            m.streak = 0;
+        }
+        let result = st
+            .spool
+            .append(chunk, 1, &message)
+            .and_then(|a| {
+                st.dropped += a.dropped_events;
+                st.spool.sync()
+            })
+            .map_err(|e| SinkError {
+                sink: self.name.clone(),
+                message: format!("spool {}: metrics: {e}", st.spool.dir().display()),
+            });
+        drop(st);
+        self.shared.changed.notify_all();
+        result
+    }
+
+    /// Cuts events into wire messages: runs of one tag, bounded in count and bytes.
+    fn encode(&self, events: &[Stamped]) -> Vec<(ChunkId, u32, Vec<u8>)> {
+        let compression = self.compression();
         let mut out = Vec::new();
         let mut tag = String::new();
         let mut entries = Entries::new();
@@ -233,6 +332,55 @@ impl Sink for ForwardSink {
         if batch.is_empty() {
             return Ok(());
         }
+        let mut first_error = None;
+        if let Some(m) = self.metrics.as_mut()
+            && m.host.is_none()
+        {
+            m.host = Some(batch[0].event.host.clone());
+            let host = batch[0].event.host.clone();
+            for reading in std::mem::take(&mut m.waiting) {
+                if let Err(e) = self.spool_reading(&reading, &host) {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let result = self.deliver_events(batch);
+        match first_error {
+            Some(e) if result.is_ok() => Err(e),
+            _ => result,
+        }
+    }
+
+    fn wants_readings(&self) -> bool {
+        self.metrics.is_some()
+    }
+
+    fn observe(&mut self, reading: &Reading) -> Result<(), SinkError> {
+        let Some(m) = self.metrics.as_mut() else {
+            return Ok(());
+        };
+        match m.host.clone() {
+            Some(host) => self.spool_reading(reading, &host),
+            None => {
+                if m.waiting.len() < READINGS_BEFORE_HOST {
+                    m.waiting.push(reading.clone());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&mut self, deadline: Instant) -> Result<(), SinkError> {
+        self.flush_spool(deadline)
+    }
+
+    fn stats(&self) -> SinkStats {
+        self.spool_stats()
+    }
+}
+
+impl ForwardSink {
+    fn deliver_events(&mut self, batch: &[Stamped]) -> Result<(), SinkError> {
         let messages = self.encode(batch);
         let mut st = self.shared.lock();
         let mut lost = 0u64;
@@ -265,7 +413,7 @@ impl Sink for ForwardSink {
         }
     }
 
-    fn flush(&mut self, deadline: Instant) -> Result<(), SinkError> {
+    fn flush_spool(&mut self, deadline: Instant) -> Result<(), SinkError> {
         let mut st = self.shared.lock();
         st.kick = true;
         self.shared.changed.notify_all();
@@ -296,7 +444,7 @@ impl Sink for ForwardSink {
         }
     }
 
-    fn stats(&self) -> SinkStats {
+    fn spool_stats(&self) -> SinkStats {
         let st = self.shared.lock();
         SinkStats {
             delivered: st.delivered,

@@ -21,7 +21,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use zpulse_proto::forward::ChunkId;
+use zpulse_forward::ChunkId;
 
 const MAGIC: &[u8; 4] = b"ZPF1";
 /// Magic, length, events, chunk id.

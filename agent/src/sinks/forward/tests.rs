@@ -9,9 +9,9 @@ use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+use zpulse_forward::handshake::Helo;
+use zpulse_forward::{ClientMessage, FrameDecoder, Limits, encode};
 use zpulse_proto::event::{Event, EventTime, Severity, State};
-use zpulse_proto::forward::handshake::Helo;
-use zpulse_proto::forward::{ClientMessage, FrameDecoder, Limits, encode};
 
 fn stamped(i: u64) -> Stamped {
     Stamped {
@@ -630,4 +630,62 @@ fn backoff_grows_with_jitter_and_stays_bounded() {
         assert!(*w <= BACKOFF_MAX);
     }
     assert!(waits[11] >= BACKOFF_MAX / 2);
+}
+
+/// A lab reading (OpenZFS 2.1 under a storm of I/O: 2,700 series).
+fn lab_reading() -> Reading {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/storm/series/000");
+    Reading::First(Arc::new(crate::capture::load(&dir).unwrap()))
+}
+
+#[test]
+fn metrics_wait_for_the_host_name_and_never_crowd_events_out_of_the_spool() {
+    // The collector is down: everything stays in a 1 MiB spool.
+    let fake = Fake::start(FakeOptions::default(), &[]);
+    fake.state.lock().unwrap().refuse = true;
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = ForwardSink::new(ForwardConfig {
+        metrics: true,
+        spool_max_bytes: 1 << 20,
+        batch_max_bytes: 64 << 10,
+        ..sink_config(&fake, dir.path())
+    })
+    .unwrap();
+    assert!(sink.wants_readings());
+    let reading = lab_reading();
+    let record = exposition::series_record(reading.snapshot(), "h");
+    // Before any event the host is unknown: the reading waits, nothing is spooled.
+    sink.observe(&reading).unwrap();
+    assert_eq!(sink.stats().pending, 0);
+    // The first events name the host; the waiting reading goes in with them.
+    sink.deliver(&[stamped(0)]).unwrap();
+    assert_eq!(sink.stats().pending, 2);
+    let mut results = Vec::new();
+    for _ in 0..12 {
+        results.push(sink.observe(&reading).is_ok());
+    }
+    // A record is ~250 KB: at most two fit under half of the spool; the others are
+    // skipped, the first skip said once (an error), the rest silent.
+    let spooled_metrics = sink.stats().pending - 1;
+    let fit = (((1u64 << 20) as f64 * METRICS_SHARE) as u64 / record.len() as u64).max(1);
+    assert_eq!(spooled_metrics, fit);
+    assert_eq!(sink.metrics_skipped(), 13 - fit);
+    assert_eq!(results.iter().filter(|ok| !**ok).count(), 1);
+    // Findings still find room: none dropped.
+    let events: Vec<Stamped> = (1..=200).map(stamped).collect();
+    sink.deliver(&events).unwrap();
+    let st = sink.stats();
+    assert_eq!(st.dropped, 0);
+    assert_eq!(st.pending, spooled_metrics + 201);
+    assert!(st.spool_bytes <= 1 << 20);
+}
+
+#[test]
+fn without_the_option_a_sink_takes_no_readings() {
+    let fake = Fake::start(FakeOptions::default(), &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = ForwardSink::new(sink_config(&fake, dir.path())).unwrap();
+    assert!(!sink.wants_readings());
+    sink.observe(&lab_reading()).unwrap();
+    assert_eq!(sink.stats().pending, 0);
 }

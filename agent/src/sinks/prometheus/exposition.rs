@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use zpulse_forward::series::{Number, SeriesType, SeriesWriter};
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{
     DiskCounters, KstatValue, LatencyHistograms, Os, Vdev, VdevClass, VdevStats,
@@ -68,40 +69,47 @@ enum Type {
     Histogram,
 }
 
-/// Writes both formats; a family's HELP and TYPE go out with its first sample, so a family
-/// without samples leaves no trace.
-struct Out {
+impl Type {
+    fn as_str(self) -> &'static str {
+        self.series_type().as_str()
+    }
+
+    fn series_type(self) -> SeriesType {
+        match self {
+            Type::Counter => SeriesType::Counter,
+            Type::Gauge => SeriesType::Gauge,
+            Type::Histogram => SeriesType::Histogram,
+        }
+    }
+}
+
+/// Where the metric set goes: the text formats ([`TextOut`]) or a Forward metric record
+/// ([`SeriesOut`]). The functions below say each family once, to either.
+trait Emit {
+    /// Starts a family; its HELP and TYPE go out with its first series, so a family without
+    /// series leaves no trace.
+    fn family(&mut self, name: &str, kind: Type, help: &str);
+    fn line(&mut self, name: &str, labels: &Labels, value: Value);
+    /// Starts the buckets of one histogram series (`name` ends in `_bucket`).
+    fn histogram(&mut self, bucket_name: &str, labels: &Labels);
+    /// One bucket of the histogram series started last.
+    fn bucket(&mut self, le: &str, count: u64);
+}
+
+/// Writes both text formats.
+struct TextOut {
     text: String,
     om: String,
     pending: Option<(String, Type, String)>,
+    /// The open histogram series up to its `le` value ([`bucket_prefix`]).
+    prefix: String,
 }
 
 type Labels<'a> = [(&'a str, &'a str)];
 
-impl Out {
+impl Emit for TextOut {
     fn family(&mut self, name: &str, kind: Type, help: &str) {
         self.pending = Some((name.to_string(), kind, help.to_string()));
-    }
-
-    fn flush_header(&mut self) {
-        let Some((name, kind, help)) = self.pending.take() else {
-            return;
-        };
-        let help = escape_help(&help);
-        let type_name = match kind {
-            Type::Counter => "counter",
-            Type::Gauge => "gauge",
-            Type::Histogram => "histogram",
-        };
-        let _ = writeln!(self.text, "# HELP {name} {help}");
-        let _ = writeln!(self.text, "# TYPE {name} {type_name}");
-        // OpenMetrics names a counter family without the `_total` of its samples.
-        let om_name = match kind {
-            Type::Counter => name.strip_suffix("_total").unwrap_or(&name),
-            _ => &name,
-        };
-        let _ = writeln!(self.om, "# HELP {om_name} {help}");
-        let _ = writeln!(self.om, "# TYPE {om_name} {type_name}");
     }
 
     fn line(&mut self, name: &str, labels: &Labels, value: Value) {
@@ -117,16 +125,38 @@ impl Out {
         self.om.push_str(&self.text[start..]);
     }
 
-    /// One histogram bucket: `prefix` is the series up to `le="` ([`bucket_prefix`]).
-    fn bucket(&mut self, prefix: &str, le: &str, count: u64) {
+    fn histogram(&mut self, bucket_name: &str, labels: &Labels) {
+        self.prefix = bucket_prefix(bucket_name, labels);
+    }
+
+    fn bucket(&mut self, le: &str, count: u64) {
         self.flush_header();
         let start = self.text.len();
-        self.text.push_str(prefix);
+        self.text.push_str(&self.prefix);
         self.text.push_str(le);
         self.text.push_str("\"} ");
         Value::Int(count).write(&mut self.text);
         self.text.push('\n');
         self.om.push_str(&self.text[start..]);
+    }
+}
+
+impl TextOut {
+    fn flush_header(&mut self) {
+        let Some((name, kind, help)) = self.pending.take() else {
+            return;
+        };
+        let help = escape_help(&help);
+        let type_name = kind.as_str();
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {type_name}");
+        // OpenMetrics names a counter family without the `_total` of its samples.
+        let om_name = match kind {
+            Type::Counter => name.strip_suffix("_total").unwrap_or(&name),
+            _ => &name,
+        };
+        let _ = writeln!(self.om, "# HELP {om_name} {help}");
+        let _ = writeln!(self.om, "# TYPE {om_name} {type_name}");
     }
 
     fn finish(mut self) -> Exposition {
@@ -135,6 +165,62 @@ impl Out {
             text: self.text,
             openmetrics: self.om,
         }
+    }
+}
+
+/// Writes a Forward metric record: the same series, labels as given (an empty value is an
+/// absent label there too).
+struct SeriesOut {
+    writer: SeriesWriter,
+    kind: Type,
+    /// The open histogram series: its name and labels, `le` last (filled per bucket).
+    histogram: (String, Vec<(String, String)>),
+}
+
+impl Emit for SeriesOut {
+    fn family(&mut self, _name: &str, kind: Type, _help: &str) {
+        self.kind = kind;
+    }
+
+    fn line(&mut self, name: &str, labels: &Labels, value: Value) {
+        let number = match value {
+            Value::Int(v) => Number::Unsigned(v),
+            Value::Signed(v) => Number::Signed(v),
+            Value::Float(v) => Number::Float(v),
+        };
+        self.writer
+            .series(name, self.kind.series_type(), labels, number);
+    }
+
+    fn histogram(&mut self, bucket_name: &str, labels: &Labels) {
+        self.histogram = (
+            bucket_name.to_owned(),
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .chain([("le".to_owned(), String::new())])
+                .collect(),
+        );
+    }
+
+    fn bucket(&mut self, le: &str, count: u64) {
+        let (name, labels) = &self.histogram;
+        let labels: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| {
+                if k == "le" {
+                    ("le", le)
+                } else {
+                    (k.as_str(), v.as_str())
+                }
+            })
+            .collect();
+        self.writer.series(
+            name,
+            SeriesType::Histogram,
+            &labels,
+            Number::Unsigned(count),
+        );
     }
 }
 
@@ -249,23 +335,13 @@ pub fn render(
         .max(64 * 1024)
         * 9
         / 8;
-    let mut out = Out {
+    let mut out = TextOut {
         text: String::with_capacity(capacity),
         om: String::with_capacity(capacity),
         pending: None,
+        prefix: String::new(),
     };
-    host(&mut out, snapshot);
-    if let Some(arc) = &snapshot.arc {
-        kstat_rows(&mut out, &arc.0.fields, arc_row);
-    }
-    if let Some(zil) = &snapshot.zil {
-        kstat_rows(&mut out, &zil.0.fields, zil_row);
-    }
-    pools(&mut out, snapshot);
-    vdevs(&mut out, snapshot);
-    datasets(&mut out, snapshot);
-    disks(&mut out, snapshot);
-    cpu_memory_network(&mut out, snapshot);
+    snapshot_metrics(&mut out, snapshot);
     out.family(
         "zpulse_finding",
         Type::Gauge,
@@ -289,7 +365,39 @@ pub fn render(
     out.finish()
 }
 
-fn host(out: &mut Out, s: &Snapshot) {
+/// A Forward metric record ([`zpulse_forward::series`]) of one snapshot: the series of
+/// [`render`] that come from the snapshot (findings and the agent's health travel as events).
+pub fn series_record(snapshot: &Snapshot, host: &str) -> Vec<u8> {
+    static LAST_LEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let capacity = LAST_LEN.load(std::sync::atomic::Ordering::Relaxed) * 9 / 8;
+    let mut out = SeriesOut {
+        writer: SeriesWriter::new(host, capacity),
+        kind: Type::Gauge,
+        histogram: (String::new(), Vec::new()),
+    };
+    snapshot_metrics(&mut out, snapshot);
+    let bytes = out.writer.finish();
+    LAST_LEN.store(bytes.len(), std::sync::atomic::Ordering::Relaxed);
+    bytes
+}
+
+/// Every family that comes from the snapshot, in exposition order.
+fn snapshot_metrics(out: &mut dyn Emit, snapshot: &Snapshot) {
+    host(out, snapshot);
+    if let Some(arc) = &snapshot.arc {
+        kstat_rows(out, &arc.0.fields, arc_row);
+    }
+    if let Some(zil) = &snapshot.zil {
+        kstat_rows(out, &zil.0.fields, zil_row);
+    }
+    pools(out, snapshot);
+    vdevs(out, snapshot);
+    datasets(out, snapshot);
+    disks(out, snapshot);
+    cpu_memory_network(out, snapshot);
+}
+
+fn host(out: &mut dyn Emit, s: &Snapshot) {
     out.family(
         "zpulse_host_info",
         Type::Gauge,
@@ -429,7 +537,11 @@ fn zil_row(row: &str) -> Row {
     }
 }
 
-fn kstat_rows(out: &mut Out, fields: &BTreeMap<String, KstatValue>, classify: fn(&str) -> Row) {
+fn kstat_rows(
+    out: &mut dyn Emit,
+    fields: &BTreeMap<String, KstatValue>,
+    classify: fn(&str) -> Row,
+) {
     for (row, value) in fields {
         let v = match value {
             KstatValue::Unsigned(v) => Value::Int(*v),
@@ -442,7 +554,7 @@ fn kstat_rows(out: &mut Out, fields: &BTreeMap<String, KstatValue>, classify: fn
     }
 }
 
-fn pools(out: &mut Out, s: &Snapshot) {
+fn pools(out: &mut dyn Emit, s: &Snapshot) {
     out.family(
         "zpulse_pool_state",
         Type::Gauge,
@@ -548,7 +660,7 @@ fn pools(out: &mut Out, s: &Snapshot) {
 
 /// The pool-wide `io` kstat (KSTAT_TYPE_IO, OpenZFS up to 2.0; include/sys/kstat.h: byte and
 /// operation counts, and the ns the wait and run queues were busy).
-fn pool_io(out: &mut Out, s: &Snapshot) {
+fn pool_io(out: &mut dyn Emit, s: &Snapshot) {
     type Pick = fn(&zpulse_proto::snapshot::PoolIo) -> Value;
     let fields: [(&str, &str, Pick); 6] = [
         (
@@ -592,7 +704,7 @@ fn pool_io(out: &mut Out, s: &Snapshot) {
     }
 }
 
-fn scans(out: &mut Out, s: &Snapshot) {
+fn scans(out: &mut dyn Emit, s: &Snapshot) {
     let scans: Vec<_> = s
         .pools
         .iter()
@@ -721,7 +833,7 @@ const VDEV_STATES: &[&str] = &[
     "ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SPLIT",
 ];
 
-fn vdevs(out: &mut Out, s: &Snapshot) {
+fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
     let refs = vdev_refs(s);
     out.family(
         "zpulse_vdev_info",
@@ -880,7 +992,7 @@ fn bucket_bounds() -> &'static [String] {
 type Histo = fn(&LatencyHistograms) -> &Vec<u64>;
 
 /// The `zpool iostat -w` histograms as Prometheus histograms.
-fn latency_histograms(out: &mut Out, refs: &[VdevRef]) {
+fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
     type Family<'a> = (&'a str, &'a str, &'a [(&'a str, Histo)]);
     let families: [Family; 6] = [
         (
@@ -940,7 +1052,7 @@ fn latency_histograms(out: &mut Out, refs: &[VdevRef]) {
                 }
                 let mut labels = r.labels().to_vec();
                 labels.push(("op", op));
-                let prefix = bucket_prefix(&bucket_name, &labels);
+                out.histogram(&bucket_name, &labels);
                 // Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything
                 // longer (vdev_stat_update, module/zfs/vdev.c), so it is +Inf's alone.
                 let mut cumulative = 0u64;
@@ -953,9 +1065,9 @@ fn latency_histograms(out: &mut Out, refs: &[VdevRef]) {
                     if i == last {
                         break;
                     }
-                    out.bucket(&prefix, &le[i], cumulative);
+                    out.bucket(&le[i], cumulative);
                 }
-                out.bucket(&prefix, "+Inf", cumulative);
+                out.bucket("+Inf", cumulative);
                 out.line(&sum_name, &labels, Value::Float(sum_ns as f64 / 1e9));
                 out.line(&count_name, &labels, Value::Int(cumulative));
             }
@@ -963,7 +1075,7 @@ fn latency_histograms(out: &mut Out, refs: &[VdevRef]) {
     }
 }
 
-fn datasets(out: &mut Out, s: &Snapshot) {
+fn datasets(out: &mut dyn Emit, s: &Snapshot) {
     // objset-0x* kstats (module/os/linux/zfs/zfs_kstat or dataset_kstats.c): all counters.
     let known: [(&str, &str, &str); 6] = [
         (
@@ -1015,7 +1127,7 @@ fn datasets(out: &mut Out, s: &Snapshot) {
     }
 }
 
-fn disks(out: &mut Out, s: &Snapshot) {
+fn disks(out: &mut dyn Emit, s: &Snapshot) {
     type Pick = fn(&DiskCounters) -> Option<Value>;
     let fields: Vec<(&str, &str, Type, Pick)> = vec![
         (
@@ -1235,7 +1347,7 @@ fn disks(out: &mut Out, s: &Snapshot) {
 /// Clock ticks per second of `/proc/stat` (USER_HZ, fixed by the kernel ABI: proc(5)).
 const LINUX_USER_HZ: f64 = 100.0;
 
-fn cpu_memory_network(out: &mut Out, s: &Snapshot) {
+fn cpu_memory_network(out: &mut dyn Emit, s: &Snapshot) {
     if let Some(cpu) = &s.cpu {
         let modes: [(&str, Option<u64>); 8] = [
             ("user", Some(cpu.user)),
@@ -1355,7 +1467,7 @@ fn cpu_memory_network(out: &mut Out, s: &Snapshot) {
     }
 }
 
-fn agent_health(out: &mut Out, a: &AgentHealth) {
+fn agent_health(out: &mut dyn Emit, a: &AgentHealth) {
     let scalars: [(&str, &str, Type, Option<Value>); 9] = [
         (
             "zpulse_agent_cpu_seconds_total",

@@ -4,8 +4,8 @@ use super::decode::{self, client_message, server_message};
 use super::encode::{self, Compression, Entries};
 use super::handshake::{self, Helo, Ping, Pong};
 use super::*;
-use crate::event::{Event, EventTime, Severity, State, Value};
 use proptest::prelude::*;
+use zpulse_proto::event::{Event, EventTime, Severity, State, Value};
 
 fn finding(n: u64) -> Event {
     Event::finding(

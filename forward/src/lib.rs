@@ -2,8 +2,8 @@
 //! collector. Pure functions of bytes; no sockets, no clock, no randomness (callers pass the
 //! random bytes in, so every message here is reproducible in a test).
 //!
-//! The stream carries back-to-back MessagePack values with no length prefix (see
-//! `shared/docs/transport-and-crates.md` §1):
+//! The stream carries back-to-back MessagePack values with no length prefix (Forward protocol
+//! v1 spec, fluent/fluentd wiki "Forward Protocol Specification v1"):
 //!
 //! * client → server: an event batch in one of four modes ([`Mode`]), a `PING`, or a lone
 //!   `nil` (keep-alive);
@@ -16,12 +16,14 @@
 //! gzip blobs of several members. [`FrameDecoder`] cuts the stream into values incrementally:
 //! a partial value waits for more bytes; size, nesting and inflation are bounded by
 //! [`Limits`]; malformed input is a [`FrameError`], never a panic. [`handshake`] builds and
-//! checks `HELO`/`PING`/`PONG` for both sides.
+//! checks `HELO`/`PING`/`PONG` for both sides. [`series`] is zpulse's metric record (one
+//! reading's Prometheus series) carried in an entry like any record.
 
 pub mod decode;
 pub mod encode;
 pub mod handshake;
 mod msgpack;
+pub mod series;
 
 #[cfg(test)]
 mod tests;

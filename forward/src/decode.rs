@@ -10,8 +10,8 @@
 use super::handshake::{Helo, Ping, Pong};
 use super::msgpack::{Head, Reader, Scanner, value_len};
 use super::{FrameError, Limits};
-use crate::event::{Event, EventTime};
 use std::io::Read;
+use zpulse_proto::event::{Event, EventTime};
 
 /// How a batch was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 //! big-endian), the form every current receiver accepts.
 
 use super::msgpack::{write_array_len, write_bin, write_map_len, write_str, write_uint};
-use crate::event::{Event, EventTime};
 use std::io::Write;
+use zpulse_proto::event::{Event, EventTime};
 
 /// The ext type of EventTime.
 pub const EVENT_TIME_EXT: i8 = 0;
