@@ -79,7 +79,8 @@ pub fn section_of(report: &Report, rating: Rating, title: impl Into<String>) -> 
 /// one interval (a check built afresh, fed the window's `whole` sample): each finding's
 /// summary, advice and figures, rated by its severity — or by `rate`, which may say better
 /// (an `info` finding that a SLOG is useful is an `ok` conclusion). Titles are
-/// `subject: verdict` when the finding has a `verdict` figure, else its subject.
+/// `subject: verdict` when the finding has a `verdict` figure, else `subject: aspect` for a
+/// check named `check.aspect`, else the subject.
 pub fn sections_of_events(
     events: &[Event],
     rate: impl Fn(&Event) -> Option<Rating>,
@@ -98,9 +99,13 @@ pub fn sections_of_events(
                 Severity::Warning => Rating::Warning,
                 Severity::Info => Rating::Info,
             });
-            let title = match e.data.get("verdict").and_then(|v| v.as_str()) {
-                Some(v) => format!("{}: {v}", e.subject),
-                None => e.subject.clone(),
+            // `subject: verdict`, else `subject: aspect` from a dotted check name
+            // (`slog-usage.redundancy`), else the subject alone.
+            let aspect = e.check.split_once('.').map(|(_, a)| a);
+            let title = match (e.data.get("verdict").and_then(|v| v.as_str()), aspect) {
+                (Some(v), _) => format!("{}: {v}", e.subject),
+                (None, Some(a)) => format!("{}: {a}", e.subject),
+                (None, None) => e.subject.clone(),
             };
             let mut s = section_of(&report, rating, title).subject(e.subject.clone());
             s.check = e.check.clone();
