@@ -18,6 +18,7 @@ pub mod build;
 pub mod ca_bundle;
 pub mod forward;
 pub mod prometheus;
+pub mod spec;
 pub mod stdout;
 pub mod syslog;
 pub mod tls_client;

@@ -146,13 +146,21 @@ impl SyslogConfig {
     }
 
     /// From a `[[sink]]` table as the config file gives it (its `type` key is skipped). A
-    /// relative `tls.ca` is taken relative to `base` (the config file's directory).
+    /// relative `tls.ca`, `tls.cert` or `tls.key` is taken relative to `base` (the config
+    /// file's directory). Errors start with the key (`facility: …`).
     pub fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<SyslogConfig, String> {
         let mut table = table.clone();
         table.remove("type");
-        let mut config: SyslogConfig = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("sink (syslog): {}", e.message()))?;
+        let mut config: SyslogConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let message = e.into_inner().message().trim_end().to_string();
+                if path == "." {
+                    message
+                } else {
+                    format!("{path}: {message}")
+                }
+            })?;
         if let (Some(base), Some(tls)) = (base, config.tls.as_mut()) {
             for path in [&mut tls.ca, &mut tls.cert, &mut tls.key]
                 .into_iter()
@@ -187,7 +195,7 @@ impl SyslogSink {
         clock: Arc<dyn Clock>,
     ) -> Result<SyslogSink, String> {
         let address = Address::parse(&config.address)?;
-        let facility = Facility::parse(&config.facility)?;
+        let facility = Facility::parse(&config.facility).map_err(|e| format!("facility: {e}"))?;
         check_app_name(&config.app_name)?;
         if let Some(host) = &config.hostname {
             check_hostname(host)?;
@@ -202,7 +210,7 @@ impl SyslogSink {
         let dialect = match (config.format, address.is_local()) {
             (Some(Dialect::Rfc3164Local), false) => {
                 return Err(format!(
-                    "format rfc3164 is for local sockets; {address} gets RFC 5424"
+                    "format: rfc3164 is for local sockets; {address} gets RFC 5424"
                 ));
             }
             (Some(d), _) => d,
@@ -218,7 +226,7 @@ impl SyslogSink {
         let max_bytes = config.max_message_bytes.unwrap_or(default_max);
         if !(MIN_MAX_BYTES..=ceiling).contains(&max_bytes) {
             return Err(format!(
-                "max_message_bytes {max_bytes}: give {MIN_MAX_BYTES} to {ceiling} for {address}"
+                "max_message_bytes: {max_bytes}: give {MIN_MAX_BYTES} to {ceiling} for {address}"
             ));
         }
         let tls = match (&address, &config.tls) {
@@ -295,7 +303,7 @@ fn check_app_name(name: &str) -> Result<(), String> {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
     {
         return Err(format!(
-            "app_name '{name}': give 1 to 32 characters of A-Z a-z 0-9 . _ -"
+            "app_name: '{name}': give 1 to 32 characters of A-Z a-z 0-9 . _ -"
         ));
     }
     Ok(())
@@ -307,7 +315,7 @@ fn check_hostname(host: &str) -> Result<(), String> {
         || !host.chars().all(|c| matches!(c, '!'..='~'))
     {
         return Err(format!(
-            "hostname '{host}': give 1 to 255 printable ASCII characters without spaces"
+            "hostname: '{host}': give 1 to 255 printable ASCII characters without spaces"
         ));
     }
     Ok(())

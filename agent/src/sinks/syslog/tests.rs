@@ -670,20 +670,25 @@ fn config_errors_are_clear() {
         mutate(&mut c);
         SyslogSink::new(c).err().unwrap_or_default()
     };
-    assert!(
-        err(|c| c.facility = "foo".into())
-            .starts_with("unknown facility 'foo': use one of user, mail, daemon, auth, syslog")
-    );
-    assert!(err(|c| c.app_name = "my app".into()).starts_with("app_name 'my app'"));
-    assert!(err(|c| c.app_name = "x".repeat(33)).starts_with("app_name"));
-    assert!(err(|c| c.hostname = Some("a b".into())).starts_with("hostname"));
+    assert!(err(|c| c.facility = "foo".into()).starts_with(
+        "facility: unknown facility 'foo': use one of user, mail, daemon, auth, syslog"
+    ));
+    assert!(err(|c| c.app_name = "my app".into()).starts_with("app_name: 'my app'"));
+    assert!(err(|c| c.app_name = "x".repeat(33)).starts_with("app_name: "));
+    assert!(err(|c| c.hostname = Some("a b".into())).starts_with("hostname: 'a b'"));
     assert!(err(|c| c.max_message_bytes = Some(100)).contains("480 to 65507"));
     assert!(err(|c| c.max_message_bytes = Some(70_000)).contains("480 to 65507"));
     assert!(err(|c| c.enterprise_number = 0).starts_with("enterprise_number"));
-    assert!(err(|c| c.format = Some(Dialect::Rfc3164Local)).contains("local sockets"));
+    assert!(
+        err(|c| c.format = Some(Dialect::Rfc3164Local))
+            .starts_with("format: rfc3164 is for local sockets")
+    );
     assert!(err(|c| c.tls = Some(TlsSettings::default())).contains("only for tls://"));
     assert!(err(|c| c.framing = Some(Framing::Lf)).starts_with("framing: only for tcp://"));
-    assert!(err(|c| c.address = "http://x".into()).contains("unknown scheme 'http'"));
+    assert!(
+        err(|c| c.address = "http://x".into())
+            .starts_with("address: 'http://x': unknown scheme 'http'")
+    );
     let missing_ca = |c: &mut SyslogConfig| {
         c.address = "tls://127.0.0.1".into();
         c.tls = Some(TlsSettings {

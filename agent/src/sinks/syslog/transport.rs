@@ -43,13 +43,13 @@ impl Address {
     pub fn parse(s: &str) -> Result<Address, String> {
         let help = "give unix:///dev/log, udp://host:514, tcp://host:601 or tls://host:6514";
         let Some((scheme, rest)) = s.split_once("://") else {
-            return Err(format!("address '{s}': {help}"));
+            return Err(format!("address: '{s}': {help}"));
         };
         let default_port = match scheme {
             "unix" => {
                 if !rest.starts_with('/') {
                     return Err(format!(
-                        "address '{s}': a unix socket needs an absolute path (unix:///dev/log)"
+                        "address: '{s}': a unix socket needs an absolute path (unix:///dev/log)"
                     ));
                 }
                 return Ok(Address::Unix(PathBuf::from(rest)));
@@ -57,9 +57,9 @@ impl Address {
             "udp" => 514,
             "tcp" => 601,
             "tls" => 6514,
-            other => return Err(format!("address '{s}': unknown scheme '{other}': {help}")),
+            other => return Err(format!("address: '{s}': unknown scheme '{other}': {help}")),
         };
-        let (host, port) = split_host_port(rest).map_err(|e| format!("address '{s}': {e}"))?;
+        let (host, port) = split_host_port(rest).map_err(|e| format!("address: '{s}': {e}"))?;
         let port = port.unwrap_or(default_port);
         let (host, port) = (host.to_string(), port);
         Ok(match scheme {
