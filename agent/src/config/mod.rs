@@ -310,12 +310,14 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         let keys = sink_keys.get(index).cloned().unwrap_or_default();
         let spec = SinkSpec::from_table(&table, Some(base))
             .map_err(|e| keys.locate(&format!("sink[{index}]"), &e))?;
-        config.sinks.push(SinkConfig {
+        let sink = SinkConfig {
             spec,
             table,
             index,
             keys,
-        });
+        };
+        one_spool_per_sink(&config.sinks, &sink)?;
+        config.sinks.push(sink);
     }
     Ok(config)
 }
@@ -328,6 +330,34 @@ const PLUGIN_KEYS: &[&str] = &[
     "max_events_per_sample",
     "max_event_bytes",
 ];
+
+/// Two Forward sinks on one spool directory would both append to it and number their new
+/// segments alike (a batch then fails with "File exists" and is lost): refused.
+fn one_spool_per_sink(earlier: &[SinkConfig], sink: &SinkConfig) -> Result<(), String> {
+    let SinkSpec::Forward(forward) = &sink.spec else {
+        return Ok(());
+    };
+    let dir = forward.spool_dir();
+    for other in earlier {
+        if let SinkSpec::Forward(f) = &other.spec
+            && f.spool_dir() == dir
+        {
+            let key = if forward.spool_dir.is_some() {
+                "spool_dir"
+            } else {
+                "address"
+            };
+            return Err(sink.locate(&format!(
+                "{key}: sink[{}] ({}) spools to {} already; give each Forward sink its own \
+                 spool_dir",
+                other.index,
+                other.origin(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// `plugins.dirs`, `sink[1].type`: the key as the file spells it (toml's `Spanned` wrapper
 /// adds internal segments, which are left out).

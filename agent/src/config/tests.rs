@@ -373,3 +373,33 @@ fn load_without_a_file_is_the_defaults_and_an_explicit_missing_file_is_an_error(
     assert_eq!(c.plugins.dirs, [dir.path().join("plugins")]);
     assert_eq!(c.file.as_deref(), Some(file.as_path()));
 }
+
+#[test]
+fn two_forward_sinks_cannot_share_a_spool() {
+    let err = parse_err(
+        "[[sink]]\ntype = \"forward\"\naddress = \"a:24224\"\nspool_dir = \"/var/spool/z\"\n\
+         [[sink]]\ntype = \"forward\"\naddress = \"b:24224\"\nspool_dir = \"/var/spool/z\"\n",
+    );
+    assert!(
+        err.starts_with(
+            "/etc/zpulse/zpulse.toml:8: sink[1].spool_dir: sink[0] (/etc/zpulse/zpulse.toml:1) \
+             spools to /var/spool/z already"
+        ),
+        "{err}"
+    );
+    // The default spool is one per address: the same address twice shares it.
+    let err = parse_err(
+        "[[sink]]\ntype = \"forward\"\naddress = \"a:24224\"\n\
+         [[sink]]\ntype = \"forward\"\naddress = \"a:24224\"\ngzip = true\n",
+    );
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:6: sink[1].address: sink[0]"),
+        "{err}"
+    );
+    // Different addresses, different default spools.
+    let c = parse_ok(
+        "[[sink]]\ntype = \"forward\"\naddress = \"a:24224\"\n\
+         [[sink]]\ntype = \"forward\"\naddress = \"b:24224\"\n",
+    );
+    assert_eq!(c.sinks.len(), 2);
+}
