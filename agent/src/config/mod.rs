@@ -1,4 +1,4 @@
-//! `zpulse.toml`: the agent's one config file (design.md, "Configuration").
+//! `zpulse.toml`: the agent's one config file (docs/configuration.md).
 //!
 //! Every key has a default, so no file at all is a valid config: sample every 10 s, load the
 //! plugins in the default directory, print to stdout. A wrong key or type is an error that

@@ -17,7 +17,7 @@
 //! # key = "/etc/zpulse/agent.key"
 //! ```
 //!
-//! Which format goes where (see `transport-and-crates.md` §3 for the reasons):
+//! Which format goes where (docs/syslog.md says the same for users):
 //!
 //! * **Local socket, Linux** (`/dev/log`): the hostless RFC 3164 dialect of glibc's
 //!   `syslog(3)`. journald and rsyslog's imuxsock parse it; neither parses RFC 5424 there.
