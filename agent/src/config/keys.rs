@@ -80,8 +80,8 @@ impl KeyLines {
             .match_indices(['.', '[', '/'])
             .map(|(i, _)| i)
             .chain([key.len()]);
-        ends.filter_map(|end| self.lines.get(&key[..end]))
-            .last()
+        ends.rev()
+            .find_map(|end| self.lines.get(&key[..end]))
             .copied()
     }
 }
