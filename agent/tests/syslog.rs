@@ -1,11 +1,20 @@
-//! The syslog sink against a real rsyslogd: every transport, every field as rsyslog parses it.
+//! The syslog sink against real receivers: Debian's rsyslogd and syslog-ng, every transport,
+//! both TCP framings, TLS with and without a client certificate, every field as they parse it.
 //!
-//! The test (not the agent: the agent never starts a process) runs Debian's `rsyslogd` in the
-//! foreground with a private config: imuxsock on a socket in a temp dir (never `/dev/log`),
-//! imudp, imtcp and imtcp over TLS (gtls, the test CA of `fixtures/syslog-tls`) on free
-//! loopback ports, and one output file whose template writes the fields rsyslog parsed,
-//! `|`-separated. rsyslog keeps its default limits, so the sink's defaults are checked against
-//! them. `.ci/run` installs `rsyslog` and `rsyslog-gnutls`.
+//! The test (not the agent: the agent never starts a process) runs each daemon in the
+//! foreground with a private config on free loopback ports and a temp dir (never `/dev/log`),
+//! and reads back one output file whose template writes the fields the daemon parsed.
+//!
+//! * rsyslogd: imuxsock, imudp, imtcp (octet counting or LF: imtcp reads both), imtcp over
+//!   TLS (gtls, the test CA of `fixtures/syslog-tls`), and imtcp over TLS that demands a client
+//!   certificate signed by `client-ca.pem` (`x509/certvalid`). Default limits, so the sink's
+//!   defaults are checked against them.
+//! * syslog-ng: `network()` (LF framing, RFC 5424 with `flags(syslog-protocol)`), `syslog()`
+//!   over TCP (octet counting) and over TLS with `peer-verify(required-trusted)`.
+//!
+//! `tests/run` installs `rsyslog` and `rsyslog-gnutls`, and unpacks `syslog-ng-core` (it
+//! conflicts with rsyslog as a package) under `target/peers/syslog-ng`, where
+//! `ZPULSE_SYSLOG_NG` points. A missing daemon fails the test, naming what to install.
 
 use jiff::Timestamp;
 use std::fs;
@@ -14,7 +23,7 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
-use zpulse_agent::sinks::syslog::{SyslogConfig, SyslogSink, TlsSettings, format};
+use zpulse_agent::sinks::syslog::{Framing, SyslogConfig, SyslogSink, TlsSettings, format};
 use zpulse_agent::sinks::{Sink, Stamped};
 use zpulse_proto::event::{Event, EventTime, Severity, State, Value};
 
@@ -65,6 +74,8 @@ struct Rsyslog {
     udp: u16,
     tcp: u16,
     tls: u16,
+    /// TLS that requires a client certificate signed by `client-ca.pem`.
+    mtls: u16,
 }
 
 impl Drop for Rsyslog {
@@ -119,7 +130,12 @@ impl Rsyslog {
         let binary = rsyslogd();
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("log.sock");
-        let (udp, tcp, tls) = (free_udp_port(), free_tcp_port(), free_tcp_port());
+        let (udp, tcp, tls, mtls) = (
+            free_udp_port(),
+            free_tcp_port(),
+            free_tcp_port(),
+            free_tcp_port(),
+        );
         let d = dir.path().display();
         let config = format!(
             r#"
@@ -135,12 +151,16 @@ module(load="imtcp")
 input(type="imtcp" address="127.0.0.1" port="{tcp}" name="tcp")
 input(type="imtcp" address="127.0.0.1" port="{tls}" name="tls"
       streamDriver.name="gtls" streamDriver.mode="1" streamDriver.authMode="anon")
+input(type="imtcp" address="127.0.0.1" port="{mtls}" name="mtls"
+      streamDriver.name="gtls" streamDriver.mode="1" streamDriver.authMode="x509/certvalid"
+      streamDriver.CAFile="{client_ca}")
 template(name="fields" type="string" string="{FIELDS}\n")
 *.* action(type="omfile" file="{d}/out.log" template="fields")
 "#,
             ca = fixture("ca.pem").display(),
             cert = fixture("server.pem").display(),
             key = fixture("server.key").display(),
+            client_ca = fixture("client-ca.pem").display(),
             socket = socket.display(),
         );
         let conf = dir.path().join("rsyslog.conf");
@@ -163,6 +183,7 @@ template(name="fields" type="string" string="{FIELDS}\n")
             udp,
             tcp,
             tls,
+            mtls,
         };
         r.wait_ready();
         r
@@ -177,6 +198,7 @@ template(name="fields" type="string" string="{FIELDS}\n")
             let ready = self.socket.exists()
                 && TcpStream::connect(("127.0.0.1", self.tcp)).is_ok()
                 && TcpStream::connect(("127.0.0.1", self.tls)).is_ok()
+                && TcpStream::connect(("127.0.0.1", self.mtls)).is_ok()
                 && {
                     let _ = probe.send_to(b"<14>1 - - probe - - - ready", ("127.0.0.1", self.udp));
                     self.lines().iter().any(|l| l.app_name == "probe")
@@ -186,11 +208,11 @@ template(name="fields" type="string" string="{FIELDS}\n")
             }
             assert!(
                 Instant::now() < deadline,
-                "rsyslogd did not start (.ci/run installs rsyslog and rsyslog-gnutls, whose \
+                "rsyslogd did not start (tests/run installs rsyslog and rsyslog-gnutls, whose \
                  gtls driver the TLS input needs): {}",
                 self.stderr()
             );
-            std::thread::sleep(Duration::from_millis(100));
+            poll_pause();
         }
     }
 
@@ -225,8 +247,33 @@ template(name="fields" type="string" string="{FIELDS}\n")
                 lines.len(),
                 self.stderr()
             );
-            std::thread::sleep(Duration::from_millis(50));
+            poll_pause();
         }
+    }
+
+    /// Waits until rsyslogd has said `needle` (its own messages go to its stderr here).
+    fn wait_for_complaint(&self, needle: &str) {
+        wait_until(&format!("rsyslogd to say {needle:?}"), || {
+            self.stderr().contains(needle).then_some(())
+        });
+    }
+}
+
+/// The pause between two looks at a daemon's output file: the daemons write on their own
+/// time, and a file has no way to say it changed. Nothing is timed by it.
+fn poll_pause() {
+    std::thread::sleep(Duration::from_millis(50));
+}
+
+/// Polls `look` until it gives a value; fails after 10 s, naming `what`.
+fn wait_until<T>(what: &str, mut look: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(v) = look() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "waited 10 s for {what}");
+        poll_pause();
     }
 }
 
@@ -256,6 +303,11 @@ fn raised() -> Event {
 fn sent_sd(formatted: &str, msg: &str) -> String {
     let rest = formatted.splitn(7, ' ').nth(6).unwrap();
     rest[..rest.len() - msg.len() - 1].to_string()
+}
+
+/// MSG of a sent RFC 5424 message, as an independent parser reads it.
+fn sent_msg(formatted: &str) -> String {
+    syslog_rfc5424::parse_message(formatted).unwrap().msg
 }
 
 fn seconds(t: EventTime) -> i64 {
@@ -392,15 +444,18 @@ fn rsyslog_parses_every_transport() {
     let lines = rsyslog.wait_for("tcp", 3);
     assert_eq!(tcp.connects(), 1);
     let msg = format::message_text(&small.event);
-    for l in &lines {
+    // The big one's text gave way first (to the limit, marked), its figures next.
+    let big_msg = sent_msg(&big_text);
+    assert!(big_msg.ends_with("...") && msg.starts_with(big_msg.trim_end_matches("...")));
+    for (l, want) in lines.iter().zip([&msg, &big_msg, &msg]) {
         assert_eq!((l.severity, l.msgid.as_str()), (2, "hdd-saturation"));
         assert_eq!(l.hostname, "nas1", "the event's host");
-        assert_eq!(l.msg, msg, "framing kept each message whole");
+        assert_eq!(&l.msg, want, "framing kept each message whole");
     }
     assert_eq!(lines[0].sd, sent_sd(&tcp.format(&small), &msg));
     // rsyslog's default maximum takes the whole message: the SD arrives as sent, with the
     // truncation mark.
-    assert_eq!(lines[1].sd, sent_sd(&big_text, &msg));
+    assert_eq!(lines[1].sd, sent_sd(&big_text, &big_msg));
     assert!(
         lines[1].sd.contains(r#" truncated="true"]"#),
         "{}",
@@ -411,15 +466,16 @@ fn rsyslog_parses_every_transport() {
     let mut config = SyslogConfig::new(format!("tls://localhost:{}", rsyslog.tls));
     config.tls = Some(TlsSettings {
         ca: Some(fixture("ca.pem")),
+        ..TlsSettings::default()
     });
     let mut tls = SyslogSink::new(config).unwrap();
     tls.deliver(std::slice::from_ref(&small)).unwrap();
     let lines = rsyslog.wait_for("tls", 1);
     assert_eq!(lines[0].msg, msg);
     assert_eq!(lines[0].sd, sent_sd(&tls.format(&small), &msg));
-    // The server's post-handshake records (TLS 1.3 session tickets) have arrived by now; the
-    // check for a closed peer reads them and keeps the connection.
-    std::thread::sleep(Duration::from_millis(200));
+    // rsyslog sent its post-handshake records (TLS 1.3 session tickets) before it read the
+    // message it has just written out; the check for a closed peer reads them and keeps the
+    // connection.
     tls.deliver(std::slice::from_ref(&small)).unwrap();
     rsyslog.wait_for("tls", 2);
     assert_eq!((tls.stats().delivered, tls.connects()), (2, 1));
@@ -432,7 +488,10 @@ fn rsyslog_parses_every_transport() {
     // (not a CA) cannot anchor itself.
     pem.write_all(&fs::read(fixture("server.pem")).unwrap())
         .unwrap();
-    config.tls = Some(TlsSettings { ca: Some(other_ca) });
+    config.tls = Some(TlsSettings {
+        ca: Some(other_ca),
+        ..TlsSettings::default()
+    });
     let mut untrusted = SyslogSink::new(config).unwrap();
     let err = untrusted.deliver(&[small]).unwrap_err();
     assert!(err.message.contains("handshake"), "{err}");
@@ -440,4 +499,307 @@ fn rsyslog_parses_every_transport() {
         (untrusted.stats().delivered, untrusted.stats().dropped),
         (0, 1)
     );
+}
+
+/// An event whose summary says which sink sent it.
+fn from(who: &str) -> Stamped {
+    let mut e = raised();
+    e.summary = format!("sent by {who}.");
+    Stamped {
+        time: now(),
+        event: e,
+    }
+}
+
+/// A raised finding with 600 figures: cut to just under the stream default (8096 bytes).
+fn big() -> Stamped {
+    let mut e = raised();
+    for i in 0..600 {
+        e.data.insert(format!("figure_{i:03}"), Value::UInt(i));
+    }
+    Stamped {
+        time: now(),
+        event: e,
+    }
+}
+
+/// A `tls://` sink verifying the server with the test CA, presenting `client` (certificate
+/// and key fixtures) when given.
+fn tls_sink(port: u16, client: Option<(&str, &str)>) -> SyslogSink {
+    let mut config = SyslogConfig::new(format!("tls://localhost:{port}"));
+    config.tls = Some(TlsSettings {
+        ca: Some(fixture("ca.pem")),
+        cert: client.map(|(cert, _)| fixture(cert)),
+        key: client.map(|(_, key)| fixture(key)),
+    });
+    SyslogSink::new(config).unwrap()
+}
+
+fn tcp_sink(port: u16, framing: Framing) -> SyslogSink {
+    let mut config = SyslogConfig::new(format!("tcp://127.0.0.1:{port}"));
+    config.framing = Some(framing);
+    SyslogSink::new(config).unwrap()
+}
+
+#[test]
+fn rsyslog_takes_lf_framing_and_mutual_tls() {
+    let rsyslog = Rsyslog::start();
+
+    // ---- TCP with a LF after each message: imtcp's plain framing ----
+    let mut lf = tcp_sink(rsyslog.tcp, Framing::Lf);
+    let (small, big) = (from("lf"), big());
+    let big_text = lf.format(&big);
+    lf.deliver(&[small.clone(), big.clone(), small.clone()])
+        .unwrap();
+    let lines = rsyslog.wait_for("tcp", 3);
+    let msg = format::message_text(&small.event);
+    let big_msg = sent_msg(&big_text);
+    for (l, want) in lines.iter().zip([&msg, &big_msg, &msg]) {
+        assert_eq!(
+            (l.severity, l.msgid.as_str(), l.hostname.as_str()),
+            (2, "hdd-saturation", "nas1")
+        );
+        assert_eq!(
+            &l.msg, want,
+            "the advice's line break did not split the message"
+        );
+    }
+    assert_eq!(lines[0].sd, sent_sd(&lf.format(&small), &msg));
+    assert_eq!(lines[1].sd, sent_sd(&big_text, &big_msg));
+
+    // ---- TLS that demands a client certificate from client-ca.pem ----
+    let mut stranger = tls_sink(rsyslog.mtls, Some(("stranger.pem", "stranger.key")));
+    // Under TLS 1.3 the client's handshake ends before the server has judged its
+    // certificate, so the sender may think this went out; the receiver is what counts.
+    let _ = stranger.deliver(&[from("a stranger")]);
+    rsyslog.wait_for_complaint("certificate invalid: signer not found");
+    let mut anonymous = tls_sink(rsyslog.mtls, None);
+    let _ = anonymous.deliver(&[from("nobody")]);
+    rsyslog.wait_for_complaint("peer did not provide a certificate");
+    let mut agent = tls_sink(rsyslog.mtls, Some(("client.pem", "client.key")));
+    let mine = from("the agent");
+    agent.deliver(std::slice::from_ref(&mine)).unwrap();
+    let lines = rsyslog.wait_for("mtls", 1);
+    assert_eq!(
+        lines.len(),
+        1,
+        "only the trusted client got through: {lines:#?}"
+    );
+    let msg = format::message_text(&mine.event);
+    assert_eq!(lines[0].msg, msg);
+    assert_eq!(lines[0].sd, sent_sd(&agent.format(&mine), &msg));
+    assert_eq!((agent.stats().delivered, agent.connects()), (1, 1));
+}
+
+/// syslog-ng, a child of this test, killed when dropped.
+struct SyslogNg {
+    child: Child,
+    dir: tempfile::TempDir,
+    /// `network()`: RFC 5424 framed by LF.
+    lf: u16,
+    /// `syslog()` over TCP: octet counting.
+    octet: u16,
+    /// `syslog()` over TLS, `peer-verify(required-trusted)` against `client-ca.pem`.
+    mtls: u16,
+}
+
+impl Drop for SyslogNg {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The syslog-ng binary and the command that runs it: the package unpacked where
+/// `ZPULSE_SYSLOG_NG` says (tests/run), else an installed one.
+fn syslog_ng() -> Command {
+    if let Some(root) = std::env::var_os("ZPULSE_SYSLOG_NG").map(PathBuf::from) {
+        let libs = root.join("usr/lib/syslog-ng");
+        // Its modules are in a directory named for the version (3.38 on bookworm).
+        let modules = fs::read_dir(&libs)
+            .unwrap_or_else(|e| panic!("ZPULSE_SYSLOG_NG={}: {e}", root.display()))
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.is_dir())
+            .unwrap_or_else(|| panic!("no module directory in {}", libs.display()));
+        let mut cmd = Command::new(root.join("usr/sbin/syslog-ng"));
+        cmd.env("LD_LIBRARY_PATH", &libs)
+            .arg(format!("--module-path={}", modules.display()));
+        return cmd;
+    }
+    let installed = Path::new("/usr/sbin/syslog-ng");
+    assert!(
+        installed.is_file(),
+        "syslog-ng is not installed and ZPULSE_SYSLOG_NG is not set: run the tests with \
+         tests/run, which unpacks Debian's syslog-ng-core under target/peers/syslog-ng"
+    );
+    Command::new(installed)
+}
+
+impl SyslogNg {
+    fn start() -> SyslogNg {
+        let dir = tempfile::tempdir().unwrap();
+        let (lf, octet, mtls) = (free_tcp_port(), free_tcp_port(), free_tcp_port());
+        let d = dir.path().display();
+        // One JSON object per message: the header fields as syslog-ng parsed them and every SD
+        // param (`.SDATA.<SD-ID>.<name>`, which format-json nests as `_SDATA`).
+        let template = "$(format-json --pair source=${SOURCE} --pair severity=${LEVEL_NUM} \
+                        --pair facility=${FACILITY} --pair host=${HOST} --pair program=${PROGRAM} \
+                        --pair pid=${PID} --pair msgid=${MSGID} --pair time=${ISODATE} \
+                        --pair msg=${MESSAGE} --key .SDATA.*)\\n";
+        let config = format!(
+            r#"@version: 3.38
+options {{ keep-hostname(yes); chain-hostnames(no); frac-digits(6); stats-freq(0); }};
+source lf {{ network(ip("127.0.0.1") port({lf}) transport("tcp") flags(syslog-protocol)); }};
+source octet {{ syslog(ip("127.0.0.1") port({octet}) transport("tcp")); }};
+source mtls {{ syslog(ip("127.0.0.1") port({mtls}) transport("tls")
+  tls(key-file("{key}") cert-file("{cert}") ca-file("{client_ca}")
+      peer-verify(required-trusted))); }};
+destination out {{ file("{d}/out.log" template("{template}")); }};
+log {{ source(lf); source(octet); source(mtls); destination(out); }};
+source own {{ internal(); }};
+destination own {{ file("{d}/internal.log"); }};
+log {{ source(own); destination(own); }};
+"#,
+            cert = fixture("server.pem").display(),
+            key = fixture("server.key").display(),
+            client_ca = fixture("client-ca.pem").display(),
+        );
+        let conf = dir.path().join("syslog-ng.conf");
+        fs::write(&conf, config).unwrap();
+        let child = syslog_ng()
+            .arg("--foreground")
+            .arg(format!("--cfgfile={}", conf.display()))
+            .arg(format!("--persist-file={d}/persist"))
+            .arg(format!("--pidfile={d}/pid"))
+            .arg(format!("--control={d}/ctl"))
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(dir.path().join("stdout")).unwrap())
+            .stderr(fs::File::create(dir.path().join("stderr")).unwrap())
+            .spawn()
+            .unwrap();
+        let s = SyslogNg {
+            child,
+            dir,
+            lf,
+            octet,
+            mtls,
+        };
+        wait_until("syslog-ng to listen", || {
+            [s.lf, s.octet, s.mtls]
+                .iter()
+                .all(|&p| TcpStream::connect(("127.0.0.1", p)).is_ok())
+                .then_some(())
+        });
+        s
+    }
+
+    fn read(&self, name: &str) -> String {
+        fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    /// Waits until `source` has produced `n` messages, and returns them.
+    fn wait_for(&self, source: &str, n: usize) -> Vec<serde_json::Value> {
+        wait_until(&format!("{n} messages from syslog-ng's {source}"), || {
+            let got: Vec<serde_json::Value> = self
+                .read("out.log")
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+                .filter(|v: &serde_json::Value| v["source"] == source)
+                .collect();
+            (got.len() >= n).then_some(got)
+        })
+    }
+
+    fn wait_for_complaint(&self, needle: &str) {
+        wait_until(&format!("syslog-ng to say {needle:?}"), || {
+            let said = self.read("internal.log") + &self.read("stderr");
+            said.contains(needle).then_some(())
+        });
+    }
+}
+
+/// What a sink sent, as syslog-ng's JSON line should have it: header fields, MSG and every
+/// SD param, read from the sent message by an RFC 5424 parser of its own.
+fn as_sent(sink: &SyslogSink, s: &Stamped) -> serde_json::Value {
+    let sent = syslog_rfc5424::parse_message(sink.format(s)).unwrap();
+    let mut sd = serde_json::Map::new();
+    for element in sent.sd.iter() {
+        let params: serde_json::Map<String, serde_json::Value> = element
+            .1
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        sd.insert(element.0.clone(), params.into());
+    }
+    serde_json::json!({
+        "severity": (sent.severity as u8).to_string(),
+        "host": sent.hostname.unwrap(),
+        "program": sent.appname.unwrap(),
+        "pid": match sent.procid.unwrap() {
+            syslog_rfc5424::message::ProcId::PID(pid) => pid.to_string(),
+            syslog_rfc5424::message::ProcId::Name(name) => name,
+        },
+        "msgid": sent.msgid.unwrap(),
+        "msg": sent.msg,
+        "_SDATA": sd,
+    })
+}
+
+/// The fields of `got` that [`as_sent`] gives.
+fn received(got: &serde_json::Value) -> serde_json::Value {
+    let keys = [
+        "severity", "host", "program", "pid", "msgid", "msg", "_SDATA",
+    ];
+    serde_json::Value::Object(
+        keys.iter()
+            .map(|&k| (k.to_string(), got[k].clone()))
+            .collect(),
+    )
+}
+
+#[test]
+fn syslog_ng_receives_both_framings_and_only_trusted_clients() {
+    let ng = SyslogNg::start();
+    let t = now();
+
+    // ---- LF framing into network(), octet counting into syslog() ----
+    for (source, port, framing) in [
+        ("lf", ng.lf, Framing::Lf),
+        ("octet", ng.octet, Framing::OctetCounting),
+    ] {
+        let mut sink = tcp_sink(port, framing);
+        let (small, big) = (from(source), big());
+        sink.deliver(&[small.clone(), big.clone(), small.clone()])
+            .unwrap();
+        let got = ng.wait_for(source, 3);
+        assert_eq!(got.len(), 3, "{source}: {got:#?}");
+        for (g, sent) in got.iter().zip([&small, &big, &small]) {
+            assert_eq!(received(g), as_sent(&sink, sent), "{source}: intact");
+            assert_eq!(g["facility"], "daemon");
+            // RFC 3339 with microseconds: the same instant.
+            let time: Timestamp = g["time"].as_str().unwrap().parse().unwrap();
+            assert_eq!(time.as_microsecond(), seconds(t) * 1_000_000 + 123_456);
+        }
+        // The big one kept its 600 figures' worth, cut to the limit and marked.
+        assert_eq!(got[1]["_SDATA"]["zpulse@32473"]["truncated"], "true");
+    }
+
+    // ---- TLS with peer-verify(required-trusted) ----
+    let mut stranger = tls_sink(ng.mtls, Some(("stranger.pem", "stranger.key")));
+    let _ = stranger.deliver(&[from("a stranger")]);
+    ng.wait_for_complaint("Certificate validation failed; subject='CN=zpulse-stranger'");
+    let mut anonymous = tls_sink(ng.mtls, None);
+    let _ = anonymous.deliver(&[from("nobody")]);
+    ng.wait_for_complaint("peer did not return a certificate");
+    let mut agent = tls_sink(ng.mtls, Some(("client.pem", "client.key")));
+    let mine = from("the agent");
+    agent.deliver(std::slice::from_ref(&mine)).unwrap();
+    let got = ng.wait_for("mtls", 1);
+    assert_eq!(
+        got.len(),
+        1,
+        "only the trusted client got through: {got:#?}"
+    );
+    assert_eq!(received(&got[0]), as_sent(&agent, &mine));
 }

@@ -33,8 +33,8 @@ pub enum Command {
         /// Read a capture directory instead of the live system.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
-        /// Seconds between the two reads (live only).
-        #[arg(long, value_name = "S")]
+        /// Time between the two reads (live only): a duration (`5s`, `500ms`) or seconds.
+        #[arg(long, value_name = "DURATION", value_parser = duration_seconds)]
         interval: Option<f64>,
         /// prometheus: the reading in the Prometheus text exposition format 0.0.4.
         #[arg(long, value_enum, default_value_t = once::OnceFormat::Text)]
@@ -49,8 +49,8 @@ pub enum Command {
         dir: PathBuf,
         #[arg(long, default_value_t = 1)]
         count: u32,
-        /// Seconds between captures of a series.
-        #[arg(long, value_name = "S", default_value_t = 10.0)]
+        /// Time between captures of a series: a duration (`10s`, `1m`) or seconds.
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration_seconds)]
         interval: f64,
         /// Capture from this Linux root instead of `/` (e.g. to re-capture a capture).
         #[arg(long, value_name = "DIR")]
@@ -83,9 +83,9 @@ pub enum Command {
         /// then flush and exit.
         #[arg(long, value_name = "SERIES")]
         replay: Option<PathBuf>,
-        /// With --replay: hold each reading S seconds (so that a Prometheus scraping the
-        /// prometheus sink sees every capture).
-        #[arg(long, value_name = "S", requires = "replay")]
+        /// With --replay: hold each reading this long, a duration (`15s`) or seconds (so that
+        /// a Prometheus scraping the prometheus sink sees every capture).
+        #[arg(long, value_name = "DURATION", requires = "replay", value_parser = duration_seconds)]
         pace: Option<f64>,
     },
     /// Validate the config file (and build its sinks without connecting); exit 1 on errors.
@@ -150,5 +150,44 @@ fn emit(text: &str) -> Result<(), String> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(format!("writing output: {e}")),
+    }
+}
+
+/// A duration on the command line, in the one grammar of the config files and the collector
+/// (`zpulse_proto::sdk::config::parse_duration`; docs/configuration.md), as seconds.
+fn duration_seconds(text: &str) -> Result<f64, String> {
+    zpulse_proto::sdk::config::parse_duration(text).map(|d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capture_interval(arg: &str) -> Result<f64, String> {
+        match Cli::try_parse_from(["zpulse", "capture", "/tmp/x", "--interval", arg]) {
+            Ok(Cli {
+                command: Command::Capture { interval, .. },
+            }) => Ok(interval),
+            Ok(other) => Err(format!("{other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn command_line_durations_have_the_config_grammar() {
+        // What the config files and the collector accept: seconds, units, decimals.
+        assert_eq!(capture_interval("10"), Ok(10.0));
+        assert_eq!(capture_interval("250ms"), Ok(0.25));
+        assert_eq!(capture_interval("1.5m"), Ok(90.0));
+        assert_eq!(capture_interval("1w"), Ok(604_800.0));
+        let err = capture_interval("10 parsecs").unwrap_err();
+        assert!(err.contains("is not a duration"), "{err}");
+        let Cli {
+            command: Command::Capture { interval, .. },
+        } = Cli::try_parse_from(["zpulse", "capture", "/tmp/x"]).unwrap()
+        else {
+            panic!("not capture");
+        };
+        assert_eq!(interval, 10.0, "the default, 10s");
     }
 }

@@ -1,8 +1,11 @@
-//! `zpulse.toml`: the agent's one config file (design.md, "Configuration").
+//! `zpulse.toml`: the agent's one config file (docs/configuration.md).
 //!
 //! Every key has a default, so no file at all is a valid config: sample every 10 s, load the
 //! plugins in the default directory, print to stdout. A wrong key or type is an error that
-//! names the file, the line and the key (`/etc/zpulse/zpulse.toml:7: plugins.budget: …`).
+//! names the file, the key's own line and the key (`/etc/zpulse/zpulse.toml:7: plugins.budget:
+//! …`, `/etc/zpulse/zpulse.toml:14: sink[1].tls.ca: …`), also for what is checked after
+//! parsing: a sink's settings and a plugin's table ([`keys::KeyLines`]). Durations have the
+//! one grammar of `zpulse_proto::sdk::config::parse_duration` (docs/configuration.md).
 //!
 //! ```toml
 //! interval = "10s"
@@ -16,12 +19,16 @@
 //! max_event_bytes = 65536              # size limit of one event record
 //! [plugins.hdd-saturation]             # any other table: that plugin's own config
 //! saturation_pct = 95
-//! [[sink]]                             # kept as data for the sinks (a later issue)
+//! [[sink]]                             # one per sink; `type` picks it (crate::sinks::spec)
 //! type = "stdout"
 //! ```
 //!
 //! Relative paths in the file are relative to the file's directory.
 
+pub mod keys;
+
+use crate::sinks::spec::SinkSpec;
+use keys::{KeyLines, line_of};
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use std::collections::BTreeMap;
@@ -114,15 +121,44 @@ pub struct PluginTable {
     pub table: toml::Table,
     /// `file:line` of the table's header.
     pub origin: String,
+    /// The line of each of its keys.
+    pub keys: KeyLines,
 }
 
-/// One `[[sink]]`, kept as written: the sinks issue gives it meaning.
+impl PluginTable {
+    /// An error of plugin `name` about this table, at the line of the key it names.
+    pub fn locate(&self, name: &str, message: &str) -> String {
+        self.keys.locate(&format!("plugins.{name}"), message)
+    }
+}
+
+/// One `[[sink]]`: its typed config, the table as written (what a reload compares), and
+/// where each key was written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SinkConfig {
-    /// `forward`, `syslog` or `stdout`.
-    pub kind: String,
+    pub spec: SinkSpec,
     pub table: toml::Table,
-    pub origin: String,
+    /// Its place among the `[[sink]]` tables, from 0.
+    pub index: usize,
+    pub keys: KeyLines,
+}
+
+impl SinkConfig {
+    /// `forward`, `syslog`, `stdout` or `prometheus`.
+    pub fn kind(&self) -> &'static str {
+        self.spec.kind()
+    }
+
+    /// `file:line` of the table's header.
+    pub fn origin(&self) -> String {
+        self.keys.origin()
+    }
+
+    /// An error about this sink, at the line of the key it names (`file:line: sink[0].key:
+    /// …`).
+    pub fn locate(&self, message: &str) -> String {
+        self.keys.locate(&format!("sink[{}]", self.index), message)
+    }
 }
 
 /// A config file is a page or two of TOML; a larger one is a mistake, not a config.
@@ -158,6 +194,16 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         let key = if key.is_empty() { key } else { key + ": " };
         format!("{}: {key}{}", origin(inner.span()), inner.message())
     })?;
+    // The same text again, with every key's position: for errors found after parsing.
+    let doc = toml::de::DeTable::parse(text)
+        .map_err(|e| format!("{}: {}", origin(e.span()), e.message().trim_end()))?;
+    let file_name = file.display().to_string();
+    let top = |name: &str| {
+        doc.get_ref()
+            .iter()
+            .find(|(k, _)| k.get_ref() == name)
+            .map(|(_, v)| v)
+    };
     let base = file.parent().unwrap_or(Path::new("."));
     let resolve = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
 
@@ -236,39 +282,46 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         if let Err(e) = zpulse_proto::abi::check_name(&name) {
             return Err(format!("{at}: plugins.{name}: {e}"));
         }
-        settings
-            .tables
-            .insert(name, PluginTable { table, origin: at });
+        let keys = top("plugins")
+            .and_then(|plugins| match plugins.get_ref() {
+                toml::de::DeValue::Table(t) => t.iter().find(|(k, _)| k.get_ref() == &name),
+                _ => None,
+            })
+            .map(|(_, v)| KeyLines::of(&file_name, text, v))
+            .unwrap_or_default();
+        settings.tables.insert(
+            name,
+            PluginTable {
+                table,
+                origin: at,
+                keys,
+            },
+        );
     }
 
-    for sink in raw.sink {
-        let at = origin(Some(sink.span()));
-        let table = sink.into_inner();
-        let kind = match table.get("type") {
-            Some(toml::Value::String(kind)) if SINK_TYPES.contains(&kind.as_str()) => kind.clone(),
-            Some(other) => {
-                return Err(format!(
-                    "{at}: sink.type: {other} is not one of {}",
-                    SINK_TYPES.join(", ")
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "{at}: sink: say its type ({})",
-                    SINK_TYPES.join(", ")
-                ));
-            }
-        };
-        config.sinks.push(SinkConfig {
-            kind,
+    let sink_keys: Vec<KeyLines> = match top("sink").map(|v| v.get_ref()) {
+        Some(toml::de::DeValue::Array(items)) => items
+            .iter()
+            .map(|item| KeyLines::of(&file_name, text, item))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for (index, table) in raw.sink.into_iter().enumerate() {
+        let keys = sink_keys.get(index).cloned().unwrap_or_default();
+        let spec = SinkSpec::from_table(&table, Some(base))
+            .map_err(|e| keys.locate(&format!("sink[{index}]"), &e))?;
+        let sink = SinkConfig {
+            spec,
             table,
-            origin: at,
-        });
+            index,
+            keys,
+        };
+        one_spool_per_sink(&config.sinks, &sink)?;
+        config.sinks.push(sink);
     }
     Ok(config)
 }
 
-const SINK_TYPES: &[&str] = &["forward", "syslog", "stdout", "prometheus"];
 const PLUGIN_KEYS: &[&str] = &[
     "dirs",
     "paths",
@@ -277,6 +330,34 @@ const PLUGIN_KEYS: &[&str] = &[
     "max_events_per_sample",
     "max_event_bytes",
 ];
+
+/// Two Forward sinks on one spool directory would both append to it and number their new
+/// segments alike (a batch then fails with "File exists" and is lost): refused.
+fn one_spool_per_sink(earlier: &[SinkConfig], sink: &SinkConfig) -> Result<(), String> {
+    let SinkSpec::Forward(forward) = &sink.spec else {
+        return Ok(());
+    };
+    let dir = forward.spool_dir();
+    for other in earlier {
+        if let SinkSpec::Forward(f) = &other.spec
+            && f.spool_dir() == dir
+        {
+            let key = if forward.spool_dir.is_some() {
+                "spool_dir"
+            } else {
+                "address"
+            };
+            return Err(sink.locate(&format!(
+                "{key}: sink[{}] ({}) spools to {} already; give each Forward sink its own \
+                 spool_dir",
+                other.index,
+                other.origin(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// `plugins.dirs`, `sink[1].type`: the key as the file spells it (toml's `Spanned` wrapper
 /// adds internal segments, which are left out).
@@ -299,15 +380,6 @@ fn key_path(path: &serde_path_to_error::Path) -> String {
     s
 }
 
-/// 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
@@ -316,7 +388,7 @@ struct RawConfig {
     #[serde(default)]
     plugins: RawPlugins,
     #[serde(default)]
-    sink: Vec<Spanned<toml::Table>>,
+    sink: Vec<toml::Table>,
 }
 
 /// A duration as TOML gives it: `"10s"`, or a number of seconds.

@@ -73,7 +73,7 @@ address = "unix:///dev/log"
     assert_eq!(t.table["saturation_pct"].as_integer(), Some(95));
     assert_eq!(t.origin, "/etc/zpulse/zpulse.toml:11");
     assert_eq!(c.sinks.len(), 2);
-    assert_eq!(c.sinks[1].kind, "syslog");
+    assert_eq!(c.sinks[1].kind(), "syslog");
     assert_eq!(
         c.sinks[0].table["address"].as_str(),
         Some("collector.example.net:24224")
@@ -184,15 +184,168 @@ fn plugin_names_are_bare_keys() {
 
 #[test]
 fn sinks_need_a_known_type() {
+    // No type: the table's header, which is where it is missing.
     let err = parse_err("[[sink]]\naddress = \"x\"\n");
     assert!(
-        err.starts_with("/etc/zpulse/zpulse.toml:1: sink: say its type"),
+        err.starts_with("/etc/zpulse/zpulse.toml:1: sink[0]: type: missing; say which sink"),
         "{err}"
     );
-    let err = parse_err("\n[[sink]]\ntype = \"kafka\"\n");
+    let err = parse_err("\n[[sink]]\n\ntype = \"kafka\"\n");
     assert!(
-        err.contains(":2: sink.type: \"kafka\" is not one of"),
+        err.starts_with("/etc/zpulse/zpulse.toml:4: sink[0].type: \"kafka\" is not one of stdout, syslog, forward, prometheus"),
         "{err}"
+    );
+}
+
+/// A config whose second sink is a syslog one with `line` (its 7th line) as given.
+fn syslog_sink_with(line: &str) -> String {
+    format!(
+        "interval = \"10s\"\n[[sink]]\ntype = \"stdout\"\n\n[[sink]]\ntype = \"syslog\"\n{line}\n"
+    )
+}
+
+#[test]
+fn a_sinks_errors_name_the_key_at_its_own_line() {
+    // Found while reading the table: a wrong type, an unknown key, a bad value.
+    let err = parse_err(&syslog_sink_with("address = 514"));
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:7: sink[1].address: invalid type: integer"),
+        "{err}"
+    );
+    let err = parse_err(&syslog_sink_with(
+        "address = \"udp://h\"\nfacilty = \"user\"",
+    ));
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:8: sink[1].facilty: unknown field `facilty`"),
+        "{err}"
+    );
+    let err = parse_err(&syslog_sink_with(
+        "address = \"udp://h\"\nframing = \"nul\"",
+    ));
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:8: sink[1].framing: unknown variant `nul`"),
+        "{err}"
+    );
+    // A key of a sub-table: its own line under [sink.tls].
+    let err = parse_err(&syslog_sink_with(
+        "address = \"tls://h\"\n[sink.tls]\nca = \"ca.pem\"\nkeyfile = \"k\"",
+    ));
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:10: sink[1].tls.keyfile: unknown field `keyfile`"),
+        "{err}"
+    );
+    // A missing key can only be at the header.
+    let err = parse_err(&syslog_sink_with("facility = \"user\""));
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:5: sink[1]: missing field `address`"),
+        "{err}"
+    );
+    // A forward and a prometheus sink's own checks.
+    let err =
+        parse_err("[[sink]]\ntype = \"forward\"\naddress = \"c:24224\"\nack_timeout = \"soon\"\n");
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:4: sink[0].ack_timeout: "),
+        "{err}"
+    );
+    let err = parse_err("[[sink]]\ntype = \"prometheus\"\n\nlisten = 9134\n");
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:4: sink[0].listen: "),
+        "{err}"
+    );
+    let err = parse_err("[[sink]]\ntype = \"stdout\"\nformat = \"json\"\n");
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:3: sink[0].format: unknown setting"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_sinks_checks_after_parsing_name_the_key_at_its_own_line() {
+    // These are found when the sink is planned (check-config, run, a reload).
+    let plan_err = |line: &str| {
+        let c = parse_ok(&syslog_sink_with(&format!(
+            "address = \"udp://127.0.0.1\"\n{line}"
+        )));
+        match crate::sinks::build::plan(&c.sinks[1], None) {
+            Ok(_) => panic!("{line}: planned"),
+            Err(e) => e,
+        }
+    };
+    for (line, want) in [
+        (
+            "facility = \"kernel\"",
+            "sink[1].facility: unknown facility 'kernel'",
+        ),
+        (
+            "app_name = \"my app\"",
+            "sink[1].app_name: 'my app': give 1 to 32",
+        ),
+        (
+            "hostname = \"a b\"",
+            "sink[1].hostname: 'a b': give 1 to 255",
+        ),
+        (
+            "max_message_bytes = 100",
+            "sink[1].max_message_bytes: 100: give 480 to 65507",
+        ),
+        (
+            "enterprise_number = 0",
+            "sink[1].enterprise_number: 0 is reserved",
+        ),
+        (
+            "format = \"rfc3164\"",
+            "sink[1].format: rfc3164 is for local sockets",
+        ),
+        (
+            "framing = \"lf\"",
+            "sink[1].framing: only for tcp:// and tls://",
+        ),
+        (
+            "[sink.tls]\nca = \"x.pem\"",
+            "sink[1].tls: only for tls:// addresses",
+        ),
+    ] {
+        let err = plan_err(line);
+        assert!(
+            err.starts_with(&format!("/etc/zpulse/zpulse.toml:8: {want}")),
+            "{line}: {err}"
+        );
+    }
+    // The address is on line 7.
+    let c = parse_ok(&syslog_sink_with("address = \"http://x\""));
+    let err = crate::sinks::build::plan(&c.sinks[1], None).err().unwrap();
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:7: sink[1].address: 'http://x': unknown scheme"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_plugin_tables_errors_name_the_key_at_its_own_line() {
+    let c = parse_ok("[plugins.hdd-saturation]\nwindow = 3\nsaturaton_pct = 95\n");
+    let table = &c.plugins.tables["hdd-saturation"];
+    // What the SDK's decoder says of a misspelt key.
+    let err = table.locate(
+        "hdd-saturation",
+        "unknown field `saturaton_pct`, expected one of `saturation_pct`",
+    );
+    assert_eq!(
+        err,
+        "/etc/zpulse/zpulse.toml:3: plugins.hdd-saturation.saturaton_pct: unknown field `saturaton_pct`, expected one of `saturation_pct`"
+    );
+    let err = table.locate(
+        "hdd-saturation",
+        "window: invalid type: integer `3`, expected a string",
+    );
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:2: plugins.hdd-saturation.window: "),
+        "{err}"
+    );
+    // No key of the table named: the header.
+    let err = table.locate("hdd-saturation", "the plugin refused its table");
+    assert_eq!(
+        err,
+        "/etc/zpulse/zpulse.toml:1: plugins.hdd-saturation: the plugin refused its table"
     );
 }
 
@@ -219,4 +372,34 @@ fn load_without_a_file_is_the_defaults_and_an_explicit_missing_file_is_an_error(
     let c = load(Some(&file)).unwrap();
     assert_eq!(c.plugins.dirs, [dir.path().join("plugins")]);
     assert_eq!(c.file.as_deref(), Some(file.as_path()));
+}
+
+#[test]
+fn two_forward_sinks_cannot_share_a_spool() {
+    let err = parse_err(
+        "[[sink]]\ntype = \"forward\"\naddress = \"a:24224\"\nspool_dir = \"/var/spool/z\"\n\
+         [[sink]]\ntype = \"forward\"\naddress = \"b:24224\"\nspool_dir = \"/var/spool/z\"\n",
+    );
+    assert!(
+        err.starts_with(
+            "/etc/zpulse/zpulse.toml:8: sink[1].spool_dir: sink[0] (/etc/zpulse/zpulse.toml:1) \
+             spools to /var/spool/z already"
+        ),
+        "{err}"
+    );
+    // The default spool is one per address: the same address twice shares it.
+    let err = parse_err(
+        "[[sink]]\ntype = \"forward\"\naddress = \"a:24224\"\n\
+         [[sink]]\ntype = \"forward\"\naddress = \"a:24224\"\ngzip = true\n",
+    );
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:6: sink[1].address: sink[0]"),
+        "{err}"
+    );
+    // Different addresses, different default spools.
+    let c = parse_ok(
+        "[[sink]]\ntype = \"forward\"\naddress = \"a:24224\"\n\
+         [[sink]]\ntype = \"forward\"\naddress = \"b:24224\"\n",
+    );
+    assert_eq!(c.sinks.len(), 2);
 }

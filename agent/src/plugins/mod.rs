@@ -939,7 +939,7 @@ pub fn check_tables(
         };
         let config = sdk::config::encode(&toml_to_value(toml::Value::Table(table.table.clone())));
         if let Err(why) = worker::check_config(check, config, name, within) {
-            errors.push(format!("{}: plugins.{name}: {why}", table.origin));
+            errors.push(table.locate(name, &why));
         }
     }
     if errors.is_empty() {

@@ -110,6 +110,7 @@ fn a_config_table_for_no_plugin_is_a_warning() {
         crate::config::PluginTable {
             table: toml::Table::new(),
             origin: "zpulse.toml:7".into(),
+            keys: Default::default(),
         },
     );
     let mut host = PluginHost::start(&s, &Extra::default(), "h");

@@ -7,15 +7,21 @@
 //!   (RFC 5424).
 //! * [`prometheus`] — every reading as Prometheus metrics at `GET /metrics` and/or a textfile.
 //!
+//! Shared by the sinks: [`backoff`] (when to reconnect), [`tls_client`] (TLS and client
+//! certificates), [`ca_bundle`] (the system's CAs).
+//!
 //! A sink never panics on what it is given and never blocks the sampler: `deliver` may take
 //! its time (the sink's own thread waits), and `stats` tells the heartbeat how it is doing.
 
+pub mod backoff;
 pub mod build;
 pub mod ca_bundle;
 pub mod forward;
 pub mod prometheus;
+pub mod spec;
 pub mod stdout;
 pub mod syslog;
+pub mod tls_client;
 
 use std::fmt;
 use std::sync::Arc;

@@ -4,6 +4,10 @@ use super::{Sink, SinkError, SinkStats, Stamped};
 use std::io::Write;
 use std::time::Instant;
 
+/// `[[sink]] type = "stdout"`: it takes no settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StdoutConfig;
+
 pub struct StdoutSink<W: Write + Send> {
     out: W,
     stats: SinkStats,

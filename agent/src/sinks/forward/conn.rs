@@ -237,50 +237,11 @@ fn check(deadline: Instant, stop: &AtomicBool, what: &str) -> Result<(), Failure
     Ok(())
 }
 
-/// The TLS client config: trusted CAs from `ca` (or the system bundle) and, with both
-/// `cert` and `key`, a client certificate.
+/// The TLS client config of `[sink.tls]` (the one builder both TLS sinks share).
 pub fn tls_config(tls: &super::TlsConfig) -> Result<Arc<rustls::ClientConfig>, String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-
-    let ca = match &tls.ca {
-        Some(p) => p.clone(),
-        None => crate::sinks::ca_bundle::system_ca_bundle()?,
-    };
-    let mut roots = rustls::RootCertStore::empty();
-    let certs =
-        CertificateDer::pem_file_iter(&ca).map_err(|e| format!("tls.ca: {}: {e}", ca.display()))?;
-    for cert in certs {
-        let cert = cert.map_err(|e| format!("tls.ca: {}: {e}", ca.display()))?;
-        // A bundle may hold certificates this TLS stack cannot use; the rest still count.
-        let _ = roots.add(cert);
-    }
-    if roots.is_empty() {
-        return Err(format!(
-            "tls.ca: {}: no usable CA certificate",
-            ca.display()
-        ));
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("tls: {e}"))?
-        .with_root_certificates(roots);
-    let config = match (&tls.cert, &tls.key) {
-        (Some(cert), Some(key)) => {
-            let chain = CertificateDer::pem_file_iter(cert)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("tls.cert: {}: {e}", cert.display()))?;
-            if chain.is_empty() {
-                return Err(format!("tls.cert: {}: no certificate", cert.display()));
-            }
-            let key_der = PrivateKeyDer::from_pem_file(key)
-                .map_err(|e| format!("tls.key: {}: {e}", key.display()))?;
-            builder
-                .with_client_auth_cert(chain, key_der)
-                .map_err(|e| format!("tls.cert/tls.key: {e}"))?
-        }
-        _ => builder.with_no_client_auth(),
-    };
-    Ok(Arc::new(config))
+    crate::sinks::tls_client::client_config(
+        tls.ca.as_deref(),
+        tls.cert.as_deref(),
+        tls.key.as_deref(),
+    )
 }

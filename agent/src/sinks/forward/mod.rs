@@ -44,6 +44,7 @@ mod tests;
 
 pub use config::{ForwardConfig, TlsConfig, split_address};
 
+use super::backoff::Backoff;
 use super::prometheus::exposition;
 use super::{Reading, Sink, SinkError, SinkStats, Stamped};
 use crate::daemon::log::log;
@@ -484,8 +485,7 @@ impl Drop for ForwardSink {
 /// The sender thread: oldest batch first, one at a time, until the sink is dropped.
 fn sender(shared: &Shared, target: &Target, name: &str) {
     let mut conn: Option<Connection> = None;
-    let mut backoff = Backoff::default();
-    let mut retry_at: Option<Instant> = None;
+    let mut backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX).jittered();
     loop {
         // Wait for a batch and for the backoff to pass.
         let batch = {
@@ -499,13 +499,11 @@ fn sender(shared: &Shared, target: &Target, name: &str) {
                     return;
                 }
                 if std::mem::take(&mut st.kick) {
-                    retry_at = None;
+                    backoff.skip_wait();
                 }
-                let now = Instant::now();
-                let wait = match (st.spool.head(), retry_at) {
+                let wait = match (st.spool.head(), backoff.remaining(Instant::now())) {
                     (None, _) => Some(Duration::from_secs(60)),
-                    (Some(_), Some(at)) if at > now => Some(at - now),
-                    _ => None,
+                    (Some(_), left) => left,
                 };
                 if let Some(wait) = wait {
                     st = shared
@@ -565,8 +563,7 @@ fn sender(shared: &Shared, target: &Target, name: &str) {
                 if st.last_error.take().is_some() {
                     log(Level::Info, name, "delivering again");
                 }
-                backoff = Backoff::default();
-                retry_at = None;
+                backoff.reset();
                 if !keepalive {
                     conn = None;
                     st.connected = false;
@@ -579,10 +576,9 @@ fn sender(shared: &Shared, target: &Target, name: &str) {
                 if !fresh {
                     // The connection sat idle and the server may simply have closed it:
                     // try a new one at once before backing off.
-                    retry_at = None;
+                    backoff.skip_wait();
                 } else {
-                    let delay = backoff.next();
-                    retry_at = Some(Instant::now() + delay);
+                    let delay = backoff.failed(Instant::now());
                     if st.last_error.as_deref() != Some(e.as_str()) {
                         let spooled = st.spool.events();
                         let secs = delay.as_secs_f64();
@@ -598,30 +594,6 @@ fn sender(shared: &Shared, target: &Target, name: &str) {
         }
         drop(st);
         shared.changed.notify_all();
-    }
-}
-
-/// Exponential backoff with jitter: each wait is drawn from the upper half of a window that
-/// doubles from 0.5 s to 30 s, so agents cut off together do not return together.
-struct Backoff {
-    window: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Backoff {
-        Backoff {
-            window: BACKOFF_MIN,
-        }
-    }
-}
-
-impl Backoff {
-    fn next(&mut self) -> Duration {
-        let w = self.window;
-        self.window = (w * 2).min(BACKOFF_MAX);
-        let r = u64::from_le_bytes(random16()[..8].try_into().unwrap_or([0; 8]));
-        let half = w / 2;
-        half + Duration::from_nanos(r % (half.as_nanos() as u64 + 1))
     }
 }
 

@@ -620,18 +620,6 @@ fn tls_files_are_checked_when_the_sink_is_made() {
     assert!(empty.err().unwrap().contains("no usable CA"));
 }
 
-#[test]
-fn backoff_grows_with_jitter_and_stays_bounded() {
-    let mut b = Backoff::default();
-    let waits: Vec<Duration> = (0..12).map(|_| b.next()).collect();
-    assert!(waits[0] >= BACKOFF_MIN / 2 && waits[0] <= BACKOFF_MIN);
-    assert!(waits[3] >= BACKOFF_MIN * 4 && waits[3] <= BACKOFF_MIN * 8);
-    for w in &waits {
-        assert!(*w <= BACKOFF_MAX);
-    }
-    assert!(waits[11] >= BACKOFF_MAX / 2);
-}
-
 /// A lab reading (OpenZFS 2.1 under a storm of I/O: 2,700 series).
 fn lab_reading() -> Reading {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/storm/series/000");

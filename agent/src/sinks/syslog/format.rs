@@ -11,9 +11,14 @@
 //!   5424 there): `<PRI>1 TIMESTAMP HOST APP PROCID MSGID [SD] MSG`, RFC 3339 time with the
 //!   local offset, the event's identity and figures as structured data.
 //!
-//! Both are bounded by a byte limit. Truncation never splits a UTF-8 character or an SD escape
-//! sequence; it drops figures (SD params) before it cuts the readable text, and it always
-//! leaves a mark: `truncated="true"` in the SD, `...` at the end of a cut text.
+//! Both are bounded by a byte limit. What gives way, in order: the readable text is cut (to
+//! [`MIN_TEXT_BYTES`], which still names the check, subject and state), then figures are
+//! dropped from the end, then the text is cut further; the identity (kind, check, severity,
+//! state, subject) goes last, only when a header and it alone exceed the limit. A cut never
+//! splits a UTF-8 character or an SD escape sequence, a figure that is a list or map is
+//! shortened by whole elements so it stays valid JSON, and every cut leaves a mark: `...` at
+//! the end of a cut text or string, `truncated="true"` in the SD when anything in it was cut
+//! or dropped.
 
 use jiff::Timestamp;
 use jiff::tz::Offset;
@@ -26,6 +31,10 @@ pub const CUT_MARK: &str = "...";
 /// An SD param value longer than this (escaped) is cut, so one long string figure cannot push
 /// every other figure out of a datagram.
 pub const MAX_SD_VALUE_BYTES: usize = 256;
+
+/// The readable text is cut no shorter than this before figures are dropped: enough for
+/// `check on subject (state): ` and the start of the summary.
+pub const MIN_TEXT_BYTES: usize = 128;
 
 /// RFC 5424 header field limits (§6.2).
 pub const MAX_HOSTNAME: usize = 255;
@@ -201,28 +210,35 @@ impl Formatter {
             header_field(&e.check, MAX_MSGID),
         );
         let text = message_text(e);
+        let mut cut = false;
+        let mut param = |name: &str, value: &Value| {
+            let (param, was_cut) = sd_param(name, value);
+            cut |= was_cut;
+            param
+        };
         let mut meta = vec![
-            sd_param("kind", e.kind.as_str()),
-            sd_param("check", &e.check),
-            sd_param("severity", e.severity.as_str()),
+            param("kind", &Value::Str(e.kind.as_str().into())),
+            param("check", &Value::Str(e.check.clone())),
+            param("severity", &Value::Str(e.severity.as_str().into())),
         ];
         if let Some(state) = e.state {
-            meta.push(sd_param("state", state.as_str()));
+            meta.push(param("state", &Value::Str(state.as_str().into())));
         }
         if !e.subject.is_empty() {
-            meta.push(sd_param("subject", &e.subject));
+            meta.push(param("subject", &Value::Str(e.subject.clone())));
         }
         let data: Vec<String> = e
             .data
             .iter()
             .zip(unique_names(e.data.keys()))
-            .map(|((_, value), name)| sd_param(&name, &value_text(value)))
+            .map(|((_, value), name)| param(&name, value))
             .collect();
         let sd = StructuredData {
             meta_id: format!("zpulse@{}", self.enterprise_number),
             data_id: format!("zpulse-data@{}", self.enterprise_number),
             meta,
             data,
+            values_cut: cut,
         };
         let room = self.max_bytes.saturating_sub(header.len());
         let mut out = header;
@@ -389,20 +405,70 @@ pub fn escape_sd_value(s: &str) -> String {
     out
 }
 
-/// ` name="escaped value"`, the value cut at [`MAX_SD_VALUE_BYTES`]. Control characters become
-/// spaces: receivers escape them (`#012`) or split lines on them.
-fn sd_param(name: &str, value: &str) -> String {
-    let clean: String = value
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let mut escaped = escape_sd_value(&clean);
-    if escaped.len() > MAX_SD_VALUE_BYTES {
-        let keep = cut_escaped(&escaped, MAX_SD_VALUE_BYTES - CUT_MARK.len()).len();
-        escaped.truncate(keep);
-        escaped.push_str(CUT_MARK);
+/// ` name="escaped value"` within [`MAX_SD_VALUE_BYTES`], and whether the value was cut to
+/// fit: a string loses its end (and gets `...`), a list or map its last elements (and stays
+/// valid JSON). Control characters become spaces: receivers escape them (`#012`) or split
+/// lines on them.
+fn sd_param(name: &str, value: &Value) -> (String, bool) {
+    let escaped = |text: &str| {
+        let clean: String = text
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        escape_sd_value(&clean)
+    };
+    let mut out = escaped(&value_text(value));
+    let mut cut = false;
+    if out.len() > MAX_SD_VALUE_BYTES {
+        cut = true;
+        out = match json_elements(value) {
+            Some((open, elements, close)) => {
+                // Whole elements, as many as fit with the brackets.
+                let mut s = open.to_string();
+                for (i, element) in elements.iter().map(|e| escaped(e)).enumerate() {
+                    let sep = usize::from(i > 0);
+                    if s.len() + sep + element.len() + close.len() > MAX_SD_VALUE_BYTES {
+                        break;
+                    }
+                    if i > 0 {
+                        s.push(',');
+                    }
+                    s.push_str(&element);
+                }
+                s.push_str(close);
+                s
+            }
+            None => {
+                let keep = cut_escaped(&out, MAX_SD_VALUE_BYTES - CUT_MARK.len()).len();
+                out.truncate(keep);
+                out.push_str(CUT_MARK);
+                out
+            }
+        };
     }
-    format!(" {}=\"{escaped}\"", sd_name(name))
+    (format!(" {}=\"{out}\"", sd_name(name)), cut)
+}
+
+/// A list or map figure as its JSON brackets and elements (`"key":value` for a map), so that
+/// it can be shortened by whole elements; `None` for every other value.
+fn json_elements(value: &Value) -> Option<(&'static str, Vec<String>, &'static str)> {
+    match value {
+        Value::List(items) => Some(("[", items.iter().map(json).collect(), "]")),
+        Value::Map(entries) => Some((
+            "{",
+            entries
+                .iter()
+                .map(|(k, v)| format!("{}:{}", json(k), json(v)))
+                .collect(),
+            "}",
+        )),
+        _ => None,
+    }
+}
+
+/// JSON text, the spelling of [`value_text`].
+fn json<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// A figure as text: strings as they are, everything else as JSON (`97.5`, `true`, `null`,
@@ -410,7 +476,7 @@ fn sd_param(name: &str, value: &str) -> String {
 pub fn value_text(v: &Value) -> String {
     match v {
         Value::Str(s) => s.clone(),
-        other => serde_json::to_string(other).unwrap_or_default(),
+        other => json(other),
     }
 }
 
@@ -463,33 +529,49 @@ pub fn cut_escaped(escaped: &str, max: usize) -> &str {
     }
 }
 
-/// Text plus figures within `room` bytes: figures are dropped from the end first (a `...`
-/// says so), then the text is cut.
-fn fit_text_and_figures(text: &str, figures: &[String], room: usize) -> String {
-    const SEP: &str = " |";
-    let figures_len: usize = figures.iter().map(String::len).sum();
-    if figures.is_empty() && text.len() <= room {
+/// `text` in at most `budget` bytes: whole, or cut with [`CUT_MARK`] at its end.
+fn cut_text(text: &str, budget: usize) -> String {
+    if text.len() <= budget {
         return text.to_string();
     }
-    if text.len() + SEP.len() + figures_len <= room {
+    let keep = truncate_utf8(text, budget.saturating_sub(CUT_MARK.len()));
+    format!("{keep}{CUT_MARK}")
+}
+
+/// Whether `budget` bytes hold the text, or at least its first [`MIN_TEXT_BYTES`].
+fn text_fits(text: &str, budget: usize) -> bool {
+    budget >= text.len().min(MIN_TEXT_BYTES)
+}
+
+/// Text plus figures within `room` bytes: the text is cut first (to [`MIN_TEXT_BYTES`]), then
+/// figures are dropped from the end (a ` ...` after the last kept one says so), then the text
+/// is cut further.
+fn fit_text_and_figures(text: &str, figures: &[String], room: usize) -> String {
+    const SEP: &str = " |";
+    if figures.is_empty() {
+        return cut_text(text, room);
+    }
+    let mark = format!(" {CUT_MARK}");
+    let mut len: usize = figures.iter().map(String::len).sum();
+    if text.len() + SEP.len() + len <= room {
         return format!("{text}{SEP}{}", figures.concat());
     }
-    // Keep as many figures as fit, then the mark.
-    let mark = format!(" {CUT_MARK}");
-    let mut kept = figures.len();
-    let mut len = figures_len;
-    while kept > 0 {
-        kept -= 1;
+    if let Some(budget) = room.checked_sub(SEP.len() + len)
+        && text_fits(text, budget)
+    {
+        return format!("{}{SEP}{}", cut_text(text, budget), figures.concat());
+    }
+    // Keep as many figures as fit beside the shortest text, then the mark.
+    for kept in (1..figures.len()).rev() {
         len -= figures[kept].len();
-        if kept > 0 && text.len() + SEP.len() + len + mark.len() <= room {
+        if let Some(budget) = room.checked_sub(SEP.len() + len + mark.len())
+            && text_fits(text, budget)
+        {
+            let text = cut_text(text, budget);
             return format!("{text}{SEP}{}{mark}", figures[..kept].concat());
         }
     }
-    if !figures.is_empty() && text.len() + mark.len() <= room {
-        return format!("{text}{mark}");
-    }
-    let budget = room.saturating_sub(CUT_MARK.len());
-    format!("{}{CUT_MARK}", truncate_utf8(text, budget))
+    format!("{}{mark}", cut_text(text, room.saturating_sub(mark.len())))
 }
 
 /// The SD of one event: identity (`zpulse@PEN`) and figures (`zpulse-data@PEN`), each param
@@ -499,6 +581,8 @@ struct StructuredData {
     data_id: String,
     meta: Vec<String>,
     data: Vec<String>,
+    /// A param value was cut to [`MAX_SD_VALUE_BYTES`]: the SD says `truncated="true"`.
+    values_cut: bool,
 }
 
 impl StructuredData {
@@ -538,35 +622,45 @@ impl StructuredData {
         n
     }
 
-    /// `SD SP TEXT` within `room` bytes. Drops figures from the end, then identity params from
-    /// the end (subject first: MSG repeats it), then cuts the text; anything dropped adds
-    /// `truncated="true"`.
+    /// `SD SP TEXT` within `room` bytes: cuts the text (to [`MIN_TEXT_BYTES`]), then drops
+    /// figures from the end, then cuts the text further, and only then drops identity params
+    /// from the end (subject first: MSG repeats it). Anything cut or dropped from the SD adds
+    /// `truncated="true"`; a cut text ends in `...`.
     fn fit_with_text(&self, text: &str, room: usize) -> String {
-        let with_text = |sd: usize| sd + if text.is_empty() { 0 } else { 1 + text.len() };
-        let join = |sd: String, text: &str| {
+        let join = |sd: String, text: String| {
             if text.is_empty() {
                 sd
             } else {
                 format!("{sd} {text}")
             }
         };
+        // Room for the text beside an SD of `sd` bytes (the separating space included).
+        let budget = |sd: usize| room.checked_sub(sd + 1);
         let (m, d) = (self.meta.len(), self.data.len());
-        if with_text(self.len(m, d, false)) <= room {
-            return join(self.render(m, d, false), text);
+        let cut = self.values_cut;
+        if budget(self.len(m, d, cut)).is_some_and(|b| text.len() <= b) {
+            return join(self.render(m, d, cut), text.to_string());
+        }
+        if let Some(b) = budget(self.len(m, d, cut))
+            && text_fits(text, b)
+        {
+            return join(self.render(m, d, cut), cut_text(text, b));
         }
         for d in (0..d).rev() {
-            if with_text(self.len(m, d, true)) <= room {
-                return join(self.render(m, d, true), text);
+            if let Some(b) = budget(self.len(m, d, true))
+                && text_fits(text, b)
+            {
+                return join(self.render(m, d, true), cut_text(text, b));
             }
         }
-        for m in (0..m).rev() {
-            if with_text(self.len(m, 0, true)) <= room {
-                return join(self.render(m, 0, true), text);
+        for m in (0..=m).rev() {
+            if let Some(b) = budget(self.len(m, 0, true))
+                && b > CUT_MARK.len()
+            {
+                return join(self.render(m, 0, true), cut_text(text, b));
             }
         }
-        let sd = self.render(0, 0, true);
-        let budget = room.saturating_sub(sd.len() + 1 + CUT_MARK.len());
-        join(sd, &format!("{}{CUT_MARK}", truncate_utf8(text, budget)))
+        self.render(0, 0, true)
     }
 }
 

@@ -10,11 +10,14 @@
 //! # max_message_bytes = 1200     # default: 2048 local, 1200 udp, 8096 tcp and tls
 //! # enterprise_number = 32473    # SD-IDs zpulse@N and zpulse-data@N
 //! # format = "rfc3164"           # local sockets only: rfc3164 (Linux default) | rfc5424
-//! # [sink.tls]
+//! # framing = "octet-counting"   # tcp and tls only: octet-counting (default) | lf
+//! # [sink.tls]                   # tls:// only
 //! # ca = "/etc/zpulse/ca.pem"    # default: the system CA bundle
+//! # cert = "/etc/zpulse/agent.pem"  # a client certificate (mutual TLS), with `key`
+//! # key = "/etc/zpulse/agent.key"
 //! ```
 //!
-//! Which format goes where (see `transport-and-crates.md` §3 for the reasons):
+//! Which format goes where (docs/syslog.md says the same for users):
 //!
 //! * **Local socket, Linux** (`/dev/log`): the hostless RFC 3164 dialect of glibc's
 //!   `syslog(3)`. journald and rsyslog's imuxsock parse it; neither parses RFC 5424 there.
@@ -22,7 +25,9 @@
 //!   choice is the `format` setting, whose default alone depends on the OS, so both paths
 //!   compile and are tested on Linux.
 //! * **Remote** (UDP, TCP, TLS): RFC 5424 with structured data; TCP and TLS frame each
-//!   message with RFC 6587 octet counting.
+//!   message with RFC 6587 octet counting, or with a LF (`framing = "lf"`) for receivers that
+//!   read only that. TLS verifies the server and, given `cert` and `key`, presents a client
+//!   certificate to receivers that require one.
 //!
 //! Severity: critical → crit, warning → warning, info → info; a cleared warning or critical
 //! finding → notice ([`format::syslog_severity`]). MSGID is the check; MSG is the readable
@@ -39,13 +44,15 @@ pub mod transport;
 mod tests;
 
 pub use format::{Dialect, EXAMPLE_ENTERPRISE_NUMBER, Facility, Formatter};
-pub use transport::{Address, Timing};
+pub use transport::{Address, Framing, Timing};
 
+use super::backoff::{Clock, system_clock};
 use super::{Sink, SinkError, SinkStats, Stamped};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 use transport::Transport;
 
@@ -87,18 +94,27 @@ pub struct SyslogConfig {
     /// Local sockets only: `rfc3164` (default on Linux) or `rfc5424` (default on FreeBSD).
     #[serde(default)]
     pub format: Option<Dialect>,
+    /// `tcp://` and `tls://` only: octet counting (default) or LF after each message.
+    #[serde(default)]
+    pub framing: Option<Framing>,
     /// `tls://` only.
     #[serde(default)]
     pub tls: Option<TlsSettings>,
 }
 
 /// `[sink.tls]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsSettings {
     /// PEM file of the CA(s) that sign the server's certificate; default: the system bundle.
     #[serde(default)]
     pub ca: Option<PathBuf>,
+    /// PEM file of the client certificate chain presented to the server (with `key`).
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// PEM file of the client certificate's private key.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
 }
 
 fn default_facility() -> String {
@@ -124,22 +140,36 @@ impl SyslogConfig {
             max_message_bytes: None,
             enterprise_number: default_enterprise_number(),
             format: None,
+            framing: None,
             tls: None,
         }
     }
 
     /// From a `[[sink]]` table as the config file gives it (its `type` key is skipped). A
-    /// relative `tls.ca` is taken relative to `base` (the config file's directory).
+    /// relative `tls.ca`, `tls.cert` or `tls.key` is taken relative to `base` (the config
+    /// file's directory). Errors start with the key (`facility: …`).
     pub fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<SyslogConfig, String> {
         let mut table = table.clone();
         table.remove("type");
-        let mut config: SyslogConfig = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("sink (syslog): {}", e.message()))?;
-        if let (Some(base), Some(TlsSettings { ca: Some(ca) })) = (base, config.tls.as_mut())
-            && ca.is_relative()
-        {
-            *ca = base.join(&*ca);
+        let mut config: SyslogConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let message = e.into_inner().message().trim_end().to_string();
+                if path == "." {
+                    message
+                } else {
+                    format!("{path}: {message}")
+                }
+            })?;
+        if let (Some(base), Some(tls)) = (base, config.tls.as_mut()) {
+            for path in [&mut tls.ca, &mut tls.cert, &mut tls.key]
+                .into_iter()
+                .flatten()
+            {
+                if path.is_relative() {
+                    *path = base.join(&*path);
+                }
+            }
         }
         Ok(config)
     }
@@ -155,13 +185,17 @@ pub struct SyslogSink {
 
 impl SyslogSink {
     pub fn new(config: SyslogConfig) -> Result<SyslogSink, String> {
-        SyslogSink::with_timing(config, Timing::default())
+        SyslogSink::with_timing(config, Timing::default(), system_clock())
     }
 
-    /// With other timeouts and backoff (tests).
-    pub fn with_timing(config: SyslogConfig, timing: Timing) -> Result<SyslogSink, String> {
+    /// With other timeouts and backoff, read against `clock` (tests).
+    pub fn with_timing(
+        config: SyslogConfig,
+        timing: Timing,
+        clock: Arc<dyn Clock>,
+    ) -> Result<SyslogSink, String> {
         let address = Address::parse(&config.address)?;
-        let facility = Facility::parse(&config.facility)?;
+        let facility = Facility::parse(&config.facility).map_err(|e| format!("facility: {e}"))?;
         check_app_name(&config.app_name)?;
         if let Some(host) = &config.hostname {
             check_hostname(host)?;
@@ -176,7 +210,7 @@ impl SyslogSink {
         let dialect = match (config.format, address.is_local()) {
             (Some(Dialect::Rfc3164Local), false) => {
                 return Err(format!(
-                    "format rfc3164 is for local sockets; {address} gets RFC 5424"
+                    "format: rfc3164 is for local sockets; {address} gets RFC 5424"
                 ));
             }
             (Some(d), _) => d,
@@ -192,19 +226,34 @@ impl SyslogSink {
         let max_bytes = config.max_message_bytes.unwrap_or(default_max);
         if !(MIN_MAX_BYTES..=ceiling).contains(&max_bytes) {
             return Err(format!(
-                "max_message_bytes {max_bytes}: give {MIN_MAX_BYTES} to {ceiling} for {address}"
+                "max_message_bytes: {max_bytes}: give {MIN_MAX_BYTES} to {ceiling} for {address}"
             ));
         }
         let tls = match (&address, &config.tls) {
-            (Address::Tls { .. }, settings) => Some(transport::tls_config(
-                settings.as_ref().and_then(|t| t.ca.as_deref()),
+            (Address::Tls { .. }, Some(t)) => Some(super::tls_client::client_config(
+                t.ca.as_deref(),
+                t.cert.as_deref(),
+                t.key.as_deref(),
             )?),
+            (Address::Tls { .. }, None) => {
+                Some(super::tls_client::client_config(None, None, None)?)
+            }
             (_, Some(_)) => {
                 return Err(format!("tls: only for tls:// addresses, not {address}"));
             }
             (_, None) => None,
         };
-        let transport = Transport::new(&address, tls, timing)?;
+        let framing = match (&address, config.framing) {
+            (Address::Tcp { .. } | Address::Tls { .. }, framing) => framing.unwrap_or_default(),
+            (_, Some(_)) => {
+                return Err(format!(
+                    "framing: only for tcp:// and tls:// addresses; {address} sends one \
+                     message per datagram"
+                ));
+            }
+            (_, None) => Framing::default(),
+        };
+        let transport = Transport::new(&address, tls, framing, timing, clock)?;
         let formatter = Formatter {
             dialect,
             facility,
@@ -254,7 +303,7 @@ fn check_app_name(name: &str) -> Result<(), String> {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
     {
         return Err(format!(
-            "app_name '{name}': give 1 to 32 characters of A-Z a-z 0-9 . _ -"
+            "app_name: '{name}': give 1 to 32 characters of A-Z a-z 0-9 . _ -"
         ));
     }
     Ok(())
@@ -266,7 +315,7 @@ fn check_hostname(host: &str) -> Result<(), String> {
         || !host.chars().all(|c| matches!(c, '!'..='~'))
     {
         return Err(format!(
-            "hostname '{host}': give 1 to 255 printable ASCII characters without spaces"
+            "hostname: '{host}': give 1 to 255 printable ASCII characters without spaces"
         ));
     }
     Ok(())

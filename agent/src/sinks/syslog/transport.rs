@@ -6,23 +6,27 @@
 //!   the root-only `/var/run/logpriv` (never dropped under load) and retries `ENOBUFS` only on
 //!   the public socket; this does the same.
 //! * `udp://HOST:PORT` — one message per datagram (RFC 5426).
-//! * `tcp://HOST:PORT`, `tls://HOST:PORT` — RFC 6587 octet counting (`LEN SP MSG`), which
-//!   survives any byte in MSG, as RFC 5425 requires for TLS.
+//! * `tcp://HOST:PORT`, `tls://HOST:PORT` — [`Framing`]: RFC 6587 octet counting
+//!   (`LEN SP MSG`, §3.4.1), which survives any byte in MSG and is what RFC 5425 requires for
+//!   TLS, or non-transparent framing with LF as the trailer (`MSG LF`, §3.4.2), which plain TCP
+//!   sources such as syslog-ng's `network()` and rsyslog's `imtcp` read as well. The
+//!   formatters never put a LF into a message, so LF framing cannot split one.
 //!
 //! Nothing here blocks for long: every socket has a write timeout, connects have a timeout,
-//! and after a failed connect the transport waits (exponential backoff) before it tries again,
-//! refusing messages meanwhile. The sink drops and counts what was refused.
+//! and after a failed connect the transport waits ([`Backoff`], read against an injected
+//! [`Clock`]) before it tries again, refusing messages meanwhile. The sink drops and counts
+//! what was refused.
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use crate::sinks::backoff::{Backoff, Clock};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where messages go, as written in the config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,13 +43,13 @@ impl Address {
     pub fn parse(s: &str) -> Result<Address, String> {
         let help = "give unix:///dev/log, udp://host:514, tcp://host:601 or tls://host:6514";
         let Some((scheme, rest)) = s.split_once("://") else {
-            return Err(format!("address '{s}': {help}"));
+            return Err(format!("address: '{s}': {help}"));
         };
         let default_port = match scheme {
             "unix" => {
                 if !rest.starts_with('/') {
                     return Err(format!(
-                        "address '{s}': a unix socket needs an absolute path (unix:///dev/log)"
+                        "address: '{s}': a unix socket needs an absolute path (unix:///dev/log)"
                     ));
                 }
                 return Ok(Address::Unix(PathBuf::from(rest)));
@@ -53,9 +57,9 @@ impl Address {
             "udp" => 514,
             "tcp" => 601,
             "tls" => 6514,
-            other => return Err(format!("address '{s}': unknown scheme '{other}': {help}")),
+            other => return Err(format!("address: '{s}': unknown scheme '{other}': {help}")),
         };
-        let (host, port) = split_host_port(rest).map_err(|e| format!("address '{s}': {e}"))?;
+        let (host, port) = split_host_port(rest).map_err(|e| format!("address: '{s}': {e}"))?;
         let port = port.unwrap_or(default_port);
         let (host, port) = (host.to_string(), port);
         Ok(match scheme {
@@ -120,31 +124,39 @@ fn split_host_port(rest: &str) -> Result<(&str, Option<u16>), String> {
     Ok((host, port))
 }
 
-/// The TLS client settings: server certificates must chain to a CA in `ca` (a PEM file), or
-/// in the system bundle when `ca` is `None`. ring is the provider, named explicitly so that
-/// another crate enabling aws-lc-rs cannot make the process default ambiguous.
-pub fn tls_config(ca: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
-    let path = match ca {
-        Some(p) => p.to_path_buf(),
-        None => crate::sinks::ca_bundle::system_ca_bundle()?,
-    };
-    let at = path.display();
-    let certs = CertificateDer::pem_file_iter(&path)
-        .map_err(|e| format!("tls.ca {at}: {e}"))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("tls.ca {at}: {e}"))?;
-    let mut roots = RootCertStore::empty();
-    let (added, _) = roots.add_parsable_certificates(certs);
-    if added == 0 {
-        return Err(format!("tls.ca {at}: no usable CA certificate in the file"));
+/// How messages are delimited on a TCP or TLS stream (RFC 6587 §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+pub enum Framing {
+    /// `LEN SP MSG` (§3.4.1): any byte may be in MSG; RFC 5425 requires it for TLS.
+    #[default]
+    #[serde(rename = "octet-counting")]
+    OctetCounting,
+    /// `MSG LF` (§3.4.2, non-transparent framing with LF as the trailer).
+    #[serde(rename = "lf")]
+    Lf,
+}
+
+impl Framing {
+    /// One frame in one buffer, so an error between two writes never splits it.
+    pub fn frame(self, msg: &[u8]) -> Vec<u8> {
+        match self {
+            Framing::OctetCounting => {
+                let mut frame = format!("{} ", msg.len()).into_bytes();
+                frame.extend_from_slice(msg);
+                frame
+            }
+            Framing::Lf => {
+                // A LF inside would end the message early and start a garbage one; the
+                // formatters never write one, and a hand-made message gets a space instead.
+                let mut frame: Vec<u8> = msg
+                    .iter()
+                    .map(|&b| if b == b'\n' { b' ' } else { b })
+                    .collect();
+                frame.push(b'\n');
+                frame
+            }
+        }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("tls: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
 }
 
 /// How a transport waits and retries. The defaults suit a daemon; tests shorten them.
@@ -175,16 +187,16 @@ enum Target {
     /// Socket paths in the order tried; `true` when `ENOBUFS` may be retried.
     Unix(Vec<(PathBuf, bool)>),
     Udp(String, u16),
-    Tcp(String, u16),
-    Tls(String, u16, Arc<ClientConfig>),
+    Tcp(String, u16, Framing),
+    Tls(String, u16, Arc<ClientConfig>, Framing),
 }
 
 enum Conn {
     Datagram { sock: UnixDatagram, public: bool },
     Stream(UnixStream),
     Udp(UdpSocket),
-    Tcp(TcpStream),
-    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Tcp(TcpStream, Framing),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>, Framing),
 }
 
 /// One destination and its connection, reconnected on demand.
@@ -192,19 +204,22 @@ pub struct Transport {
     target: Target,
     conn: Option<Conn>,
     timing: Timing,
-    backoff: Duration,
-    retry_at: Option<Instant>,
+    backoff: Backoff,
+    clock: Arc<dyn Clock>,
     last_error: String,
     connects: u64,
 }
 
 impl Transport {
     /// No I/O yet: the first send connects, so the agent starts while the log host is down.
-    /// A `tls://` address needs its `tls` config (see [`tls_config`]).
+    /// A `tls://` address needs its `tls` config ([`crate::sinks::tls_client`]); `framing`
+    /// applies to TCP and TLS.
     pub fn new(
         address: &Address,
         tls: Option<Arc<ClientConfig>>,
+        framing: Framing,
         timing: Timing,
+        clock: Arc<dyn Clock>,
     ) -> Result<Transport, String> {
         let target = match (address, tls) {
             (Address::Unix(path), _) => {
@@ -216,8 +231,10 @@ impl Transport {
                 Target::Unix(paths)
             }
             (Address::Udp { host, port }, _) => Target::Udp(host.clone(), *port),
-            (Address::Tcp { host, port }, _) => Target::Tcp(host.clone(), *port),
-            (Address::Tls { host, port }, Some(config)) => Target::Tls(host.clone(), *port, config),
+            (Address::Tcp { host, port }, _) => Target::Tcp(host.clone(), *port, framing),
+            (Address::Tls { host, port }, Some(config)) => {
+                Target::Tls(host.clone(), *port, config, framing)
+            }
             (Address::Tls { .. }, None) => {
                 return Err(format!("{address}: TLS without a TLS configuration"));
             }
@@ -226,8 +243,8 @@ impl Transport {
             target,
             conn: None,
             timing,
-            backoff: timing.min_backoff,
-            retry_at: None,
+            backoff: Backoff::new(timing.min_backoff, timing.max_backoff),
+            clock,
             last_error: String::new(),
             connects: 0,
         })
@@ -238,12 +255,11 @@ impl Transport {
     pub fn send(&mut self, msg: &[u8]) -> Result<(), String> {
         // After a failed connect or a timeout, refuse at once until the backoff has passed:
         // one slow failure per backoff period, not one per message.
-        let now = Instant::now();
-        if let Some(at) = self.retry_at.filter(|&at| now < at) {
+        if let Some(left) = self.backoff.remaining(self.clock.now()) {
             return Err(format!(
                 "{}; next attempt in {} ms",
                 self.last_error,
-                (at - now).as_millis()
+                left.as_millis()
             ));
         }
         // A TCP peer that has closed still accepts the first write into the kernel buffer,
@@ -269,7 +285,7 @@ impl Transport {
                         self.conn = None;
                     }
                     let error = format!("send: the receiver stopped reading ({e})");
-                    self.failed(Instant::now(), &error);
+                    self.failed(&error);
                     return Err(error);
                 }
                 Err(e) if conn.survives(&e) => return Err(format!("send: {e}")),
@@ -290,7 +306,7 @@ impl Transport {
     /// Pushes out what TLS may still buffer.
     pub fn flush(&mut self) -> Result<(), String> {
         match self.conn.as_mut() {
-            Some(Conn::Tls(s)) => s.flush().map_err(|e| {
+            Some(Conn::Tls(s, _)) => s.flush().map_err(|e| {
                 self.conn = None;
                 format!("flush: {e}")
             }),
@@ -300,26 +316,24 @@ impl Transport {
 
     /// Connects; a failure starts (or lengthens) the backoff.
     fn connect(&mut self) -> Result<(), String> {
-        let now = Instant::now();
         match self.target.connect(self.timing.timeout) {
             Ok(conn) => {
                 self.conn = Some(conn);
                 self.connects += 1;
-                self.retry_at = None;
-                self.backoff = self.timing.min_backoff;
+                self.backoff.reset();
                 Ok(())
             }
             Err(e) => {
-                self.failed(now, &e);
+                self.failed(&e);
                 Err(e)
             }
         }
     }
 
-    /// No new connection before the backoff has passed; the next failure waits longer.
-    fn failed(&mut self, now: Instant, error: &str) {
-        self.retry_at = Some(now + self.backoff);
-        self.backoff = (self.backoff * 2).min(self.timing.max_backoff);
+    /// No new connection before the backoff has passed (counted from when the failure was
+    /// seen); the next failure waits longer.
+    fn failed(&mut self, error: &str) {
+        self.backoff.failed(self.clock.now());
         error.clone_into(&mut self.last_error);
     }
 }
@@ -355,8 +369,10 @@ impl Target {
                 }
                 Err(last)
             }
-            Target::Tcp(host, port) => connect_tcp(host, *port, timeout).map(Conn::Tcp),
-            Target::Tls(host, port, config) => {
+            Target::Tcp(host, port, framing) => {
+                connect_tcp(host, *port, timeout).map(|s| Conn::Tcp(s, *framing))
+            }
+            Target::Tls(host, port, config, framing) => {
                 let name = ServerName::try_from(host.clone())
                     .map_err(|e| format!("tls: '{host}' is not a server name: {e}"))?;
                 let mut tcp = connect_tcp(host, *port, timeout)?;
@@ -376,7 +392,7 @@ impl Target {
                         Err(e) => return Err(format!("tls {host}:{port}: handshake: {e}")),
                     }
                 }
-                Ok(Conn::Tls(Box::new(StreamOwned::new(tls, tcp))))
+                Ok(Conn::Tls(Box::new(StreamOwned::new(tls, tcp)), *framing))
             }
         }
     }
@@ -427,14 +443,6 @@ fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-/// RFC 6587 octet counting: the message length in decimal, a space, the message. One buffer,
-/// one write: a frame is never split by an error between its two parts.
-pub fn octet_counted(msg: &[u8]) -> Vec<u8> {
-    let mut frame = format!("{} ", msg.len()).into_bytes();
-    frame.extend_from_slice(msg);
-    frame
-}
-
 impl Conn {
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
         match self {
@@ -464,9 +472,9 @@ impl Conn {
                 s.write_all(&buf)
             }
             Conn::Udp(s) => s.send(msg).map(|_| ()),
-            Conn::Tcp(s) => s.write_all(&octet_counted(msg)),
-            Conn::Tls(s) => {
-                s.write_all(&octet_counted(msg))?;
+            Conn::Tcp(s, framing) => s.write_all(&framing.frame(msg)),
+            Conn::Tls(s, framing) => {
+                s.write_all(&framing.frame(msg))?;
                 s.flush()
             }
         }
@@ -487,8 +495,8 @@ impl Conn {
     /// readable is EOF, an error, a TLS alert or a session ticket, which is read and dropped).
     fn peer_closed(&mut self) -> bool {
         match self {
-            Conn::Tcp(s) => Probe::Tcp(s).closed(),
-            Conn::Tls(s) => Probe::Tls(s).closed(),
+            Conn::Tcp(s, _) => Probe::Tcp(s).closed(),
+            Conn::Tls(s, _) => Probe::Tls(s).closed(),
             _ => false,
         }
     }
