@@ -1,4 +1,5 @@
-//! `zpulse.toml`: the agent's one config file (design.md, "Configuration").
+//! `zpulse.toml`: the agent's one config file (every key in `packaging/conf/zpulse.toml` and
+//! `packaging/man/zpulse.toml.5`).
 //!
 //! Every key has a default, so no file at all is a valid config: sample every 10 s, load the
 //! plugins in the default directory, print to stdout. A wrong key or type is an error that
@@ -16,7 +17,7 @@
 //! max_event_bytes = 65536              # size limit of one event record
 //! [plugins.hdd-saturation]             # any other table: that plugin's own config
 //! saturation_pct = 95
-//! [[sink]]                             # kept as data for the sinks (a later issue)
+//! [[sink]]                             # one table per sink: sinks::build checks and starts it
 //! type = "stdout"
 //! ```
 //!

@@ -1,5 +1,5 @@
 //! Sample arithmetic against the formulas of sysstat's `iostat -x` and FreeBSD's libdevstat
-//! (zfs-internals.md §6.3, §7.2), on hand-made counters.
+//! (docs/zfs-sources.md, "`/proc/diskstats`" and "`devstat`"), on hand-made counters.
 
 use super::*;
 use crate::snapshot::*;

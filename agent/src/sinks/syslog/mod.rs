@@ -14,7 +14,7 @@
 //! # ca = "/etc/zpulse/ca.pem"    # default: the system CA bundle
 //! ```
 //!
-//! Which format goes where (see `transport-and-crates.md` §3 for the reasons):
+//! Which format goes where, and why (RFC 3164, RFC 5424, RFC 6587; what each receiver parses):
 //!
 //! * **Local socket, Linux** (`/dev/log`): the hostless RFC 3164 dialect of glibc's
 //!   `syslog(3)`. journald and rsyslog's imuxsock parse it; neither parses RFC 5424 there.
