@@ -71,9 +71,8 @@ fn references(text: &str) -> Vec<String> {
         let relative = word.starts_with("../");
         let rooted = TOP.iter().any(|t| bare.starts_with(t));
         // `../` alone, `..`, `../x` written as an example of a path: only real names.
-        if (rooted || (relative && bare.contains('/') || relative && bare.contains('.')))
-            && !bare.is_empty()
-        {
+        let named = bare.contains('/') || bare.contains('.');
+        if (rooted || (relative && named)) && !bare.is_empty() {
             out.push(word.to_string());
         }
         i = j;
