@@ -7,9 +7,23 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// The head of every config here: a sample every second, no plugins.
+const EVERY_SECOND: &str = "interval = \"1s\"\n[plugins]\ndirs = []\n";
+
 /// An agent config with one stdout sink, sampling every second, loading no plugins.
-const STDOUT_EVERY_SECOND: &str =
-    "interval = \"1s\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"stdout\"\n";
+const STDOUT_EVERY_SECOND: &str = concat!(
+    "interval = \"1s\"\n[plugins]\ndirs = []\n",
+    "[[sink]]\ntype = \"stdout\"\n"
+);
+
+/// A `[[sink]]` table for a Forward collector on loopback `port`, spooling to `spool`, with
+/// `extra` keys.
+fn forward_sink(port: u16, spool: &Path, extra: &str) -> String {
+    format!(
+        "[[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = \"{}\"\n{extra}",
+        spool.display()
+    )
+}
 
 /// An agent started on `STDOUT_EVERY_SECOND`, written to `dir/zpulse.toml`; and that path,
 /// for the test to rewrite or replace.
@@ -110,16 +124,9 @@ fn sigterm_after_reloads_with_an_unreachable_collector_exits_within_5s() {
     let port = closed_port();
     let write = |batch: u32| {
         // Each reload changes the sink (batch_max_events), so each replaces it.
-        std::fs::write(
-            &config,
-            format!(
-                "interval = \"1s\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"forward\"\n\
-                 address = \"127.0.0.1:{port}\"\nspool_dir = \"{}\"\n\
-                 batch_max_events = {batch}\nconnect_timeout = \"30s\"\n",
-                dir.join("spool").display()
-            ),
-        )
-        .unwrap();
+        let extra = format!("batch_max_events = {batch}\nconnect_timeout = \"30s\"\n");
+        let sink = forward_sink(port, &dir.join("spool"), &extra);
+        std::fs::write(&config, format!("{EVERY_SECOND}{sink}")).unwrap();
     };
     write(100);
     let mut agent = Agent::start(&config);
@@ -143,16 +150,9 @@ fn reloads_during_an_outage_lose_nothing_and_the_counters_run_on() {
     let config = dir.join("zpulse.toml");
     let port = closed_port();
     let write = |batch: u32| {
-        std::fs::write(
-            &config,
-            format!(
-                "interval = \"1s\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"stdout\"\n\
-                 [[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\n\
-                 spool_dir = \"{}\"\nbatch_max_events = {batch}\n",
-                dir.join("spool").display()
-            ),
-        )
-        .unwrap();
+        let extra = format!("batch_max_events = {batch}\n");
+        let sink = forward_sink(port, &dir.join("spool"), &extra);
+        std::fs::write(&config, format!("{STDOUT_EVERY_SECOND}{sink}")).unwrap();
     };
     write(100);
     let mut agent = Agent::start(&config);
@@ -204,13 +204,8 @@ fn check_config_connects_to_nothing_resends_nothing_and_creates_nothing() {
     let dir = tmp.path();
     let config = dir.join("zpulse.toml");
     let spool = dir.join("spool");
-    let forward = |port: u16, spool: &std::path::Path| {
-        format!(
-            "interval = \"1s\"\n[plugins]\ndirs = []\n[[sink]]\ntype = \"forward\"\n\
-             address = \"127.0.0.1:{port}\"\nspool_dir = \"{}\"\n",
-            spool.display()
-        )
-    };
+    let forward =
+        |port: u16, spool: &Path| format!("{EVERY_SECOND}{}", forward_sink(port, spool, ""));
     // A run against a collector that is down leaves its first heartbeat in the spool.
     std::fs::write(&config, forward(closed_port(), &spool)).unwrap();
     let mut agent = Agent::start(&config);
