@@ -24,6 +24,8 @@ struct Built {
     /// The C plugin, and the same built claiming ABI 2.
     hello_c: PathBuf,
     hello_c_abi2: PathBuf,
+    /// The guide's C example that reads the sample with msgpack-c.
+    busy_disks_c: PathBuf,
 }
 
 fn built() -> &'static Built {
@@ -61,10 +63,34 @@ fn built() -> &'static Built {
             &hello_c_abi2,
             &["-DHELLO_ABI_MAJOR=2", "-DHELLO_ABI_MINOR=0"],
         );
+        // As docs/plugin-authoring.md builds it: msgpack-c's flags from pkg-config.
+        let msgpack = Command::new("pkg-config")
+            .args(["--cflags", "--libs", "msgpack"])
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run pkg-config ({e}): install pkg-config and libmsgpack-dev (tests/run does)")
+            });
+        assert!(
+            msgpack.status.success(),
+            "pkg-config knows no msgpack: install libmsgpack-dev (tests/run does): {}",
+            String::from_utf8_lossy(&msgpack.stderr)
+        );
+        let busy_disks_c = c_dir.join("libbusy_disks_c.so");
+        let status = Command::new(&cc)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"])
+            .arg(workspace().join("proto/include"))
+            .arg("-o")
+            .arg(&busy_disks_c)
+            .arg(workspace().join("tests/plugins/c/busy_disks.c"))
+            .args(String::from_utf8_lossy(&msgpack.stdout).split_whitespace())
+            .status()
+            .expect("running the C compiler");
+        assert!(status.success(), "compiling busy_disks.c failed");
         Built {
             profile_dir,
             hello_c,
             hello_c_abi2,
+            busy_disks_c,
         }
     })
 }
@@ -305,6 +331,57 @@ fn a_world_writable_plugin_is_refused_before_it_is_loaded() {
     let out = host.run(&sample_n(1));
     assert!(agent(&out, "plugin.refused").is_empty());
     assert_hello(&out, 2);
+}
+
+/// The guide's C example (`tests/plugins/c/busy_disks.c`, msgpack-c) reads the real sample:
+/// its figures are those of the sample the Rust side decoded from the lab capture, and a
+/// config it refuses is refused at start with its reason.
+#[test]
+fn a_c_plugin_reads_the_sample_with_msgpack_c() {
+    let b = built();
+    let dir = PluginDir::new(&[(&b.busy_disks_c, "libbusy_disks_c.so")]);
+    let mut host = dir.start("[plugins.busy-disks-c]\nbusy_pct = 0.5\n");
+    let s = sample();
+    let out = host.run(&s);
+    let events = from(&out, "busy-disks-c");
+    assert_eq!(events.len(), 1, "{:?} {:?}", out.events, out.logs);
+    let data = &events[0].event.data;
+    // The first of the busiest, as the C code keeps it.
+    let busiest = s
+        .disks
+        .iter()
+        .fold(
+            None,
+            |best: Option<&zpulse_proto::sample::DiskRates>, d| match best {
+                Some(b) if b.util >= d.util => Some(b),
+                _ => Some(d),
+            },
+        )
+        .expect("the lab capture has disks");
+    let busy = s.disks.iter().filter(|d| d.util >= 0.5).count();
+    assert!(
+        busy > 0 && busy < s.disks.len(),
+        "the threshold splits the disks"
+    );
+    assert_eq!(data["disks"], Value::UInt(s.disks.len() as u64));
+    assert_eq!(data["busy"], Value::UInt(busy as u64));
+    assert_eq!(data["busiest"], Value::Str(busiest.name.clone()));
+    assert_eq!(data["busiest_util_pct"], Value::Float(busiest.util));
+    host.shutdown();
+
+    let host = dir.start("[plugins.busy-disks-c]\nbusy_pct = 200\n");
+    let refused = host
+        .plugins()
+        .into_iter()
+        .find_map(|p| match p.status {
+            Status::Refused(why) => Some(why),
+            _ => None,
+        })
+        .expect("busy_pct = 200 is refused");
+    assert!(
+        refused.contains("busy_pct must be a number from 0 to 100"),
+        "{refused}"
+    );
 }
 
 #[test]

@@ -105,3 +105,41 @@ fn commented(text: &str, header: &str) -> Option<String> {
         .collect();
     Some(body.join("\n"))
 }
+
+/// The one meaning of `window_samples` (`zpulse_proto::sdk::stats::check_window_samples`,
+/// docs/plugin-authoring.md): 0 is no limit by count and is accepted; a cap below
+/// `min_samples` is refused, naming both settings. `C` is built from TOML the way the agent
+/// hands it a `[plugins.NAME]` table.
+pub fn assert_window_samples_rule<C>(min_samples: u64)
+where
+    C: zpulse_proto::sdk::Check,
+{
+    let build = |toml_text: &str| {
+        let config: C::Config = toml::from_str(toml_text)
+            .unwrap_or_else(|e| panic!("{}: {toml_text:?} is not a config: {e}", C::NAME));
+        C::build(config).map(|_| ())
+    };
+    let unlimited = format!("window_samples = 0\nmin_samples = {min_samples}");
+    if let Err(e) = build(&unlimited) {
+        panic!(
+            "{}: window_samples = 0 (no limit) was refused: {e}",
+            C::NAME
+        );
+    }
+    let too_few = format!(
+        "window_samples = {}\nmin_samples = {min_samples}",
+        min_samples - 1
+    );
+    let err = match build(&too_few) {
+        Ok(()) => panic!(
+            "{}: {too_few:?} was accepted: it could never judge",
+            C::NAME
+        ),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("window_samples") && err.contains("min_samples"),
+        "{}: {err}",
+        C::NAME
+    );
+}

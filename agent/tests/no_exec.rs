@@ -19,15 +19,8 @@ fn strace_available() -> bool {
 
 /// Runs `zpulse ARGS` under strace and returns the trace.
 fn trace(args: &[&str]) -> String {
-    let log = std::env::temp_dir().join(format!(
-        "zpulse-strace-{}-{}.log",
-        std::process::id(),
-        args.join("_")
-            .replace('/', "_")
-            .chars()
-            .take(40)
-            .collect::<String>()
-    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("strace.log");
     let status = Command::new("strace")
         .args([
             "-f",
@@ -43,9 +36,7 @@ fn trace(args: &[&str]) -> String {
         .status()
         .expect("strace runs");
     assert!(status.success(), "zpulse {args:?} failed under strace");
-    let text = std::fs::read_to_string(&log).expect("strace log");
-    let _ = std::fs::remove_file(&log);
-    text
+    std::fs::read_to_string(&log).expect("strace log")
 }
 
 fn assert_no_spawn(args: &[&str]) {
@@ -90,7 +81,7 @@ fn replay_and_capture_spawn_nothing() {
     let series = lab("");
     assert_no_spawn(&["replay", series.to_str().unwrap()]);
     assert_no_spawn(&["once", "--root", lab("000").to_str().unwrap()]);
-    let dest = std::env::temp_dir().join(format!("zpulse-noexec-capture-{}", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("capture");
     assert_no_spawn(&["capture", dest.to_str().unwrap()]);
-    let _ = std::fs::remove_dir_all(dest);
 }

@@ -28,10 +28,46 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zpulse-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A path `name` (not created) in a fresh temporary directory, removed when this drops: a
+/// failing test leaves nothing behind, and two runs never meet.
+struct Scratch {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn temp(name: &str) -> Scratch {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    Scratch { _dir: dir, path }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The run succeeded; else its stderr is the failure.
+fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The run failed, saying `why` on stderr.
+fn assert_refused(out: &Output, why: &str) {
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(why), "{err}");
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -93,11 +129,7 @@ fn json_carries_every_arcstats_and_zil_value_and_every_disk() {
 #[test]
 fn once_without_zfs_still_reports_the_host() {
     let out = zpulse(&["once"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     if !Path::new("/proc/spl/kstat/zfs").exists() {
         assert!(text.contains("ZFS kernel module not loaded"), "{text}");
@@ -128,11 +160,7 @@ fn capture_of_a_capture_reads_back_identically() {
         "--root",
         lab("000").to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let strip = |mut v: Value| {
         v["taken_at"] = Value::Null;
         v
@@ -152,7 +180,6 @@ fn capture_of_a_capture_reads_back_identically() {
         "json",
     ]));
     assert_eq!(original, copy);
-    std::fs::remove_dir_all(dest).unwrap();
 }
 
 #[test]
@@ -166,22 +193,13 @@ fn a_live_series_replays() {
         "--interval",
         "0.2",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert!(dest.join("000/zpulse-capture.toml").is_file());
     assert!(dest.join("001/proc/diskstats").is_file());
     let out = zpulse(&["replay", dest.to_str().unwrap(), "--format", "json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let sample: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(sample["interval"].as_f64().unwrap() > 0.1);
-    std::fs::remove_dir_all(dest).unwrap();
 }
 
 #[test]
@@ -207,15 +225,12 @@ fn a_broken_kstat_costs_only_itself() {
         !snap["disks"].as_array().unwrap().is_empty(),
         "disks still parsed"
     );
-    std::fs::remove_dir_all(root).unwrap();
 }
 
 #[test]
 fn a_missing_capture_is_a_clear_error() {
     let out = zpulse(&["once", "--root", "/nonexistent/capture"]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("zpulse-capture.toml"), "{err}");
+    assert_refused(&out, "zpulse-capture.toml");
 }
 
 #[test]
@@ -228,10 +243,7 @@ fn a_capture_of_an_unknown_format_is_refused() {
     )
     .unwrap();
     let out = zpulse(&["once", "--root", root.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("format 2 is not supported"), "{err}");
-    std::fs::remove_dir_all(root).unwrap();
+    assert_refused(&out, "format 2 is not supported");
 }
 
 /// A FreeBSD capture (`sysctl/<name>` files) goes through the FreeBSD parsers: built here
@@ -271,15 +283,9 @@ fn a_freebsd_capture_replays_through_the_sysctl_parsers() {
         "--root",
         root.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let again = json(&["once", "--root", copy.to_str().unwrap(), "--format", "json"]);
     assert_eq!(again["arc"], snap["arc"]);
-    std::fs::remove_dir_all(root).unwrap();
-    std::fs::remove_dir_all(copy).unwrap();
 }
 
 /// Runs zpulse; a run that has not finished in 20 s is a hang, and the test fails.
@@ -317,11 +323,7 @@ fn a_fifo_or_device_in_place_of_a_source_costs_only_itself() {
     std::fs::remove_file(root.join("proc/stat")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", root.join("proc/stat")).unwrap();
     let out = zpulse_bounded(&["once", "--root", root.to_str().unwrap(), "--format", "json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
     let issues = snap["issues"].to_string();
     assert!(
@@ -334,7 +336,6 @@ fn a_fifo_or_device_in_place_of_a_source_costs_only_itself() {
     );
     // Everything else still read: the arcstats of the capture.
     assert!(snap["arc"]["fields"]["hits"].is_u64(), "{}", snap["arc"]);
-    std::fs::remove_dir_all(root).unwrap();
 }
 
 #[test]
@@ -344,16 +345,12 @@ fn a_manifest_that_is_a_fifo_or_dev_zero_is_refused_at_once() {
     let manifest = root.join("zpulse-capture.toml");
     mkfifo(&manifest);
     let out = zpulse_bounded(&["once", "--root", root.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not a regular file (a FIFO)"), "{err}");
+    assert_refused(&out, "not a regular file (a FIFO)");
 
     std::fs::remove_file(&manifest).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &manifest).unwrap();
     let out = zpulse_bounded(&["once", "--root", root.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("character device"), "{err}");
+    assert_refused(&out, "character device");
     // In a series, for replay.
     let series = temp("fifo-series");
     copy_dir(&lab("000"), &series.join("000"));
@@ -362,19 +359,13 @@ fn a_manifest_that_is_a_fifo_or_dev_zero_is_refused_at_once() {
     std::fs::remove_file(&second).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &second).unwrap();
     let out = zpulse_bounded(&["replay", series.to_str().unwrap()]);
-    std::fs::remove_dir_all(series).unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("character device"), "{err}");
+    assert_refused(&out, "character device");
 
     // A regular file too large to be a manifest.
     std::fs::remove_file(&manifest).unwrap();
     std::fs::write(&manifest, vec![b'#'; 1 << 20]).unwrap();
     let out = zpulse_bounded(&["once", "--root", root.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("larger than"), "{err}");
-    std::fs::remove_dir_all(root).unwrap();
+    assert_refused(&out, "larger than");
 }
 
 #[test]
@@ -390,12 +381,8 @@ fn capture_never_writes_through_a_link_planted_in_its_directory() {
         "--root",
         lab("000").to_str().unwrap(),
     ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not empty"), "{err}");
+    assert_refused(&out, "not empty");
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
-    std::fs::remove_dir_all(dest).unwrap();
-    std::fs::remove_file(victim).unwrap();
 }
 
 #[test]
@@ -411,8 +398,7 @@ fn capture_into_an_existing_capture_or_series_is_refused() {
     assert!(zpulse(&args).status.success());
     let before = std::fs::read(dest.join("zpulse-capture.toml")).unwrap();
     let out = zpulse(&args);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"));
+    assert_refused(&out, "not empty");
     assert_eq!(
         std::fs::read(dest.join("zpulse-capture.toml")).unwrap(),
         before
@@ -426,7 +412,6 @@ fn capture_into_an_existing_capture_or_series_is_refused() {
         "0.1",
     ]);
     assert!(!out.status.success());
-    std::fs::remove_dir_all(dest).unwrap();
 }
 
 #[test]
@@ -467,7 +452,6 @@ fn every_empty_or_misplaced_source_gets_its_note() {
         .collect();
     // The capture's one pool (lab/basic: `tank`), and no phantom `zil`.
     assert_eq!(pools, ["tank"]);
-    std::fs::remove_dir_all(root).unwrap();
 }
 
 /// `zpulse once` of a host without ZFS (the lab capture with its kstats removed) shows the
@@ -475,17 +459,12 @@ fn every_empty_or_misplaced_source_gets_its_note() {
 /// `/proc/stat` and `/proc/net/dev`.
 #[test]
 fn once_without_zfs_shows_cpu_and_network_since_boot() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("capture");
+    let root = temp("capture");
     copy_dir(&lab("000"), &root);
     std::fs::remove_dir_all(root.join("proc/spl")).unwrap();
     std::fs::remove_dir_all(root.join("zfs-ioctl")).ok();
     let out = zpulse(&["once", "--root", root.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("ZFS kernel module not loaded"), "{text}");
 

@@ -13,13 +13,6 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zpulse-prom-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn captures(dir: &Path, out: &mut Vec<PathBuf>) {
     if dir.join("zpulse-capture.toml").exists() {
         out.push(dir.to_path_buf());
@@ -175,7 +168,8 @@ fn agent(dir: &Path, sink: &str) -> Agent {
 
 #[test]
 fn metrics_endpoint_negotiates_format_and_compression() {
-    let dir = temp("negotiate");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
     let a = agent(&dir, "");
     let plain = request(&a.1, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(plain.status, 200);
@@ -233,7 +227,8 @@ fn metrics_endpoint_negotiates_format_and_compression() {
 
 #[test]
 fn idle_clients_cannot_take_the_endpoint_for_more_than_the_timeout() {
-    let dir = temp("idle");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
     let a = agent(&dir, "max_connections = 2\ntimeout = \"2s\"\n");
     // Two clients connect and say nothing.
     let mut idle: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(&a.1).unwrap()).collect();
@@ -269,7 +264,8 @@ fn idle_clients_cannot_take_the_endpoint_for_more_than_the_timeout() {
 
 #[test]
 fn a_reload_keeps_the_port_it_listens_on() {
-    let dir = temp("reload");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
     let a = agent(&dir, "");
     let hup = Command::new("kill")
         .args(["-HUP", &a.0.id().to_string()])
@@ -294,7 +290,8 @@ fn a_reload_keeps_the_port_it_listens_on() {
 
 #[test]
 fn textfile_is_written_for_node_exporter() {
-    let dir = temp("textfile");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
     let file = dir.join("zpulse.prom");
     let _a = agent(
         &dir,
@@ -321,7 +318,8 @@ fn check_config(dir: &Path, sink: &str) -> (bool, String) {
 
 #[test]
 fn check_config_names_bad_listen_values_and_busy_ports() {
-    let dir = temp("check");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
     let file = dir.join("zpulse.toml").display().to_string();
     let (ok, msg) = check_config(&dir, "listen = \"nas1:9134\"\n");
     assert!(!ok);

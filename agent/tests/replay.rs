@@ -1,6 +1,6 @@
 //! `zpulse replay` over the lab series agrees with `iostat -x`: the expected figures are
 //! computed here from the raw `/proc/diskstats` lines of the two captures with sysstat's
-//! formulas (zfs-internals.md §7.2), independently of the agent's parsers.
+//! formulas (docs/zfs-sources.md, "`/proc/diskstats`"), independently of the agent's parsers.
 
 use serde_json::Value;
 use std::collections::HashMap;

@@ -2,8 +2,8 @@
 //! collector. Pure functions of bytes; no sockets, no clock, no randomness (callers pass the
 //! random bytes in, so every message here is reproducible in a test).
 //!
-//! The stream carries back-to-back MessagePack values with no length prefix (Forward protocol
-//! v1 spec, fluent/fluentd wiki "Forward Protocol Specification v1"):
+//! The stream carries back-to-back MessagePack values with no length prefix (the Forward
+//! Protocol Specification v1, `github.com/fluent/fluentd/wiki/Forward-Protocol-Specification-v1`):
 //!
 //! * client → server: an event batch in one of four modes ([`Mode`]), a `PING`, or a lone
 //!   `nil` (keep-alive);

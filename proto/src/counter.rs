@@ -8,6 +8,14 @@
 //!   the previous value means nothing any more, so there is no delta for this interval.
 //!
 //! A 64-bit counter cannot wrap in practice, so going backwards is always a reset.
+//!
+//! Counters that one kernel object keeps together (a kstat's rows: arcstats, `zil`, a
+//! dataset's `objset-*`) reset together, so [`kstat_deltas`] takes them as a set: one going
+//! backwards, or the kstat re-created, and the whole set has no deltas for the interval.
+//! Every delta of kernel counters in zpulse is made by the functions here.
+
+use crate::snapshot::{Kstat, KstatValue};
+use std::collections::BTreeMap;
 
 /// Delta of a monotonic 64-bit counter; `None` when it went backwards (a reset).
 pub fn delta(prev: u64, cur: u64) -> Option<u64> {
@@ -25,6 +33,33 @@ pub fn delta_u32(prev: u64, cur: u64) -> u64 {
 /// Delta of an optional counter: present only when both ends are present and it did not reset.
 pub fn delta_opt(prev: Option<u64>, cur: Option<u64>) -> Option<u64> {
     delta(prev?, cur?)
+}
+
+/// Deltas of the unsigned rows of `cur` whose name passes `keep`, or `None` when the kstat was
+/// re-created (another `crtime`) or any kept counter went backwards: after a module reload,
+/// or a dataset destroyed and re-created, every delta would be wrong. A row missing from
+/// `prev` (a kernel that added it) has no delta and is left out.
+pub fn kstat_deltas(
+    prev: &Kstat,
+    cur: &Kstat,
+    keep: impl Fn(&str) -> bool,
+) -> Option<BTreeMap<String, u64>> {
+    if let (Some(a), Some(b)) = (prev.header, cur.header)
+        && a.crtime != b.crtime
+    {
+        return None;
+    }
+    let mut out = BTreeMap::new();
+    for (name, value) in &cur.fields {
+        if !keep(name) {
+            continue;
+        }
+        let (KstatValue::Unsigned(now), Some(before)) = (value, prev.u64(name)) else {
+            continue;
+        };
+        out.insert(name.clone(), delta(before, *now)?);
+    }
+    Some(out)
 }
 
 /// `part / whole`, or `None` when `whole` is zero: a ratio over nothing is unknown, not 0.
@@ -53,6 +88,45 @@ mod tests {
         assert_eq!(delta(100, 40), None);
         assert_eq!(delta(40, 100), Some(60));
         assert_eq!(delta_opt(Some(1), None), None);
+    }
+
+    #[test]
+    fn a_kstat_s_counters_reset_together() {
+        let kstat = |rows: &[(&str, u64)]| {
+            let mut k = Kstat::default();
+            for (n, v) in rows {
+                k.insert(*n, KstatValue::Unsigned(*v));
+            }
+            k
+        };
+        let a = kstat(&[
+            ("zil_commit_count", 10),
+            ("zil_itx_count", 50),
+            ("reads", 7),
+        ]);
+        let b = kstat(&[
+            ("zil_commit_count", 15),
+            ("zil_itx_count", 80),
+            ("reads", 1),
+        ]);
+        // `reads` went back, but only the zil_ rows are asked for.
+        let zil = kstat_deltas(&a, &b, |n| n.starts_with("zil_")).unwrap();
+        assert_eq!(zil["zil_commit_count"], 5);
+        assert_eq!(zil["zil_itx_count"], 30);
+        assert_eq!(zil.len(), 2);
+        // One kept counter backwards: none of the set has a delta.
+        assert_eq!(kstat_deltas(&a, &b, |_| true), None);
+        // A row the earlier reading lacks has no delta; the others do.
+        let c = kstat(&[
+            ("zil_commit_count", 20),
+            ("zil_itx_count", 90),
+            ("zil_new", 3),
+        ]);
+        assert!(
+            !kstat_deltas(&b, &c, |_| true)
+                .unwrap()
+                .contains_key("zil_new")
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The event record: what checks find and what the agent says about itself.
 //!
 //! Each event travels as a Fluent Forward entry `[EventTime, record]` under the tag
-//! `zpulse.<kind>` (design.md, "Events"). [`Event`] is the record; [`EventTime`] the time;
+//! `zpulse.<kind>` (docs/plugin-authoring.md, "Events"). [`Event`] is the record; [`EventTime`] the time;
 //! [`Value`] the figures in `data`. Plugins build events with the SDK
 //! ([`crate::sdk::Findings`], [`Event::finding`], [`Event::metrics`]) and emit them as
 //! MessagePack; the agent decodes them with [`Event::from_msgpack`], which also runs

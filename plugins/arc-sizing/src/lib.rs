@@ -45,9 +45,11 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::sections_of_events;
-use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2, settle};
+use zpulse_proto::sdk::stats::{
+    Timed, Window, check_window_samples, least_squares_slope, round2, settle,
+};
 use zpulse_proto::sdk::{
-    self, Event, Findings, Host, Plugin, Report, Rules, Severity, Threshold, Verdict,
+    self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
 };
 use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::Os;
@@ -317,36 +319,32 @@ pub struct ArcSizing {
 
 pub const SUBJECT: &str = "arc";
 
-impl Plugin for ArcSizing {
+impl Check for ArcSizing {
     const NAME: &'static str = "arc-sizing";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     /// Of the optional parts of the sample: the ARC, memory and tunables only.
     const READS: u64 = 0;
     type Config = Config;
 
-    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
-        let plugin = ArcSizing::with_config(config)?;
-        host.info(&format!(
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(ArcSizing::with_config(config)?)
+    }
+
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        self.step(sample)
+    }
+
+    fn started(&self) -> Option<String> {
+        Some(format!(
             "watching the ARC over {} s: pinned at {}% of c_max with ghost hits ≥ {}% of reads",
-            plugin.config.window.as_secs(),
-            plugin.config.pinned_pct,
-            plugin.config.ghost_share_pct
-        ));
-        Ok(plugin)
+            self.config.window.as_secs(),
+            self.config.pinned_pct,
+            self.config.ghost_share_pct
+        ))
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for event in self.step(sample) {
-            host.emit(&event)?;
-        }
-        Ok(())
-    }
-
-    fn report(&mut self, window: &ReportWindow, host: &Host) -> Result<(), sdk::Error> {
-        for section in self.conclude(window) {
-            host.section(&section)?;
-        }
-        Ok(())
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        self.conclude(window)
     }
 }
 
@@ -420,7 +418,7 @@ impl ArcSizing {
 }
 
 impl ArcSizing {
-    /// The check without a host: validates the config the way [`Plugin::new`] does.
+    /// The check without a host: validates the config the way [`Check::build`] does.
     pub fn with_config(config: Config) -> Result<ArcSizing, String> {
         let pinned = Threshold::above(config.pinned_pct, config.pinned_clear_pct)
             .map_err(|e| format!("pinned_pct: {e}"))?;
@@ -447,6 +445,7 @@ impl ArcSizing {
         if config.window.is_zero() {
             return Err("window must be longer than 0 s".into());
         }
+        check_window_samples(config.window_samples as usize, config.min_samples as usize)?;
         let findings = Findings::new(
             Self::NAME,
             Rules {

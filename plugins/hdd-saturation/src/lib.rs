@@ -51,12 +51,10 @@ pub use window::{Obs, Stats, Window, percentile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 use zpulse_proto::Sample;
-use zpulse_proto::report::ReportWindow;
+use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sample::DiskRates;
-use zpulse_proto::sdk::stats::{round2, settle};
-use zpulse_proto::sdk::{
-    self, Event, Findings, Host, Plugin, Report, Rules, Threshold, Value, Verdict,
-};
+use zpulse_proto::sdk::stats::{check_window_samples, round2, settle};
+use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Threshold, Value, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::VdevClass;
 
@@ -176,17 +174,24 @@ pub struct HddSaturation {
     describing_window: bool,
 }
 
-impl Plugin for HddSaturation {
+impl Check for HddSaturation {
     const NAME: &'static str = "hdd-saturation";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     /// Of the optional parts of the sample: disk roles and rotational flags, and the disk rates.
     const READS: u64 = zpulse_proto::abi::PART_SNAPSHOT_DISKS | zpulse_proto::abi::PART_DISK_RATES;
     type Config = Config;
 
-    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
-        let plugin = HddSaturation::with_config(config)?;
-        let c = &plugin.config;
-        host.info(&format!(
+    fn build(config: Config) -> Result<Self, sdk::Error> {
+        Ok(HddSaturation::with_config(config)?)
+    }
+
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        self.step(sample)
+    }
+
+    fn started(&self) -> Option<String> {
+        let c = &self.config;
+        Some(format!(
             "watching {} over {} s: saturated share {}% or mean {}% busy",
             if c.disks.is_empty() {
                 "every spinning disk and HDD vdev".to_string()
@@ -196,27 +201,16 @@ impl Plugin for HddSaturation {
             c.window.as_secs(),
             c.saturated_share_pct,
             c.mean_util_pct
-        ));
-        Ok(plugin)
+        ))
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for event in self.step(sample) {
-            host.emit(&event)?;
-        }
-        Ok(())
-    }
-
-    fn report(&mut self, window: &ReportWindow, host: &Host) -> Result<(), sdk::Error> {
-        for section in self.conclude(window) {
-            host.section(&section)?;
-        }
-        Ok(())
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        self.conclude(window)
     }
 }
 
 impl HddSaturation {
-    /// The check without a host: validates the config the way [`Plugin::new`] does.
+    /// The check without a host: validates the config the way [`Check::build`] does.
     pub fn with_config(config: Config) -> Result<HddSaturation, String> {
         let share = Threshold::above(config.saturated_share_pct, config.saturated_share_clear_pct)
             .and_then(|t| t.critical(config.saturated_share_critical_pct))
@@ -242,6 +236,7 @@ impl HddSaturation {
         if config.window.is_zero() {
             return Err("window must be longer than 0 s".into());
         }
+        check_window_samples(config.window_samples as usize, config.min_samples as usize)?;
         let findings = Findings::new(
             Self::NAME,
             Rules {
@@ -324,7 +319,7 @@ impl HddSaturation {
             let (true, Some(rates)) = (all_hdd, rates) else {
                 continue;
             };
-            let subject = format!("{pool}/{}/{vdev}", class.as_str());
+            let subject = class.top_subject(&pool, &vdev);
             let mut obs = vdev_obs(&rates, sample);
             if let Some(v) = vdev_rates.get(&(pool.as_str(), subject.as_str())) {
                 let ops_r = v.read_ops_per_s * v.seconds;
@@ -579,7 +574,7 @@ impl HddSaturation {
                 if !roles.is_empty() {
                     let list: Vec<Value> = roles
                         .iter()
-                        .map(|(p, c, v)| Value::from(format!("{p}/{}/{v}", c.as_str())))
+                        .map(|(p, c, v)| Value::from(c.top_subject(p, v)))
                         .collect();
                     r = r.with("vdevs", Value::List(list));
                 }

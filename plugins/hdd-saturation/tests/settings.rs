@@ -7,3 +7,10 @@ fn documented_settings_equal_the_code() {
         "hdd-saturation",
     );
 }
+
+#[test]
+fn window_samples_zero_is_no_limit_and_a_cap_below_min_samples_is_refused() {
+    zpulse_tests::settings::assert_window_samples_rule::<zpulse_check_hdd_saturation::HddSaturation>(
+        12,
+    );
+}

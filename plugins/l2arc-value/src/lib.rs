@@ -33,12 +33,11 @@
 //! min_hold = "15m"          # a finding stays up at least this long
 //! ```
 
-use std::collections::VecDeque;
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::section_of;
-use zpulse_proto::sdk::stats::round_sig3;
+use zpulse_proto::sdk::stats::{Timed, Window, check_window_samples, round_sig3};
 use zpulse_proto::sdk::text::{bytes, duration};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
@@ -95,13 +94,7 @@ impl Config {
         if self.min_samples < 1 {
             return Err("min_samples must be at least 1".into());
         }
-        if self.window_samples < self.min_samples {
-            return Err(format!(
-                "window_samples ({}) must be at least min_samples ({})",
-                self.window_samples, self.min_samples
-            ));
-        }
-        Ok(())
+        check_window_samples(self.window_samples, self.min_samples)
     }
 }
 
@@ -123,6 +116,12 @@ struct Point {
     busy_secs: f64,
     /// `l2_asize` at the end of the interval.
     l2_asize: Option<u64>,
+}
+
+impl Timed for Point {
+    fn end(&self) -> f64 {
+        self.end
+    }
 }
 
 /// The verdict.
@@ -194,7 +193,7 @@ fn cache_devices(snap: &Snapshot) -> Vec<(String, Option<String>, u64)> {
         };
         for v in config.class(VdevClass::Cache) {
             out.push((
-                format!("{}/cache/{}", pool.name, v.name),
+                v.subject_of(&pool.name, v),
                 v.disk.clone(),
                 v.stats.as_ref().map_or(0, |s| s.space),
             ));
@@ -217,7 +216,7 @@ fn subject_of(devices: &[(String, Option<String>, u64)]) -> (String, Vec<String>
 pub struct L2arcValue {
     config: Config,
     findings: Findings,
-    window: VecDeque<Point>,
+    window: Window<Point>,
 }
 
 impl L2arcValue {
@@ -234,8 +233,8 @@ impl L2arcValue {
                     material_change: 0.5,
                 },
             ),
+            window: Window::new(config.window.as_secs_f64(), config.window_samples),
             config,
-            window: VecDeque::new(),
         })
     }
 
@@ -274,7 +273,7 @@ impl L2arcValue {
                 (b + r.util / 100.0 * sample.interval, s + sample.interval)
             });
         let now = sample.end;
-        self.window.push_back(Point {
+        self.window.push(Point {
             end: now,
             interval: sample.interval,
             reads: d("hits") + d("iohits") + d("misses"),
@@ -289,12 +288,6 @@ impl L2arcValue {
             busy_secs,
             l2_asize: sample.snapshot.arc.as_ref().and_then(|a| a.l2_asize()),
         });
-        let oldest = now - self.config.window.as_secs_f64();
-        while self.window.len() > self.config.window_samples
-            || self.window.front().is_some_and(|p| p.end < oldest)
-        {
-            self.window.pop_front();
-        }
         true
     }
 

@@ -57,6 +57,14 @@ fn part(name: &str, of: &str, offset: u64) -> Disk {
     }
 }
 
+/// Pool `tank` with one top-level vdev, `mirror-0` of `leaves` at `ashift`, over `disks`.
+fn one_mirror(ashift: u64, leaves: Vec<Vdev>, disks: Vec<Disk>) -> Sample {
+    sample(
+        vec![top("mirror-0", "mirror", MIRROR, ashift, leaves)],
+        disks,
+    )
+}
+
 fn sample(tops: Vec<Vdev>, disks: Vec<Disk>) -> Sample {
     Sample {
         end: 1_796_000_000.0,
@@ -138,14 +146,9 @@ fn ashift_below_the_physical_sector_and_a_misaligned_partition() {
 fn vs_physical_ashift_wins_over_the_disk_statistics() {
     let mut l = leaf("sdc", "sdc");
     l.stats.as_mut().unwrap().physical_ashift = Some(12);
-    let s = sample(
-        vec![top(
-            "mirror-0",
-            "mirror",
-            MIRROR,
-            9,
-            vec![l, leaf("sdd", "sdd")],
-        )],
+    let s = one_mirror(
+        9,
+        vec![l, leaf("sdd", "sdd")],
         vec![disk("sdc", false, 512), disk("sdd", false, 512)],
     );
     assert!(
@@ -157,14 +160,9 @@ fn vs_physical_ashift_wins_over_the_disk_statistics() {
 
 #[test]
 fn matching_ashift_and_aligned_partitions_raise_nothing() {
-    let s = sample(
-        vec![top(
-            "mirror-0",
-            "mirror",
-            MIRROR,
-            12,
-            vec![part_leaf("sda1", "sda"), part_leaf("sdb1", "sdb")],
-        )],
+    let s = one_mirror(
+        12,
+        vec![part_leaf("sda1", "sda"), part_leaf("sdb1", "sdb")],
         vec![
             disk("sda", true, 4096),
             disk("sdb", true, 4096),
@@ -177,14 +175,9 @@ fn matching_ashift_and_aligned_partitions_raise_nothing() {
 
 #[test]
 fn two_members_on_one_disk_are_critical() {
-    let s = sample(
-        vec![top(
-            "mirror-0",
-            "mirror",
-            MIRROR,
-            12,
-            vec![part_leaf("sdb2", "sdb"), part_leaf("sdb3", "sdb")],
-        )],
+    let s = one_mirror(
+        12,
+        vec![part_leaf("sdb2", "sdb"), part_leaf("sdb3", "sdb")],
         vec![
             disk("sdb", true, 512),
             part("sdb2", "sdb", 1 << 20),
@@ -203,14 +196,9 @@ fn two_members_on_one_disk_are_critical() {
 
 #[test]
 fn hdd_and_ssd_in_one_mirror() {
-    let s = sample(
-        vec![top(
-            "mirror-0",
-            "mirror",
-            MIRROR,
-            12,
-            vec![part_leaf("sdb4", "sdb"), leaf("sdf", "sdf")],
-        )],
+    let s = one_mirror(
+        12,
+        vec![part_leaf("sdb4", "sdb"), leaf("sdf", "sdf")],
         vec![
             disk("sdb", true, 512),
             part("sdb4", "sdb", 1 << 20),

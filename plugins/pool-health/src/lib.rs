@@ -39,7 +39,7 @@ use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sample::VdevRates;
 use zpulse_proto::sdk::section::judge_afresh;
-use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round_sig3, round2};
+use zpulse_proto::sdk::stats::{Window, least_squares_slope, round_sig3, round2};
 use zpulse_proto::sdk::text::{bytes, ctime_utc, dhms, scan_status};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
@@ -99,19 +99,6 @@ fn is_missing(state: Option<&str>) -> bool {
     )
 }
 
-/// One point of a pool's allocation over time.
-#[derive(Debug, Clone, Copy)]
-struct AllocPoint {
-    at: f64,
-    alloc: f64,
-}
-
-impl Timed for AllocPoint {
-    fn end(&self) -> f64 {
-        self.at
-    }
-}
-
 /// What the check remembers of one vdev's error counters.
 #[derive(Debug, Clone, Copy)]
 struct Counts {
@@ -137,7 +124,7 @@ pub struct PoolHealth {
     /// Leaves that returned errors during the resilver running in their top-level vdev:
     /// top-level subject → leaf subjects.
     resilver_hits: BTreeMap<String, BTreeSet<String>>,
-    growth: HashMap<String, Window<AllocPoint>>,
+    growth: HashMap<String, Window<(f64, f64)>>,
 }
 
 impl PoolHealth {
@@ -547,11 +534,8 @@ impl PoolHealth {
                 self.config.growth_window_samples,
             )
         });
-        window.push(AllocPoint {
-            at: now,
-            alloc: root.alloc as f64,
-        });
-        let points: Vec<(f64, f64)> = window.iter().map(|p| (p.at, p.alloc)).collect();
+        window.push((now, root.alloc as f64));
+        let points: Vec<(f64, f64)> = window.iter().copied().collect();
         let growth = least_squares_slope(&points);
         let free = root.space.saturating_sub(root.alloc);
         let verdict = self.capacity.verdict(used_pct);
@@ -787,7 +771,7 @@ fn spares(pool: &str, cfg: &PoolConfig) -> Vec<(String, Verdict, Report)> {
                 continue;
             };
             for s in spares {
-                let subject = format!("{pool}/spare/{}", s.name);
+                let subject = VdevClass::Spare.top_subject(pool, &s.name);
                 let report = Report::new(format!(
                     "hot spare {}{} is in use in {} of {pool}, standing in for {}{} ({})",
                     s.name,

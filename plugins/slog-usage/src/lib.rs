@@ -41,12 +41,12 @@
 //! pools = []                # only these pools; empty = every pool
 //! ```
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::sections_of_events;
-use zpulse_proto::sdk::stats::round_sig3;
+use zpulse_proto::sdk::stats::{self, Timed, check_window_samples, round_sig3};
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::text::duration;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
@@ -132,13 +132,7 @@ impl Config {
         if self.min_samples < 1 {
             return Err("min_samples must be at least 1".into());
         }
-        if self.window_samples < self.min_samples {
-            return Err(format!(
-                "window_samples ({}) must be at least min_samples ({})",
-                self.window_samples, self.min_samples
-            ));
-        }
-        Ok(())
+        check_window_samples(self.window_samples, self.min_samples)
     }
 }
 
@@ -161,7 +155,8 @@ impl Zil {
         self.normal_bytes += o.normal_bytes;
     }
 
-    /// From `zil` counter deltas (the global kstat, or a 2.2+ dataset's rows).
+    /// From `zil` counter deltas (the global kstat, or a 2.2+ dataset's rows: `Sample` makes
+    /// both, with the one reset rule of `zpulse_proto::counter`).
     fn from_deltas(d: impl Fn(&str) -> Option<u64>) -> Zil {
         let f = |n: &str| d(n).unwrap_or(0) as f64;
         Zil {
@@ -222,6 +217,12 @@ struct Point {
     devices: Vec<DevPoint>,
     /// Σ alloc of the log vdevs at the end of the interval.
     alloc: u64,
+}
+
+impl Timed for Point {
+    fn end(&self) -> f64 {
+        self.end
+    }
 }
 
 /// The verdict on a pool's SLOG.
@@ -307,9 +308,7 @@ pub struct SlogUsage {
     size: Findings,
     redundancy: Findings,
     device: Findings,
-    windows: BTreeMap<String, VecDeque<Point>>,
-    /// Previous per-dataset ZIL counters (OpenZFS 2.2+), by pool and objset.
-    datasets: BTreeMap<(String, String), BTreeMap<String, u64>>,
+    windows: BTreeMap<String, stats::Window<Point>>,
 }
 
 impl SlogUsage {
@@ -355,7 +354,6 @@ impl SlogUsage {
             ),
             config,
             windows: BTreeMap::new(),
-            datasets: BTreeMap::new(),
         })
     }
 
@@ -364,36 +362,26 @@ impl SlogUsage {
     }
 
     /// The pool's own ZIL counts from its datasets' 2.2+ counters: `None` when the kernel
-    /// has no such counters, `Some(None)` on the first reading (nothing to subtract yet).
-    fn pool_zil(&mut self, pool: &Pool) -> Option<Option<Zil>> {
-        let mut supported = false;
+    /// has no such counters, `Some(None)` when no dataset has deltas this interval (all new,
+    /// or re-created).
+    fn pool_zil(sample: &Sample, pool: &Pool) -> Option<Option<Zil>> {
+        let supported = pool
+            .datasets
+            .iter()
+            .any(|ds| ds.counters.u64("zil_commit_count").is_some());
+        if !supported {
+            return None;
+        }
+        let rates = sample.pools.iter().find(|p| p.name == pool.name);
         let mut total: Option<Zil> = None;
-        for ds in &pool.datasets {
-            if ds.counters.u64("zil_commit_count").is_none() {
-                continue;
-            }
-            supported = true;
-            let now: BTreeMap<String, u64> = ds
-                .counters
-                .fields
-                .keys()
-                .filter(|k| k.starts_with("zil_"))
-                .filter_map(|k| Some((k.clone(), ds.counters.u64(k)?)))
-                .collect();
-            let key = (pool.name.clone(), ds.objset.clone());
-            let Some(before) = self.datasets.insert(key, now.clone()) else {
-                continue;
-            };
-            let sum = total.get_or_insert_with(Zil::default);
-            // A counter that went back: the dataset was re-created; it adds nothing this time.
-            if now
-                .iter()
-                .all(|(k, v)| before.get(k).is_none_or(|b| b <= v))
-            {
-                sum.add(&Zil::from_deltas(|n| Some(now.get(n)? - before.get(n)?)));
+        for ds in rates.iter().flat_map(|r| &r.datasets) {
+            if !ds.zil.is_empty() {
+                total
+                    .get_or_insert_with(Zil::default)
+                    .add(&Zil::from_deltas(|n| ds.zil_delta(n)));
             }
         }
-        supported.then_some(total)
+        Some(total)
     }
 
     /// Looks at one sample; returns the events to emit.
@@ -408,7 +396,6 @@ impl SlogUsage {
         let mut events = Vec::new();
         let mut live = Vec::new();
         for pool in &snap.pools {
-            let pool_zil = self.pool_zil(pool);
             if !self.watched(&pool.name) {
                 continue;
             }
@@ -419,22 +406,19 @@ impl SlogUsage {
             if tops.is_empty() {
                 continue;
             }
-            let subject = format!("{}/log", pool.name);
+            let subject = VdevClass::Log.subject_in(&pool.name);
             live.push(subject.clone());
-            let zil = match (pool_zil, host_zil) {
+            let zil = match (Self::pool_zil(sample, pool), host_zil) {
                 (Some(z), _) => z.map(|z| (z, ZilScope::Pool)),
                 (None, Some(z)) => Some((z, ZilScope::Host)),
                 (None, None) => None,
             };
             if let Some(point) = point(sample, pool, &tops, zil) {
-                let window = self.windows.entry(subject.clone()).or_default();
-                window.push_back(point);
-                let oldest = now - self.config.window.as_secs_f64();
-                while window.len() > self.config.window_samples
-                    || window.front().is_some_and(|p| p.end < oldest)
-                {
-                    window.pop_front();
-                }
+                let (span, max) = (self.config.window.as_secs_f64(), self.config.window_samples);
+                self.windows
+                    .entry(subject.clone())
+                    .or_insert_with(|| stats::Window::new(span, max))
+                    .push(point);
             }
             let window = self.windows.get(&subject);
             let layout = layout(&tops);
@@ -464,7 +448,7 @@ impl SlogUsage {
             // Redundancy and the devices, per top-level vdev; exposure from whatever part of
             // the window there is.
             for top in &tops {
-                let top_subject = format!("{subject}/{}", top.name);
+                let top_subject = top.subject_of(&pool.name, top);
                 let writes_per_s = window.map(|w| {
                     let secs: f64 = w.iter().map(|p| p.interval).sum();
                     let n: f64 = w.iter().filter_map(|p| p.top_writes.get(&top.name)).sum();
@@ -477,11 +461,7 @@ impl SlogUsage {
                     events.extend(self.redundancy.observe(now, &top_subject, verdict, report));
                 }
                 for leaf in top.leaves() {
-                    let leaf_subject = if std::ptr::eq(leaf, *top) {
-                        top_subject.clone()
-                    } else {
-                        format!("{top_subject}/{}", leaf.name)
-                    };
+                    let leaf_subject = top.subject_of(&pool.name, leaf);
                     if let Some((verdict, report)) =
                         device_report(snap, &pool.name, &leaf_subject, leaf, busy, writes_per_s)
                     {
@@ -500,9 +480,6 @@ impl SlogUsage {
             events.extend(f.clear_unseen(now, gone));
         }
         self.windows.retain(|s, _| live.contains(s));
-        let pools: Vec<&str> = snap.pools.iter().map(|p| p.name.as_str()).collect();
-        self.datasets
-            .retain(|(p, _), _| pools.contains(&p.as_str()));
         events
     }
 
@@ -895,23 +872,18 @@ fn point(
     zil: Option<(Zil, ZilScope)>,
 ) -> Option<Point> {
     let rates = sample.pools.iter().find(|p| p.name == pool.name)?;
-    let base = format!("{}/log", pool.name);
     let mut top_writes = BTreeMap::new();
     let (mut writes, mut bytes) = (0.0, 0.0);
     let mut devices = Vec::new();
     for top in tops {
-        let subject = format!("{base}/{}", top.name);
+        let subject = top.subject_of(&pool.name, top);
         let r = rates.vdevs.iter().find(|v| v.subject == subject)?;
         let n = r.write_ops_per_s * r.seconds;
         writes += n;
         bytes += r.write_bytes_per_s * r.seconds;
         top_writes.insert(top.name.clone(), n);
         for leaf in top.leaves() {
-            let leaf_subject = if std::ptr::eq(leaf, *top) {
-                subject.clone()
-            } else {
-                format!("{subject}/{}", leaf.name)
-            };
+            let leaf_subject = top.subject_of(&pool.name, leaf);
             let lr = rates.vdevs.iter().find(|v| v.subject == leaf_subject);
             let dr = leaf.disk.as_deref().and_then(|d| sample.disk(d));
             devices.push(DevPoint {
@@ -943,7 +915,7 @@ fn point(
 
 /// The window's figures. Rates are totals over the window's seconds, so a short interval
 /// weighs as little as it lasted.
-fn summarize(w: &VecDeque<Point>) -> Window {
+fn summarize(w: &stats::Window<Point>) -> Window {
     let seconds: f64 = w.iter().map(|p| p.interval).sum();
     let per_s = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
     // ZIL counts over the intervals that have them (the first reading of 2.2+ dataset

@@ -471,14 +471,17 @@ fn a_log_on_a_spinning_disk_is_noted() {
     assert_eq!(d[0].subject, "tank/log/mirror-2/sdx");
 }
 
-/// Per-dataset ZIL counters (OpenZFS 2.2+) make the figures the pool's own.
+/// Per-dataset ZIL counters (OpenZFS 2.2+) make the figures the pool's own; their deltas are
+/// the sample's (`Sample::between` on the absolute counters), not the check's own.
 #[test]
 fn dataset_zil_counters_make_the_figures_the_pools_own() {
     let mut c = check(Config::default());
     let mut events = Vec::new();
-    for i in 0..4u64 {
-        let mut s = sample(i as f64 * 10.0, good_log(), load(100.0, 20.0));
+    let datasets = |i: u64| {
         let mut k = zpulse_proto::snapshot::Kstat::default();
+        for (n, v) in [("reads", 0), ("writes", 0), ("nread", 0), ("nwritten", 0)] {
+            k.insert(n, KstatValue::Unsigned(v));
+        }
         // 30 commits/s in this pool, against 100/s host-wide.
         k.insert("zil_commit_count", KstatValue::Unsigned(300 * i));
         k.insert("zil_itx_count", KstatValue::Unsigned(300 * i));
@@ -487,12 +490,23 @@ fn dataset_zil_counters_make_the_figures_the_pools_own() {
             KstatValue::Unsigned(1000 * i),
         );
         k.insert("zil_itx_metaslab_normal_bytes", KstatValue::Unsigned(0));
-        s.snapshot.pools[0].datasets = vec![DatasetKstats {
+        vec![DatasetKstats {
             objset: "0x36".into(),
             name: Some("tank/db".into()),
             counters: k,
-        }];
+        }]
+    };
+    let mut prev: Option<Sample> = None;
+    for i in 0..4u64 {
+        let mut s = sample(i as f64 * 10.0, good_log(), load(100.0, 20.0));
+        s.snapshot.taken_at = s.end;
+        s.snapshot.pools[0].datasets = datasets(i);
+        if let Some(p) = &prev {
+            let between = Sample::between(&p.snapshot, &s.snapshot).unwrap();
+            s.pools[0].datasets = between.pools[0].datasets.clone();
+        }
         events.extend(c.observe(&s));
+        prev = Some(s);
     }
     let e = of(&events, "slog-usage").last().copied().unwrap();
     assert_eq!(e.data["zil_scope"], Value::Str("pool".into()));

@@ -5,3 +5,8 @@
 fn documented_settings_equal_the_code() {
     zpulse_tests::settings::assert_documented::<zpulse_check_slog_usage::Config>("slog-usage");
 }
+
+#[test]
+fn window_samples_zero_is_no_limit_and_a_cap_below_min_samples_is_refused() {
+    zpulse_tests::settings::assert_window_samples_rule::<zpulse_check_slog_usage::SlogUsage>(3);
+}

@@ -36,12 +36,12 @@
 //! pools = []               # only these pools; empty = every pool
 //! ```
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sdk::section::judge_afresh;
-use zpulse_proto::sdk::stats::round_sig3;
+use zpulse_proto::sdk::stats::{Timed, Window, check_window_samples, round_sig3};
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
@@ -132,12 +132,7 @@ impl Config {
         if self.min_samples < 2 {
             return Err("min_samples must be at least 2: a growth rate needs two points".into());
         }
-        if self.window_samples < self.min_samples {
-            return Err(format!(
-                "window_samples ({}) must be at least min_samples ({})",
-                self.window_samples, self.min_samples
-            ));
-        }
+        check_window_samples(self.window_samples, self.min_samples)?;
         if !(self.max_extrapolation > 0.0 && self.max_extrapolation.is_finite()) {
             return Err("max_extrapolation must be a positive number".into());
         }
@@ -268,6 +263,12 @@ struct ReadPoint {
     l2_hits: f64,
 }
 
+impl Timed for ReadPoint {
+    fn end(&self) -> f64 {
+        self.end
+    }
+}
+
 /// The check's logic, without the plugin plumbing: feed it samples, get events.
 pub struct SpecialFill {
     config: Config,
@@ -275,8 +276,8 @@ pub struct SpecialFill {
     redundancy: Findings,
     late: Findings,
     /// (time, alloc) per subject, oldest first.
-    history: BTreeMap<String, VecDeque<(f64, f64)>>,
-    reads: BTreeMap<String, VecDeque<ReadPoint>>,
+    history: BTreeMap<String, Window<(f64, f64)>>,
+    reads: BTreeMap<String, Window<ReadPoint>>,
 }
 
 impl SpecialFill {
@@ -304,6 +305,11 @@ impl SpecialFill {
         })
     }
 
+    /// An empty window of the configured `window` and `window_samples`.
+    fn new_window<T: Timed>(&self) -> Window<T> {
+        Window::new(self.config.window.as_secs_f64(), self.config.window_samples)
+    }
+
     fn watched(&self, pool: &str) -> bool {
         self.config.pools.is_empty() || self.config.pools.iter().any(|p| p == pool)
     }
@@ -323,15 +329,10 @@ impl SpecialFill {
         if space == 0 {
             return None;
         }
-        let subject = format!("{}/{}", pool.name, class.as_str());
-        let points = self.history.entry(subject.clone()).or_default();
-        points.push_back((now, alloc as f64));
-        let oldest = now - self.config.window.as_secs_f64();
-        while points.len() > self.config.window_samples
-            || points.front().is_some_and(|p| p.0 < oldest)
-        {
-            points.pop_front();
-        }
+        let subject = class.subject_in(&pool.name);
+        let window = self.new_window();
+        let points = self.history.entry(subject.clone()).or_insert(window);
+        points.push((now, alloc as f64));
         let mut fill = Fill {
             subject,
             pool: pool.name.clone(),
@@ -462,7 +463,7 @@ impl SpecialFill {
                 .as_ref()
                 .is_some_and(|c| c.class(VdevClass::Special).next().is_some())
             {
-                let subject = format!("{}/special", pool.name);
+                let subject = VdevClass::Special.subject_in(&pool.name);
                 let (verdict, report) = self.late_verdict(sample, pool, data_pools == 1);
                 events.extend(self.late.observe(now, &subject, verdict, report));
             }
@@ -475,7 +476,7 @@ impl SpecialFill {
         let live: Vec<String> = snap
             .pools
             .iter()
-            .flat_map(|p| ["special", "dedup"].map(|c| format!("{}/{c}", p.name)))
+            .flat_map(|p| [VdevClass::Special, VdevClass::Dedup].map(|c| c.subject_in(&p.name)))
             .collect();
         self.history.retain(|s, _| live.contains(s));
         self.reads.retain(|s, _| live.contains(s));
@@ -572,7 +573,7 @@ impl SpecialFill {
     /// Whether the special class serves the metadata reads: special-class read I/Os against
     /// the ARC's metadata misses (minus every L2ARC hit) over the window.
     fn late_verdict(&mut self, sample: &Sample, pool: &Pool, only_pool: bool) -> (Verdict, Report) {
-        let subject = format!("{}/special", pool.name);
+        let subject = VdevClass::Special.subject_in(&pool.name);
         let rates = sample.pools.iter().find(|p| p.name == pool.name);
         let tops = top_level_subjects(pool, VdevClass::Special);
         let special_reads: Option<f64> = rates.map(|r| {
@@ -599,16 +600,12 @@ impl SpecialFill {
             }
             _ => None,
         };
-        let window = self.reads.entry(subject.clone()).or_default();
+        let fresh = self.new_window();
+        let window = self.reads.entry(subject.clone()).or_insert(fresh);
         if let Some(p) = point {
-            window.push_back(p);
+            window.push(p);
         }
-        let oldest = sample.end - self.config.window.as_secs_f64();
-        while window.len() > self.config.window_samples
-            || window.front().is_some_and(|p| p.end < oldest)
-        {
-            window.pop_front();
-        }
+        window.prune(sample.end);
         let nothing = Report::new(format!("{subject} serves the metadata reads"));
         if !only_pool {
             // Unknowable: clear rather than hold a stale estimate.
@@ -628,7 +625,11 @@ impl SpecialFill {
             "{subject} served {special:.0} reads while {from_disk:.0} metadata blocks were \
              read from disk over the last {} ({} samples): at most {:.0}% of the metadata \
              comes from the special class, the rest from the normal class",
-            days((window.back().map_or(0.0, |p| p.end) - window[0].end + sample.interval) / DAY),
+            days(
+                (window.back().map_or(0.0, |p| p.end) - window.front().map_or(0.0, |p| p.end)
+                    + sample.interval)
+                    / DAY
+            ),
             window.len(),
             share * 100.0
         ))
@@ -657,7 +658,7 @@ impl SpecialFill {
 pub fn top_level_subjects(pool: &Pool, class: VdevClass) -> Vec<String> {
     pool.config.as_ref().map_or_else(Vec::new, |c| {
         c.class(class)
-            .map(|v| format!("{}/{}/{}", pool.name, class.as_str(), v.name))
+            .map(|v| v.subject_of(&pool.name, v))
             .collect()
     })
 }
@@ -670,7 +671,7 @@ fn redundancy(pool: &Pool, class: VdevClass) -> Option<(Verdict, Report)> {
     let ours: Vec<&Vdev> = config.class(class).collect();
     let (normal_name, normal_n) = weakest(&normal)?;
     let (name, n) = weakest(&ours)?;
-    let subject = format!("{}/{}", pool.name, class.as_str());
+    let subject = class.subject_in(&pool.name);
     let holds = if class == VdevClass::Dedup {
         "the dedup class holds the pool's dedup tables"
     } else {

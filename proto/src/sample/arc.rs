@@ -1,8 +1,7 @@
 //! ARC and ZIL rates.
 
 use crate::Snapshot;
-use crate::counter::{delta, ratio};
-use crate::snapshot::{Kstat, KstatValue};
+use crate::counter::{kstat_deltas, ratio};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -125,27 +124,6 @@ impl ZilRates {
     }
 }
 
-/// Deltas of `names` (all rows when `None`), or `None` when the kstat was re-created or any
-/// counter went backwards: after a module reload every delta would be wrong.
-fn counter_deltas(a: &Kstat, b: &Kstat, names: Option<&[&str]>) -> Option<BTreeMap<String, u64>> {
-    if let (Some(ha), Some(hb)) = (a.header, b.header)
-        && ha.crtime != hb.crtime
-    {
-        return None;
-    }
-    let mut out = BTreeMap::new();
-    for (name, value) in &b.fields {
-        if names.is_some_and(|n| !n.contains(&name.as_str())) {
-            continue;
-        }
-        let (KstatValue::Unsigned(now), Some(before)) = (value, a.u64(name)) else {
-            continue;
-        };
-        out.insert(name.clone(), delta(before, *now)?);
-    }
-    Some(out)
-}
-
 pub(super) fn arc_rates(
     prev: &Snapshot,
     cur: &Snapshot,
@@ -153,7 +131,7 @@ pub(super) fn arc_rates(
     resets: &mut Vec<String>,
 ) -> Option<ArcRates> {
     let (a, b) = (prev.arc.as_ref()?, cur.arc.as_ref()?);
-    let Some(deltas) = counter_deltas(&a.0, &b.0, Some(ARC_COUNTERS)) else {
+    let Some(deltas) = kstat_deltas(&a.0, &b.0, |n| ARC_COUNTERS.contains(&n)) else {
         resets.push("arcstats".into());
         return None;
     };
@@ -196,7 +174,7 @@ pub(super) fn zil_rates(
     resets: &mut Vec<String>,
 ) -> Option<ZilRates> {
     let (a, b) = (prev.zil.as_ref()?, cur.zil.as_ref()?);
-    let Some(deltas) = counter_deltas(&a.0, &b.0, None) else {
+    let Some(deltas) = kstat_deltas(&a.0, &b.0, |_| true) else {
         resets.push("zil".into());
         return None;
     };

@@ -1,9 +1,10 @@
 //! Per-pool and per-dataset rates from the pool kstats.
 
 use crate::Snapshot;
-use crate::counter::delta;
+use crate::counter::kstat_deltas;
 use crate::snapshot::{DatasetKstats, Pool};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PoolRates {
@@ -27,6 +28,17 @@ pub struct DatasetRates {
     pub writes_per_s: f64,
     pub read_bytes_per_s: f64,
     pub written_bytes_per_s: f64,
+    /// Delta of every `zil_*` row over the interval (OpenZFS 2.2+ keeps the ZIL counters per
+    /// dataset as well as host-wide); empty when the kernel has none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub zil: BTreeMap<String, u64>,
+}
+
+impl DatasetRates {
+    /// Delta of one `zil_*` row, as [`super::ZilRates::delta`].
+    pub fn zil_delta(&self, name: &str) -> Option<u64> {
+        self.zil.get(name).copied()
+    }
 }
 
 pub(super) fn pool_rates(
@@ -73,9 +85,12 @@ fn dataset_rates(prev: &Pool, cur: &Pool, itv: f64, resets: &mut Vec<String>) ->
 }
 
 fn one_dataset(a: &DatasetKstats, b: &DatasetKstats, itv: f64) -> Option<DatasetRates> {
-    let rate = |n: &str| -> Option<f64> {
-        Some(delta(a.counters.u64(n)?, b.counters.u64(n)?)? as f64 / itv)
-    };
+    const OPS: [&str; 4] = ["reads", "writes", "nread", "nwritten"];
+    // The objset kstat's counters reset together (the dataset destroyed and re-created).
+    let mut deltas = kstat_deltas(&a.counters, &b.counters, |n| {
+        OPS.contains(&n) || n.starts_with("zil_")
+    })?;
+    let mut rate = |n: &str| Some(deltas.remove(n)? as f64 / itv);
     Some(DatasetRates {
         objset: b.objset.clone(),
         name: b.name.clone(),
@@ -83,5 +98,6 @@ fn one_dataset(a: &DatasetKstats, b: &DatasetKstats, itv: f64) -> Option<Dataset
         writes_per_s: rate("writes")?,
         read_bytes_per_s: rate("nread")?,
         written_bytes_per_s: rate("nwritten")?,
+        zil: deltas,
     })
 }

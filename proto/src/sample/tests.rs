@@ -1,5 +1,5 @@
 //! Sample arithmetic against the formulas of sysstat's `iostat -x` and FreeBSD's libdevstat
-//! (zfs-internals.md §6.3, §7.2), on hand-made counters.
+//! (docs/zfs-sources.md, "`/proc/diskstats`" and "`devstat`"), on hand-made counters.
 
 use super::*;
 use crate::snapshot::*;
@@ -206,6 +206,61 @@ fn module_reload_resets_arc() {
     let s = Sample::between(&a, &b).unwrap();
     assert!(s.arc.is_none());
     assert_eq!(s.resets, vec!["arcstats".to_string()]);
+}
+
+/// A pool with one dataset whose `objset-*` kstat has the given rows.
+fn pool_with_dataset(rows: &[(&str, u64)]) -> Pool {
+    let mut counters = Kstat::default();
+    for (n, v) in rows {
+        counters.insert(*n, KstatValue::Unsigned(*v));
+    }
+    Pool {
+        name: "tank".into(),
+        datasets: vec![DatasetKstats {
+            objset: "0x36".into(),
+            name: Some("tank/db".into()),
+            counters,
+        }],
+        ..Pool::default()
+    }
+}
+
+#[test]
+fn dataset_zil_counters_get_deltas_and_reset_with_their_dataset() {
+    let ops = [
+        ("reads", 100),
+        ("writes", 200),
+        ("nread", 1000),
+        ("nwritten", 2000),
+    ];
+    let rows = |commits: u64, writes: u64| {
+        let mut r = ops.to_vec();
+        r[1].1 = writes;
+        r.push(("zil_commit_count", commits));
+        r.push(("zil_itx_metaslab_slog_bytes", commits * 4096));
+        r
+    };
+    let mut a = snap(0.0, vec![]);
+    let mut b = snap(10.0, vec![]);
+    a.pools = vec![pool_with_dataset(&rows(50, 200))];
+    b.pools = vec![pool_with_dataset(&rows(80, 260))];
+    let s = Sample::between(&a, &b).unwrap();
+    let d = &s.pools[0].datasets[0];
+    assert_eq!(d.writes_per_s, 6.0);
+    assert_eq!(d.zil_delta("zil_commit_count"), Some(30));
+    assert_eq!(d.zil_delta("zil_itx_metaslab_slog_bytes"), Some(30 * 4096));
+    assert_eq!(d.zil_delta("reads"), None);
+    // Re-created between the readings: its ZIL counters went back with the rest, so the
+    // dataset has no rates at all this interval and is named as reset.
+    b.pools = vec![pool_with_dataset(&rows(3, 260))];
+    let s = Sample::between(&a, &b).unwrap();
+    assert!(s.pools[0].datasets.is_empty());
+    assert_eq!(s.resets, vec!["dataset tank/db".to_string()]);
+    // A kernel before 2.2: no zil_ rows, no ZIL deltas, the rates as before.
+    a.pools = vec![pool_with_dataset(&ops)];
+    b.pools = vec![pool_with_dataset(&ops)];
+    let s = Sample::between(&a, &b).unwrap();
+    assert!(s.pools[0].datasets[0].zil.is_empty());
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! counter deltas over the delta of the vdev's own `vs_timestamp`, and average latencies
 //! from the delta of each power-of-two histogram, taking each bucket's midpoint.
 
+use crate::counter::delta;
 use crate::snapshot::{Vdev, VdevClass};
 use serde::{Deserialize, Serialize};
 
@@ -110,9 +111,7 @@ pub fn histogram_average(histo: &[u64]) -> Option<u64> {
 fn histogram_delta(prev: Option<&[u64]>, cur: &[u64]) -> Option<Vec<u64>> {
     match prev {
         None => Some(cur.to_vec()),
-        Some(p) if p.len() == cur.len() => {
-            p.iter().zip(cur).map(|(a, b)| b.checked_sub(*a)).collect()
-        }
+        Some(p) if p.len() == cur.len() => p.iter().zip(cur).map(|(a, b)| delta(*a, *b)).collect(),
         Some(_) => None,
     }
 }
@@ -127,12 +126,12 @@ pub fn vdev_rates(prev: Option<&Vdev>, cur: &Vdev, subject: String) -> Option<Vd
         Some(b) => (b.timestamp, &b.ops, &b.bytes),
         None => (0, &zero, &zero),
     };
-    let tdelta = now.timestamp.checked_sub(t0)?;
+    let tdelta = delta(t0, now.timestamp)?;
     let mut d_ops = [0u64; 6];
     let mut d_bytes = [0u64; 6];
     for i in 0..6 {
-        d_ops[i] = now.ops[i].checked_sub(ops0[i])?;
-        d_bytes[i] = now.bytes[i].checked_sub(bytes0[i])?;
+        d_ops[i] = delta(ops0[i], now.ops[i])?;
+        d_bytes[i] = delta(bytes0[i], now.bytes[i])?;
     }
     // zpool iostat: scale = NANOSEC / tdelta, or 1 when no time passed.
     let scale = if tdelta == 0 {

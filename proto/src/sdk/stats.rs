@@ -9,8 +9,21 @@ pub trait Timed {
     fn end(&self) -> f64;
 }
 
+/// A `(time, value)` point, as [`least_squares_slope`] takes them: a trend's window holds
+/// these.
+impl Timed for (f64, f64) {
+    fn end(&self) -> f64 {
+        self.0
+    }
+}
+
 /// The most recent observations: at most `span` seconds back from the newest one, and at
-/// most `max` of them.
+/// most `max` of them. Every check's window is one of these, so they share one edge rule: an
+/// observation that ended `span` or more seconds before the newest one is out (its whole
+/// interval lies before the window), one that ended less than `span` before is in.
+///
+/// A check's `window` and `window_samples` settings are `span` and `max`;
+/// [`check_window_samples`] is the one rule for the two together.
 #[derive(Debug, Clone)]
 pub struct Window<T> {
     obs: VecDeque<T>,
@@ -19,7 +32,7 @@ pub struct Window<T> {
 }
 
 impl<T: Timed> Window<T> {
-    /// `max` = 0 means no limit by count.
+    /// `max` = 0 means no limit by count: `span` alone bounds the window.
     pub fn new(span_s: f64, max: usize) -> Window<T> {
         Window {
             obs: VecDeque::new(),
@@ -45,6 +58,11 @@ impl<T: Timed> Window<T> {
         }
     }
 
+    /// Forgets every observation (the subject went away).
+    pub fn clear(&mut self) {
+        self.obs.clear();
+    }
+
     pub fn len(&self) -> usize {
         self.obs.len()
     }
@@ -57,9 +75,26 @@ impl<T: Timed> Window<T> {
         self.obs.iter()
     }
 
+    pub fn front(&self) -> Option<&T> {
+        self.obs.front()
+    }
+
     pub fn back(&self) -> Option<&T> {
         self.obs.back()
     }
+}
+
+/// The one meaning of a check's `window_samples` beside its `min_samples`: 0 is no limit by
+/// count (the `window` duration alone bounds the window); any other value must let the window
+/// hold `min_samples`, or the check could never judge. The error names both settings.
+pub fn check_window_samples(window_samples: usize, min_samples: usize) -> Result<(), String> {
+    if window_samples != 0 && window_samples < min_samples {
+        return Err(format!(
+            "window_samples ({window_samples}) must be 0 (no limit) or at least min_samples \
+             ({min_samples})"
+        ));
+    }
+    Ok(())
 }
 
 /// Slope of the least-squares line through `points` (x, y), in y per x. `None` for fewer than
@@ -136,6 +171,37 @@ mod tests {
         capped.prune(1e9 + 2.5);
         assert_eq!(capped.back(), Some(&3.0));
         assert_eq!(capped.len(), 1);
+    }
+
+    #[test]
+    fn the_edge_is_span_seconds_back_from_the_newest() {
+        // 10 s samples in a 60 s window: the one that ended exactly 60 s back is out, one
+        // that ended 59.9 s back is in.
+        let mut w: Window<f64> = Window::new(60.0, 0);
+        for end in [0.0, 0.1, 10.0, 60.0] {
+            w.push(end);
+        }
+        assert_eq!(w.iter().copied().collect::<Vec<_>>(), [0.1, 10.0, 60.0]);
+        // Pruning with no new observation uses the same edge: 10.0 ended 60 s before 70.0.
+        w.prune(70.0);
+        assert_eq!(w.iter().copied().collect::<Vec<_>>(), [60.0]);
+    }
+
+    #[test]
+    fn window_samples_zero_is_no_limit_and_otherwise_holds_min_samples() {
+        assert_eq!(check_window_samples(0, 12), Ok(()));
+        assert_eq!(check_window_samples(12, 12), Ok(()));
+        let err = check_window_samples(5, 12).unwrap_err();
+        assert!(
+            err.contains("window_samples (5)") && err.contains("min_samples (12)"),
+            "{err}"
+        );
+        // 0 in the window itself: only the span drops observations.
+        let mut w: Window<f64> = Window::new(1000.0, 0);
+        for end in 0..500 {
+            w.push(end as f64);
+        }
+        assert_eq!(w.len(), 500);
     }
 
     #[test]

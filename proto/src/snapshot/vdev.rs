@@ -28,6 +28,19 @@ impl VdevClass {
             VdevClass::Spare => "spare",
         }
     }
+
+    /// The subject naming this class of `pool` in findings: `pool/class`, e.g. `tank/log`;
+    /// [`Vdev::subject_of`] names the vdevs below it.
+    pub fn subject_in(self, pool: &str) -> String {
+        format!("{pool}/{}", self.as_str())
+    }
+
+    /// The subject naming the top-level vdev `top` of this class: `pool/class/top`, e.g.
+    /// `tank/special/mirror-1` (what [`Vdev::subject_of`] gives a top-level vdev, for callers
+    /// that hold only its name, such as a disk's [`super::DiskRole`]).
+    pub fn top_subject(self, pool: &str, top: &str) -> String {
+        format!("{}/{top}", self.subject_in(pool))
+    }
 }
 
 /// How many devices of a vdev may fail without losing it.
@@ -145,11 +158,14 @@ impl Vdev {
     /// rates: `pool/class/top-level[/vdev]`, e.g. `tank/special/mirror-1/sdc`. Stable across
     /// samples and unique in the pool.
     pub fn subject_of(&self, pool: &str, v: &Vdev) -> String {
-        let class = self.class.map_or("normal", VdevClass::as_str);
+        let top = self
+            .class
+            .unwrap_or(VdevClass::Normal)
+            .top_subject(pool, &self.name);
         if std::ptr::eq(self, v) {
-            format!("{pool}/{class}/{}", self.name)
+            top
         } else {
-            format!("{pool}/{class}/{}/{}", self.name, v.name)
+            format!("{top}/{}", v.name)
         }
     }
 }

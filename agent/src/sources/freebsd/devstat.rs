@@ -1,6 +1,6 @@
 //! Decoder of `kern.devstat.all`: an 8-byte generation followed by N `struct devstat`
 //! (DEVSTAT_VERSION 6, amd64, little-endian, 288 bytes each; layout in
-//! docs/zfs-internals.md §6.2, from sys/sys/devicestat.h).
+//! docs/zfs-sources.md, "`devstat`", from sys/sys/devicestat.h).
 //!
 //! Pure: bytes in, entries out. The reader checks `kern.devstat.version` with
 //! [`check_version`] first, because a different version means a different struct and
@@ -22,7 +22,7 @@ pub const DEVSTAT_TYPE_PASS: u32 = 0x100;
 
 const WHAT: &str = "kern.devstat.all";
 
-// Field offsets in one struct devstat (docs/zfs-internals.md §6.2).
+// Field offsets in one struct devstat (sys/sys/devicestat.h, amd64).
 const OFF_SEQUENCE0: usize = 0;
 const OFF_START_COUNT: usize = 8;
 const OFF_END_COUNT: usize = 12;
@@ -178,7 +178,7 @@ pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Builds one struct devstat from the offsets in docs/zfs-internals.md §6.2 (written out
+    /// Builds one struct devstat from the offsets in sys/sys/devicestat.h (written out
     /// here independently of the decoder's constants).
     pub(crate) struct Raw {
         pub seq0: u32,

@@ -1,4 +1,4 @@
-//! ZFS kstats from the `kstat.zfs.*` sysctl tree (docs/zfs-internals.md §2.1):
+//! ZFS kstats from the `kstat.zfs.*` sysctl tree (docs/zfs-sources.md, "Kstats as sysctls"):
 //!
 //! | sysctl | snapshot |
 //! |---|---|
@@ -160,7 +160,7 @@ fn note_errors(snap: &mut Snapshot, source: &str, errors: &[SysctlError]) {
 ///
 /// The pool name is what precedes the first `.misc.` / `.dataset.` / `.txgs`, so that a
 /// capture of a pool whose name contains dots still groups correctly (live, such a pool's
-/// sysctls cannot be read by name at all: docs/zfs-internals.md §2.1).
+/// sysctls cannot be read by name at all: docs/zfs-sources.md, "Kstats as sysctls").
 pub fn pool_names(names: &[String]) -> BTreeSet<String> {
     let mut pools = BTreeSet::new();
     for name in names {

@@ -160,7 +160,7 @@ fn read_disks(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
 mod tests {
     use super::devstat::tests::{Raw, buffer};
     use super::host::tests::{ifmibdata, xswdev_v2};
-    use super::sysctl::tests::{MapSysctl, tempdir};
+    use super::sysctl::tests::MapSysctl;
     use super::*;
     use crate::sources::Root;
     use zpulse_proto::snapshot::{Devstat, KstatValue};
@@ -390,7 +390,8 @@ mod tests {
         }
         assert!(!names.iter().any(|n| n == "vm.swap_info.1"));
 
-        let dir = tempdir("roundtrip");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("sysctl")).unwrap();
         let mut written = 0;
         for name in &names {
@@ -411,13 +412,12 @@ mod tests {
         let mut from_source = Snapshot::default();
         collect(&source, &mut from_source);
         let mut from_capture = Snapshot::default();
-        collect(&CaptureSysctl::new(Root::new(&dir)), &mut from_capture);
+        collect(&CaptureSysctl::new(Root::new(dir)), &mut from_capture);
         assert_eq!(from_capture, from_source);
         // Typed live values and capture text agree (a signed 5 is an unsigned 5).
         assert_eq!(
             from_capture.arc.unwrap().0.fields["hits"],
             KstatValue::Unsigned(8_019_094)
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,7 +14,6 @@
 
 use super::devstat::tests::{Raw, buffer};
 use super::host;
-use super::sysctl::tests::tempdir;
 use super::sysctl::{CtlKind, Sysctl, SysctlError, SysctlValue, decode};
 use crate::sources::nvlist::encode::{Endian, encode};
 use crate::sources::nvlist::{NvList, NvValue};
@@ -187,7 +186,8 @@ fn pool_config() -> NvList {
 
 /// Captures `kernel` (with the pool's ioctl replies) and loads the capture again.
 fn capture_and_replay(kernel: Kernel) -> zpulse_proto::Snapshot {
-    let replies = tempdir("kernel");
+    let replies_dir = tempfile::tempdir().unwrap();
+    let replies = replies_dir.path();
     let cfg = pool_config();
     let configs = NvList::new().with("zroot", NvValue::NvList(cfg.clone()));
     std::fs::create_dir_all(replies.join("zfs-ioctl/pool_stats")).unwrap();
@@ -203,16 +203,14 @@ fn capture_and_replay(kernel: Kernel) -> zpulse_proto::Snapshot {
     .unwrap();
     let system = System::Freebsd {
         sysctl: Box::new(kernel),
-        root: Root::new(&replies),
+        root: Root::new(replies),
     };
     let identity = system.identity();
-    let dest = tempdir("capture");
-    let stats = crate::capture::capture_into(&system, &identity, &dest).unwrap();
+    let dest_dir = tempfile::tempdir().unwrap();
+    let dest = dest_dir.path();
+    let stats = crate::capture::capture_into(&system, &identity, dest).unwrap();
     assert!(stats.unreadable.is_empty(), "{:?}", stats.unreadable);
-    let snap = crate::capture::load(&dest).unwrap();
-    std::fs::remove_dir_all(&replies).unwrap();
-    std::fs::remove_dir_all(&dest).unwrap();
-    snap
+    crate::capture::load(dest).unwrap()
 }
 
 fn check(snap: &zpulse_proto::Snapshot, version: &str, guid: Option<u64>) {

@@ -681,7 +681,8 @@ pub(crate) mod tests {
 
     #[test]
     fn capture_reads_files_under_sysctl_and_lists_by_prefix() {
-        let dir = tempdir("capture");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let s = dir.join("sysctl");
         std::fs::create_dir_all(&s).unwrap();
         std::fs::write(s.join("kstat.zfs.misc.arcstats.size"), "123\n").unwrap();
@@ -689,7 +690,7 @@ pub(crate) mod tests {
         std::fs::write(s.join("kstat.zfs.tank.misc.state"), "ONLINE\n").unwrap();
         std::fs::write(s.join("kern.devstat.all"), [0u8, 1, 2, 0xff, 0xfe]).unwrap();
         std::fs::write(dir.join("outside"), "secret").unwrap();
-        let c = CaptureSysctl::new(Root::new(&dir));
+        let c = CaptureSysctl::new(Root::new(dir));
 
         assert_eq!(c.u64("kstat.zfs.misc.arcstats.size").unwrap(), 123);
         assert_eq!(
@@ -720,7 +721,6 @@ pub(crate) mod tests {
         // A capture without sysctl/ lists nothing.
         let empty = CaptureSysctl::new(Root::new(dir.join("nothing-here")));
         assert!(empty.list("kstat.").unwrap().is_empty());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -748,20 +748,6 @@ pub(crate) mod tests {
         assert_eq!(split_handler_name("vm.swap_info.-1"), None);
         assert_eq!(split_handler_name("vm.swap_infox.1"), None);
         assert_eq!(split_handler_name("kstat.zfs.misc.arcstats.size"), None);
-    }
-
-    /// A fresh directory under the system temp dir (no tempfile crate in the workspace).
-    pub(crate) fn tempdir(tag: &str) -> std::path::PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let d = std::env::temp_dir().join(format!(
-            "zpulse-bsd-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
     }
 
     proptest! {

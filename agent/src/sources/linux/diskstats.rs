@@ -542,7 +542,8 @@ mod tests {
 
     #[test]
     fn read_reports_bad_lines_and_keeps_the_rest() {
-        let dir = std::env::temp_dir().join(format!("zpulse-diskstats-{}", std::process::id()));
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("proc")).expect("mkdir");
         let mut text =
             String::from("8 0 sda 1 2 3 4 5 6 7 8 9 10 11\n8 0 sda 1 2 3 4 5 6 7 8 9 10 11\n");
@@ -551,8 +552,7 @@ mod tests {
         }
         std::fs::write(dir.join("proc/diskstats"), text).expect("write");
         let mut snap = Snapshot::default();
-        read(&Root::new(&dir), &mut snap);
-        let _ = std::fs::remove_dir_all(&dir);
+        read(&Root::new(dir), &mut snap);
         assert_eq!(snap.disks.len(), 1);
         // Five bad lines, one summary, one duplicate.
         assert_eq!(snap.issues.len(), MAX_LINE_ISSUES + 2, "{:?}", snap.issues);

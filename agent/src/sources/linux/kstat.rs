@@ -1,7 +1,7 @@
 //! Pure parsers for the text the SPL kstat layer prints: bytes in, typed value out, no I/O.
 //!
 //! The formats are those of `module/os/linux/spl/spl-kstat.c` and `spl-procfs-list.c`
-//! (zfs-internals.md §1.1). They are kept generic because the FreeBSD reader feeds the text
+//! (docs/zfs-sources.md, "Kstat text"). They are kept generic because the FreeBSD reader feeds the text
 //! sysctls (`kstat.zfs.<pool>.txgs`, `kstat.zfs.<pool>.misc.io`, `…misc.state`) through the
 //! same functions: FreeBSD prints no kstat header, starts procfs_list text with a newline and
 //! trims the trailing one, so every parser here takes the header and blank lines as optional.
@@ -299,7 +299,7 @@ fn parse_header(
     }))
 }
 
-/// One `name type data` row, by the rule of zfs-internals.md §1.1: names may be longer than
+/// One `name type data` row, by the rule of `kstat_seq_show_named` (docs/zfs-sources.md, "Kstat text"): names may be longer than
 /// the 31-column field (so columns cannot be trusted), may contain spaces (`1 ns` in
 /// `dmu_tx_assign`), and STRING values may contain spaces (dataset names).
 fn parse_named_row(line: &str, n: usize) -> Result<(String, KstatValue), ParseError> {
@@ -546,7 +546,8 @@ mod tests {
         path.file_name().and_then(|n| n.to_str()).unwrap_or("")
     }
 
-    /// The named-kstat fixtures the brief asks for, by file name.
+    /// The named-kstat fixtures (arcstats, zil and the other NAMED kstats of a capture), by
+    /// file name.
     fn is_named_fixture(name: &str) -> bool {
         matches!(
             name,

@@ -420,8 +420,8 @@ mod tests {
     /// the same way): sizes, `!` names, and `sys/class/block` overruling the name rule.
     #[test]
     fn live_layout() {
-        let dir = std::env::temp_dir().join(format!("zpulse-sysblock-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
         let w = |rel: &str, text: &str| {
             let p = dir.join(rel);
             std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
@@ -444,10 +444,9 @@ mod tests {
         w("sys/block/odd/weird/size", "8\n");
         w("sys/class/block/odd/dev", "1:0\n");
         w("sys/class/block/weird/partition", "1\n");
-        let root = Root::new(&dir);
+        let root = Root::new(dir);
         let names = ["cciss/c0d0", "cciss/c0d0p1", "md", "md0", "odd", "weird"];
         let (infos, issues) = describe(&root, &names);
-        let _ = std::fs::remove_dir_all(&dir);
 
         assert_eq!(infos[0].whole_disk, None);
         assert_eq!(infos[0].size, Some(1000 * 512));

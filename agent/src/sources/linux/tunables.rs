@@ -63,15 +63,14 @@ mod tests {
 
     #[test]
     fn only_known_names_are_read() {
-        let dir =
-            std::env::temp_dir().join(format!("zpulse-linux-tunables-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let params = dir.join(PARAMETERS);
         std::fs::create_dir_all(&params).unwrap();
         std::fs::write(params.join("zfs_arc_max"), "1073741824\n").unwrap();
         std::fs::write(params.join("zfs_vdev_async_read_max_active"), "3\n").unwrap();
         let mut snap = Snapshot::default();
-        let t = read(&Root::new(&dir), &mut snap);
-        let _ = std::fs::remove_dir_all(&dir);
+        let t = read(&Root::new(dir), &mut snap);
         assert_eq!(t.zfs_arc_max(), Some(1073741824));
         assert_eq!(t.0.len(), 1);
         assert_eq!(

@@ -181,32 +181,26 @@ const GLOBAL_KSTATS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
 
-    /// A scratch directory removed on drop; unique per test so tests can run in parallel.
-    struct TempDir(PathBuf);
+    /// A scratch root (a `tempfile` directory, removed on drop) that files are written into.
+    struct Scratch(tempfile::TempDir);
 
-    impl TempDir {
-        fn new(label: &str) -> Self {
-            let dir = std::env::temp_dir()
-                .join(format!("zpulse-linux-zfs-{label}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            TempDir(dir)
+    impl Scratch {
+        fn new() -> Self {
+            Scratch(tempfile::tempdir().unwrap())
+        }
+
+        fn path(&self) -> &Path {
+            self.0.path()
         }
 
         fn write(&self, rel: &str, contents: &[u8]) {
-            let path = self.0.join(rel);
+            let path = self.path().join(rel);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, contents).unwrap();
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
@@ -261,13 +255,13 @@ mod tests {
 
     #[test]
     fn module_not_loaded() {
-        let tmp = TempDir::new("empty");
+        let tmp = Scratch::new();
         // Starts true so that the reader is seen to clear it.
         let mut snap = Snapshot {
             zfs_loaded: true,
             ..Snapshot::default()
         };
-        read(&Root::new(&tmp.0), &mut snap);
+        read(&Root::new(tmp.path()), &mut snap);
         assert!(!snap.zfs_loaded);
         assert_eq!(snap.issues.len(), 1, "{:?}", snap.issues);
         assert_eq!(snap.issues[0].source, "proc/spl/kstat/zfs");
@@ -292,13 +286,13 @@ mod tests {
 
     #[test]
     fn openzfs_2_3_tree() {
-        let tmp = TempDir::new("tree23");
-        let kstat = tmp.0.join(KSTAT_DIR);
+        let tmp = Scratch::new();
+        let kstat = tmp.path().join(KSTAT_DIR);
         std::fs::create_dir_all(&kstat).unwrap();
         let src = Path::new(FIXTURES).join("external/linux/telegraf-openzfs-2.3");
         copy_tree(&src, &kstat);
         let mut snap = Snapshot::default();
-        read(&Root::new(&tmp.0), &mut snap);
+        read(&Root::new(tmp.path()), &mut snap);
         assert_eq!(snap.issues, vec![]);
         let names: Vec<&str> = snap.pools.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["store", "zroot-nas"]);
@@ -333,7 +327,7 @@ mod tests {
 
     #[test]
     fn legacy_pool_io_and_odd_names() {
-        let tmp = TempDir::new("legacy");
+        let tmp = Scratch::new();
         let io = std::fs::read(
             Path::new(FIXTURES).join("external/linux/node_exporter-pool-kstats/pool1/io"),
         )
@@ -344,7 +338,7 @@ mod tests {
         tmp.write(&format!("{KSTAT_DIR}/dbufs"), b"not parsed\n");
         tmp.write("sys/module/zfs/version", b"0.7.13-1\n");
         let mut snap = Snapshot::default();
-        read(&Root::new(&tmp.0), &mut snap);
+        read(&Root::new(tmp.path()), &mut snap);
         assert_eq!(snap.issues, vec![]);
         assert!(snap.zfs_loaded);
         assert_eq!(snap.host.zfs_version.as_deref(), Some("0.7.13-1"));
@@ -358,7 +352,7 @@ mod tests {
 
     #[test]
     fn a_bad_file_is_one_issue_and_the_rest_continues() {
-        let tmp = TempDir::new("bad");
+        let tmp = Scratch::new();
         tmp.write(
             &format!("{KSTAT_DIR}/arcstats"),
             b"1 1 0x01 2 96 1 2\nname type data\nhits 4 12\nsize 4 huge\n",
@@ -372,7 +366,7 @@ mod tests {
         );
         tmp.write(&format!("{KSTAT_DIR}/tank/objset-0x2"), b"writes 4 -5\n");
         let mut snap = Snapshot::default();
-        read(&Root::new(&tmp.0), &mut snap);
+        read(&Root::new(tmp.path()), &mut snap);
         let sources: Vec<&str> = snap.issues.iter().map(|i| i.source.as_str()).collect();
         assert_eq!(
             sources,

@@ -1,5 +1,5 @@
 //! The NATIVE decoder (module/nvpair/nvpair.c `nvs_native_*`, checked against
-//! docs/zfs-internals.md §4).
+//! docs/zfs-sources.md, "Packed nvlists").
 //!
 //! Layout in one paragraph: a 4-byte stream header (encoding, endian, 2 reserved), the
 //! top-level list's `nvl_version` and `nvl_nvflag` (4 bytes each), then pairs. A pair is the

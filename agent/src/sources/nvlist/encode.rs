@@ -1,4 +1,4 @@
-//! A NATIVE encoder written from docs/zfs-internals.md §4 alone, for tests: round trips with
+//! A NATIVE encoder written from the layout in docs/zfs-sources.md, "Packed nvlists", for tests: round trips with
 //! the decoder, synthetic replies, and the fuzz target's oracle (which includes this file by
 //! path, so it names nothing but `super::{NvList, NvValue}`).
 //!

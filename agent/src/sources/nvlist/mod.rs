@@ -2,13 +2,13 @@
 //!
 //! `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS` answer with an nvlist packed by the
 //! kernel's `fnvlist_pack`: always NATIVE encoding, in the host's byte order
-//! (docs/zfs-internals.md §3.6, §4). NATIVE is the C structs copied out: a stream header, the
+//! (docs/zfs-sources.md, "Packed nvlists"). NATIVE is the C structs copied out: a stream header, the
 //! top-level list header, then each `nvpair_t` verbatim (size, name size, element count,
 //! type, name, value padded to 8), with embedded lists following their pair rather than
 //! inside it. [`decode`] turns those bytes into an [`NvList`] of typed [`NvValue`]s; see
 //! `decode.rs` for the layout details and every check made.
 //!
-//! Typical use by the pool model (§5):
+//! Typical use by the pool model (docs/zfs-sources.md, "The pool config"):
 //!
 //! ```
 //! # use zpulse_agent::sources::nvlist::{NvList, NvValue};

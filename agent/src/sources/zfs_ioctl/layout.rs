@@ -1,5 +1,5 @@
 //! Byte layout of `zfs_cmd_t` (x86_64 / amd64) and of FreeBSD's `zfs_iocparm_t` wrapper
-//! (zfs-internals.md §3.2–§3.4).
+//! (docs/zfs-sources.md, "Pool statistics from `/dev/zfs`").
 //!
 //! Every field zpulse touches sits before `zc_inject_record` and has not moved from OpenZFS
 //! 0.8 to 2.4; the size of the whole struct has (13736 … 13760 bytes on Linux). The kernel
@@ -169,8 +169,9 @@ pub fn iocparm(cmd: *mut u8, cmd_size: usize) -> [u8; IOCPARM_SIZE] {
 mod tests {
     use super::*;
 
-    /// Offsets from the table in zfs-internals.md §3.4, computed there with gcc from each
-    /// tag's headers.
+    /// Offsets of `zc_nvlist_dst`, `zc_nvlist_dst_size`, `zc_value` and `zc_cookie` in
+    /// `include/sys/zfs_ioctl.h` (x86_64, `MAXPATHLEN` 4096 on Linux and 1024 on FreeBSD),
+    /// as `offsetof` gives them for every OpenZFS tag from 0.8 to 2.4.
     #[test]
     fn offsets_match_the_documented_layout() {
         let l = Platform::Linux;
@@ -187,7 +188,8 @@ mod tests {
         assert!(l.cmd_buffer_size() > 13760 && f.cmd_buffer_size() > 4544);
     }
 
-    /// Request numbers from zfs-internals.md §3.2 (the FreeBSD ones computed from ioccom.h).
+    /// Request numbers: entries 4 and 5 from `('Z' << 8)` (include/sys/fs/zfs.h), on FreeBSD
+    /// wrapped as `_IOWR('Z', n, zfs_iocparm_t)` (sys/sys/ioccom.h, a 24-byte argument).
     #[test]
     fn request_numbers() {
         assert_eq!(Platform::Linux.request(Request::PoolConfigs), 0x5A04);

@@ -1,4 +1,4 @@
-//! The calling sequence of the two pool ioctls (zfs-internals.md §3.5), independent of how
+//! The calling sequence of the two pool ioctls (docs/zfs-sources.md, "Pool statistics from `/dev/zfs`"), independent of how
 //! the system call is made.
 
 use super::layout::{CmdBuffer, Platform, Request};

@@ -1,4 +1,4 @@
-//! The POOL_STATS config nvlist (zfs-internals.md §5) as a typed vdev tree.
+//! The POOL_STATS config nvlist (docs/zfs-sources.md, "The pool config and `vdev_stat_t`") as a typed vdev tree.
 
 use crate::sources::nvlist::{NvList, NvValue};
 use zpulse_proto::snapshot::{

@@ -1,6 +1,6 @@
-//! docs/zfs-internals.md §4.4: the 420-byte NATIVE stream produced with OpenZFS's own
-//! nvpair.c, rebuilt here byte by byte from the offsets in the doc's table (the doc is the
-//! source of truth), then decoded.
+//! A worked example: the 420-byte NATIVE stream that OpenZFS's own `nvpair.c` packs for the
+//! list below, rebuilt here byte by byte from the layout in docs/zfs-sources.md ("Packed
+//! nvlists"), then decoded.
 
 use super::super::encode::{Endian, encode};
 use super::super::*;

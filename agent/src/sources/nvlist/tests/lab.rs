@@ -71,7 +71,7 @@ pub(super) fn replies() -> [&'static [u8]; 4] {
     ]
 }
 
-// vdev_stat_t indexes (docs/zfs-internals.md §5.2).
+// vdev_stat_t indexes (docs/zfs-sources.md, "The pool config and `vdev_stat_t`").
 const VS_STATE: usize = 1;
 const VS_ALLOC: usize = 3;
 const VS_SPACE: usize = 4;
@@ -79,7 +79,7 @@ const VS_OPS_WRITE: usize = 10;
 const VS_BYTES_WRITE: usize = 16;
 const VS_FRAGMENTATION: usize = 27;
 const VDEV_STATE_HEALTHY: u64 = 7;
-/// Length of `vdev_stats` in this 2.1.11 reply. The doc's §5.2 says 45 for 2.0–2.1, but
+/// Length of `vdev_stats` in this 2.1.11 reply. The usual count for 2.0–2.1 is 45, but
 /// the kernel that made these fixtures already has `vs_noalloc` (index 45) without
 /// `vs_pspace`: 46.
 const VDEV_STATS_LEN_2_1_11: usize = 46;
