@@ -18,6 +18,8 @@
 //! saturation_pct = 95
 //! [[sink]]                             # kept as data for the sinks (a later issue)
 //! type = "stdout"
+//! [history]                            # see `crate::history::Config`
+//! retention = "24h"
 //! ```
 //!
 //! Relative paths in the file are relative to the file's directory.
@@ -58,6 +60,8 @@ pub struct Config {
     pub hostname: Option<String>,
     pub plugins: PluginSettings,
     pub sinks: Vec<SinkConfig>,
+    /// `[history]`: the local record of every snapshot.
+    pub history: crate::history::Config,
 }
 
 impl Default for Config {
@@ -68,6 +72,7 @@ impl Default for Config {
             hostname: None,
             plugins: PluginSettings::default(),
             sinks: Vec::new(),
+            history: crate::history::Config::default(),
         }
     }
 }
@@ -241,6 +246,14 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
             .insert(name, PluginTable { table, origin: at });
     }
 
+    if let Some(history) = raw.history {
+        let at = origin(Some(history.span()));
+        let mut history = history.into_inner();
+        history.check().map_err(|e| format!("{at}: history.{e}"))?;
+        history.dir = history.dir.map(resolve);
+        config.history = history;
+    }
+
     for sink in raw.sink {
         let at = origin(Some(sink.span()));
         let table = sink.into_inner();
@@ -317,6 +330,7 @@ struct RawConfig {
     plugins: RawPlugins,
     #[serde(default)]
     sink: Vec<Spanned<toml::Table>>,
+    history: Option<Spanned<crate::history::Config>>,
 }
 
 /// A duration as TOML gives it: `"10s"`, or a number of seconds.
