@@ -178,4 +178,3 @@ pub fn synthetic_series(root: &Path, axis: Axis) -> PathBuf {
     }
     dir
 }
-

@@ -41,7 +41,6 @@ use zpulse_proto::{Sample, Snapshot};
 use zpulse_tests::synthetic::{Axis, LAB, copy_tree, synthetic_series};
 use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture};
 
-
 /// Process CPU time (all threads).
 fn cpu_now() -> Duration {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);

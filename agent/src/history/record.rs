@@ -58,13 +58,30 @@ pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
             snapshot.taken_at
         ));
     }
-    let mut out = Vec::with_capacity(16 << 10);
-    out.extend_from_slice(&[0; HEADER]);
-    // Fast deflate: a third of the CPU of the default level for ~12% more bytes (measured on
-    // the lab captures, see the module doc of `history`).
-    let mut deflate = flate2::write::DeflateEncoder::new(out, flate2::Compression::fast());
-    rmp_serde::encode::write_named(&mut deflate, snapshot)
+    // `monotonic` counts from the agent's start: between two runs its difference means
+    // nothing, so the history keeps wall-clock time alone and readers take intervals from it.
+    let stripped;
+    let snapshot = if snapshot.monotonic.is_some() {
+        stripped = Snapshot {
+            monotonic: None,
+            ..snapshot.clone()
+        };
+        &stripped
+    } else {
+        snapshot
+    };
+    // Encoded whole, then deflated in one call: MessagePack's many small writes straight
+    // into the compressor cost several times the compression itself.
+    let msgpack = rmp_serde::to_vec_named(snapshot)
         .map_err(|e| format!("cannot encode the snapshot: {e}"))?;
+    let mut out = Vec::with_capacity(HEADER + msgpack.len() / 3);
+    out.extend_from_slice(&[0; HEADER]);
+    // Fast deflate: the default level costs about three times the CPU for ~12% fewer bytes
+    // (measured on the lab captures).
+    let mut deflate = flate2::write::DeflateEncoder::new(out, flate2::Compression::fast());
+    deflate
+        .write_all(&msgpack)
+        .map_err(|e| format!("cannot compress the snapshot: {e}"))?;
     let mut out = deflate
         .finish()
         .map_err(|e| format!("cannot compress the snapshot: {e}"))?;

@@ -69,7 +69,12 @@ pub fn ensure_dir(dir: &Path, euid: u32) -> Result<(), String> {
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("{}: cannot create the history directory: {e}", dir.display()))?;
+            .map_err(|e| {
+                format!(
+                    "{}: cannot create the history directory: {e}",
+                    dir.display()
+                )
+            })?;
     }
     let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !meta.file_type().is_dir() {

@@ -107,6 +107,22 @@ fn snapshots_come_back_whole_in_time_order_with_the_one_before_the_range() {
 }
 
 #[test]
+fn the_agents_monotonic_clock_is_not_stored_as_it_restarts_with_each_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path());
+    let lab = storm().remove(0);
+    let mut w = Writer::open(&cfg).unwrap();
+    w.append(&Snapshot {
+        monotonic: Some(86_000.0),
+        ..lab.clone()
+    })
+    .unwrap();
+    let back = decoded(&read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap()).0;
+    assert_eq!(back[0].monotonic, None);
+    same(&back, &[lab]);
+}
+
+#[test]
 fn files_are_private_and_a_new_writer_starts_its_own_segment() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(tmp.path());
@@ -121,7 +137,10 @@ fn files_are_private_and_a_new_writer_starts_its_own_segment() {
     for s in &segs {
         assert_eq!(mode(s), 0o600, "{}", s.display());
     }
-    same(&decoded(&read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap()).0, &series[..2].to_vec());
+    same(
+        &decoded(&read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap()).0,
+        &series[..2].to_vec(),
+    );
 }
 
 #[test]
@@ -194,7 +213,10 @@ fn a_damaged_length_skips_to_the_next_whole_record() {
     bytes[off[1] + 4..off[1] + 8].copy_from_slice(&u32::MAX.to_be_bytes());
     std::fs::write(&seg, &bytes).unwrap();
     let r = read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap();
-    same(&decoded(&r).0, &vec![series[0].clone(), series[2].clone(), series[3].clone()]);
+    same(
+        &decoded(&r).0,
+        &vec![series[0].clone(), series[2].clone(), series[3].clone()],
+    );
     assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
     assert!(
         r.notes[0].contains(&format!("bytes {}..{}", off[1], off[2])),
@@ -236,8 +258,7 @@ fn a_forged_header_cannot_make_the_reader_allocate_or_inflate_without_bound() {
     h[16..20].copy_from_slice(&crc.sum().to_be_bytes());
     assert_eq!(record::parse_header(&h), None);
     // A body that inflates past the limit: 300 MiB of zeros deflate to a few hundred KiB.
-    let mut deflate =
-        flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    let mut deflate = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
     let zeros = vec![0u8; 1 << 20];
     for _ in 0..300 {
         deflate.write_all(&zeros).unwrap();
@@ -273,7 +294,10 @@ fn old_segments_go_after_the_retention_judged_by_the_snapshots_clock() {
         let oldest = r.times().next().unwrap();
         // What is kept: every record of the last 6 hours, and nothing older than the hour
         // before them (a segment goes when its newest record is past the retention).
-        assert!(oldest >= t - 6.0 * 3600.0 - 3600.0, "at {t}: oldest {oldest}");
+        assert!(
+            oldest >= t - 6.0 * 3600.0 - 3600.0,
+            "at {t}: oldest {oldest}"
+        );
         let kept: Vec<f64> = r.times().collect();
         let want: Vec<f64> = times
             .iter()
@@ -424,8 +448,14 @@ fn the_history_table_of_the_config_file() {
             "[history]\nretention = \"5m\"\n",
             "/etc/zpulse/zpulse.toml:1: history.retention: give a duration between 10m and 366d",
         ),
-        ("[history]\nsize = 5\n", "history.size: unknown field `size`"),
-        ("[history]\nmax_size = \"lots\"\n", "history.max_size: \"lots\" is not a size"),
+        (
+            "[history]\nsize = 5\n",
+            "history.size: unknown field `size`",
+        ),
+        (
+            "[history]\nmax_size = \"lots\"\n",
+            "history.max_size: \"lots\" is not a size",
+        ),
     ] {
         let err = crate::config::parse(text, file).unwrap_err();
         assert!(err.contains(want), "{text}: {err}");
