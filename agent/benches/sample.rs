@@ -29,7 +29,6 @@
 //! nvlist encoder from the lab's real `vdev_stats` and histograms (disk axis: the mirrors are
 //! made of the new disks; vdev axis: of files, so that only the vdevs grow).
 
-use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -94,7 +94,7 @@ fn snapshots_come_back_whole_in_time_order_with_the_one_before_the_range() {
     // From the 4th capture's time to the 6th's: those three, and the 3rd before them.
     let (from, to) = (series[3].taken_at, series[5].taken_at);
     let r = read(&cfg.dir(), from, to).unwrap();
-    same(&decoded(&r).0, &series[2..=5].to_vec());
+    same(&decoded(&r).0, &series[2..=5]);
     assert_eq!(
         r.times().collect::<Vec<_>>(),
         series[2..=5].iter().map(|s| s.taken_at).collect::<Vec<_>>()
@@ -139,7 +139,7 @@ fn files_are_private_and_a_new_writer_starts_its_own_segment() {
     }
     same(
         &decoded(&read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap()).0,
-        &series[..2].to_vec(),
+        &series[..2],
     );
 }
 
@@ -160,7 +160,7 @@ fn a_torn_last_record_costs_only_itself_and_is_noted() {
     f.write_all(&fourth[..fourth.len() / 2]).unwrap();
     drop(f);
     let r = read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap();
-    same(&decoded(&r).0, &series[..3].to_vec());
+    same(&decoded(&r).0, &series[..3]);
     assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
     assert!(r.notes[0].contains("cut short"), "{:?}", r.notes);
 
@@ -169,7 +169,7 @@ fn a_torn_last_record_costs_only_itself_and_is_noted() {
     let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
     f.set_len((good + 7) as u64).unwrap();
     let r = read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap();
-    same(&decoded(&r).0, &series[..3].to_vec());
+    same(&decoded(&r).0, &series[..3]);
     assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
     assert!(r.notes[0].contains("last 7 bytes"), "{:?}", r.notes);
 
@@ -215,7 +215,7 @@ fn a_damaged_length_skips_to_the_next_whole_record() {
     let r = read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap();
     same(
         &decoded(&r).0,
-        &vec![series[0].clone(), series[2].clone(), series[3].clone()],
+        &[series[0].clone(), series[2].clone(), series[3].clone()],
     );
     assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
     assert!(
@@ -398,7 +398,7 @@ fn a_fifo_in_place_of_a_segment_blocks_neither_reader_nor_writer() {
         .unwrap();
     assert!(made.success());
     let r = read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap();
-    same(&decoded(&r).0, &vec![lab.clone()]);
+    same(&decoded(&r).0, std::slice::from_ref(&lab));
     assert!(r.notes.iter().any(|n| n.contains("FIFO")), "{:?}", r.notes);
     let mut w = Writer::open(&cfg).unwrap();
     assert!(w.take_notes().iter().any(|n| n.contains("FIFO")));
