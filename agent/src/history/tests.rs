@@ -183,36 +183,46 @@ fn a_torn_last_record_costs_only_itself_and_is_noted() {
     same(&decoded(&r).0, &want);
 }
 
-/// Offsets of the records of a one-segment history of `series`.
-fn offsets(series: &[Snapshot]) -> Vec<usize> {
+/// A one-segment history of `series`, its bytes changed by `damage` (given the records'
+/// offsets), read whole; and the offsets.
+fn damaged(
+    series: &[Snapshot],
+    damage: impl FnOnce(&mut Vec<u8>, &[usize]),
+) -> (HistoryRead, Vec<usize>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path());
+    let mut w = Writer::open(&cfg).unwrap();
+    for s in series {
+        w.append(s).unwrap();
+    }
+    let seg = w.open_segment().unwrap().to_path_buf();
+    let mut bytes = std::fs::read(&seg).unwrap();
     let mut at = 0;
-    series
+    let offsets: Vec<usize> = series
         .iter()
         .map(|s| {
             let here = at;
             at += record::encode(s).unwrap().len();
             here
         })
-        .collect()
+        .collect();
+    damage(&mut bytes, &offsets);
+    std::fs::write(&seg, &bytes).unwrap();
+    // The files stay open in the read: the directory may go.
+    (
+        read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap(),
+        offsets,
+    )
 }
 
 #[test]
 fn a_damaged_length_skips_to_the_next_whole_record() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cfg = config(tmp.path());
     let series = storm()[..4].to_vec();
-    let mut w = Writer::open(&cfg).unwrap();
-    for s in &series {
-        w.append(s).unwrap();
-    }
-    let seg = w.open_segment().unwrap().to_path_buf();
-    let mut bytes = std::fs::read(&seg).unwrap();
-    let off = offsets(&series);
     // The 2nd record's length says 4 GiB: its header check fails, nothing that large is
     // read or allocated, and the reader finds the 3rd record after it.
-    bytes[off[1] + 4..off[1] + 8].copy_from_slice(&u32::MAX.to_be_bytes());
-    std::fs::write(&seg, &bytes).unwrap();
-    let r = read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap();
+    let (r, off) = damaged(&series, |bytes, off| {
+        bytes[off[1] + 4..off[1] + 8].copy_from_slice(&u32::MAX.to_be_bytes())
+    });
     same(
         &decoded(&r).0,
         &[series[0].clone(), series[2].clone(), series[3].clone()],
@@ -227,19 +237,10 @@ fn a_damaged_length_skips_to_the_next_whole_record() {
 
 #[test]
 fn a_damaged_body_is_one_error_and_the_others_decode() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cfg = config(tmp.path());
     let series = storm()[..3].to_vec();
-    let mut w = Writer::open(&cfg).unwrap();
-    for s in &series {
-        w.append(s).unwrap();
-    }
-    let seg = w.open_segment().unwrap().to_path_buf();
-    let mut bytes = std::fs::read(&seg).unwrap();
-    let off = offsets(&series);
-    bytes[off[1] + record::HEADER + 10] ^= 0x40;
-    std::fs::write(&seg, &bytes).unwrap();
-    let r = read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap();
+    let (r, _) = damaged(&series, |bytes, off| {
+        bytes[off[1] + record::HEADER + 10] ^= 0x40
+    });
     let (ok, errors) = decoded(&r);
     same(&ok, &[series[0].clone(), series[2].clone()]);
     assert_eq!(errors.len(), 1);
