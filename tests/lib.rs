@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 pub mod raw;
 pub mod settings;
+pub mod synthetic;
 
 /// `tests/fixtures/<rel>`.
 pub fn fixture(rel: &str) -> PathBuf {

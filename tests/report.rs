@@ -404,3 +404,76 @@ fn a_live_window_samples_this_host() {
     assert!(r["cpu_busy_pct"].as_f64().is_some());
     assert_eq!(r["series"]["t"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn a_report_from_the_agents_history_equals_the_one_from_the_series() {
+    // `zpulse run --replay` records the storm into a history directory, as a live agent
+    // records a host; `report --from --to` then reads that window back.
+    let (zpulse, plugins) = zpulse_with_checks();
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    let config = dir.path().join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[history]\ndir = \"{}\"\n\n[[sink]]\ntype = \"stdout\"\n",
+            history.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(&zpulse)
+        .args(["run", "--replay"])
+        .arg(raw::lab("storm/series"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dirs = storm();
+    let (from, to) = (
+        raw::captured_at(&dirs[0]),
+        raw::captured_at(&dirs[dirs.len() - 1]),
+    );
+    let from_history = report(&[
+        "--from",
+        &format!("{from}"),
+        "--to",
+        &format!("{to}"),
+        "--history-dir",
+        history.to_str().unwrap(),
+    ]);
+    let from_series = report(&[raw::lab("storm/series").to_str().unwrap()]);
+    assert!(
+        from_history["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("history ")
+    );
+    for key in [
+        "intervals",
+        "from",
+        "to",
+        "disks",
+        "classes",
+        "vdevs",
+        "arc",
+        "zil",
+        "pools",
+    ] {
+        assert_eq!(from_history[key], from_series[key], "{key}");
+    }
+    assert_eq!(from_history["conclusions"], from_series["conclusions"]);
+    // A range with nothing in it is an error that says where it looked.
+    let out = Command::new(&zpulse)
+        .args(["report", "--from", "1000", "--to", "2000", "--history-dir"])
+        .arg(&history)
+        .args(&plugins)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no history between"));
+}

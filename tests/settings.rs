@@ -27,7 +27,7 @@ where
     let page = read(&format!("docs/checks/{plugin}.md"));
     let conf = read("packaging/conf/zpulse.toml");
     let header = format!("[plugins.{plugin}]");
-    let places = [
+    let places = vec![
         (
             format!("plugins/{plugin}/src/lib.rs (crate doc)"),
             fenced(&doc_lines, &header),
@@ -38,6 +38,51 @@ where
             commented(&conf, &header),
         ),
     ];
+    assert_blocks::<C>(&header, places);
+}
+
+/// The same for one of the agent's own tables (`[history]`): its ```toml block in each of
+/// `sources` (Rust files: in their `//!` or `///` doc comments; Markdown pages) and its
+/// commented block in the packaged `zpulse.toml`.
+pub fn assert_agent_table_documented<C>(table: &str, sources: &[&str])
+where
+    C: Serialize + DeserializeOwned + Default + PartialEq + Debug,
+{
+    let root = crate::workspace();
+    let read = |rel: &str| {
+        std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    };
+    let header = format!("[{table}]");
+    let mut places: Vec<(String, Option<String>)> = sources
+        .iter()
+        .map(|rel| {
+            let text = read(rel);
+            let text = if rel.ends_with(".rs") {
+                text.lines()
+                    .filter_map(|l| {
+                        let l = l.trim_start();
+                        l.strip_prefix("//!").or_else(|| l.strip_prefix("///"))
+                    })
+                    .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
+                    .collect()
+            } else {
+                text
+            };
+            (rel.to_string(), fenced(&text, &header))
+        })
+        .collect();
+    places.push((
+        "packaging/conf/zpulse.toml".to_string(),
+        commented(&read("packaging/conf/zpulse.toml"), &header),
+    ));
+    assert_blocks::<C>(&header, places);
+}
+
+/// Each block of `places` against `C::default()`.
+fn assert_blocks<C>(header: &str, places: Vec<(String, Option<String>)>)
+where
+    C: Serialize + DeserializeOwned + Default + PartialEq + Debug,
+{
     let defaults = toml::Value::try_from(C::default()).expect("the defaults serialize");
     let defaults = defaults.as_table().expect("a table");
     for (place, block) in places {

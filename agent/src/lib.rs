@@ -13,6 +13,7 @@ pub mod capture;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod history;
 pub mod plugins;
 pub mod report;
 pub mod sinks;

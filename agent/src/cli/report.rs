@@ -285,11 +285,21 @@ fn from_history(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline,
         return Err("--to must be later than --from".into());
     }
     let dir = history_dir(args, plugin_args)?;
-    let (snapshots, notes) = history_snapshots(&dir, from, to)?;
+    let read = crate::history::read(&dir, from, to)?;
+    let mut notes = read.notes.clone();
+    // A record that cannot be read back costs only itself: said, and skipped.
+    let damaged = std::cell::Cell::new(0usize);
+    let mut snapshots = read.snapshots().filter_map(|s| match s {
+        Ok(s) => Some(s),
+        Err(why) => {
+            eprintln!("zpulse: history: {why}");
+            damaged.set(damaged.get() + 1);
+            None
+        }
+    });
     for n in &notes {
         eprintln!("zpulse: history: {n}");
     }
-    let mut snapshots = snapshots.into_iter();
     let Some(first) = snapshots.next() else {
         return Err(format!(
             "no history between {} and {} in {} (is `zpulse run` running, with [history] \
@@ -303,6 +313,12 @@ fn from_history(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline,
     for s in snapshots {
         analysis.push(s);
     }
+    let damaged = damaged.get();
+    if damaged > 0 {
+        notes.push(format!(
+            "{damaged} history records could not be read back and were skipped"
+        ));
+    }
     let mut b = analysis.finish(format!(
         "history {} to {}",
         crate::report::utc(from),
@@ -312,21 +328,12 @@ fn from_history(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline,
     Ok(b)
 }
 
-// MERGE: replaced by the history module's reader.
-fn history_snapshots(
-    _dir: &Path,
-    _from: f64,
-    _to: f64,
-) -> Result<(Vec<Snapshot>, Vec<String>), String> {
-    Err("history: not in this build".into())
-}
-
 fn history_dir(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<PathBuf, String> {
     if let Some(d) = &args.history_dir {
         return Ok(d.clone());
     }
-    let _config = crate::config::load(plugin_args.config.as_deref())?;
-    Ok(PathBuf::from("/var/lib/zpulse/history")) // MERGE: config.history
+    let config = crate::config::load(plugin_args.config.as_deref())?;
+    Ok(config.history.dir())
 }
 
 /// A time on the command line: Unix seconds, `-2h` (before now), or a UTC date and time

@@ -48,7 +48,8 @@ pub fn check(path: Option<&Path>) -> Result<(), String> {
         |p| p.display().to_string(),
     );
     super::emit(&format!(
-        "{source}: ok\n  interval {:?}\n  plugin dirs {}\n  plugin tables {}\n  sinks {}\n",
+        "{source}: ok\n  interval {:?}\n  plugin dirs {}\n  plugin tables {}\n  sinks {}\n  \
+         history {}\n",
         cfg.interval,
         cfg.plugins
             .dirs
@@ -66,6 +67,16 @@ pub fn check(path: Option<&Path>) -> Result<(), String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         },
-        names.join(", ")
+        names.join(", "),
+        if cfg.history.enabled {
+            format!(
+                "{} (retention {:?}, max_size {} bytes)",
+                cfg.history.dir().display(),
+                cfg.history.retention,
+                cfg.history.max_size
+            )
+        } else {
+            "off".into()
+        }
     ))
 }

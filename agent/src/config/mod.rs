@@ -21,6 +21,8 @@
 //! saturation_pct = 95
 //! [[sink]]                             # one per sink; `type` picks it (crate::sinks::spec)
 //! type = "stdout"
+//! [history]                            # see `crate::history::Config`
+//! retention = "24h"
 //! ```
 //!
 //! Relative paths in the file are relative to the file's directory.
@@ -65,6 +67,8 @@ pub struct Config {
     pub hostname: Option<String>,
     pub plugins: PluginSettings,
     pub sinks: Vec<SinkConfig>,
+    /// `[history]`: the local record of every snapshot.
+    pub history: crate::history::Config,
 }
 
 impl Default for Config {
@@ -75,6 +79,7 @@ impl Default for Config {
             hostname: None,
             plugins: PluginSettings::default(),
             sinks: Vec::new(),
+            history: crate::history::Config::default(),
         }
     }
 }
@@ -299,6 +304,18 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         );
     }
 
+    if let Some(history) = raw.history {
+        let history = history.into_inner();
+        if let Err(e) = history.check() {
+            let keys = top("history")
+                .map(|v| KeyLines::of(&file_name, text, v))
+                .unwrap_or_default();
+            return Err(keys.locate("history", &e));
+        }
+        let dir = history.dir.clone().map(resolve);
+        config.history = crate::history::Config { dir, ..history };
+    }
+
     let sink_keys: Vec<KeyLines> = match top("sink").map(|v| v.get_ref()) {
         Some(toml::de::DeValue::Array(items)) => items
             .iter()
@@ -389,6 +406,7 @@ struct RawConfig {
     plugins: RawPlugins,
     #[serde(default)]
     sink: Vec<toml::Table>,
+    history: Option<Spanned<crate::history::Config>>,
 }
 
 /// A duration as TOML gives it: `"10s"`, or a number of seconds.

@@ -18,10 +18,12 @@
 //! tables, keeps every sink whose settings did not change, and replaces the others only
 //! after the old one has handed over (a Forward spool is never open in two sinks; its
 //! successor sends what it holds). A sink's counters in the heartbeat run across reloads.
+//! Each snapshot also goes, without waiting, to the history's own thread (`recorder`).
 
 mod heartbeat;
 pub mod log;
 mod pipeline;
+mod recorder;
 pub mod schedule;
 pub mod selfstat;
 
@@ -138,6 +140,8 @@ pub fn run(options: Options) -> Result<(), String> {
     // whatever it is waiting for (a plugin, a reload, a full queue).
     let (stopping_tx, stopping) = bounded::<()>(0);
 
+    let (history, history_thread) =
+        recorder::start(first.config.history.clone(), options.replay.is_some());
     let stage = {
         let counters = Arc::clone(&counters);
         let extra = options.extra.clone();
@@ -150,6 +154,7 @@ pub fn run(options: Options) -> Result<(), String> {
     let sampler = {
         let counters = Arc::clone(&counters);
         let stage_tx = stage_tx.clone();
+        let history = history.clone();
         let pace = options.pace;
         let replay = match &options.replay {
             Some(dir) => Some(replay_series(dir)?),
@@ -158,8 +163,8 @@ pub fn run(options: Options) -> Result<(), String> {
         std::thread::Builder::new()
             .name("sampler".into())
             .spawn(move || match replay {
-                Some(dirs) => replay_loop(&dirs, pace, stage_tx, stopping, counters),
-                None => sampler_loop(system, interval, sampler_rx, stage_tx, counters),
+                Some(dirs) => replay_loop(&dirs, pace, stage_tx, history, stopping, counters),
+                None => sampler_loop(system, interval, sampler_rx, stage_tx, history, counters),
             })
             .map_err(|e| format!("cannot start the sampler thread: {e}"))?
     };
@@ -169,10 +174,12 @@ pub fn run(options: Options) -> Result<(), String> {
             SIGHUP => match reload(&options) {
                 Ok(next) => {
                     let interval = next.config.interval;
+                    let history_config = next.config.history.clone();
                     // Neither may block the signal loop: a stage busy with an earlier reload
                     // gets this one when it is done; a reload it has no room for is refused.
                     if stage_tx.try_send(StageMsg::Reload(Box::new(next))).is_ok() {
                         let _ = sampler_tx.try_send(SamplerMsg::Interval(interval));
+                        history.reconfigure(history_config);
                         log::log(Level::Info, "agent", "configuration reloaded");
                     } else {
                         log::log(
@@ -200,7 +207,13 @@ pub fn run(options: Options) -> Result<(), String> {
     let _ = sampler_tx.try_send(SamplerMsg::Stop);
     drop(sampler_tx);
     drop(stage_tx);
-    for (name, thread) in [("sampler", sampler), ("plugins", stage)] {
+    drop(history);
+    let threads = [("sampler", Some(sampler)), ("plugins", Some(stage))];
+    for (name, thread) in threads
+        .into_iter()
+        .chain([("history", history_thread)])
+        .filter_map(|(name, t)| Some((name, t?)))
+    {
         while !thread.is_finished() && Instant::now() < exit_by {
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -270,6 +283,7 @@ fn replay_loop(
     dirs: &[PathBuf],
     pace: Option<Duration>,
     stage: Sender<StageMsg>,
+    history: recorder::Recorder,
     stopping: Receiver<()>,
     counters: Arc<Mutex<SamplerCounters>>,
 ) {
@@ -287,7 +301,7 @@ fn replay_loop(
             recv(stopping) -> _ => false,
         }
     };
-    let mut prev: Option<zpulse_proto::Snapshot> = None;
+    let mut prev: Option<Arc<zpulse_proto::Snapshot>> = None;
     for d in dirs {
         let cur = match crate::capture::load(d) {
             Ok(s) => s,
@@ -296,8 +310,10 @@ fn replay_loop(
                 break;
             }
         };
+        let cur = Arc::new(cur);
+        history.send(Arc::clone(&cur), &stopping);
         let reading = match &prev {
-            None => StageMsg::First(Box::new(cur.clone())),
+            None => StageMsg::First(Box::new((*cur).clone())),
             Some(before) => match Sample::between(before, &cur) {
                 Ok(sample) => {
                     counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
@@ -333,10 +349,11 @@ fn sampler_loop(
     interval: Duration,
     control: Receiver<SamplerMsg>,
     stage: Sender<StageMsg>,
+    history: recorder::Recorder,
     counters: Arc<Mutex<SamplerCounters>>,
 ) {
     let mut schedule = Schedule::new(Instant::now(), interval);
-    let mut prev: Option<zpulse_proto::Snapshot> = None;
+    let mut prev: Option<Arc<zpulse_proto::Snapshot>> = None;
     let identity = system.identity();
     loop {
         let wait = schedule
@@ -356,7 +373,8 @@ fn sampler_loop(
         let now = Instant::now();
         let tick = schedule.take(now);
         let late = now.saturating_duration_since(tick.due) > schedule.interval() / 2;
-        let snap = sources::snapshot(&system, identity.clone());
+        let snap = Arc::new(sources::snapshot(&system, identity.clone()));
+        history.offer(Arc::clone(&snap));
         let mut c = counters.lock().unwrap_or_else(|p| p.into_inner());
         c.samples += 1;
         c.missed += tick.missed;
@@ -365,7 +383,7 @@ fn sampler_loop(
         }
         if prev.is_none()
             && stage
-                .try_send(StageMsg::First(Box::new(snap.clone())))
+                .try_send(StageMsg::First(Box::new((*snap).clone())))
                 .is_err()
         {
             c.dropped += 1;

@@ -19,7 +19,7 @@
 
 mod elf;
 mod load;
-mod perms;
+pub(crate) mod perms;
 mod worker;
 
 pub use perms::{check_plugin_file, effective_uid};

@@ -1,0 +1,129 @@
+//! Reading a time range back: every segment's headers are scanned (a few bytes per record),
+//! the records in the range are picked, and their snapshots are decoded one at a time as the
+//! caller iterates, so a day of history is never in memory at once.
+
+use super::segment::{self, Located};
+use std::fs::File;
+use std::path::Path;
+use zpulse_proto::Snapshot;
+
+/// Records one read may pick; past this the latest ones are left out, with a note. A day at
+/// a 1 s interval is 86,400.
+pub const MAX_RECORDS: usize = 1_000_000;
+
+/// The records of a range, ready to decode in time order.
+#[derive(Debug)]
+pub struct HistoryRead {
+    /// Segments unreadable or damaged, records left out: one line each, for the reader.
+    pub notes: Vec<String>,
+    files: Vec<(String, File)>,
+    /// (file index, record), in time order.
+    picked: Vec<(usize, Located)>,
+}
+
+impl HistoryRead {
+    /// How many snapshots [`HistoryRead::snapshots`] will offer.
+    pub fn len(&self) -> usize {
+        self.picked.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.picked.is_empty()
+    }
+
+    /// The time of each picked record, in order (from the headers: nothing decoded).
+    pub fn times(&self) -> impl Iterator<Item = f64> + '_ {
+        self.picked.iter().map(|(_, r)| r.header.taken_at)
+    }
+
+    /// The snapshots in time order, decoded as the iterator goes: `Err` is a record that
+    /// could not be read back (damaged body), in words; the next ones still come.
+    pub fn snapshots(&self) -> impl Iterator<Item = Result<Snapshot, String>> + '_ {
+        self.picked.iter().map(|(f, r)| {
+            let (name, file) = &self.files[*f];
+            segment::read_record(file, r)
+                .map_err(|e| format!("{name}: the record at byte {}: {e}; skipped", r.offset))
+        })
+    }
+}
+
+/// The history in `dir` between `from` and `to` (Unix seconds, both included), plus the one
+/// record just before `from` (so that the first snapshot in the range has a predecessor for
+/// `Sample::between`). A missing directory is an error; damaged or foreign files are notes.
+pub fn read(dir: &Path, from: f64, to: f64) -> Result<HistoryRead, String> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| {
+        format!(
+            "{}: no history there ({e}); `zpulse run` writes it",
+            dir.display()
+        )
+    })?;
+    if !meta.file_type().is_dir() {
+        return Err(format!(
+            "{}: not a directory (a {})",
+            dir.display(),
+            crate::sources::root::file_kind(meta.file_type())
+        ));
+    }
+    let mut out = HistoryRead {
+        notes: Vec::new(),
+        files: Vec::new(),
+        picked: Vec::new(),
+    };
+    let mut before: Option<(usize, Located)> = None;
+    let mut left_out = 0usize;
+    for path in segment::list(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let name = path.display().to_string();
+        let file = match segment::open_read(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                out.notes.push(format!("{name}: {e}; skipped"));
+                continue;
+            }
+        };
+        let len = match file.metadata() {
+            Ok(m) => m.len(),
+            Err(e) => {
+                out.notes.push(format!("{name}: {e}; skipped"));
+                continue;
+            }
+        };
+        let scan = match segment::scan(&file, len, &name) {
+            Ok(s) => s,
+            Err(e) => {
+                out.notes.push(format!("{name}: {e}; skipped"));
+                continue;
+            }
+        };
+        out.notes.extend(scan.notes);
+        let index = out.files.len();
+        let mut used = false;
+        for r in scan.records {
+            let t = r.header.taken_at;
+            if t < from {
+                if before.is_none_or(|(_, b)| b.header.taken_at < t) {
+                    before = Some((index, r));
+                    used = true;
+                }
+            } else if t <= to {
+                if out.picked.len() < MAX_RECORDS {
+                    out.picked.push((index, r));
+                    used = true;
+                } else {
+                    left_out += 1;
+                }
+            }
+        }
+        if used {
+            out.files.push((name, file));
+        }
+    }
+    out.picked.extend(before);
+    out.picked
+        .sort_by(|a, b| a.1.header.taken_at.total_cmp(&b.1.header.taken_at));
+    if left_out > 0 {
+        out.notes.push(format!(
+            "{left_out} records in the range left out: one read picks at most {MAX_RECORDS}"
+        ));
+    }
+    Ok(out)
+}

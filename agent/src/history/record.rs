@@ -1,0 +1,156 @@
+//! One history record: a snapshot as bytes, framed so that a reader can tell a whole record
+//! from a torn or damaged one and find the next whole one. Pure: bytes in, types out.
+//!
+//! ```text
+//!  0  "ZPH1"                magic
+//!  4  body length           u32, big-endian, at most MAX_BODY
+//!  8  taken_at              f64 bits, big-endian: the snapshot's Unix seconds
+//! 16  CRC-32 of bytes 0..16 the header's own check: a length can be trusted before the body
+//!                           is read, so a damaged length never makes a reader allocate
+//! 20  body                  raw deflate of the snapshot as named MessagePack
+//!  …  CRC-32 of the body    u32, big-endian
+//! ```
+//!
+//! Named MessagePack (field names kept, as samples cross the plugin ABI) so that a later
+//! agent with more fields still reads older history: absent fields take their defaults.
+
+use flate2::Crc;
+use std::io::{Read, Write};
+use zpulse_proto::Snapshot;
+
+pub const MAGIC: &[u8; 4] = b"ZPH1";
+/// Bytes before the body.
+pub const HEADER: usize = 20;
+/// Bytes after the body.
+pub const TRAILER: usize = 4;
+/// Largest body accepted, compressed: a snapshot of thousands of disks and vdevs is a few
+/// MiB; a length above this is damage, not a record.
+pub const MAX_BODY: u32 = 16 << 20;
+/// Largest snapshot accepted once inflated, so that a small hostile body cannot inflate into
+/// gigabytes.
+pub const MAX_INFLATED: u64 = 256 << 20;
+
+/// A valid header: where the snapshot is in time, and how long its body is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Header {
+    pub taken_at: f64,
+    pub body_len: u32,
+}
+
+impl Header {
+    /// The whole record's length, header and trailer included.
+    pub fn record_len(&self) -> u64 {
+        (HEADER + TRAILER) as u64 + u64::from(self.body_len)
+    }
+}
+
+fn crc(bytes: &[u8]) -> u32 {
+    let mut c = Crc::new();
+    c.update(bytes);
+    c.sum()
+}
+
+/// The record of `snapshot`.
+pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
+    if !snapshot.taken_at.is_finite() {
+        return Err(format!(
+            "a snapshot taken at {} cannot be stored",
+            snapshot.taken_at
+        ));
+    }
+    // `monotonic` counts from the agent's start: between two runs its difference means
+    // nothing, so the history keeps wall-clock time alone and readers take intervals from it.
+    let stripped;
+    let snapshot = if snapshot.monotonic.is_some() {
+        stripped = Snapshot {
+            monotonic: None,
+            ..snapshot.clone()
+        };
+        &stripped
+    } else {
+        snapshot
+    };
+    // Encoded whole, then deflated in one call: MessagePack's many small writes straight
+    // into the compressor cost several times the compression itself.
+    let msgpack = rmp_serde::to_vec_named(snapshot)
+        .map_err(|e| format!("cannot encode the snapshot: {e}"))?;
+    let mut out = Vec::with_capacity(HEADER + msgpack.len() / 3);
+    out.extend_from_slice(&[0; HEADER]);
+    // Fast deflate: the default level costs about three times the CPU for ~12% fewer bytes
+    // (measured on the lab captures).
+    let mut deflate = flate2::write::DeflateEncoder::new(out, flate2::Compression::fast());
+    deflate
+        .write_all(&msgpack)
+        .map_err(|e| format!("cannot compress the snapshot: {e}"))?;
+    let mut out = deflate
+        .finish()
+        .map_err(|e| format!("cannot compress the snapshot: {e}"))?;
+    let body_len = out.len() - HEADER;
+    if body_len > MAX_BODY as usize {
+        return Err(format!(
+            "a snapshot of {body_len} bytes compressed is over the record limit of {MAX_BODY}"
+        ));
+    }
+    out[..4].copy_from_slice(MAGIC);
+    out[4..8].copy_from_slice(&(body_len as u32).to_be_bytes());
+    out[8..16].copy_from_slice(&snapshot.taken_at.to_bits().to_be_bytes());
+    let header_crc = crc(&out[..16]);
+    out[16..20].copy_from_slice(&header_crc.to_be_bytes());
+    let body_crc = crc(&out[HEADER..]);
+    out.write_all(&body_crc.to_be_bytes())
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The header at the start of `bytes`, if a valid one is there.
+pub fn parse_header(bytes: &[u8]) -> Option<Header> {
+    let h = bytes.get(..HEADER)?;
+    if &h[..4] != MAGIC {
+        return None;
+    }
+    let sum = u32::from_be_bytes(h[16..20].try_into().ok()?);
+    if crc(&h[..16]) != sum {
+        return None;
+    }
+    let body_len = u32::from_be_bytes(h[4..8].try_into().ok()?);
+    let taken_at = f64::from_bits(u64::from_be_bytes(h[8..16].try_into().ok()?));
+    (body_len <= MAX_BODY && taken_at.is_finite()).then_some(Header { taken_at, body_len })
+}
+
+/// The first offset in `bytes` where a valid header starts.
+pub fn find_header(bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = bytes[at..].windows(4).position(|w| w == MAGIC) {
+        if parse_header(&bytes[at + i..]).is_some() {
+            return Some(at + i);
+        }
+        at += i + 1;
+    }
+    None
+}
+
+/// The snapshot of a record whose header is `header`, from the bytes after the header (body
+/// and trailer).
+pub fn decode_body(header: &Header, rest: &[u8]) -> Result<Snapshot, String> {
+    let n = header.body_len as usize;
+    let (Some(body), Some(trailer)) = (rest.get(..n), rest.get(n..n + TRAILER)) else {
+        return Err("the record is cut short".into());
+    };
+    if crc(body).to_be_bytes() != trailer {
+        return Err("its checksum does not match (damaged)".into());
+    }
+    let mut msgpack = Vec::with_capacity(n * 4);
+    flate2::read::DeflateDecoder::new(body)
+        .take(MAX_INFLATED + 1)
+        .read_to_end(&mut msgpack)
+        .map_err(|e| format!("cannot inflate it: {e}"))?;
+    if msgpack.len() as u64 > MAX_INFLATED {
+        return Err(format!("it inflates past {MAX_INFLATED} bytes"));
+    }
+    let snapshot: Snapshot =
+        rmp_serde::from_slice(&msgpack).map_err(|e| format!("cannot decode it: {e}"))?;
+    if snapshot.taken_at.to_bits() != header.taken_at.to_bits() {
+        return Err("its time differs from its header's".into());
+    }
+    Ok(snapshot)
+}

@@ -1,0 +1,216 @@
+//! Appending snapshots to the history, and keeping it within its age and size.
+
+use super::Config;
+use super::record;
+use super::segment;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use zpulse_proto::Snapshot;
+
+/// What the writer knows of one segment.
+#[derive(Debug, Clone)]
+struct SegmentInfo {
+    path: PathBuf,
+    /// Time of its first and newest record (None: no whole record in it).
+    first: Option<f64>,
+    newest: Option<f64>,
+    size: u64,
+}
+
+/// Appends snapshots to the history directory of a [`Config`].
+///
+/// Each [`Writer::open`] starts a new segment at its first append (an older segment's torn
+/// tail is left as it is: readers skip it with a note). Each append is one `write` of the
+/// whole record followed by `fdatasync`, so a crash or power cut costs at most the record
+/// being written.
+#[derive(Debug)]
+pub struct Writer {
+    dir: PathBuf,
+    retention_s: f64,
+    max_size: u64,
+    segment_cap: u64,
+    /// Closed segments, any order; rotation picks the oldest by newest record.
+    closed: Vec<SegmentInfo>,
+    open: Option<(File, SegmentInfo)>,
+    /// What opening found (damaged or unreadable segments), for the log.
+    notes: Vec<String>,
+}
+
+/// What one append did besides appending.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// Segments removed (past the retention or to stay under the size cap).
+    pub removed: Vec<PathBuf>,
+}
+
+impl Writer {
+    /// Opens the history of `config` for appending: creates its directory (0700) when
+    /// absent, refuses one that is a link or writable by others, and reads every segment's
+    /// headers to know their ages and sizes.
+    pub fn open(config: &Config) -> Result<Writer, String> {
+        let dir = config.dir();
+        segment::ensure_dir(&dir, crate::plugins::perms::effective_uid())?;
+        let mut w = Writer {
+            retention_s: config.retention.as_secs_f64(),
+            max_size: config.max_size,
+            segment_cap: config.segment_cap(),
+            closed: Vec::new(),
+            open: None,
+            notes: Vec::new(),
+            dir,
+        };
+        let paths = segment::list(&w.dir).map_err(|e| format!("{}: {e}", w.dir.display()))?;
+        for path in paths {
+            let label = path.display().to_string();
+            let file = match segment::open_read(&path) {
+                Ok(f) => f,
+                Err(e) => {
+                    w.notes.push(format!("{label}: {e}; left alone"));
+                    continue;
+                }
+            };
+            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            let scan = segment::scan(&file, size, &label).map_err(|e| format!("{label}: {e}"))?;
+            w.notes.extend(scan.notes);
+            let times = scan.records.iter().map(|r| r.header.taken_at);
+            w.closed.push(SegmentInfo {
+                path,
+                first: times.clone().reduce(f64::min),
+                newest: times.reduce(f64::max),
+                size,
+            });
+        }
+        Ok(w)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What opening found: damaged stretches, files that are not segments.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Bytes of segment files on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        self.closed.iter().map(|s| s.size).sum::<u64>()
+            + self.open.as_ref().map_or(0, |(_, s)| s.size)
+    }
+
+    /// Appends `snapshot`, then removes the segments older than the retention. Age is judged
+    /// by the snapshot's own time (`taken_at`, the agent's wall clock), so a replay of older
+    /// captures keeps its own span, and tests give the time with the snapshot.
+    pub fn append(&mut self, snapshot: &Snapshot) -> Result<Appended, String> {
+        let bytes = record::encode(snapshot)?;
+        let len = bytes.len() as u64;
+        if len > self.max_size / 2 {
+            return Err(format!(
+                "a record of {len} bytes does not fit a history of max_size {}",
+                self.max_size
+            ));
+        }
+        let t = snapshot.taken_at;
+        let mut appended = Appended::default();
+        let hour = |x: f64| (x / 3600.0).floor();
+        let roll = match &self.open {
+            None => true,
+            Some((_, s)) => {
+                s.size + len > self.segment_cap || s.first.is_some_and(|f| hour(f) != hour(t))
+            }
+        };
+        if roll {
+            if let Some((_, s)) = self.open.take() {
+                self.closed.push(s);
+            }
+            let (file, path) = self.create_segment(t)?;
+            self.open = Some((
+                file,
+                SegmentInfo {
+                    path,
+                    first: None,
+                    newest: None,
+                    size: 0,
+                },
+            ));
+        }
+        // Make room first, so the directory never holds more than max_size.
+        while self.disk_bytes() + len > self.max_size && !self.closed.is_empty() {
+            let oldest = self.oldest_closed();
+            appended.removed.push(self.remove_closed(oldest));
+        }
+        let (file, info) = self.open.as_mut().expect("a segment is open");
+        let written = file.write_all(&bytes).and_then(|()| file.sync_data());
+        if let Err(e) = written {
+            // Leave no partial record behind: the next append goes after the last whole one.
+            let _ = file.set_len(info.size);
+            return Err(format!("{}: write: {e}", info.path.display()));
+        }
+        info.size += len;
+        info.first.get_or_insert(t);
+        info.newest = Some(info.newest.map_or(t, |n| n.max(t)));
+        // Then age: a closed segment whose newest record is older than the retention goes.
+        while let Some(i) = self
+            .closed
+            .iter()
+            .position(|s| s.newest.is_none_or(|n| n < t - self.retention_s))
+        {
+            appended.removed.push(self.remove_closed(i));
+        }
+        Ok(appended)
+    }
+
+    fn create_segment(&self, t: f64) -> Result<(File, PathBuf), String> {
+        for n in 0..100 {
+            let path = self.dir.join(segment::name(t, n)?);
+            match segment::create(&path) {
+                Ok(file) => return Ok((file, path)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    // A segment of the same second (the clock went back): take the next name.
+                    // Anything else there is not ours to write to.
+                    match std::fs::symlink_metadata(&path) {
+                        Ok(m) if m.file_type().is_file() => continue,
+                        Ok(m) => {
+                            return Err(format!(
+                                "{}: a {} stands at the new segment's name; refusing to \
+                                 write there",
+                                path.display(),
+                                crate::sources::root::file_kind(m.file_type())
+                            ));
+                        }
+                        Err(_) => continue,
+                    }
+                }
+                Err(e) => return Err(format!("{}: cannot create: {e}", path.display())),
+            }
+        }
+        Err(format!(
+            "{}: no free segment name for time {t}",
+            self.dir.display()
+        ))
+    }
+
+    fn oldest_closed(&self) -> usize {
+        let key = |s: &SegmentInfo| s.newest.unwrap_or(f64::NEG_INFINITY);
+        (0..self.closed.len())
+            .min_by(|&a, &b| key(&self.closed[a]).total_cmp(&key(&self.closed[b])))
+            .unwrap_or(0)
+    }
+
+    fn remove_closed(&mut self, i: usize) -> PathBuf {
+        let s = self.closed.swap_remove(i);
+        // Not there any more is as good as removed; a failure leaves it counted out, and the
+        // next open sees it again.
+        let _ = std::fs::remove_file(&s.path);
+        s.path
+    }
+}
+
+#[cfg(test)]
+impl Writer {
+    /// The segment being appended to.
+    pub fn open_segment(&self) -> Option<&Path> {
+        self.open.as_ref().map(|(_, s)| s.path.as_path())
+    }
+}
