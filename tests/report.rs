@@ -467,6 +467,28 @@ fn a_report_from_the_agents_history_equals_the_one_from_the_series() {
         assert_eq!(from_history[key], from_series[key], "{key}");
     }
     assert_eq!(from_history["conclusions"], from_series["conclusions"]);
+    // Two halves of the history, compared: each side is its own window.
+    let mid = raw::captured_at(&dirs[4]);
+    let out = Command::new(&zpulse)
+        .arg("report")
+        .arg("--compare")
+        .arg(format!("history:{from}..{mid}"))
+        .arg(format!("history:{mid}..{to}"))
+        .arg("--history-dir")
+        .arg(&history)
+        .args(["--format", "json"])
+        .args(&plugins)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["before"]["intervals"], 4);
+    assert_eq!(c["after"]["intervals"], dirs.len() - 5);
+    assert!(!c["comparison"]["rows"].as_array().unwrap().is_empty());
     // A range with nothing in it is an error that says where it looked.
     let out = Command::new(&zpulse)
         .args(["report", "--from", "1000", "--to", "2000", "--history-dir"])

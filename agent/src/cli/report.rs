@@ -50,8 +50,9 @@ pub struct ReportArgs {
     /// History: the directory `zpulse run` keeps it in [default: the configured one].
     #[arg(long, value_name = "DIR")]
     pub history_dir: Option<PathBuf>,
-    /// Two windows side by side: each a capture series or a report written with
-    /// `--format json`.
+    /// Two windows side by side: each a capture series, a report written with
+    /// `--format json`, or `history:FROM..TO` (a window of the agent's history, e.g.
+    /// `history:-2h..-1h`).
     #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"], conflicts_with_all = ["series", "duration", "last", "from"])]
     pub compare: Option<Vec<PathBuf>>,
     /// Write the report to FILE instead of stdout.
@@ -68,8 +69,8 @@ pub fn run(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<(), String> {
         ReportFormat::Text
     });
     let rendered = if let Some(pair) = &args.compare {
-        let before = load_or_build(&pair[0], plugin_args)?;
-        let after = load_or_build(&pair[1], plugin_args)?;
+        let before = load_or_build(&pair[0], args, plugin_args)?;
+        let after = load_or_build(&pair[1], args, plugin_args)?;
         let cmp = compare::compare(&before, &after);
         match format {
             ReportFormat::Html => baseline::page::render_compare(&before, &after, &cmp),
@@ -173,7 +174,25 @@ fn from_series(series: &Path, plugin_args: &PluginArgs) -> Result<Baseline, Stri
     analysis.finish(format!("series {}", series.display()))
 }
 
-fn load_or_build(path: &Path, plugin_args: &PluginArgs) -> Result<Baseline, String> {
+/// One side of `--compare`: `history:FROM..TO` (a window of the agent's history, times as
+/// for --from), a capture series, or a report written with `--format json`.
+fn load_or_build(
+    path: &Path,
+    args: &ReportArgs,
+    plugin_args: &PluginArgs,
+) -> Result<Baseline, String> {
+    if let Some(range) = path.to_str().and_then(|p| p.strip_prefix("history:")) {
+        let (from, to) = range
+            .split_once("..")
+            .ok_or_else(|| format!("{range:?}: give history:FROM..TO, e.g. history:-2h..-1h"))?;
+        let now = now();
+        return history_window(
+            parse_time(from, now)?,
+            parse_time(to, now)?,
+            &history_dir(args, plugin_args)?,
+            plugin_args,
+        );
+    }
     if path.is_dir() {
         return from_series(path, plugin_args);
     }
@@ -263,9 +282,7 @@ fn live(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String>
 }
 
 fn from_history(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let now = now();
     let (from, to) = match (&args.last, &args.from) {
         (Some(last), _) => {
             let d = zpulse_proto::sdk::config::parse_duration(last)
@@ -281,15 +298,29 @@ fn from_history(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline,
         ),
         (None, None) => unreachable!("called with --last or --from"),
     };
+    history_window(from, to, &history_dir(args, plugin_args)?, plugin_args)
+}
+
+/// The window `from`–`to` of the history in `dir`.
+fn history_window(
+    from: f64,
+    to: f64,
+    dir: &Path,
+    plugin_args: &PluginArgs,
+) -> Result<Baseline, String> {
     if to <= from {
-        return Err("--to must be later than --from".into());
+        return Err("the end of a history window must be later than its start".into());
     }
-    let dir = history_dir(args, plugin_args)?;
-    let read = crate::history::read(&dir, from, to)?;
+    let read = crate::history::read(dir, from, to)?;
     let mut notes = read.notes.clone();
     // A record that cannot be read back costs only itself: said, and skipped.
     let damaged = std::cell::Cell::new(0usize);
-    let mut snapshots = read.snapshots().filter_map(|s| match s {
+    // The window starts at the last snapshot at or before `from`: the reader adds the one
+    // before the range, which is not needed when a snapshot falls on `from` itself (two
+    // adjacent windows then share no interval).
+    let times: Vec<f64> = read.times().collect();
+    let skip = times.windows(2).take_while(|w| w[1] <= from).count();
+    let mut snapshots = read.snapshots().skip(skip).filter_map(|s| match s {
         Ok(s) => Some(s),
         Err(why) => {
             eprintln!("zpulse: history: {why}");
@@ -334,6 +365,12 @@ fn history_dir(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<PathBuf, S
     }
     let config = crate::config::load(plugin_args.config.as_deref())?;
     Ok(config.history.dir())
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// A time on the command line: Unix seconds, `-2h` (before now), or a UTC date and time
