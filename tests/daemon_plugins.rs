@@ -101,7 +101,11 @@ fn check_config_and_reload_refuse_a_table_the_plugin_would_refuse() {
     let out = check();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "check-config said ok: {err}");
-    assert!(err.contains("zpulse.toml:5: plugins.template:"), "{err}");
+    // At the misspelt key's own line (the table's header is line 5).
+    assert!(
+        err.contains("zpulse.toml:6: plugins.template.busy_pcnt: "),
+        "{err}"
+    );
     assert!(err.contains("unknown field `busy_pcnt`"), "{err}");
     // A wrong type too.
     std::fs::write(

@@ -320,12 +320,12 @@ fn a_bad_config_at_start_is_one_clear_error() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("carrier-pigeon") && err.contains("forward, syslog, stdout"),
+        err.contains("carrier-pigeon") && err.contains("stdout, syslog, forward, prometheus"),
         "{err}"
     );
     assert!(
-        err.contains("zpulse.toml:2"),
-        "names the file and line: {err}"
+        err.contains("zpulse.toml:3: sink[0].type: "),
+        "names the file, the key's own line and the key: {err}"
     );
     let check = Command::new(env!("CARGO_BIN_EXE_zpulse"))
         .args(["check-config", "--config"])

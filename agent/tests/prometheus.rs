@@ -324,7 +324,9 @@ fn check_config_names_bad_listen_values_and_busy_ports() {
     let (ok, msg) = check_config(&dir, "listen = \"nas1:9134\"\n");
     assert!(!ok);
     assert!(
-        msg.contains(&format!("{file}:1: listen: 'nas1:9134' is not IP:PORT")),
+        msg.contains(&format!(
+            "{file}:3: sink[0].listen: 'nas1:9134' is not IP:PORT"
+        )),
         "{msg}"
     );
 
