@@ -499,3 +499,46 @@ fn a_report_from_the_agents_history_equals_the_one_from_the_series() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no history between"));
 }
+
+#[test]
+fn ctrl_c_ends_a_live_window_with_what_was_sampled() {
+    use std::io::{BufRead, BufReader};
+    let (zpulse, _) = zpulse_with_checks();
+    let mut child = Command::new(&zpulse)
+        .args([
+            "report",
+            "--duration",
+            "1h",
+            "--interval",
+            "1",
+            "--format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The agent says when the first interval is done (stderr is not a terminal here).
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("ends the window early") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "stderr ended: {line}"
+        );
+    }
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = r["intervals"].as_u64().unwrap();
+    assert!((1..3600).contains(&n), "{n} intervals");
+}

@@ -265,6 +265,14 @@ fn live(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String>
             break;
         }
         analysis.push(sources::snapshot(&system, identity.clone()));
+        if !tty && i == 1 {
+            // Said once where no progress line can be drawn (a log, a pipe): the window has
+            // begun, and how to end it early.
+            eprintln!(
+                "zpulse: report: sampling {total} intervals of {interval} s; SIGINT or \
+                 SIGTERM ends the window early and reports what was sampled"
+            );
+        }
         if tty {
             let elapsed = start.elapsed().as_secs_f64();
             eprint!(
