@@ -35,7 +35,7 @@ impl Row {
                     format!("{pct:+.1}%")
                 }
             }
-            (Some(_), Some(a)) if a == 0.0 => "unchanged (0)".into(),
+            (Some(_), Some(0.0)) => "unchanged (0)".into(),
             (Some(_), Some(_)) => "from 0".into(),
             (None, Some(_)) => "new".into(),
             (Some(_), None) => "gone".into(),

@@ -193,7 +193,7 @@ impl Builder {
         source: String,
     ) -> Baseline {
         // Worst first; within a rating, in plugin order (a stable sort).
-        sections.sort_by(|a, b| b.rating.cmp(&a.rating));
+        sections.sort_by_key(|s| std::cmp::Reverse(s.rating));
         let mut notes = self.notes;
         notes.extend(
             window

@@ -231,7 +231,7 @@ fn live(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String>
         }
     };
     let interval = args.interval;
-    if !(interval >= 1.0 && interval <= 86_400.0) {
+    if !(1.0..=86_400.0).contains(&interval) {
         return Err(format!("--interval {interval}: give 1 to 86400 seconds"));
     }
     if duration.as_secs_f64() < interval {

@@ -105,7 +105,7 @@ impl HddSaturation {
                 .figure("idle_disks", "idle spinning disks", idle.len() as f64, ""),
             );
         }
-        sections.sort_by(|a, b| b.rating.cmp(&a.rating));
+        sections.sort_by_key(|s| std::cmp::Reverse(s.rating));
         sections
     }
 }

@@ -246,12 +246,12 @@ impl L2arcValue {
         let mut events = Vec::new();
         if devices.is_empty() {
             self.window.clear();
-        } else if self.record(sample, &devices) {
-            if let Some(a) = self.assess(snap, &devices) {
-                let (subject, names) = subject_of(&devices);
-                let (verdict, report) = report(&subject, &names, &a);
-                events.extend(self.findings.observe(now, &subject, verdict, report));
-            }
+        } else if self.record(sample, &devices)
+            && let Some(a) = self.assess(snap, &devices)
+        {
+            let (subject, names) = subject_of(&devices);
+            let (verdict, report) = report(&subject, &names, &a);
+            events.extend(self.findings.observe(now, &subject, verdict, report));
         }
         events.extend(self.findings.clear_unseen(now, |s| {
             Report::new(format!("{s}: no L2ARC device any more"))
