@@ -141,10 +141,10 @@ pub fn compare(before: &Baseline, after: &Baseline) -> Comparison {
                 mb.class,
                 show(a),
                 ma.class,
-                if a < b {
-                    format!("{:.0}× faster", b / a)
-                } else {
-                    format!("{:.1}× slower", a / b)
+                match a / b {
+                    f if (0.9..=1.1).contains(&f) => "about the same".to_string(),
+                    f if f < 1.0 => format!("{:.0}× faster", 1.0 / f),
+                    f => format!("{f:.1}× slower"),
                 }
             ));
         }
