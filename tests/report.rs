@@ -542,3 +542,73 @@ fn ctrl_c_ends_a_live_window_with_what_was_sampled() {
     let n = r["intervals"].as_u64().unwrap();
     assert!((1..3600).contains(&n), "{n} intervals");
 }
+
+#[test]
+fn adding_a_special_vdev_moves_the_metadata_reads_off_the_hdds() {
+    // The lab's seed series: the storm on an HDD mirror, then again after a mirrored special
+    // vdev was added and the files rewritten.
+    let r = report(&[
+        "--compare",
+        raw::lab("seed/before").to_str().unwrap(),
+        raw::lab("seed/after").to_str().unwrap(),
+    ]);
+    let (before, after) = (&r["before"], &r["after"]);
+    // `zpool status` of the pool before: no special vdev.
+    let status = std::fs::read_to_string(raw::lab("seed/before-status.txt")).unwrap();
+    assert!(!status.contains("special"), "{status}");
+    let class = |b: &serde_json::Value, c: &str| {
+        b["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["subject"] == format!("seed/{c}"))
+            .cloned()
+    };
+    assert!(class(before, "special").is_none());
+    let special = class(after, "special").expect("a special class after");
+    assert!(special["read_ops_s"].as_f64().unwrap() > 10.0, "{special}");
+    // The comparison reads metadata latency from the normal class before and the special
+    // class after, with exactly the two classes' figures.
+    let row = r["comparison"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["what"] == "seed: metadata reads (normal → special class), mean latency")
+        .unwrap_or_else(|| panic!("{:#}", r["comparison"]));
+    assert_eq!(row["before"], class(before, "normal").unwrap()["read_total_ms"]);
+    assert_eq!(row["after"], special["read_total_ms"]);
+    assert!(
+        r["comparison"]["headlines"][0]
+            .as_str()
+            .unwrap()
+            .contains("on the normal class before")
+    );
+    // The HDDs' busy time, from the captures' own /proc/diskstats: the storm's reads left
+    // them.
+    let util = |series: &str, name: &str| {
+        let dirs = raw::dirs(&[series]);
+        let (a, b) = (&dirs[0], &dirs[dirs.len() - 1]);
+        disk_delta(a, b, name, 11) / (seconds(a, b) * 1000.0) * 100.0
+    };
+    for (side, series) in [(before, "seed/before"), (after, "seed/after")] {
+        for name in ["sda", "sdb"] {
+            let d = side["disks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["name"] == name)
+                .unwrap();
+            assert!(close(d["util_mean"].as_f64().unwrap(), util(series, name), 1e-6));
+        }
+    }
+    assert!(util("seed/before", "sda") > 5.0 * util("seed/after", "sda"));
+    // Where the metadata now lives: allocated on the special class.
+    let alloc = after["pools"][0]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c[0] == "special")
+        .map(|c| c[1].as_u64().unwrap())
+        .unwrap();
+    assert!(alloc > 0);
+}
