@@ -37,8 +37,8 @@ use schedule::Schedule;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use zpulse_proto::{Sample, SampleStream};
 use zpulse_proto::event::EventTime;
+use zpulse_proto::{Sample, SampleStream};
 
 /// Shutdown must be complete within this, from the signal to the exit.
 const STOP_WITHIN: Duration = Duration::from_secs(5);
@@ -288,15 +288,13 @@ fn replay_loop(
         }
     };
     // Each capture is loaded as the stream reaches it, so a replay holds two snapshots.
-    let mut snapshots = dirs
-        .iter()
-        .map_while(|d| match crate::capture::load(d) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                log::log(Level::Error, "sampler", &e.to_string());
-                None
-            }
-        });
+    let mut snapshots = dirs.iter().map_while(|d| match crate::capture::load(d) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            log::log(Level::Error, "sampler", &e.to_string());
+            None
+        }
+    });
     if let Some(first) = snapshots.next() {
         if !offer(StageMsg::First(Box::new(first.clone()))) || hold() {
             return;
