@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use zpulse_proto::event::Value;
-use zpulse_proto::{Event, Sample, Snapshot};
+use zpulse_proto::{Event, Sample, SampleStream, Snapshot};
 
 /// `tests/fixtures/lab/<rel>` of the workspace.
 pub fn lab(rel: &str) -> PathBuf {
@@ -35,15 +35,20 @@ pub fn load(dirs: &[PathBuf]) -> Vec<Snapshot> {
 
 /// The samples between consecutive snapshots, as `zpulse replay` makes them.
 pub fn samples(snaps: &[Snapshot]) -> Vec<Sample> {
-    snaps
-        .windows(2)
-        .map(|w| Sample::between(&w[0], &w[1]).expect("a sample"))
+    SampleStream::new(snaps.iter().cloned())
+        .map(|s| s.expect("a sample"))
         .collect()
 }
 
-/// The samples of a replay of the capture directories `dirs`, in order.
+/// The samples of a replay of the capture directories `dirs`, in order: each capture loaded
+/// as the stream reaches it, as `zpulse replay` does.
 pub fn replay(dirs: &[PathBuf]) -> Vec<Sample> {
-    samples(&load(dirs))
+    let snapshots = dirs
+        .iter()
+        .map(|dir| zpulse_agent::capture::load(dir).expect("loads"));
+    SampleStream::new(snapshots)
+        .map(|s| s.expect("a sample"))
+        .collect()
 }
 
 /// A NAMED kstat file's `name type value` rows, numbers only.

@@ -25,7 +25,7 @@ pub mod sdk;
 pub mod snapshot;
 
 pub use event::{Entry, Event, EventTime};
-pub use sample::Sample;
+pub use sample::{Sample, SampleStream};
 /// serde, for plugin configs: `#[derive(zpulse_proto::serde::Deserialize)]` with
 /// `#[serde(crate = "zpulse_proto::serde")]`, so that plugins depend on this crate only.
 pub use serde;

@@ -120,7 +120,9 @@ impl Builder {
 
     /// Adds the next snapshot of the window. Returns the sample since the previous one, for
     /// the plugins; `None` for the first snapshot, and for one that cannot follow the
-    /// previous (out of order, another system: skipped, with a note).
+    /// previous (out of order, another system): that pair is noted and the snapshot starts
+    /// the next interval, the rule of [`zpulse_proto::SampleStream`] and the live agent.
+    /// (Push-based rather than that iterator: a live window takes its snapshots on a clock.)
     pub fn push(&mut self, snapshot: Snapshot) -> Option<Sample> {
         let Some(prev) = &self.last else {
             self.first = Some(snapshot.clone());
@@ -131,9 +133,10 @@ impl Builder {
             Ok(s) => s,
             Err(e) => {
                 self.notes.push(format!(
-                    "snapshot of {} skipped: {e}",
+                    "no interval ending at {}: {e}",
                     crate::report::utc(snapshot.taken_at)
                 ));
+                self.last = Some(snapshot);
                 return None;
             }
         };

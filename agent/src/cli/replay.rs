@@ -5,7 +5,7 @@ use super::plugins::{PluginArgs, Runner};
 use crate::capture;
 use crate::report::{self, Format};
 use std::path::Path;
-use zpulse_proto::Sample;
+use zpulse_proto::SampleStream;
 
 pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<(), String> {
     let dirs = capture::series(series).map_err(|e| e.to_string())?;
@@ -17,18 +17,26 @@ pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<()
             dirs.len()
         ));
     }
-    let mut prev = capture::load(&dirs[0]).map_err(|e| e.to_string())?;
-    let mut runner = Runner::start(plugin_args, &prev.host.hostname, format)?;
-    for dir in &dirs[1..] {
-        let cur = capture::load(dir).map_err(|e| e.to_string())?;
-        let sample = Sample::between(&prev, &cur)
-            .map_err(|e| format!("{} → {}: {e}", dirs[0].display(), dir.display()))?;
+    let first = capture::load(&dirs[0]).map_err(|e| e.to_string())?;
+    let mut runner = Runner::start(plugin_args, &first.host.hostname, format)?;
+    // Each capture is loaded as the stream reaches it: two snapshots held, not the series.
+    let mut unreadable = None;
+    let rest = dirs[1..].iter().map_while(|dir| {
+        capture::load(dir)
+            .map_err(|e| unreadable = Some(e.to_string()))
+            .ok()
+    });
+    for (i, sample) in SampleStream::after(first, rest).enumerate() {
+        let sample = sample
+            .map_err(|e| format!("{} → {}: {e}", dirs[i].display(), dirs[i + 1].display()))?;
         let events = runner.run(&sample);
         emit(&match format {
             Format::Text => report::sample_text(&sample) + &events + "\n",
             Format::Json => report::json(&sample, false) + "\n" + &events,
         })?;
-        prev = cur;
+    }
+    if let Some(e) = unreadable {
+        return Err(e);
     }
     runner.shutdown()
 }

@@ -39,8 +39,8 @@ use schedule::Schedule;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use zpulse_proto::Sample;
 use zpulse_proto::event::EventTime;
+use zpulse_proto::{Sample, SampleStream};
 
 /// Shutdown must be complete within this, from the signal to the exit.
 const STOP_WITHIN: Duration = Duration::from_secs(5);
@@ -301,35 +301,35 @@ fn replay_loop(
             recv(stopping) -> _ => false,
         }
     };
-    let mut prev: Option<Arc<zpulse_proto::Snapshot>> = None;
-    for d in dirs {
-        let cur = match crate::capture::load(d) {
-            Ok(s) => s,
-            Err(e) => {
-                log::log(Level::Error, "sampler", &e.to_string());
-                break;
-            }
-        };
-        let cur = Arc::new(cur);
-        history.send(Arc::clone(&cur), &stopping);
-        let reading = match &prev {
-            None => StageMsg::First(Box::new((*cur).clone())),
-            Some(before) => match Sample::between(before, &cur) {
-                Ok(sample) => {
-                    counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
-                    StageMsg::Sample(Box::new(sample))
-                }
-                Err(e) => {
-                    log::log(Level::Warn, "sampler", &e.to_string());
-                    prev = Some(cur);
-                    continue;
-                }
-            },
-        };
-        if !offer(reading) || hold() {
+    // Each capture is loaded as the stream reaches it, so a replay holds two snapshots.
+    // Each is recorded in the history (when one is configured) as it is loaded.
+    let mut snapshots = dirs.iter().map_while(|d| match crate::capture::load(d) {
+        Ok(s) => {
+            history.send(Arc::new(s.clone()), &stopping);
+            Some(s)
+        }
+        Err(e) => {
+            log::log(Level::Error, "sampler", &e.to_string());
+            None
+        }
+    });
+    if let Some(first) = snapshots.next() {
+        if !offer(StageMsg::First(Box::new(first.clone()))) || hold() {
             return;
         }
-        prev = Some(cur);
+        for sample in SampleStream::after(first, snapshots) {
+            let sample = match sample {
+                Ok(sample) => sample,
+                Err(e) => {
+                    log::log(Level::Warn, "sampler", &e.to_string());
+                    continue;
+                }
+            };
+            counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
+            if !offer(StageMsg::Sample(Box::new(sample))) || hold() {
+                return;
+            }
+        }
     }
     // Wait until the plugins have seen the last sample before asking the agent to stop.
     let (done_tx, done) = bounded(1);

@@ -1,6 +1,7 @@
 //! Two snapshots turned into deltas and per-second rates.
 //!
-//! [`Sample::between`] is the only constructor. Rates are over the interval between the two
+//! [`Sample::between`] is the only constructor; [`SampleStream`] makes the samples of a
+//! series of snapshots with it. Rates are over the interval between the two
 //! snapshots: the monotonic clock when both have one (live), else `taken_at` (captures).
 //! A counter that went backwards is a reset (module reload, device re-attached, `iostats`
 //! written to): that object has no rates for this interval and the reset is named in
@@ -11,12 +12,14 @@ mod disk;
 mod host;
 mod parts;
 mod pool;
+mod stream;
 mod vdev;
 
 pub use arc::{ArcRates, ZilRates};
 pub use disk::DiskRates;
 pub use host::{CpuRates, NetRates};
 pub use pool::{DatasetRates, PoolRates};
+pub use stream::SampleStream;
 pub use vdev::{NewErrors, VdevRates, histogram_average, pool_vdev_rates, vdev_rates};
 
 use crate::Snapshot;

@@ -6,7 +6,7 @@ use crate::abi::{
     PART_DATASETS, PART_DISK_RATES, PART_HOST_RATES, PART_SNAPSHOT_DISKS, PART_TXGS,
     PART_VDEV_HISTOGRAMS, PART_VDEV_RAW_STATS,
 };
-use crate::snapshot::Vdev;
+use crate::snapshot::{Vdev, VdevStats};
 
 impl Sample {
     /// This sample without the `PART_*` parts in `unread`: each is left empty (absent on the
@@ -70,10 +70,14 @@ impl Sample {
                 } else {
                     p.txgs.clone()
                 },
-                config: p.config.as_ref().map(|c| {
-                    let mut c = c.clone();
-                    strip_vdev(&mut c.root, unread);
-                    c
+                config: p.config.as_ref().map(|c| crate::snapshot::PoolConfig {
+                    error: c.error,
+                    health: c.health.clone(),
+                    altroot: c.altroot.clone(),
+                    scan: c.scan.clone(),
+                    error_count: c.error_count,
+                    loaded_at: c.loaded_at,
+                    root: vdev_without(&c.root, unread),
                 }),
                 datasets: if has(PART_DATASETS) {
                     Vec::new()
@@ -86,16 +90,42 @@ impl Sample {
     }
 }
 
-fn strip_vdev(v: &mut Vdev, unread: u64) {
-    if unread & PART_VDEV_HISTOGRAMS != 0 {
-        v.histograms = None;
-    }
-    if unread & PART_VDEV_RAW_STATS != 0
-        && let Some(stats) = v.stats.as_mut()
-    {
-        stats.raw = Vec::new();
-    }
-    for c in &mut v.children {
-        strip_vdev(c, unread);
+/// `v` and its children without the parts in `unread`, copied field by field so that what
+/// is left out (a leaf's ten latency histograms, the raw `vdev_stats` array) is never
+/// copied at all: this runs once per distinct set of parts the plugins leave out, every
+/// sample.
+fn vdev_without(v: &Vdev, unread: u64) -> Vdev {
+    let has = |part: u64| unread & part != 0;
+    Vdev {
+        name: v.name.clone(),
+        vdev_type: v.vdev_type.clone(),
+        class: v.class,
+        guid: v.guid,
+        id: v.id,
+        path: v.path.clone(),
+        whole_disk: v.whole_disk,
+        redundancy: v.redundancy,
+        ashift: v.ashift,
+        state: v.state.clone(),
+        aux: v.aux.clone(),
+        stats: v.stats.as_ref().map(|st| {
+            if has(PART_VDEV_RAW_STATS) {
+                // Every other field is Copy.
+                VdevStats {
+                    raw: Vec::new(),
+                    ..*st
+                }
+            } else {
+                st.clone()
+            }
+        }),
+        histograms: if has(PART_VDEV_HISTOGRAMS) {
+            None
+        } else {
+            v.histograms.clone()
+        },
+        disk: v.disk.clone(),
+        partition: v.partition.clone(),
+        children: v.children.iter().map(|c| vdev_without(c, unread)).collect(),
     }
 }

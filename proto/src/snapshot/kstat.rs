@@ -1,6 +1,6 @@
 //! A named kstat: the header the kernel printed and its `name → value` rows.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, de};
 use std::collections::BTreeMap;
 
 /// The seven-field header line of a Linux kstat file. FreeBSD sysctls have no header.
@@ -20,7 +20,11 @@ pub struct KstatHeader {
 }
 
 /// One kstat value, typed by the kernel's type code.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// On the wire it is the bare number or string (no tag). Decoding goes through a visitor of
+/// its own rather than `#[serde(untagged)]`, which would buffer every value and try each
+/// variant in turn: a sample carries hundreds of kstat rows, decoded by every plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum KstatValue {
     /// UINT32, UINT64, ULONG.
@@ -70,5 +74,79 @@ impl Kstat {
 
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
+    }
+}
+
+impl<'de> Deserialize<'de> for KstatValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(KstatValueVisitor)
+    }
+}
+
+/// A number that fits `u64` is `Unsigned` whatever its encoding (as the untagged form read
+/// it), a negative one `Signed`, a string `Text`.
+struct KstatValueVisitor;
+
+impl<'de> de::Visitor<'de> for KstatValueVisitor {
+    type Value = KstatValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an integer or a string (a kstat value)")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<KstatValue, E> {
+        Ok(KstatValue::Unsigned(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<KstatValue, E> {
+        Ok(u64::try_from(v).map_or(KstatValue::Signed(v), KstatValue::Unsigned))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<KstatValue, E> {
+        Ok(KstatValue::Text(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<KstatValue, E> {
+        Ok(KstatValue::Text(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wire form is the bare value, and reads back as the untagged form read it: a
+    /// non-negative integer is `Unsigned` however it was encoded, a negative one `Signed`.
+    #[test]
+    fn values_are_bare_on_the_wire_and_read_back_by_their_range() {
+        let rows = vec![
+            KstatValue::Unsigned(u64::MAX),
+            KstatValue::Unsigned(7),
+            KstatValue::Signed(-3),
+            KstatValue::Signed(5),
+            KstatValue::Text("tank/home".into()),
+        ];
+        let bytes = rmp_serde::to_vec_named(&rows).unwrap();
+        let back: Vec<KstatValue> = rmp_serde::from_slice(&bytes).unwrap();
+        assert_eq!(
+            back,
+            vec![
+                KstatValue::Unsigned(u64::MAX),
+                KstatValue::Unsigned(7),
+                KstatValue::Signed(-3),
+                KstatValue::Unsigned(5),
+                KstatValue::Text("tank/home".into()),
+            ]
+        );
+        let json: Vec<KstatValue> = serde_json::from_str(r#"[1, -2, "x"]"#).unwrap();
+        assert_eq!(
+            json,
+            vec![
+                KstatValue::Unsigned(1),
+                KstatValue::Signed(-2),
+                KstatValue::Text("x".into())
+            ]
+        );
+        assert!(rmp_serde::from_slice::<KstatValue>(&rmp_serde::to_vec(&1.5f64).unwrap()).is_err());
     }
 }
