@@ -43,6 +43,18 @@ fn report(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("a JSON report")
 }
 
+/// `zpulse report ARGS`, which must fail: its stderr.
+fn refused(args: &[&str]) -> String {
+    let (zpulse, _) = zpulse_with_checks();
+    let out = Command::new(zpulse)
+        .arg("report")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "zpulse report {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn storm() -> Vec<PathBuf> {
     raw::dirs(&["storm/series"])
 }
@@ -350,31 +362,17 @@ fn the_page_renders_in_headless_chromium() {
 
 #[test]
 fn a_report_needs_a_window() {
-    let (zpulse, _) = zpulse_with_checks();
-    let out = Command::new(&zpulse).arg("report").output().unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--duration"));
+    assert!(refused(&[]).contains("--duration"));
     let one = raw::dirs(&["storm/series"])[0].clone();
-    let out = Command::new(&zpulse)
-        .arg("report")
-        .arg(&one)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("at least two captures"));
+    assert!(refused(&[one.to_str().unwrap()]).contains("at least two captures"));
     // A JSON file that is not a report, given to --compare.
     let dir = tempfile::tempdir().unwrap();
     let bogus = dir.path().join("x.json");
     std::fs::write(&bogus, "{\"version\": 1}").unwrap();
-    let out = Command::new(&zpulse)
-        .arg("report")
-        .arg("--compare")
-        .arg(&bogus)
-        .arg(&bogus)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("neither a capture series nor a report"));
+    let bogus = bogus.to_str().unwrap();
+    assert!(
+        refused(&["--compare", bogus, bogus]).contains("neither a capture series nor a report")
+    );
 }
 
 #[test]
@@ -409,7 +407,7 @@ fn a_live_window_samples_this_host() {
 fn a_report_from_the_agents_history_equals_the_one_from_the_series() {
     // `zpulse run --replay` records the storm into a history directory, as a live agent
     // records a host; `report --from --to` then reads that window back.
-    let (zpulse, plugins) = zpulse_with_checks();
+    let (zpulse, _) = zpulse_with_checks();
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("history");
     let config = dir.path().join("zpulse.toml");
@@ -469,35 +467,22 @@ fn a_report_from_the_agents_history_equals_the_one_from_the_series() {
     assert_eq!(from_history["conclusions"], from_series["conclusions"]);
     // Two halves of the history, compared: each side is its own window.
     let mid = raw::captured_at(&dirs[4]);
-    let out = Command::new(&zpulse)
-        .arg("report")
-        .arg("--compare")
-        .arg(format!("history:{from}..{mid}"))
-        .arg(format!("history:{mid}..{to}"))
-        .arg("--history-dir")
-        .arg(&history)
-        .args(["--format", "json"])
-        .args(&plugins)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = report(&[
+        "--compare",
+        &format!("history:{from}..{mid}"),
+        &format!("history:{mid}..{to}"),
+        "--history-dir",
+        history.to_str().unwrap(),
+    ]);
     assert_eq!(c["before"]["intervals"], 4);
     assert_eq!(c["after"]["intervals"], dirs.len() - 5);
     assert!(!c["comparison"]["rows"].as_array().unwrap().is_empty());
     // A range with nothing in it is an error that says where it looked.
-    let out = Command::new(&zpulse)
-        .args(["report", "--from", "1000", "--to", "2000", "--history-dir"])
-        .arg(&history)
-        .args(&plugins)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no history between"));
+    let history = history.to_str().unwrap();
+    assert!(
+        refused(&["--from", "1000", "--to", "2000", "--history-dir", history])
+            .contains("no history between")
+    );
 }
 
 #[test]
@@ -575,7 +560,10 @@ fn adding_a_special_vdev_moves_the_metadata_reads_off_the_hdds() {
         .iter()
         .find(|x| x["what"] == "seed: metadata reads (normal → special class), mean latency")
         .unwrap_or_else(|| panic!("{:#}", r["comparison"]));
-    assert_eq!(row["before"], class(before, "normal").unwrap()["read_total_ms"]);
+    assert_eq!(
+        row["before"],
+        class(before, "normal").unwrap()["read_total_ms"]
+    );
     assert_eq!(row["after"], special["read_total_ms"]);
     assert!(
         r["comparison"]["headlines"][0]
@@ -598,7 +586,11 @@ fn adding_a_special_vdev_moves_the_metadata_reads_off_the_hdds() {
                 .iter()
                 .find(|d| d["name"] == name)
                 .unwrap();
-            assert!(close(d["util_mean"].as_f64().unwrap(), util(series, name), 1e-6));
+            assert!(close(
+                d["util_mean"].as_f64().unwrap(),
+                util(series, name),
+                1e-6
+            ));
         }
     }
     assert!(util("seed/before", "sda") > 5.0 * util("seed/after", "sda"));

@@ -383,9 +383,45 @@ impl PluginHost {
     /// Hands `sample` to every idle plugin and returns, within the budget, what they emitted
     /// and what went wrong.
     pub fn run(&mut self, sample: &Sample) -> Output {
-        self.collect();
         let mut encoded = worker::Encoded::new(sample);
-        let time = EventTime::from_unix(sample.end);
+        self.dispatch(EventTime::from_unix(sample.end), "on_sample", |unread| {
+            Job::Sample(encoded.for_plugin(unread))
+        });
+        self.take_output()
+    }
+
+    /// `zpulse report`: hands `window` to every running plugin's `report` (after the window's
+    /// samples went through [`run`](PluginHost::run)) and returns, within the budget, the
+    /// sections they gave, in plugin order, with what went wrong in the output.
+    pub fn report_window(&mut self, window: &ReportWindow) -> (Vec<Section>, Output) {
+        // One encoding per distinct set of parts the plugins leave out, as for samples.
+        let mut encoded: Vec<(u64, Arc<[u8]>)> = Vec::new();
+        self.dispatch(EventTime::from_unix(window.to), "report", |unread| {
+            let bytes = match encoded.iter().find(|(u, _)| *u == unread) {
+                Some((_, bytes)) => Arc::clone(bytes),
+                None => {
+                    let bytes: Arc<[u8]> =
+                        zpulse_proto::sdk::encode_window_for(window, unread).into();
+                    encoded.push((unread, Arc::clone(&bytes)));
+                    bytes
+                }
+            };
+            Job::Report(bytes)
+        });
+        let out = self.take_output();
+        let sections = self
+            .slots
+            .iter()
+            .filter_map(|s| s.run.as_ref())
+            .flat_map(|run| std::mem::take(&mut run.shared.lock().sections))
+            .collect();
+        (sections, out)
+    }
+
+    /// Gives every idle, created plugin the job `job(unread parts)` for `call`, stamped with
+    /// `time`, then waits for them within the budget and marks the late ones hung.
+    fn dispatch(&mut self, time: EventTime, call: &'static str, mut job: impl FnMut(u64) -> Job) {
+        self.collect();
         let now = Instant::now();
         for slot in &mut self.slots {
             let Some(run) = slot.run.as_mut() else {
@@ -396,12 +432,9 @@ impl PluginHost {
             }
             let Some(jobs) = &run.jobs else { continue };
             run.shared.begin_sample(time, &self.hostname);
-            if jobs
-                .try_send(Job::Sample(encoded.for_plugin(run.unread)))
-                .is_ok()
-            {
+            if jobs.try_send(job(run.unread & abi::PARTS_KNOWN)).is_ok() {
                 run.busy = Some(Busy {
-                    call: "on_sample",
+                    call,
                     since: now,
                     hung: false,
                 });
@@ -409,54 +442,6 @@ impl PluginHost {
         }
         self.wait(now + self.budget.budget);
         self.mark_hung();
-        self.take_output()
-    }
-
-    /// `zpulse report`: hands `window` to every running plugin's `report` (after the window's
-    /// samples went through [`run`](PluginHost::run)) and returns, within the budget, the
-    /// sections they gave, in plugin order, with what went wrong in the output.
-    pub fn report_window(&mut self, window: &ReportWindow) -> (Vec<Section>, Output) {
-        self.collect();
-        let mut encoded: Vec<(u64, Arc<[u8]>)> = Vec::new();
-        let now = Instant::now();
-        for slot in &mut self.slots {
-            let Some(run) = slot.run.as_mut() else {
-                continue;
-            };
-            if run.busy.is_some() || !run.created {
-                continue;
-            }
-            let Some(jobs) = &run.jobs else { continue };
-            let unread = run.unread & abi::PARTS_KNOWN;
-            let bytes = match encoded.iter().find(|(u, _)| *u == unread) {
-                Some((_, bytes)) => Arc::clone(bytes),
-                None => {
-                    let bytes: Arc<[u8]> =
-                        zpulse_proto::sdk::encode_window_for(window, unread).into();
-                    encoded.push((unread, Arc::clone(&bytes)));
-                    bytes
-                }
-            };
-            run.shared
-                .begin_sample(EventTime::from_unix(window.to), &self.hostname);
-            if jobs.try_send(Job::Report(bytes)).is_ok() {
-                run.busy = Some(Busy {
-                    call: "report",
-                    since: now,
-                    hung: false,
-                });
-            }
-        }
-        self.wait(now + self.budget.budget);
-        self.mark_hung();
-        let out = self.take_output();
-        let sections = self
-            .slots
-            .iter()
-            .filter_map(|s| s.run.as_ref())
-            .flat_map(|run| std::mem::take(&mut run.shared.lock().sections))
-            .collect();
-        (sections, out)
     }
 
     /// What has been produced since the last call (loading problems, late returns).

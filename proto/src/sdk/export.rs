@@ -129,33 +129,16 @@ unsafe extern "C" fn on_sample<P: Plugin>(
     sample: *const u8,
     sample_len: usize,
 ) -> Status {
-    if state.is_null() {
-        return abi::STATUS_ERROR;
-    }
-    // SAFETY: a non-null state is the `Instance<P>` this plugin's `create` returned, not yet
-    // destroyed, and the agent never calls one state concurrently: the borrow is exclusive.
-    let instance = unsafe { &mut *state.cast::<Instance<P>>() };
-    // SAFETY: the agent passes `sample_len` readable bytes, valid for this call.
-    let Some(bytes) = (unsafe { abi::bytes(sample, sample_len) }) else {
-        instance
-            .host
-            .set_error("on_sample was called with a null sample");
-        return abi::STATUS_ERROR;
-    };
-    let Instance { plugin, host } = instance;
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        let sample = decode_sample(bytes).map_err(|e| (abi::STATUS_ERROR, e))?;
-        plugin
-            .on_sample(&sample, host)
-            .map_err(|e| (abi::STATUS_ERROR, e.to_string()))
-    }))
-    .unwrap_or_else(|payload| Err(panicked(payload)));
-    match result {
-        Ok(()) => abi::STATUS_OK,
-        Err((status, message)) => {
-            host.set_error(&message);
-            status
-        }
+    // SAFETY: the agent's arguments to `on_sample`, as `call` requires.
+    unsafe {
+        call::<P, _>(
+            state,
+            sample,
+            sample_len,
+            "on_sample",
+            decode_sample,
+            |p, s, h| p.on_sample(s, h),
+        )
     }
 }
 
@@ -164,24 +147,50 @@ unsafe extern "C" fn report<P: Plugin>(
     window: *const u8,
     window_len: usize,
 ) -> Status {
+    // SAFETY: the agent's arguments to `report`, as `call` requires.
+    unsafe {
+        call::<P, _>(
+            state,
+            window,
+            window_len,
+            "report",
+            decode_window,
+            |p, w, h| p.report(w, h),
+        )
+    }
+}
+
+/// One call on a live state with one MessagePack argument (`on_sample`, `report`): the
+/// argument decoded, the plugin's method run, panics caught, errors given to `set_error`.
+///
+/// # Safety
+/// `state` must be null or the live `Instance<P>` this plugin's `create` returned, called
+/// from one thread at a time; `ptr` must be null or point to `len` bytes valid for the call.
+unsafe fn call<P: Plugin, T>(
+    state: *mut c_void,
+    ptr: *const u8,
+    len: usize,
+    what: &str,
+    decode: fn(&[u8]) -> Result<T, String>,
+    run: impl FnOnce(&mut P, &T, &Host) -> Result<(), super::Error>,
+) -> Status {
     if state.is_null() {
         return abi::STATUS_ERROR;
     }
-    // SAFETY: as in `on_sample`: the live state of this plugin, called from one thread.
+    // SAFETY: a non-null state is the `Instance<P>` this plugin's `create` returned, not yet
+    // destroyed, and the agent never calls one state concurrently: the borrow is exclusive.
     let instance = unsafe { &mut *state.cast::<Instance<P>>() };
-    // SAFETY: the agent passes `window_len` readable bytes, valid for this call.
-    let Some(bytes) = (unsafe { abi::bytes(window, window_len) }) else {
+    // SAFETY: the agent passes `len` readable bytes, valid for this call.
+    let Some(bytes) = (unsafe { abi::bytes(ptr, len) }) else {
         instance
             .host
-            .set_error("report was called with a null window");
+            .set_error(&format!("{what} was called with a null argument"));
         return abi::STATUS_ERROR;
     };
     let Instance { plugin, host } = instance;
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let window = decode_window(bytes).map_err(|e| (abi::STATUS_ERROR, e))?;
-        plugin
-            .report(&window, host)
-            .map_err(|e| (abi::STATUS_ERROR, e.to_string()))
+        let arg = decode(bytes).map_err(|e| (abi::STATUS_ERROR, e))?;
+        run(plugin, &arg, host).map_err(|e| (abi::STATUS_ERROR, e.to_string()))
     }))
     .unwrap_or_else(|payload| Err(panicked(payload)));
     match result {
