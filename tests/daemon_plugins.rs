@@ -20,7 +20,7 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
         &config,
         format!(
             "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\nbudget = \"10m\"\n\
-             [plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n[[sink]]\ntype = \"stdout\"\n",
+             [plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n[history]\nenabled = false\n[[sink]]\ntype = \"stdout\"\n",
             plugin.display()
         ),
     )
@@ -74,7 +74,7 @@ fn template_config(dir: &std::path::Path, profile: &std::path::Path, table: &str
     }
     format!(
         "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\n[plugins.template]\n{table}\n\
-         [[sink]]\ntype = \"stdout\"\n",
+         [history]\nenabled = false\n[[sink]]\ntype = \"stdout\"\n",
         plugin.display()
     )
 }

@@ -141,7 +141,7 @@ fn a_fleet_of_replayed_agents_reports_into_one_collector() {
         std::fs::write(
             &config,
             format!(
-                "hostname = {host:?}\n[plugins]\ndirs = []\npaths = [{}]\n[[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = {:?}\n",
+                "hostname = {host:?}\n[plugins]\ndirs = []\npaths = [{}]\n[history]\nenabled = false\n[[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = {:?}\n",
                 plugins.join(", "),
                 dir.join(format!("spool-{host}")).display().to_string()
             ),

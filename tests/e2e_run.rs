@@ -121,7 +121,7 @@ fn findings_and_heartbeat_reach_forward_and_syslog() {
     std::fs::write(
         &config,
         format!(
-            "[plugins]\ndirs = []\npaths = [{}]\n\n{}",
+            "[plugins]\ndirs = []\npaths = [{}]\n[history]\nenabled = false\n\n{}",
             paths.join(", "),
             peers.sinks(&dir)
         ),
@@ -189,7 +189,7 @@ fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
     std::fs::write(
         &config,
         format!(
-            "interval = \"1s\"\n[plugins]\ndirs = []\n\n{}",
+            "interval = \"1s\"\n[plugins]\ndirs = []\n[history]\nenabled = false\n\n{}",
             peers.sinks(&dir)
         ),
     )

@@ -7,12 +7,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// The head of every config here: a sample every second, no plugins.
-const EVERY_SECOND: &str = "interval = \"1s\"\n[plugins]\ndirs = []\n";
+/// The head of every config here: a sample every second, no plugins, and no history (a live
+/// agent would otherwise record this host under /var/lib/zpulse: tests leave the host alone).
+const EVERY_SECOND: &str = "interval = \"1s\"\n[plugins]\ndirs = []\n[history]\nenabled = false\n";
 
 /// An agent config with one stdout sink, sampling every second, loading no plugins.
 const STDOUT_EVERY_SECOND: &str = concat!(
-    "interval = \"1s\"\n[plugins]\ndirs = []\n",
+    "interval = \"1s\"\n[plugins]\ndirs = []\n[history]\nenabled = false\n",
     "[[sink]]\ntype = \"stdout\"\n"
 );
 

@@ -40,8 +40,8 @@ pub struct ReportArgs {
     /// History: the last D of what `zpulse run` recorded (`30m`, `6h`).
     #[arg(long, value_name = "D", conflicts_with_all = ["series", "duration"])]
     pub last: Option<String>,
-    /// History: from this time (Unix seconds, `2026-12-01T03:00Z`, `2026-12-01 03:00` UTC, or
-    /// `-2h` for two hours ago) …
+    /// History: from this time (Unix seconds, `2026-12-01T03:00Z`, `2026-12-01 03:00` UTC,
+    /// `-2h` for two hours ago, or `now`) …
     #[arg(long, value_name = "T", conflicts_with_all = ["series", "duration", "last"])]
     pub from: Option<String>,
     /// … to this time (default: now).
@@ -381,10 +381,13 @@ fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// A time on the command line: Unix seconds, `-2h` (before now), or a UTC date and time
-/// `YYYY-MM-DD[T| ]HH:MM[:SS][Z]`.
+/// A time on the command line: Unix seconds, `now`, `-2h` (before now), or a UTC date and
+/// time `YYYY-MM-DD[T| ]HH:MM[:SS][Z]`.
 pub fn parse_time(text: &str, now: f64) -> Result<f64, String> {
     let t = text.trim();
+    if t == "now" {
+        return Ok(now);
+    }
     if let Some(ago) = t.strip_prefix('-') {
         let d = zpulse_proto::sdk::config::parse_duration(ago)?;
         return Ok(now - d.as_secs_f64());
@@ -444,6 +447,7 @@ mod tests {
         assert_eq!(parse_time("1970-01-01 00:00", 0.0), Ok(0.0));
         assert_eq!(parse_time("1796094000", 0.0), Ok(1_796_094_000.0));
         assert_eq!(parse_time("-2h", 10_000.0), Ok(2_800.0));
+        assert_eq!(parse_time("now", 10_000.0), Ok(10_000.0));
         for bad in ["yesterday", "2026-13-01T00:00", "2026-12-01", "-x", "NaN"] {
             assert!(parse_time(bad, 0.0).is_err(), "{bad}");
         }

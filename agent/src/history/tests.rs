@@ -443,11 +443,12 @@ fn the_history_table_of_the_config_file() {
     for (text, want) in [
         (
             "\n[history]\nmax_size = \"3MiB\"\n",
-            "/etc/zpulse/zpulse.toml:2: history.max_size: give 4MiB to 1TiB",
+            // The key's own line, not the table's.
+            "/etc/zpulse/zpulse.toml:3: history.max_size: give 4MiB to 1TiB",
         ),
         (
             "[history]\nretention = \"5m\"\n",
-            "/etc/zpulse/zpulse.toml:1: history.retention: give a duration between 10m and 366d",
+            "/etc/zpulse/zpulse.toml:2: history.retention: give a duration between 10m and 366d",
         ),
         (
             "[history]\nsize = 5\n",
