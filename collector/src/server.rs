@@ -28,6 +28,7 @@
 
 use crate::config::Config;
 use crate::store::{Batch, Outcome, Row, Store};
+use crate::timeseries::Reading;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{ErrorKind, Read, Write};
@@ -36,6 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use zpulse_forward::series::{self, SeriesRecord};
 use zpulse_forward::{ClientMessage, FrameDecoder, Helo, Limits, Pong, decode, encode};
 
 /// Batches the writer stores in one transaction, at most.
@@ -751,6 +753,8 @@ impl<'a, S: Read + Write> Reader<'a, S> {
 /// The rows of a batch this identity may write, and what was refused.
 struct Admitted {
     rows: Vec<Row>,
+    /// Metric records (`zpulse.series`), as the figures the collector keeps.
+    readings: Vec<Reading>,
     /// Estimated memory of `rows`.
     bytes: u64,
     foreign: u64,
@@ -772,6 +776,7 @@ fn admit(
     let fallback = identity.name.as_deref().unwrap_or(peer_host);
     let mut a = Admitted {
         rows: Vec::with_capacity(batch.entries.len()),
+        readings: Vec::new(),
         bytes: 0,
         foreign: 0,
         first_foreign_error: None,
@@ -779,6 +784,24 @@ fn admit(
         oversized: 0,
     };
     for e in &batch.entries {
+        // A metric record is larger than an event (thousands of series) and has its own
+        // bound; one that does not decode is kept as a foreign record, like any other.
+        if batch.tag == series::TAG
+            && e.record.len() <= series::MAX_RECORD_BYTES
+            && let Ok(record) = SeriesRecord::decode(&e.record)
+        {
+            if !identity.may_write(&record.host) {
+                if a.refused_host.len() < 4 && !a.refused_host.contains(&record.host) {
+                    a.refused_host.push(record.host.chars().take(64).collect());
+                }
+                continue;
+            }
+            let ts = i64::from(e.time.seconds) * 1_000_000_000 + i64::from(e.time.nanos);
+            let r = Reading::from_record(&record, &record.host, ts);
+            a.bytes += ROW_OVERHEAD + 64 * (r.gauges.len() + r.counters.len()) as u64;
+            a.readings.push(r);
+            continue;
+        }
         if e.record.len() > max_record_bytes {
             a.oversized += 1;
             continue;
@@ -873,7 +896,7 @@ fn session<S: Read + Write>(
                 ));
             }
         }
-        let refused = (entries - a.rows.len()) as u64 - a.oversized;
+        let refused = (entries - a.rows.len() - a.readings.len()) as u64 - a.oversized;
         if refused > 0 {
             let before = stats
                 .records_refused_host
@@ -910,12 +933,13 @@ fn session<S: Read + Write>(
             ));
         };
         drop(decoding);
-        let n = a.rows.len();
+        let n = a.rows.len() + a.readings.len();
         let (tx, rx) = bounded(1);
         let job = Batch {
             chunk: chunk.clone(),
             peer: peer.to_string(),
             rows: a.rows,
+            readings: a.readings,
         };
         ctx.shared
             .jobs
