@@ -786,10 +786,11 @@ fn admit(
     for e in &batch.entries {
         // A metric record is larger than an event (thousands of series) and has its own
         // bound; one that does not decode is kept as a foreign record, like any other.
-        if batch.tag == series::TAG
-            && e.record.len() <= series::MAX_RECORD_BYTES
-            && let Ok(record) = SeriesRecord::decode(&e.record)
-        {
+        let mut series_error = None;
+        let decoded = (batch.tag == series::TAG && e.record.len() <= series::MAX_RECORD_BYTES)
+            .then(|| SeriesRecord::decode(&e.record))
+            .and_then(|d| d.map_err(|why| series_error = Some(why)).ok());
+        if let Some(record) = decoded {
             if !identity.may_write(&record.host) {
                 if a.refused_host.len() < 4 && !a.refused_host.contains(&record.host) {
                     a.refused_host.push(record.host.chars().take(64).collect());
@@ -809,7 +810,8 @@ fn admit(
         let (mut row, valid) = Row::from_entry(&batch.tag, e, fallback);
         if let Err(why) = valid {
             a.foreign += 1;
-            a.first_foreign_error.get_or_insert(why);
+            a.first_foreign_error
+                .get_or_insert(series_error.unwrap_or(why));
             if identity.name.is_some() {
                 row.host = fallback.to_owned();
             }
@@ -889,7 +891,7 @@ fn session<S: Read + Write>(
                 .fetch_add(a.foreign, Ordering::Relaxed);
             if tag.starts_with("zpulse.") && (before + a.foreign).is_power_of_two() {
                 log(format!(
-                    "{peer}: {} record(s) under {tag} are not valid zpulse events, stored as \
+                    "{peer}: {} record(s) under {tag} are not valid zpulse records, stored as \
                      foreign: {}",
                     a.foreign,
                     a.first_foreign_error.clone().unwrap_or_default()
