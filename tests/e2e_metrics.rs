@@ -8,10 +8,10 @@
 //! last capture of this one.
 
 use std::collections::BTreeMap;
-use std::net::{TcpListener, TcpStream};
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use zpulse_tests::peer::{Collector, free_port, http_get, wait_for};
 use zpulse_tests::{build_bin, build_into_test_target, fixture};
 
 /// Agents replayed into the collector, ten at a time (the machine has two cores).
@@ -23,34 +23,6 @@ const SERIES: [&str; 4] = [
     "lab/checks/storm",
     "lab/checks/quiet",
 ];
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Collector(Child);
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_for(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "collector did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// One capture's raw figures.
 struct Raw {
@@ -279,17 +251,4 @@ fn replayed_agents_send_metric_records_that_the_collector_stores_as_the_raw_file
         );
     }
     assert!(!page.contains("http://") || !page.contains("src=\"http"));
-}
-
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    body
 }
