@@ -5,6 +5,8 @@
 //!
 //!   cargo bench -p zpulse-collector --bench series
 //!   ZPULSE_BENCH_HOSTS=100 ZPULSE_BENCH_DAYS=31 cargo bench -p zpulse-collector --bench series
+//!
+//! Under `cargo test` it runs 3 hosts × 2 days as a smoke test.
 
 use rusqlite::params;
 use std::collections::BTreeMap;
@@ -49,8 +51,10 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let hosts = env("ZPULSE_BENCH_HOSTS", 100);
-    let days = env("ZPULSE_BENCH_DAYS", 31) as i64;
+    // Under `cargo test` (no `--bench`): a smoke run of the same code, not a measurement.
+    let benchmarking = std::env::args().any(|a| a == "--bench");
+    let hosts = env("ZPULSE_BENCH_HOSTS", if benchmarking { 100 } else { 3 });
+    let days = env("ZPULSE_BENCH_DAYS", if benchmarking { 31 } else { 2 }) as i64;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("series.db");
     let now = std::time::SystemTime::now()
@@ -119,7 +123,7 @@ fn main() {
 
     // The write path: a day of one host's records, one a minute.
     let mut writes = Vec::new();
-    for m in 0..1440i64 {
+    for m in 0..if benchmarking { 1440i64 } else { 10 } {
         let mut counters = BTreeMap::new();
         let mut gauges = BTreeMap::new();
         gauges.insert("arc_size".to_string(), 1e9);
