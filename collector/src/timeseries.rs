@@ -7,7 +7,7 @@
 //! | figure                 | from the record's series (Prometheus names)                          |
 //! |------------------------|----------------------------------------------------------------------|
 //! | `pool_fill:POOL`       | `zpulse_pool_allocated_bytes / zpulse_pool_size_bytes`               |
-//! | `arc_size`, `arc_c_max`| `zpulse_arc_size_bytes`, `zpulse_arc_c_max_bytes`                    |
+//! | `arc_size`, `arc_size:c_max` | `zpulse_arc_size_bytes`, `zpulse_arc_c_max_bytes`              |
 //! | `arc_hit_ratio`        | Δ`zpulse_arc_hits_total` / Δ(hits + `zpulse_arc_misses_total`)       |
 //! | `disk_util:DISK`       | Δ`zpulse_disk_io_time_seconds_total` / Δt                            |
 //! | `disk_await:DISK`      | Δ(read + write `_time_seconds_total`) / Δ(reads + writes `_completed_total`) |
@@ -22,8 +22,9 @@
 //!
 //! **Storage and bounds.** Table `series`: one row per (host, figure, UTC day) holding 1,440
 //! little-endian f32 (NaN: no point), 5,760 bytes: f32 keeps 7 significant digits, plenty
-//! for a chart. A host has at most [`MAX_FIGURES`] figures (more are not stored), so a host
-//! costs at most 64 × 5.8 KB = 369 KB per day, 11 MB for the default 30 days. Rows whose
+//! for a chart; about 8.8 kB on disk with SQLite's overflow pages. A host has at most
+//! [`MAX_FIGURES`] figures (more are not stored), so it costs at most about 560 kB a day,
+//! 17 MB for the default 30 days. Rows whose
 //! last write (`updated`, the collector's clock) is older than the event retention are
 //! deleted with the events.
 
