@@ -125,6 +125,9 @@ changelog zpulse "$r"
 for f in "$top"/docs/checks/*.md; do
 	install_file 0644 "$f" "$r/usr/share/doc/zpulse/checks/$(basename "$f")"
 done
+# The Grafana dashboard over the prometheus sink's families (docs/metrics.md, "Grafana"):
+# architecture-independent data, so under /usr/share/zpulse (Debian Policy 9.1.1).
+install_file 0644 "$here/grafana/zpulse.json" "$r/usr/share/zpulse/grafana/zpulse.json"
 deps=$(shlibs_depends "$r/usr/bin/zpulse" "$r"/usr/lib/zpulse/plugins/*.so)
 finish zpulse "$r" "${deps:+$deps, }adduser" "$(cat <<'EOF'
 Description: ZFS telemetry agent: ARC, ZIL, pools and disks, checked by plugins

@@ -6,10 +6,9 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::net::{TcpListener, TcpStream};
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use zpulse_tests::peer::{Collector, free_port, http_get, wait_for};
 use zpulse_tests::{build_bin, build_into_test_target, fixture};
 
 use zpulse_tests::SHIPPED_CHECKS as CHECKS;
@@ -21,34 +20,6 @@ const FLEET: [(&str, &str); 4] = [
     ("nas-fill", "lab/checks/fill"),
     ("nas-quiet", "lab/checks/quiet"),
 ];
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Collector(Child);
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_for(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "collector did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// (check, subject) → severity of every finding left open by the events of a replay.
 fn open_set(events: &[Value]) -> BTreeMap<(String, String), String> {
@@ -76,19 +47,6 @@ fn json(cmd: &mut Command) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    body
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! Cross-crate tests of zpulse: the agent's sources and the proto's sample model together,
 //! against real captures in `fixtures/`. The library part locates fixtures, and [`raw`] reads
-//! the lab captures for the plugins' replay tests.
+//! the lab captures for the plugins' replay tests, [`peer`] runs a collector beside them.
 
 use std::path::PathBuf;
 
+pub mod peer;
 pub mod raw;
 pub mod settings;
 pub mod synthetic;

@@ -6,7 +6,8 @@
 //! the time to render the later snapshot in both formats, their ratio (target ≤ 10%), and
 //! for a scrape over loopback the bytes the whole process allocated per request (counted by a
 //! global allocator) next to the body's size (target: no allocation proportional to the
-//! series, i.e. far below the body). Under `cargo test` it runs one iteration as a smoke test.
+//! series, i.e. far below the body), and the cost and size of the same series as a Forward
+//! metric record (`zpulse.series`). Under `cargo test` it runs one iteration as a smoke test.
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use std::alloc::System;
@@ -76,6 +77,21 @@ fn main() {
             sample_time.as_secs_f64() * 1e6,
             render_time.as_secs_f64() * 1e6,
             render_time.as_secs_f64() / sample_time.as_secs_f64() * 100.0
+        );
+
+        // The same series as a Forward metric record (forward sink, `metrics = true`).
+        let record_time = time(n, || {
+            std::hint::black_box(exposition::series_record(&snap, "bench"));
+        });
+        let record = exposition::series_record(&snap, "bench");
+        let gzipped = zpulse_forward::encode::gzip(&record).map_or(0, |g| g.len());
+        println!(
+            "{:<14} forward record {:>7.1} µs  ratio {:>5.1}%  {:>7} B, gzip {:>6} B",
+            "",
+            record_time.as_secs_f64() * 1e6,
+            record_time.as_secs_f64() / sample_time.as_secs_f64() * 100.0,
+            record.len(),
+            gzipped
         );
 
         let endpoint = server::endpoint(

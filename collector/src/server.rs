@@ -28,6 +28,7 @@
 
 use crate::config::Config;
 use crate::store::{Batch, Outcome, Row, Store};
+use crate::timeseries::Reading;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{ErrorKind, Read, Write};
@@ -36,6 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use zpulse_forward::series::{self, SeriesRecord};
 use zpulse_forward::{ClientMessage, FrameDecoder, Helo, Limits, Pong, decode, encode};
 
 /// Batches the writer stores in one transaction, at most.
@@ -751,6 +753,8 @@ impl<'a, S: Read + Write> Reader<'a, S> {
 /// The rows of a batch this identity may write, and what was refused.
 struct Admitted {
     rows: Vec<Row>,
+    /// Metric records (`zpulse.series`), as the figures the collector keeps.
+    readings: Vec<Reading>,
     /// Estimated memory of `rows`.
     bytes: u64,
     foreign: u64,
@@ -772,6 +776,7 @@ fn admit(
     let fallback = identity.name.as_deref().unwrap_or(peer_host);
     let mut a = Admitted {
         rows: Vec::with_capacity(batch.entries.len()),
+        readings: Vec::new(),
         bytes: 0,
         foreign: 0,
         first_foreign_error: None,
@@ -779,6 +784,25 @@ fn admit(
         oversized: 0,
     };
     for e in &batch.entries {
+        // A metric record is larger than an event (thousands of series) and has its own
+        // bound; one that does not decode is kept as a foreign record, like any other.
+        let mut series_error = None;
+        let decoded = (batch.tag == series::TAG && e.record.len() <= series::MAX_RECORD_BYTES)
+            .then(|| SeriesRecord::decode(&e.record))
+            .and_then(|d| d.map_err(|why| series_error = Some(why)).ok());
+        if let Some(record) = decoded {
+            if !identity.may_write(&record.host) {
+                if a.refused_host.len() < 4 && !a.refused_host.contains(&record.host) {
+                    a.refused_host.push(record.host.chars().take(64).collect());
+                }
+                continue;
+            }
+            let ts = i64::from(e.time.seconds) * 1_000_000_000 + i64::from(e.time.nanos);
+            let r = Reading::from_record(&record, &record.host, ts);
+            a.bytes += ROW_OVERHEAD + 64 * (r.gauges.len() + r.counters.len()) as u64;
+            a.readings.push(r);
+            continue;
+        }
         if e.record.len() > max_record_bytes {
             a.oversized += 1;
             continue;
@@ -786,7 +810,8 @@ fn admit(
         let (mut row, valid) = Row::from_entry(&batch.tag, e, fallback);
         if let Err(why) = valid {
             a.foreign += 1;
-            a.first_foreign_error.get_or_insert(why);
+            a.first_foreign_error
+                .get_or_insert(series_error.unwrap_or(why));
             if identity.name.is_some() {
                 row.host = fallback.to_owned();
             }
@@ -866,14 +891,14 @@ fn session<S: Read + Write>(
                 .fetch_add(a.foreign, Ordering::Relaxed);
             if tag.starts_with("zpulse.") && (before + a.foreign).is_power_of_two() {
                 log(format!(
-                    "{peer}: {} record(s) under {tag} are not valid zpulse events, stored as \
+                    "{peer}: {} record(s) under {tag} are not valid zpulse records, stored as \
                      foreign: {}",
                     a.foreign,
                     a.first_foreign_error.clone().unwrap_or_default()
                 ));
             }
         }
-        let refused = (entries - a.rows.len()) as u64 - a.oversized;
+        let refused = (entries - a.rows.len() - a.readings.len()) as u64 - a.oversized;
         if refused > 0 {
             let before = stats
                 .records_refused_host
@@ -910,12 +935,13 @@ fn session<S: Read + Write>(
             ));
         };
         drop(decoding);
-        let n = a.rows.len();
+        let n = a.rows.len() + a.readings.len();
         let (tx, rx) = bounded(1);
         let job = Batch {
             chunk: chunk.clone(),
             peer: peer.to_string(),
             rows: a.rows,
+            readings: a.readings,
         };
         ctx.shared
             .jobs

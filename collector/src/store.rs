@@ -201,6 +201,8 @@ pub struct Batch {
     /// The client's address.
     pub peer: String,
     pub rows: Vec<Row>,
+    /// The figures of metric records (`zpulse.series`), stored as time series.
+    pub readings: Vec<crate::timeseries::Reading>,
 }
 
 /// What became of a batch.
@@ -306,6 +308,8 @@ impl Store {
                 path.display()
             ));
         }
+        conn.execute_batch(crate::timeseries::SCHEMA)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         conn.execute_batch(SCHEMA)
             .map_err(|e| format!("{}: creating the schema: {e}", path.display()))?;
         for (table, column, decl) in ADDED_COLUMNS {
@@ -424,7 +428,10 @@ impl Store {
             ])
             .map_err(sql)?;
         }
-        Ok(Outcome::Stored(batch.rows.len()))
+        for r in &batch.readings {
+            crate::timeseries::apply(tx, r, now)?;
+        }
+        Ok(Outcome::Stored(batch.rows.len() + batch.readings.len()))
     }
 
     /// Stores batches in one transaction; for tests and tools (the server groups its own).
@@ -453,6 +460,7 @@ impl Store {
                     [cutoff],
                 )
                 .map_err(sql)?;
+            p.by_age += crate::timeseries::retain(&self.conn, cutoff)?;
         }
         let keep_chunks = r
             .dedup_window
@@ -494,6 +502,21 @@ impl Store {
                 .map_err(sql)?;
         }
         Ok(p)
+    }
+
+    /// A host's time series from `since` to `until` (s): [`crate::timeseries::points`].
+    pub fn series_points(
+        &self,
+        host: &str,
+        since: i64,
+        until: i64,
+    ) -> Result<BTreeMap<String, Vec<(i64, f64)>>, String> {
+        crate::timeseries::points(&self.conn, host, since, until)
+    }
+
+    /// The time (s) of a host's latest metric record: [`crate::timeseries::latest`].
+    pub fn series_latest(&self, host: &str) -> Result<Option<i64>, String> {
+        crate::timeseries::latest(&self.conn, host)
     }
 
     /// Bytes of database pages in use (free pages excluded).

@@ -35,7 +35,7 @@ pub const MAX_SERIES: usize = 100_000;
 pub const MAX_LABELS: usize = 16;
 /// Characters of a name, label or label value, at most.
 pub const MAX_TEXT: usize = 256;
-/// Bytes of one encoded record, at most (a lab host's reading is 150–300 KB).
+/// Bytes of one encoded record, at most (a lab host's reading is 110–225 kB).
 pub const MAX_RECORD_BYTES: usize = 4 << 20;
 
 /// A family's type, as the exposition's `# TYPE` line says it.

@@ -652,7 +652,7 @@ fn metrics_wait_for_the_host_name_and_never_crowd_events_out_of_the_spool() {
     for _ in 0..12 {
         results.push(sink.observe(&reading).is_ok());
     }
-    // A record is ~250 KB: at most two fit under half of the spool; the others are
+    // A record is ~110 kB: a few fit under half of the spool; the others are
     // skipped, the first skip said once (an error), the rest silent.
     let spooled_metrics = sink.stats().pending - 1;
     let fit = (((1u64 << 20) as f64 * METRICS_SHARE) as u64 / record.len() as u64).max(1);

@@ -216,3 +216,63 @@ fn arc_rows_are_typed_by_what_they_count() {
     assert_eq!(arc_row("hash_elements").name, "zpulse_arc_hash_elements");
     assert_eq!(arc_row("l2_log_blk_count").name, "zpulse_arc_l2_log_blks");
 }
+
+#[test]
+fn integers_are_written_in_decimal() {
+    for (v, text) in [
+        (0u64, "0"),
+        (7, "7"),
+        (10, "10"),
+        (u64::MAX, "18446744073709551615"),
+    ] {
+        let mut s = String::new();
+        Value::Int(v).write(&mut s);
+        assert_eq!(s, text);
+    }
+    let mut s = String::new();
+    Value::Signed(i64::MIN).write(&mut s);
+    assert_eq!(s, "-9223372036854775808");
+}
+
+/// The Forward metric record holds exactly the exposition's series of a lab capture: same
+/// names, labels and values (the findings and the agent's health aside, which travel as
+/// events).
+#[test]
+fn the_forward_record_holds_the_exposition_series() {
+    use zpulse_forward::series::{Number, SeriesRecord};
+    for capture in ["storm/series/000", "vdevs/rz-zpulse/000"] {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/lab")
+            .join(capture);
+        let snap = crate::capture::load(&dir).unwrap();
+        let text = render(&snap, &[], None).text;
+        let want: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        let record = SeriesRecord::decode(&series_record(&snap, "h")).unwrap();
+        assert_eq!(record.host, "h");
+        let got: Vec<String> = record
+            .series
+            .iter()
+            .map(|s| {
+                let labels: Vec<(&str, &str)> = s
+                    .labels
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                let mut line = s.name.clone();
+                if write_labels(&mut line, &labels) {
+                    line.push('}');
+                }
+                line.push(' ');
+                match s.value {
+                    Number::Unsigned(v) => Value::Int(v),
+                    Number::Signed(v) => Value::Signed(v),
+                    Number::Float(v) => Value::Float(v),
+                }
+                .write(&mut line);
+                line
+            })
+            .collect();
+        assert!(want.len() > 2000, "{capture}: {} series", want.len());
+        assert_eq!(got, want, "{capture}");
+    }
+}
