@@ -88,8 +88,17 @@ pub(super) fn walk_resolved(real: &Path, euid: u32) -> Result<std::fs::File, Str
         file.metadata()
             .map_err(|e| format!("{}: cannot stat: {e}", shown.display()))
     };
+    // Every path that breaks the rule is named, not only the first: a plugin built under
+    // umask 0002 has a group-writable file and directories, to be fixed in one go. The walk
+    // goes on past a bad directory (still without following links); nothing is loaded then.
+    let mut bad: Vec<String> = Vec::new();
+    let mut note = |r: Result<(), String>| {
+        if let Err(e) = r {
+            bad.push(e);
+        }
+    };
     let mut dir = open_at(None, b"/", DIR_FLAGS, Path::new("/"))?;
-    check_one(Path::new("/"), &stat(&dir, Path::new("/"))?, euid)?;
+    note(check_one(Path::new("/"), &stat(&dir, Path::new("/"))?, euid));
     let names: Vec<&std::ffi::OsStr> = real
         .components()
         .filter_map(|c| match c {
@@ -104,7 +113,7 @@ pub(super) fn walk_resolved(real: &Path, euid: u32) -> Result<std::fs::File, Str
     for name in dirs {
         shown.push(name);
         dir = open_at(Some(&dir), name.as_bytes(), DIR_FLAGS, &shown)?;
-        check_one(&shown, &stat(&dir, &shown)?, euid)?;
+        note(check_one(&shown, &stat(&dir, &shown)?, euid));
     }
     shown.push(file_name);
     // O_NONBLOCK: a FIFO put there must not block the open.
@@ -118,8 +127,12 @@ pub(super) fn walk_resolved(real: &Path, euid: u32) -> Result<std::fs::File, Str
     if !meta.is_file() {
         return Err(format!("{} is not a regular file", real.display()));
     }
-    check_one(&shown, &meta, euid)?;
-    Ok(std::fs::File::from(file))
+    note(check_one(&shown, &meta, euid));
+    match bad.len() {
+        0 => Ok(std::fs::File::from(file)),
+        1 => Err(bad.remove(0)),
+        n => Err(format!("{n} paths break the rule: {}", bad.join("; "))),
+    }
 }
 
 fn check_ancestors(path: &Path, euid: u32) -> Result<(), String> {
@@ -233,6 +246,16 @@ mod tests {
         chmod(&dir, 0o775);
         let err = check_plugin_file(&file, euid).unwrap_err();
         assert!(err.contains("plugins is writable by its group"), "{err}");
+        // Built under umask 0002: the directory and the file at once, both named in one error.
+        chmod(&file, 0o664);
+        let err = check_plugin_file(&file, euid).unwrap_err();
+        assert!(err.starts_with("2 paths break the rule: "), "{err}");
+        assert!(
+            err.contains("directory ") && err.contains("plugins is writable by its group")
+                && err.contains("file ") && err.contains("libok.so is writable by its group"),
+            "{err}"
+        );
+        chmod(&file, 0o644);
         chmod(&dir, 0o755);
 
         // A link from a writable directory to a good file: the link's directory counts.
