@@ -3,6 +3,7 @@
 //! ([`http`]).
 
 pub mod alert;
+pub mod clock;
 pub mod config;
 pub mod http;
 pub mod query;

@@ -71,23 +71,38 @@ fn skew_cell(h: &HostRow, max_skew: i64) -> String {
     }
 }
 
-pub fn hosts_json(rows: &[HostRow], max_skew: i64) -> Json {
+/// Where a host list goes: the peer address each host last connected from is the network's
+/// map, for the collector's admin only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// `hosts` on the command line: whoever can read the database (its file mode is the
+    /// authentication) sees the peer addresses.
+    Admin,
+    /// The page and `/api/*`, read by anyone with the page's token: no addresses.
+    Reader,
+}
+
+/// Hosts as `/api/hosts` (`Audience::Reader`) and `hosts --format json` (`Admin`) give them.
+pub fn hosts_json(rows: &[HostRow], max_skew: i64, audience: Audience) -> Json {
     Json::Array(
         rows.iter()
             .map(|h| {
-                json!({
+                let mut v = json!({
                     "host": h.host,
                     "last_seen": h.last_seen,
                     "last_seen_utc": utc(h.last_seen),
                     "first_seen": h.first_seen,
                     "last_event_time": h.last_event_ts as f64 / 1e9,
                     "version": h.version,
-                    "peer": h.peer,
                     "open_findings": h.open_findings,
                     "worst_open": h.worst_open.map(|s| severity_name(Some(s))),
                     "clock_skew": h.clock_skew,
                     "clock_skewed": skewed(h, max_skew),
-                })
+                });
+                if audience == Audience::Admin {
+                    v["peer"] = json!(h.peer);
+                }
+                v
             })
             .collect(),
     )
