@@ -262,7 +262,7 @@ pub fn route(target: &str, config: &Page, stats: &Stats) -> (u16, &'static str, 
         "/api/events" => api_filter(&params, now).and_then(|f| {
             Ok((
                 JSON,
-                crate::query::events_json(&store.events(&f)?).to_string(),
+                crate::query::events_json(&store.events(&f)?, false),
             ))
         }),
         p if p.starts_with("/host/") => {

@@ -213,7 +213,7 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             let rows = store.events(&f)?;
             match db.format {
-                Format::Json => emit_json(&query::events_json(&rows)),
+                Format::Json => emit(&format!("{}\n", query::events_json(&rows, true))),
                 Format::Table => emit(&query::events_table(&rows)),
             }
         }

@@ -1,6 +1,8 @@
 //! What `query`, `hosts` and `open` print: aligned tables for people, JSON for programs.
 
 use crate::store::{FindingRow, HostRow, Row, severity_name};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value as Json, json};
 
 /// `2026-11-30T12:34:56Z` from seconds since the epoch (UTC; no time-zone database needed).
@@ -32,29 +34,59 @@ fn data_json(data: &str) -> Json {
     serde_json::from_str(data).unwrap_or(Json::Null)
 }
 
-pub fn events_json(rows: &[Row]) -> Json {
-    Json::Array(
-        rows.iter()
-            .map(|r| {
-                json!({
-                    "time": r.ts as f64 / 1e9,
-                    "utc": utc_ns(r.ts),
-                    "received": r.received,
-                    "received_utc": utc(r.received),
-                    "tag": r.tag,
-                    "kind": r.kind,
-                    "host": r.host,
-                    "check": r.check,
-                    "severity": r.severity.map(|s| severity_name(Some(s))),
-                    "state": r.state,
-                    "subject": r.subject,
-                    "summary": r.summary,
-                    "advice": r.advice,
-                    "data": data_json(&r.data),
-                })
-            })
-            .collect(),
-    )
+/// One event as `query --format json` and `/api/events` give it. `data` is the stored JSON
+/// text as it is (checked, not parsed into a tree and printed again: that was most of the
+/// cost of a thousand-event answer).
+#[derive(Serialize)]
+struct EventJson<'a> {
+    time: f64,
+    utc: String,
+    received: i64,
+    received_utc: String,
+    tag: &'a str,
+    kind: &'a str,
+    host: &'a str,
+    check: &'a str,
+    severity: Option<&'static str>,
+    state: Option<&'a str>,
+    subject: &'a str,
+    summary: &'a str,
+    advice: Option<&'a str>,
+    data: &'a RawValue,
+}
+
+fn event_json(r: &Row) -> EventJson<'_> {
+    EventJson {
+        time: r.ts as f64 / 1e9,
+        utc: utc_ns(r.ts),
+        received: r.received,
+        received_utc: utc(r.received),
+        tag: &r.tag,
+        kind: &r.kind,
+        host: &r.host,
+        check: &r.check,
+        severity: r.severity.map(|s| severity_name(Some(s))),
+        state: r.state.as_deref(),
+        subject: &r.subject,
+        summary: &r.summary,
+        advice: r.advice.as_deref(),
+        data: serde_json::from_str(&r.data).unwrap_or_else(|_| null_raw()),
+    }
+}
+
+fn null_raw() -> &'static RawValue {
+    serde_json::from_str("null").expect("null is JSON")
+}
+
+/// Events as a JSON array; `pretty` for people.
+pub fn events_json(rows: &[Row], pretty: bool) -> String {
+    let out: Vec<EventJson> = rows.iter().map(event_json).collect();
+    if pretty {
+        serde_json::to_string_pretty(&out)
+    } else {
+        serde_json::to_string(&out)
+    }
+    .unwrap_or_default()
 }
 
 /// Whether a host's clock is off by more than `max_skew` seconds.

@@ -54,8 +54,10 @@ const QUEUE: usize = 256;
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
 /// Connections decoding a gzip or a large message at once, at most: the transient memory of
 /// inflating (inflated blob, entries, rows) is bounded by this many messages at their limits,
-/// and on a two-core machine the CPU they take leaves room for the writer.
-pub const DECODERS: u64 = 2;
+/// and heavy decoding takes at most one core: on a two-core machine the other is left to the
+/// writer (the one place batches are stored, so what bounds every ack) and to light
+/// messages.
+pub const DECODERS: u64 = 1;
 /// A plain message this large is decoded under a [`DECODERS`] slot, as gzip ones are (an
 /// agent's batch of 1000 events is some 300 KB; a heartbeat, a few hundred bytes).
 pub const HEAVY_FRAME_BYTES: usize = 32 << 10;
