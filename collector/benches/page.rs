@@ -64,7 +64,6 @@ fn main() {
         }
         times.sort();
         // Eight at once.
-        let t = Instant::now();
         let handles: Vec<_> = (0..8)
             .map(|_| {
                 let (page, stats) = (page.clone(), stats.clone());
