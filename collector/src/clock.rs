@@ -82,13 +82,21 @@ mod tests {
         );
         // Several in one batch: the newest against the previous batch's, same result.
         assert_eq!(
-            evidence(Some(at(t + 2 * MIN, back)), at(t + 30 * MIN, back + 1), 60.0),
+            evidence(
+                Some(at(t + 2 * MIN, back)),
+                at(t + 30 * MIN, back + 1),
+                60.0
+            ),
             None
         );
         // The drain is over: the next live heartbeat shows the (correct) clock again.
         let last = t + 180 * MIN; // the last spooled one, made just before `back`
         assert_eq!(
-            evidence(Some(at(last, back + 1)), at(last + MIN, back + 1 + MIN), 60.0),
+            evidence(
+                Some(at(last, back + 1)),
+                at(last + MIN, back + 1 + MIN),
+                60.0
+            ),
             Some(-1)
         );
     }

@@ -245,7 +245,10 @@ pub fn route(target: &str, config: &Page, stats: &Stats) -> (u16, &'static str, 
                 .into_iter()
                 .filter(|h| filter.keeps(h, &open))
                 .collect();
-            Ok((JSON, hosts_json(&hosts, config.max_skew, Audience::Reader).to_string()))
+            Ok((
+                JSON,
+                hosts_json(&hosts, config.max_skew, Audience::Reader).to_string(),
+            ))
         }),
         "/api/open" => api_filter(&params, now).and_then(|f| {
             let rows: Vec<FindingRow> = store
@@ -259,12 +262,8 @@ pub fn route(target: &str, config: &Page, stats: &Stats) -> (u16, &'static str, 
                 .collect();
             Ok((JSON, findings_json(&rows).to_string()))
         }),
-        "/api/events" => api_filter(&params, now).and_then(|f| {
-            Ok((
-                JSON,
-                crate::query::events_json(&store.events(&f)?, false),
-            ))
-        }),
+        "/api/events" => api_filter(&params, now)
+            .and_then(|f| Ok((JSON, crate::query::events_json(&store.events(&f)?, false)))),
         p if p.starts_with("/host/") => {
             let name = percent_decode(&p["/host/".len()..]);
             match store.host(&name) {
@@ -304,8 +303,14 @@ fn api_filter(p: &BTreeMap<String, String>, now: i64) -> Result<Filter, String> 
         kinds: nonempty("kind")
             .map(|k| {
                 let kinds: Vec<String> = k.split(',').map(str::to_owned).collect();
-                match kinds.iter().find(|k| !crate::store::KINDS.contains(&k.as_str())) {
-                    Some(k) => Err(bad("kind", format!("{k:?}: give {}", crate::store::KINDS.join(", ")))),
+                match kinds
+                    .iter()
+                    .find(|k| !crate::store::KINDS.contains(&k.as_str()))
+                {
+                    Some(k) => Err(bad(
+                        "kind",
+                        format!("{k:?}: give {}", crate::store::KINDS.join(", ")),
+                    )),
                     None => Ok(kinds),
                 }
             })

@@ -249,7 +249,11 @@ impl Row {
 
 /// What [`Row::points`] holds for an event.
 fn chart_points(e: &Event, peer_host: &str) -> Vec<(String, f64)> {
-    let host = if e.host.is_empty() { peer_host } else { &e.host };
+    let host = if e.host.is_empty() {
+        peer_host
+    } else {
+        &e.host
+    };
     e.data
         .iter()
         .filter(|(k, _)| k.ends_with("_pct"))
@@ -686,10 +690,7 @@ impl Store {
             // Written into the statement (checked against KINDS, so no injection), not bound:
             // SQLite uses the partial index on findings only for a literal `kind = 'finding'`.
             if let Some(bad) = k.iter().find(|k| !KINDS.contains(&k.as_str())) {
-                return Err(format!(
-                    "kind {bad:?}: give {}",
-                    KINDS.join(", ")
-                ));
+                return Err(format!("kind {bad:?}: give {}", KINDS.join(", ")));
             }
             let quoted: Vec<String> = k.iter().map(|k| format!("'{k}'")).collect();
             sql_text.push_str(&match quoted.as_slice() {
@@ -726,7 +727,9 @@ impl Store {
         let result = self.query_events(&sql_text, args);
         let _ = self.conn.progress_handler(0, None::<fn() -> bool>);
         result.map_err(|e| match e {
-            rusqlite::Error::SqliteFailure(c, _) if c.code == rusqlite::ErrorCode::OperationInterrupted => {
+            rusqlite::Error::SqliteFailure(c, _)
+                if c.code == rusqlite::ErrorCode::OperationInterrupted =>
+            {
                 format!(
                     "{TOO_BROAD}the matching events are too rare among the newest ones to \
                      find them quickly (more than {budget} SQLite steps): narrow the query \
@@ -743,24 +746,23 @@ impl Store {
         args: Vec<rusqlite::types::Value>,
     ) -> rusqlite::Result<Vec<Row>> {
         let mut stmt = self.conn.prepare(sql_text)?;
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(args), |r| {
-                Ok(Row {
-                    ts: r.get(0)?,
-                    tag: r.get(1)?,
-                    kind: r.get(2)?,
-                    host: r.get(3)?,
-                    check: r.get(4)?,
-                    severity: r.get(5)?,
-                    state: r.get(6)?,
-                    subject: r.get(7)?,
-                    summary: r.get(8)?,
-                    advice: r.get(9)?,
-                    data: r.get(10)?,
-                    received: r.get(11)?,
-                    points: Vec::new(),
-                })
-            })?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            Ok(Row {
+                ts: r.get(0)?,
+                tag: r.get(1)?,
+                kind: r.get(2)?,
+                host: r.get(3)?,
+                check: r.get(4)?,
+                severity: r.get(5)?,
+                state: r.get(6)?,
+                subject: r.get(7)?,
+                summary: r.get(8)?,
+                advice: r.get(9)?,
+                data: r.get(10)?,
+                received: r.get(11)?,
+                points: Vec::new(),
+            })
+        })?;
         rows.collect()
     }
 

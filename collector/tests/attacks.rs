@@ -29,7 +29,12 @@ fn spawn(dir: &std::path::Path) -> (Collector, SocketAddr) {
     let addr = free_addr();
     let db = dir.join("events.db");
     let listen = addr.to_string();
-    let c = Collector::serve(&["--listen".as_ref(), listen.as_ref(), "--db".as_ref(), db.as_os_str()]);
+    let c = Collector::serve(&[
+        "--listen".as_ref(),
+        listen.as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+    ]);
     (c, addr)
 }
 

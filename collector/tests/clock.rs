@@ -66,12 +66,17 @@ fn a_clock_an_hour_behind_is_flagged_from_its_second_live_heartbeat() {
     s.store(&[heartbeats("slow", &[clock])], t + 2).unwrap();
     // The first heartbeat of a host is compared with nothing.
     assert_eq!(skew_of(&s, "slow"), (0, false));
-    s.store(&[heartbeats("slow", &[clock + 60])], t + 62).unwrap();
+    s.store(&[heartbeats("slow", &[clock + 60])], t + 62)
+        .unwrap();
     assert_eq!(skew_of(&s, "slow"), (-3602, true));
     // And it stays flagged while the clock stays wrong.
-    s.store(&[heartbeats("slow", &[clock + 120])], t + 122).unwrap();
+    s.store(&[heartbeats("slow", &[clock + 120])], t + 122)
+        .unwrap();
     assert_eq!(skew_of(&s, "slow"), (-3602, true));
     // The page and `hosts` read the same figure.
     let all = s.hosts().unwrap();
-    assert_eq!(all.iter().find(|h| h.host == "slow").unwrap().clock_skew, -3602);
+    assert_eq!(
+        all.iter().find(|h| h.host == "slow").unwrap().clock_skew,
+        -3602
+    );
 }

@@ -20,7 +20,12 @@ const PER_BATCH: u64 = 25;
 
 fn spawn(addr: SocketAddr, db: &std::path::Path) -> Collector {
     let listen = addr.to_string();
-    Collector::serve(&["--listen".as_ref(), listen.as_ref(), "--db".as_ref(), db.as_os_str()])
+    Collector::serve(&[
+        "--listen".as_ref(),
+        listen.as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+    ])
 }
 
 fn batch(n: u64) -> (String, Vec<u8>) {

@@ -54,7 +54,13 @@ fn a_500_host_fleet_page_leads_with_what_is_wrong() {
             rows.push(Row::from_event(
                 "zpulse.finding",
                 ns(now),
-                &finding(&host, "special-fill", "tank", State::Raised, Severity::Critical),
+                &finding(
+                    &host,
+                    "special-fill",
+                    "tank",
+                    State::Raised,
+                    Severity::Critical,
+                ),
                 "p",
             ));
         }
@@ -62,7 +68,13 @@ fn a_500_host_fleet_page_leads_with_what_is_wrong() {
             rows.push(Row::from_event(
                 "zpulse.finding",
                 ns(now),
-                &finding(&host, "slog-usage", "tank", State::Raised, Severity::Warning),
+                &finding(
+                    &host,
+                    "slog-usage",
+                    "tank",
+                    State::Raised,
+                    Severity::Warning,
+                ),
                 "p",
             ));
         }

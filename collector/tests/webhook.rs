@@ -13,7 +13,6 @@ use std::sync::mpsc;
 use std::time::Duration;
 use zpulse_collector::alert::{Alerting, Webhook, WebhookQueue};
 use zpulse_proto::event::{Severity, State};
-use zpulse_proto::forward::encode;
 
 const SECRET: &str = "a webhook secret of some length";
 
@@ -90,14 +89,7 @@ fn a_receiver_outage_loses_nothing_and_every_delivery_is_signed() {
         State::Raised,
         Severity::Critical,
     );
-    c.send(&encode::message(
-        "zpulse.finding",
-        now_t(),
-        &crit.to_msgpack(),
-        Some(&chunk(1)),
-    ))
-    .unwrap();
-    assert_eq!(c.ack(), Some(chunk(1)));
+    c.send_acked("zpulse.finding", &crit, 1);
     let queue = WebhookQueue::open(&r.db).unwrap();
     wait_until("the raise is queued", || queue.queued(&url).unwrap() == 1);
     // Cleared while the receiver is still down: queued behind it.
@@ -108,14 +100,7 @@ fn a_receiver_outage_loses_nothing_and_every_delivery_is_signed() {
         State::Cleared,
         Severity::Critical,
     );
-    c.send(&encode::message(
-        "zpulse.finding",
-        now_t(),
-        &cleared.to_msgpack(),
-        Some(&chunk(2)),
-    ))
-    .unwrap();
-    assert_eq!(c.ack(), Some(chunk(2)));
+    c.send_acked("zpulse.finding", &cleared, 2);
     wait_until("the clear is queued", || queue.queued(&url).unwrap() == 2);
 
     // The receiver comes up: both arrive, in order, signed.
@@ -175,16 +160,8 @@ fn the_webhook_queue_survives_a_collector_restart() {
         ])
     };
     let send = |n: u8, state: State, subject: &str| {
-        let mut c = Client::connect(listen.parse().unwrap());
         let e = finding("nas1", "special-fill", subject, state, Severity::Critical);
-        c.send(&encode::message(
-            "zpulse.finding",
-            now_t(),
-            &e.to_msgpack(),
-            Some(&chunk(n)),
-        ))
-        .unwrap();
-        assert_eq!(c.ack(), Some(chunk(n)));
+        Client::connect(listen.parse().unwrap()).send_acked("zpulse.finding", &e, n);
     };
     let collector = serve();
     send(1, State::Raised, "tank");

@@ -272,6 +272,18 @@ impl Client {
         }
     }
 
+    /// One event as a Message with chunk id `chunk(n)`, now; asserts its ack.
+    pub fn send_acked(&mut self, tag: &str, e: &Event, n: u8) {
+        self.send(&zpulse_proto::forward::encode::message(
+            tag,
+            now_t(),
+            &e.to_msgpack(),
+            Some(&chunk(n)),
+        ))
+        .unwrap();
+        assert_eq!(self.ack(), Some(chunk(n)));
+    }
+
     pub fn ack(&mut self) -> Option<String> {
         match self.recv()? {
             ServerMessage::Ack(a) => Some(a),
