@@ -460,6 +460,9 @@ impl Store {
             .map_err(sql)?;
         // Per host: latest event time, latest heartbeat (time, version).
         let mut hosts: HashMap<&str, HostSeen> = HashMap::new();
+        // The batch's latest value per chart point: a batch holds seconds to minutes of a
+        // host's figures, so most of its rows fall into a point another row of it also has.
+        let mut points: HashMap<(&str, i64, &str), (i64, f64)> = HashMap::new();
         for r in &batch.rows {
             insert
                 .execute(params![
@@ -467,21 +470,15 @@ impl Store {
                     r.summary, r.advice, r.data
                 ])
                 .map_err(sql)?;
-            if !r.points.is_empty() && r.kind != "foreign" {
-                let mut point = tx
-                    .prepare_cached(
-                        "INSERT INTO chart_points(host, bucket, series, ts, value)
-                         VALUES (?1, ?2, ?3, ?4, ?5)
-                         ON CONFLICT(host, bucket, series) DO UPDATE SET
-                           ts = excluded.ts, value = excluded.value
-                         WHERE excluded.ts >= chart_points.ts",
-                    )
-                    .map_err(sql)?;
+            if r.kind != "foreign" {
                 let bucket = r.ts.div_euclid(1_000_000_000).div_euclid(CHART_BUCKET_S);
                 for (name, value) in &r.points {
-                    point
-                        .execute(params![r.host, bucket, name, r.ts, value])
-                        .map_err(sql)?;
+                    let p = points
+                        .entry((r.host.as_str(), bucket, name.as_str()))
+                        .or_insert((r.ts, *value));
+                    if r.ts >= p.0 {
+                        *p = (r.ts, *value);
+                    }
                 }
             }
             let h = hosts.entry(r.host.as_str()).or_insert((r.ts, None, false));
@@ -495,6 +492,20 @@ impl Store {
                 track_finding(tx, r, now)?;
                 h.2 = true;
             }
+        }
+        let mut point = tx
+            .prepare_cached(
+                "INSERT INTO chart_points(host, bucket, series, ts, value)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(host, bucket, series) DO UPDATE SET
+                   ts = excluded.ts, value = excluded.value
+                 WHERE excluded.ts >= chart_points.ts",
+            )
+            .map_err(sql)?;
+        for ((host, bucket, name), (ts, value)) in points {
+            point
+                .execute(params![host, bucket, name, ts, value])
+                .map_err(sql)?;
         }
         let mut previous = tx
             .prepare_cached(
