@@ -1067,15 +1067,14 @@ pub fn pick<R>(waiting: &mut Vec<Waiting<R>>) -> Vec<Waiting<R>> {
     waiting.sort_by_key(|w| w.batch.rows.len());
     let mut events = 0;
     let mut taken = vec![false; waiting.len()];
-    let mut count = 0;
+    // The smallest, a prefix of the sorted list: `i` batches taken so far.
     for (i, w) in waiting.iter().enumerate() {
         let n = w.batch.rows.len();
-        if count == GROUP_MAX_BATCHES || (count > 0 && events + n > GROUP_MAX_EVENTS) {
+        if i == GROUP_MAX_BATCHES || (i > 0 && events + n > GROUP_MAX_EVENTS) {
             break;
         }
         events += n;
         taken[i] = true;
-        count += 1;
     }
     let owed = waiting
         .iter()
