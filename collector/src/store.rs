@@ -781,11 +781,7 @@ impl Store {
     pub fn hosts(&self) -> Result<Vec<HostRow>, String> {
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT host, first_seen, last_seen, last_event_ts, version, peer, open_findings,
-                        worst_open, clock_skew
-                 FROM hosts ORDER BY host",
-            )
+            .prepare(&format!("SELECT {HOST_COLUMNS} FROM hosts ORDER BY host"))
             .map_err(sql)?;
         let rows = stmt.query_map([], host_row).map_err(sql)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
@@ -812,9 +808,7 @@ impl Store {
     pub fn host(&self, name: &str) -> Result<Option<HostRow>, String> {
         self.conn
             .query_row(
-                "SELECT host, first_seen, last_seen, last_event_ts, version, peer, open_findings,
-                        worst_open, clock_skew
-                 FROM hosts WHERE host = ?1",
+                &format!("SELECT {HOST_COLUMNS} FROM hosts WHERE host = ?1"),
                 [name],
                 host_row,
             )
@@ -931,6 +925,10 @@ impl Store {
             .map_err(sql)
     }
 }
+
+/// The columns [`host_row`] reads, in its order.
+const HOST_COLUMNS: &str = "host, first_seen, last_seen, last_event_ts, version, peer, \
+                            open_findings, worst_open, clock_skew";
 
 fn host_row(r: &rusqlite::Row) -> rusqlite::Result<HostRow> {
     Ok(HostRow {
