@@ -8,21 +8,14 @@
 //!
 //! Prints events/s (stored and acked) and the ack latency percentiles per batch.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
-use zpulse_collector::config::Config;
-use zpulse_collector::server::Server;
-use zpulse_collector::store::Store;
-use zpulse_forward::{ChunkId, Compression, Entries, FrameDecoder, Limits, ServerMessage};
-use zpulse_proto::event::{Event, EventTime, Severity, State};
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::env_usize as env;
+use std::time::{Duration, Instant};
+use zpulse_collector::store::Store;
+use zpulse_forward::{ChunkId, Compression, Entries, ServerMessage};
+use zpulse_proto::event::{Event, EventTime, Severity, State};
 
 fn main() {
     // `cargo test --benches` passes --bench-less args; run only under `cargo bench`.
@@ -33,25 +26,16 @@ fn main() {
     let events = env("ZPULSE_BENCH_EVENTS", 10_000);
     let batch = env("ZPULSE_BENCH_BATCH", 100).max(1);
     let gzip = env("ZPULSE_BENCH_GZIP", 0) == 1;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("bench.db");
-    let server = Server::start(Config {
-        listen: "127.0.0.1:0".into(),
-        db: db.clone(),
-        max_connections: senders + 8,
-        ..Config::default()
-    })
-    .unwrap();
+    let running = common::start(|c| c.max_connections = senders + 8);
+    let (server, db) = (running.server, running.db);
     let addr = server.addr;
     let t0 = Instant::now();
     let handles: Vec<_> = (0..senders)
         .map(|n| {
             std::thread::spawn(move || {
                 let host = format!("host{n:03}");
-                let mut s = TcpStream::connect(addr).unwrap();
-                s.set_nodelay(true).unwrap();
-                let mut dec = FrameDecoder::new(Limits::for_replies());
-                let mut buf = [0u8; 1024];
+                let mut c = common::Client::connect(addr);
+                c.s.set_nodelay(true).unwrap();
                 let mut latencies = Vec::with_capacity(events / batch + 1);
                 let mut sent = 0;
                 let mut seq = 0u64;
@@ -98,16 +82,8 @@ fn main() {
                         },
                     );
                     let started = Instant::now();
-                    s.write_all(&msg).unwrap();
-                    loop {
-                        if let Some(m) = dec.next_server().unwrap() {
-                            assert_eq!(m, ServerMessage::Ack(chunk.clone()));
-                            break;
-                        }
-                        let r = s.read(&mut buf).unwrap();
-                        assert!(r > 0, "the collector closed the connection");
-                        dec.feed(&buf[..r]);
-                    }
+                    c.send(&msg).unwrap();
+                    assert_eq!(c.recv(), Some(ServerMessage::Ack(chunk.clone())));
                     latencies.push(started.elapsed());
                     sent += entries.len();
                 }

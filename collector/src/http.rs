@@ -10,9 +10,9 @@
 //!
 //! Each request opens the database read-only (WAL lets readers run beside the writer).
 
-use crate::query::{ago, findings_json, hosts_json, utc, utc_ns};
+use crate::query::{Audience, ago, findings_json, hosts_json, utc, utc_ns};
 use crate::server::{Stats, log};
-use crate::store::{Filter, FindingRow, HostRow, Store, parse_severity, severity_name};
+use crate::store::{Filter, FindingRow, HostRow, Store, TOO_BROAD, parse_severity, severity_name};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -27,8 +27,6 @@ const MAX_CONNECTIONS: usize = 32;
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// How far back the charts look.
 const CHART_WINDOW_S: i64 = 86400;
-/// Rows read for one host's charts, at most.
-const CHART_ROWS: usize = 50_000;
 const MAX_SERIES: usize = 12;
 /// Open findings listed on the front page, at most (the worst first).
 const OPEN_ROWS: usize = 200;
@@ -247,7 +245,10 @@ pub fn route(target: &str, config: &Page, stats: &Stats) -> (u16, &'static str, 
                 .into_iter()
                 .filter(|h| filter.keeps(h, &open))
                 .collect();
-            Ok((JSON, hosts_json(&hosts, config.max_skew).to_string()))
+            Ok((
+                JSON,
+                hosts_json(&hosts, config.max_skew, Audience::Reader).to_string(),
+            ))
         }),
         "/api/open" => api_filter(&params, now).and_then(|f| {
             let rows: Vec<FindingRow> = store
@@ -261,19 +262,13 @@ pub fn route(target: &str, config: &Page, stats: &Stats) -> (u16, &'static str, 
                 .collect();
             Ok((JSON, findings_json(&rows).to_string()))
         }),
-        "/api/events" => api_filter(&params, now).and_then(|f| {
-            Ok((
-                JSON,
-                crate::query::events_json(&store.events(&f)?).to_string(),
-            ))
-        }),
+        "/api/events" => api_filter(&params, now)
+            .and_then(|f| Ok((JSON, crate::query::events_json(&store.events(&f)?, false)))),
         p if p.starts_with("/host/") => {
             let name = percent_decode(&p["/host/".len()..]);
-            match store.hosts() {
-                Ok(hosts) if hosts.iter().any(|h| h.host == name) => {
-                    host_page(&store, &name, now).map(|b| (HTML, b))
-                }
-                Ok(_) => return (404, HTML, page("Not found", "<p>No such host.</p>")),
+            match store.host(&name) {
+                Ok(Some(_)) => host_page(&store, &name, now).map(|b| (HTML, b)),
+                Ok(None) => return (404, HTML, page("Not found", "<p>No such host.</p>")),
                 Err(e) => Err(e),
             }
         }
@@ -281,7 +276,7 @@ pub fn route(target: &str, config: &Page, stats: &Stats) -> (u16, &'static str, 
     };
     match result {
         Ok((ctype, body)) => (200, ctype, body),
-        Err(e) if e.starts_with(BAD_PARAMETER) => {
+        Err(e) if e.starts_with(BAD_PARAMETER) || e.starts_with(TOO_BROAD) => {
             (400, "text/plain; charset=utf-8", format!("{e}\n"))
         }
         Err(e) => (500, "text/plain; charset=utf-8", format!("{e}\n")),
@@ -305,7 +300,21 @@ fn api_filter(p: &BTreeMap<String, String>, now: i64) -> Result<Filter, String> 
             .map(|s| parse_severity(&s))
             .transpose()
             .map_err(|e| bad("severity", e))?,
-        kinds: nonempty("kind").map(|k| k.split(',').map(str::to_owned).collect()),
+        kinds: nonempty("kind")
+            .map(|k| {
+                let kinds: Vec<String> = k.split(',').map(str::to_owned).collect();
+                match kinds
+                    .iter()
+                    .find(|k| !crate::store::KINDS.contains(&k.as_str()))
+                {
+                    Some(k) => Err(bad(
+                        "kind",
+                        format!("{k:?}: give {}", crate::store::KINDS.join(", ")),
+                    )),
+                    None => Ok(kinds),
+                }
+            })
+            .transpose()?,
         since_ts: nonempty("since")
             .map(|s| {
                 crate::config::parse_duration(&s)
@@ -319,6 +328,7 @@ fn api_filter(p: &BTreeMap<String, String>, now: i64) -> Result<Filter, String> 
             .unwrap_or(100)
             .min(API_MAX_LIMIT),
         oldest_first: false,
+        bounded: true,
     })
 }
 
@@ -725,6 +735,7 @@ fn host_page(store: &Store, host: &str, now: i64) -> Result<String, String> {
         host: Some(host.to_owned()),
         kinds: Some(vec!["finding".into()]),
         limit: 100,
+        bounded: true,
         ..Filter::default()
     })?;
     let _ = writeln!(b, "<h2>Finding history (latest {})</h2>", history.len());
@@ -750,42 +761,20 @@ fn host_page(store: &Store, host: &str, now: i64) -> Result<String, String> {
 }
 
 /// The `_pct` figures of a host's metrics, agent and finding events over the last 24 h, as
-/// series named `check subject key`, each a list of (time s, value).
+/// series named `check subject key`, each a list of (time s, value): the chart points the
+/// store keeps current at ingest (at most one a series per `CHART_BUCKET_S`), at most 64
+/// series.
 pub fn series(
     store: &Store,
     host: &str,
     now: i64,
 ) -> Result<BTreeMap<String, Vec<(f64, f64)>>, String> {
-    let rows = store.events(&Filter {
-        host: Some(host.to_owned()),
-        kinds: Some(vec!["metrics".into(), "agent".into(), "finding".into()]),
-        since_ts: Some((now - CHART_WINDOW_S) * 1_000_000_000),
-        limit: CHART_ROWS,
-        oldest_first: true,
-        ..Filter::default()
-    })?;
     let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for r in &rows {
-        let Ok(serde_json::Value::Object(data)) = serde_json::from_str(&r.data) else {
+    for (name, t, x) in store.chart_points(host, now - CHART_WINDOW_S)? {
+        if out.len() >= 64 && !out.contains_key(&name) {
             continue;
-        };
-        for (k, v) in &data {
-            if !k.ends_with("_pct") {
-                continue;
-            }
-            let Some(x) = v.as_f64().filter(|x| x.is_finite()) else {
-                continue;
-            };
-            let name = if r.subject.is_empty() || r.subject == host {
-                format!("{} {k}", r.check)
-            } else {
-                format!("{} {} {k}", r.check, r.subject)
-            };
-            if out.len() >= 64 && !out.contains_key(&name) {
-                continue;
-            }
-            out.entry(name).or_default().push((r.ts as f64 / 1e9, x));
         }
+        out.entry(name).or_default().push((t, x));
     }
     Ok(out)
 }

@@ -4,6 +4,7 @@
 
 pub mod alert;
 pub mod charts;
+pub mod clock;
 pub mod config;
 pub mod http;
 pub mod query;

@@ -209,10 +209,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 since_ts,
                 limit,
                 oldest_first: false,
+                bounded: false,
             };
             let rows = store.events(&f)?;
             match db.format {
-                Format::Json => emit_json(&query::events_json(&rows)),
+                Format::Json => emit(&format!("{}\n", query::events_json(&rows, true))),
                 Format::Table => emit(&query::events_table(&rows)),
             }
         }
@@ -221,7 +222,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let rows = store.hosts()?;
             let skew = config.max_clock_skew.as_secs() as i64;
             match db.format {
-                Format::Json => emit_json(&query::hosts_json(&rows, skew)),
+                Format::Json => emit_json(&query::hosts_json(&rows, skew, query::Audience::Admin)),
                 Format::Table => emit(&query::hosts_table(&rows, now_s(), skew)),
             }
         }

@@ -1,6 +1,8 @@
 //! What `query`, `hosts` and `open` print: aligned tables for people, JSON for programs.
 
 use crate::store::{FindingRow, HostRow, Row, severity_name};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value as Json, json};
 
 /// `2026-11-30T12:34:56Z` from seconds since the epoch (UTC; no time-zone database needed).
@@ -32,29 +34,59 @@ fn data_json(data: &str) -> Json {
     serde_json::from_str(data).unwrap_or(Json::Null)
 }
 
-pub fn events_json(rows: &[Row]) -> Json {
-    Json::Array(
-        rows.iter()
-            .map(|r| {
-                json!({
-                    "time": r.ts as f64 / 1e9,
-                    "utc": utc_ns(r.ts),
-                    "received": r.received,
-                    "received_utc": utc(r.received),
-                    "tag": r.tag,
-                    "kind": r.kind,
-                    "host": r.host,
-                    "check": r.check,
-                    "severity": r.severity.map(|s| severity_name(Some(s))),
-                    "state": r.state,
-                    "subject": r.subject,
-                    "summary": r.summary,
-                    "advice": r.advice,
-                    "data": data_json(&r.data),
-                })
-            })
-            .collect(),
-    )
+/// One event as `query --format json` and `/api/events` give it. `data` is the stored JSON
+/// text as it is (checked, not parsed into a tree and printed again: that was most of the
+/// cost of a thousand-event answer).
+#[derive(Serialize)]
+struct EventJson<'a> {
+    time: f64,
+    utc: String,
+    received: i64,
+    received_utc: String,
+    tag: &'a str,
+    kind: &'a str,
+    host: &'a str,
+    check: &'a str,
+    severity: Option<&'static str>,
+    state: Option<&'a str>,
+    subject: &'a str,
+    summary: &'a str,
+    advice: Option<&'a str>,
+    data: &'a RawValue,
+}
+
+fn event_json(r: &Row) -> EventJson<'_> {
+    EventJson {
+        time: r.ts as f64 / 1e9,
+        utc: utc_ns(r.ts),
+        received: r.received,
+        received_utc: utc(r.received),
+        tag: &r.tag,
+        kind: &r.kind,
+        host: &r.host,
+        check: &r.check,
+        severity: r.severity.map(|s| severity_name(Some(s))),
+        state: r.state.as_deref(),
+        subject: &r.subject,
+        summary: &r.summary,
+        advice: r.advice.as_deref(),
+        data: serde_json::from_str(&r.data).unwrap_or_else(|_| null_raw()),
+    }
+}
+
+fn null_raw() -> &'static RawValue {
+    serde_json::from_str("null").expect("null is JSON")
+}
+
+/// Events as a JSON array; `pretty` for people.
+pub fn events_json(rows: &[Row], pretty: bool) -> String {
+    let out: Vec<EventJson> = rows.iter().map(event_json).collect();
+    if pretty {
+        serde_json::to_string_pretty(&out)
+    } else {
+        serde_json::to_string(&out)
+    }
+    .unwrap_or_default()
 }
 
 /// Whether a host's clock is off by more than `max_skew` seconds.
@@ -71,23 +103,38 @@ fn skew_cell(h: &HostRow, max_skew: i64) -> String {
     }
 }
 
-pub fn hosts_json(rows: &[HostRow], max_skew: i64) -> Json {
+/// Where a host list goes: the peer address each host last connected from is the network's
+/// map, for the collector's admin only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// `hosts` on the command line: whoever can read the database (its file mode is the
+    /// authentication) sees the peer addresses.
+    Admin,
+    /// The page and `/api/*`, read by anyone with the page's token: no addresses.
+    Reader,
+}
+
+/// Hosts as `/api/hosts` (`Audience::Reader`) and `hosts --format json` (`Admin`) give them.
+pub fn hosts_json(rows: &[HostRow], max_skew: i64, audience: Audience) -> Json {
     Json::Array(
         rows.iter()
             .map(|h| {
-                json!({
+                let mut v = json!({
                     "host": h.host,
                     "last_seen": h.last_seen,
                     "last_seen_utc": utc(h.last_seen),
                     "first_seen": h.first_seen,
                     "last_event_time": h.last_event_ts as f64 / 1e9,
                     "version": h.version,
-                    "peer": h.peer,
                     "open_findings": h.open_findings,
                     "worst_open": h.worst_open.map(|s| severity_name(Some(s))),
                     "clock_skew": h.clock_skew,
                     "clock_skewed": skewed(h, max_skew),
-                })
+                });
+                if audience == Audience::Admin {
+                    v["peer"] = json!(h.peer);
+                }
+                v
             })
             .collect(),
     )

@@ -13,7 +13,8 @@
 //! its first byte, a new connection must complete its first message within `read_timeout`,
 //! and one that completes nothing but keep-alives for `idle_timeout` is closed; frames,
 //! nesting, gzip inflation and entries per message are bounded by proto's [`Limits`];
-//! decoding runs for at most [`DECODERS`] connections at once, and the decoded rows waiting
+//! decoding gzip or large messages runs for at most [`DECODERS`] connections at once (small
+//! ones never wait), and the decoded rows waiting
 //! for the writer are bounded by `max_inflight_bytes` together; each connection decodes at
 //! most `max_entries_per_second` on average (past it, it is read more slowly); records over
 //! `max_record_bytes` and tags over `max_tag_bytes` are refused; writes time out too.
@@ -53,9 +54,15 @@ const MAX_PASSED_OVER: u32 = 2;
 const QUEUE: usize = 256;
 /// How often retention runs.
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
-/// Connections decoding a gzip message at once, at most: the transient memory of inflating
-/// (inflated blob, entries, rows) is bounded by this many messages at their limits.
-pub const DECODERS: u64 = 2;
+/// Connections decoding a gzip or a large message at once, at most: the transient memory of
+/// inflating (inflated blob, entries, rows) is bounded by this many messages at their limits,
+/// and heavy decoding takes at most one core: on a two-core machine the other is left to the
+/// writer (the one place batches are stored, so what bounds every ack) and to light
+/// messages.
+pub const DECODERS: u64 = 1;
+/// A plain message this large is decoded under a [`DECODERS`] slot, as gzip ones are (an
+/// agent's batch of 1000 events is some 300 KB; a heartbeat, a few hundred bytes).
+pub const HEAVY_FRAME_BYTES: usize = 32 << 10;
 /// What one stored row costs in memory beyond its text (the `Row`'s strings and vectors).
 const ROW_OVERHEAD: u64 = 256;
 
@@ -680,9 +687,14 @@ impl<'a, S: Read + Write> Reader<'a, S> {
                 if frame == [0xc0] {
                     return Ok(Some((ClientMessage::KeepAlive, None)));
                 }
-                // Only gzip can make decoding cost far more than the bytes received (which
-                // max_buffered_bytes bounds already): those take a decode slot.
-                let permit = if decode::is_compressed(frame, &ctx.limits) {
+                // gzip can make decoding cost far more than the bytes received (which
+                // max_buffered_bytes bounds already), and a large frame costs its size:
+                // those take a decode slot, so heavy messages are decoded at most DECODERS
+                // at a time and leave the CPU to the writer and to light messages, which
+                // never wait for a slot.
+                let permit = if frame.len() >= HEAVY_FRAME_BYTES
+                    || decode::is_compressed(frame, &ctx.limits)
+                {
                     let p = ctx
                         .shared
                         .decoders
@@ -1067,28 +1079,51 @@ pub struct Waiting<R> {
     pub passed_over: u32,
 }
 
-/// The batches of the next transaction: those passed over [`MAX_PASSED_OVER`] times first,
-/// then the smallest, up to [`GROUP_MAX_EVENTS`] (at least one batch) and
-/// [`GROUP_MAX_BATCHES`]. So a light client's batch is not queued behind heavy ones, and a
-/// heavy one is not starved by a stream of light ones. The rest stay in `waiting`, each
-/// marked as passed over.
+/// The batches of the next transaction: the smallest first, up to [`GROUP_MAX_EVENTS`] and
+/// [`GROUP_MAX_BATCHES`], then **one** batch passed over [`MAX_PASSED_OVER`] times or more
+/// (the oldest such), whatever its size; when nothing fits, the smallest alone. So a light
+/// client's batch never waits behind a heavy one for room: a heavy batch owed its turn
+/// rides along instead of going first and filling the transaction. A transaction holds at
+/// most `GROUP_MAX_EVENTS` plus one batch (itself at most `max_entries`), so a light batch
+/// waits for at most the transaction under way and its own. No batch starves: once passed
+/// over twice it is in the next transaction but those owed before it. The rest stay in
+/// `waiting`, each marked as passed over.
 pub fn pick<R>(waiting: &mut Vec<Waiting<R>>) -> Vec<Waiting<R>> {
-    waiting.sort_by_key(|w| (w.passed_over < MAX_PASSED_OVER, w.batch.rows.len()));
+    // Stable: among equal sizes, the order of arrival.
+    waiting.sort_by_key(|w| w.batch.rows.len());
     let mut events = 0;
-    let mut take = 0;
-    for w in waiting.iter() {
+    let mut taken = vec![false; waiting.len()];
+    // The smallest, a prefix of the sorted list: `i` batches taken so far.
+    for (i, w) in waiting.iter().enumerate() {
         let n = w.batch.rows.len();
-        if take > 0 && (events + n > GROUP_MAX_EVENTS || take == GROUP_MAX_BATCHES) {
+        if i == GROUP_MAX_BATCHES || (i > 0 && events + n > GROUP_MAX_EVENTS) {
             break;
         }
         events += n;
-        take += 1;
+        taken[i] = true;
     }
-    let rest = waiting.split_off(take);
-    let group = std::mem::replace(waiting, rest);
-    for w in waiting.iter_mut() {
+    let owed = waiting
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| !taken[*i] && w.passed_over >= MAX_PASSED_OVER)
+        .max_by_key(|(_, w)| w.passed_over)
+        .map(|(i, _)| i);
+    if let Some(i) = owed {
+        taken[i] = true;
+    }
+    let mut group = Vec::new();
+    let mut rest = Vec::new();
+    for (w, take) in waiting.drain(..).zip(taken) {
+        if take {
+            group.push(w);
+        } else {
+            rest.push(w);
+        }
+    }
+    for w in rest.iter_mut() {
         w.passed_over += 1;
     }
+    *waiting = rest;
     group
 }
 
@@ -1272,12 +1307,18 @@ mod tests {
         // A light one arriving goes before them...
         q.push(waiting(2, 0));
         assert_eq!(sizes(&pick(&mut q)), [2]);
-        // ...but not a third time: those passed over twice go first now.
+        // ...and so does the next, but now one passed over twice rides along with it (one
+        // only: the transaction stays bounded).
         q.push(waiting(3, 0));
-        assert_eq!(sizes(&pick(&mut q)), [5000]);
-        assert_eq!(sizes(&pick(&mut q)), [5000]);
-        assert_eq!(sizes(&pick(&mut q)), [3]);
+        assert_eq!(sizes(&pick(&mut q)), [3, 5000]);
+        // The other, passed over three times, with the next light one.
+        q.push(waiting(4, 0));
+        assert_eq!(sizes(&pick(&mut q)), [4, 5000]);
         assert!(q.is_empty());
+        // Heavy batches owed their turn never push a light one out of a transaction.
+        let mut q = vec![waiting(5000, 2), waiting(5000, 2), waiting(1, 0)];
+        assert_eq!(sizes(&pick(&mut q)), [1, 5000]);
+        assert_eq!(sizes(&pick(&mut q)), [5000]);
         // One batch larger than a whole transaction still goes, alone.
         let mut q = vec![waiting(12_000, 0), waiting(3, 0)];
         assert_eq!(sizes(&pick(&mut q)), [3]);

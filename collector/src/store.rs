@@ -11,9 +11,22 @@
 //! * `findings` — the current state of each finding, per (host, check, subject): open or
 //!   cleared, since when, the latest summary. `open = 1` rows are the open set.
 //! * `acks` — findings silenced by `zpulse-collector ack`, until a time or for good.
-//! * `hosts` — last seen (receive time), the heartbeat's interval, last event time (the sender's clock), the clock
-//!   skew of its latest batch (event time − receive time, s), agent version (from the
-//!   heartbeat's `data.version`), the peer address.
+//! * `chart_points` — the charts of `/host/NAME`, kept current as events are stored: per
+//!   host, per [`CHART_BUCKET_S`] of event time, the latest value of each `_pct` figure
+//!   ([`Row::points`]). Clustered by host (WITHOUT ROWID), so a host's day is a few
+//!   contiguous pages however the fleet's events interleave in `events`; at most
+//!   [`CHART_BUCKETS`] points a series a day. Deleted after two days by retention.
+//! * `hosts` — last seen (receive time), the heartbeat's interval, last event time (the
+//!   sender's clock), the latest heartbeat (its time and receive time), the clock skew the
+//!   heartbeats last showed ([`crate::clock`]), agent version (from the heartbeat's
+//!   `data.version`), the peer address (for the command line only: the page and `/api/*` do
+//!   not show it), and the summary of its open findings (how many, the worst severity),
+//!   kept current as findings are stored, so that listing 500 hosts reads 500 rows.
+//!
+//! Every query a request makes is bounded by an index or by the hosts table's size;
+//! [`Store::events`] with filters no index orders (`severity`, most `kind`s) is cut off
+//! (when [`Filter::bounded`], as for every web request) after [`SCAN_BUDGET`] steps, with an
+//! error that says to narrow it. The command line may scan.
 //!
 //! Time: `ts` is the sender's clock, kept and shown; `received` (s) is the collector's.
 //! Retention, "last seen" and the order of deletion by size use `received` only, so a
@@ -76,7 +89,10 @@ CREATE TABLE IF NOT EXISTS findings (
     received INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (host, check_name, subject)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS findings_open ON findings(open, severity);
+DROP INDEX IF EXISTS findings_open;
+CREATE INDEX IF NOT EXISTS findings_open_host ON findings(open, host, severity);
+CREATE INDEX IF NOT EXISTS events_finding_host_ts ON events(host, ts) WHERE kind = 'finding';
+CREATE INDEX IF NOT EXISTS events_finding_ts ON events(ts) WHERE kind = 'finding';
 CREATE TABLE IF NOT EXISTS hosts (
     host TEXT PRIMARY KEY,
     first_seen INTEGER NOT NULL,
@@ -86,7 +102,18 @@ CREATE TABLE IF NOT EXISTS hosts (
     heartbeat_ts INTEGER,
     peer TEXT NOT NULL,
     clock_skew INTEGER NOT NULL DEFAULT 0,
-    heartbeat_interval REAL
+    heartbeat_interval REAL,
+    heartbeat_received INTEGER,
+    open_findings INTEGER NOT NULL DEFAULT 0,
+    worst_open INTEGER
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chart_points (
+    host TEXT NOT NULL,
+    bucket INTEGER NOT NULL,
+    series TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (host, bucket, series)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS acks (
     host TEXT NOT NULL,
@@ -104,7 +131,25 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("findings", "received", "INTEGER NOT NULL DEFAULT 0"),
     ("hosts", "clock_skew", "INTEGER NOT NULL DEFAULT 0"),
     ("hosts", "heartbeat_interval", "REAL"),
+    ("hosts", "heartbeat_received", "INTEGER"),
+    ("hosts", "open_findings", "INTEGER NOT NULL DEFAULT 0"),
+    ("hosts", "worst_open", "INTEGER"),
 ];
+
+/// SQLite virtual-machine steps [`Store::events`] may take for one answer beyond
+/// [`STEPS_PER_ROW`] per row it may return: some 10,000 rows examined and skipped (tens of
+/// milliseconds). Past it, the query is refused with [`TOO_BROAD`] rather than scanning a
+/// million rows for a filter that matches little.
+pub const SCAN_BUDGET: i64 = 100_000;
+/// Steps allowed per row a query may return (`limit`): reading one row's twelve columns.
+pub const STEPS_PER_ROW: i64 = 20;
+/// The start of the error of a query cut off by [`SCAN_BUDGET`].
+pub const TOO_BROAD: &str = "too broad: ";
+
+/// A host's open-findings summary, from its findings (the one definition of it).
+const HOST_SUMMARY: &str = "UPDATE hosts SET
+    open_findings = (SELECT count(*) FROM findings f WHERE f.open = 1 AND f.host = hosts.host),
+    worst_open = (SELECT max(severity) FROM findings f WHERE f.open = 1 AND f.host = hosts.host)";
 
 /// One event row: what the server writes, and what `query` reads back.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -125,7 +170,17 @@ pub struct Row {
     pub advice: Option<String>,
     /// JSON object.
     pub data: String,
+    /// The chart figures of the event: (series name, value) of each finite `_pct` field of
+    /// `data`, the series named `check key`, or `check subject key` when the subject is not
+    /// the host itself. Empty for foreign records and read-back rows.
+    #[serde(skip)]
+    pub points: Vec<(String, f64)>,
 }
+
+/// The width of a chart point, s: a day in [`CHART_BUCKETS`] points.
+pub const CHART_BUCKET_S: i64 = 216;
+/// Chart points a series has in a day.
+pub const CHART_BUCKETS: i64 = 86400 / CHART_BUCKET_S;
 
 impl Row {
     /// A received entry. A record that is not a valid zpulse event is kept as `foreign`
@@ -157,6 +212,7 @@ impl Row {
             summary: e.summary.clone(),
             advice: e.advice.clone(),
             data: serde_json::to_string(&e.data).unwrap_or_else(|_| "{}".into()),
+            points: chart_points(e, peer_host),
         }
     }
 
@@ -186,12 +242,36 @@ impl Row {
             summary: text("message").or_else(|| text("msg")).unwrap_or_default(),
             advice: None,
             data: serde_json::to_string(&map).unwrap_or_else(|_| "{}".into()),
+            points: Vec::new(),
         }
     }
 }
 
-/// Per host in a batch: latest event time, latest heartbeat (time, agent version, interval).
-type HostSeen = (i64, Option<(i64, Option<String>, Option<f64>)>);
+/// What [`Row::points`] holds for an event.
+fn chart_points(e: &Event, peer_host: &str) -> Vec<(String, f64)> {
+    let host = if e.host.is_empty() {
+        peer_host
+    } else {
+        &e.host
+    };
+    e.data
+        .iter()
+        .filter(|(k, _)| k.ends_with("_pct"))
+        .filter_map(|(k, v)| {
+            let x = v.as_f64().filter(|x| x.is_finite())?;
+            let name = if e.subject.is_empty() || e.subject == host {
+                format!("{} {k}", e.check)
+            } else {
+                format!("{} {} {k}", e.check, e.subject)
+            };
+            Some((name, x))
+        })
+        .collect()
+}
+
+/// Per host in a batch: latest event time, latest heartbeat (time, agent version, interval),
+/// whether one of its findings changed.
+type HostSeen = (i64, Option<(i64, Option<String>, Option<f64>)>, bool);
 
 /// A batch of events from one client message.
 #[derive(Debug, Clone, Default)]
@@ -326,6 +406,10 @@ impl Store {
                     .map_err(|e| format!("{}: adding {table}.{column}: {e}", path.display()))?;
             }
         }
+        // The summaries from the findings themselves: right for a database of an older
+        // version too (one row per host, by index).
+        conn.execute_batch(HOST_SUMMARY)
+            .map_err(|e| format!("{}: host summaries: {e}", path.display()))?;
         Ok(Store { conn })
     }
 
@@ -344,6 +428,11 @@ impl Store {
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(sql)?;
+        // Each web request opens its own connection, whose page cache starts empty: reading
+        // the file through a memory map shares the kernel's cache instead of copying every
+        // page in with a read(2).
+        conn.execute_batch("PRAGMA mmap_size = 268435456;")
+            .map_err(sql)?;
         Ok(Store { conn })
     }
 
@@ -375,6 +464,9 @@ impl Store {
             .map_err(sql)?;
         // Per host: latest event time, latest heartbeat (time, version).
         let mut hosts: HashMap<&str, HostSeen> = HashMap::new();
+        // The batch's latest value per chart point: a batch holds seconds to minutes of a
+        // host's figures, so most of its rows fall into a point another row of it also has.
+        let mut points: HashMap<(&str, i64, &str), (i64, f64)> = HashMap::new();
         for r in &batch.rows {
             insert
                 .execute(params![
@@ -382,7 +474,18 @@ impl Store {
                     r.summary, r.advice, r.data
                 ])
                 .map_err(sql)?;
-            let h = hosts.entry(r.host.as_str()).or_insert((r.ts, None));
+            if r.kind != "foreign" {
+                let bucket = r.ts.div_euclid(1_000_000_000).div_euclid(CHART_BUCKET_S);
+                for (name, value) in &r.points {
+                    let p = points
+                        .entry((r.host.as_str(), bucket, name.as_str()))
+                        .or_insert((r.ts, *value));
+                    if r.ts >= p.0 {
+                        *p = (r.ts, *value);
+                    }
+                }
+            }
+            let h = hosts.entry(r.host.as_str()).or_insert((r.ts, None, false));
             h.0 = h.0.max(r.ts);
             if r.kind == "agent" && r.check == HEARTBEAT_CHECK {
                 if h.1.as_ref().is_none_or(|(t, _, _)| r.ts >= *t) {
@@ -391,15 +494,39 @@ impl Store {
                 }
             } else if (r.kind == "finding" || r.kind == "agent") && r.state.is_some() {
                 track_finding(tx, r, now)?;
+                h.2 = true;
             }
         }
+        let mut point = tx
+            .prepare_cached(
+                "INSERT INTO chart_points(host, bucket, series, ts, value)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(host, bucket, series) DO UPDATE SET
+                   ts = excluded.ts, value = excluded.value
+                 WHERE excluded.ts >= chart_points.ts",
+            )
+            .map_err(sql)?;
+        for ((host, bucket, name), (ts, value)) in points {
+            point
+                .execute(params![host, bucket, name, ts, value])
+                .map_err(sql)?;
+        }
+        let mut previous = tx
+            .prepare_cached(
+                "SELECT heartbeat_ts, heartbeat_received, heartbeat_interval FROM hosts
+                 WHERE host = ?1",
+            )
+            .map_err(sql)?;
+        // ?5 the batch's newest heartbeat, ?7 the skew it shows (NULL: none shown).
         let mut host = tx
             .prepare_cached(
                 "INSERT INTO hosts(host, first_seen, last_seen, last_event_ts, version,
-                                   heartbeat_ts, peer, clock_skew, heartbeat_interval)
-                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                                   heartbeat_ts, heartbeat_received, peer, clock_skew,
+                                   heartbeat_interval)
+                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, CASE WHEN ?5 IS NOT NULL THEN ?2 END, ?6,
+                         coalesce(?7, 0), ?8)
                  ON CONFLICT(host) DO UPDATE SET
-                   clock_skew = excluded.clock_skew,
+                   clock_skew = coalesce(?7, hosts.clock_skew),
                    heartbeat_interval = coalesce(excluded.heartbeat_interval,
                                                  hosts.heartbeat_interval),
                    last_seen = max(hosts.last_seen, excluded.last_seen),
@@ -408,6 +535,11 @@ impl Store {
                                    AND (hosts.heartbeat_ts IS NULL
                                         OR excluded.heartbeat_ts >= hosts.heartbeat_ts)
                                   THEN excluded.version ELSE hosts.version END,
+                   heartbeat_received = CASE WHEN excluded.heartbeat_ts IS NOT NULL
+                                        AND (hosts.heartbeat_ts IS NULL
+                                             OR excluded.heartbeat_ts >= hosts.heartbeat_ts)
+                                       THEN excluded.heartbeat_received
+                                       ELSE hosts.heartbeat_received END,
                    heartbeat_ts = CASE WHEN excluded.heartbeat_ts IS NOT NULL
                                         AND (hosts.heartbeat_ts IS NULL
                                              OR excluded.heartbeat_ts >= hosts.heartbeat_ts)
@@ -415,18 +547,45 @@ impl Store {
                    peer = excluded.peer",
             )
             .map_err(sql)?;
-        for (name, (last_ts, hb)) in hosts {
+        let mut summary = tx
+            .prepare_cached(&format!("{HOST_SUMMARY} WHERE host = ?1"))
+            .map_err(sql)?;
+        for (name, (last_ts, hb, findings_changed)) in hosts {
             let (hb_ts, version, interval) = match hb {
                 Some((t, v, i)) => (Some(t), v, i),
                 None => (None, None, None),
             };
-            // The newest event of the batch against the receive time: how far the sender's
-            // clock is off (plus the batch's age, at most an agent's batching delay).
-            let skew = last_ts.div_euclid(1_000_000_000) - now;
+            let skew = match hb_ts {
+                Some(ts_ns) => {
+                    let before: Option<(Option<i64>, Option<i64>, Option<f64>)> = previous
+                        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                        .optional()
+                        .map_err(sql)?;
+                    let (seen, stored_interval) = match before {
+                        Some((Some(ts_ns), Some(received), i)) => {
+                            (Some(crate::clock::Seen { ts_ns, received }), i)
+                        }
+                        Some((_, _, i)) => (None, i),
+                        None => (None, None),
+                    };
+                    crate::clock::evidence(
+                        seen,
+                        crate::clock::Seen {
+                            ts_ns,
+                            received: now,
+                        },
+                        interval.or(stored_interval).unwrap_or(60.0),
+                    )
+                }
+                None => None,
+            };
             host.execute(params![
                 name, now, last_ts, version, hb_ts, batch.peer, skew, interval
             ])
             .map_err(sql)?;
+            if findings_changed {
+                summary.execute([name]).map_err(sql)?;
+            }
         }
         for r in &batch.readings {
             crate::timeseries::apply(tx, r, now)?;
@@ -462,6 +621,13 @@ impl Store {
                 .map_err(sql)?;
             p.by_age += crate::timeseries::retain(&self.conn, cutoff)?;
         }
+        // Charts look back a day; a second day covers a clock a day ahead of ours.
+        self.conn
+            .execute(
+                "DELETE FROM chart_points WHERE bucket < ?1",
+                [(now - 2 * 86400).div_euclid(CHART_BUCKET_S)],
+            )
+            .map_err(sql)?;
         let keep_chunks = r
             .dedup_window
             .max(r.max_age.unwrap_or(Duration::ZERO))
@@ -530,7 +696,12 @@ impl Store {
         Ok((pages.max(0) as u64) * q("page_size")? as u64)
     }
 
-    /// Events matching `f`, newest first.
+    /// Events matching `f`, newest first (or oldest first). Refused with [`TOO_BROAD`] when
+    /// `f.bounded` and answering takes more than [`SCAN_BUDGET`] steps beyond `limit` rows:
+    /// filters an index orders by
+    /// time (`host`, `check`, `since`, `kind = finding`) keep the work near `limit`; the
+    /// others (`severity`, other kinds) filter rows as the index yields them, which for a
+    /// rare match means many rows.
     pub fn events(&self, f: &Filter) -> Result<Vec<Row>, String> {
         let mut sql_text = String::from(
             "SELECT ts, tag, kind, host, check_name, severity, state, subject, summary, advice,
@@ -550,8 +721,16 @@ impl Store {
             args.push(s.into());
         }
         if let Some(k) = &f.kinds {
-            sql_text.push_str(&format!(" AND kind IN ({})", vec!["?"; k.len()].join(",")));
-            args.extend(k.iter().map(|k| k.clone().into()));
+            // Written into the statement (checked against KINDS, so no injection), not bound:
+            // SQLite uses the partial index on findings only for a literal `kind = 'finding'`.
+            if let Some(bad) = k.iter().find(|k| !KINDS.contains(&k.as_str())) {
+                return Err(format!("kind {bad:?}: give {}", KINDS.join(", ")));
+            }
+            let quoted: Vec<String> = k.iter().map(|k| format!("'{k}'")).collect();
+            sql_text.push_str(&match quoted.as_slice() {
+                [one] => format!(" AND kind = {one}"),
+                many => format!(" AND kind IN ({})", many.join(",")),
+            });
         }
         if let Some(t) = f.since_ts {
             sql_text.push_str(" AND ts >= ?");
@@ -563,56 +742,101 @@ impl Store {
             " ORDER BY ts DESC, id DESC LIMIT ?"
         });
         args.push((f.limit as i64).into());
-        let mut stmt = self.conn.prepare(&sql_text).map_err(sql)?;
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(args), |r| {
-                Ok(Row {
-                    ts: r.get(0)?,
-                    tag: r.get(1)?,
-                    kind: r.get(2)?,
-                    host: r.get(3)?,
-                    check: r.get(4)?,
-                    severity: r.get(5)?,
-                    state: r.get(6)?,
-                    subject: r.get(7)?,
-                    summary: r.get(8)?,
-                    advice: r.get(9)?,
-                    data: r.get(10)?,
-                    received: r.get(11)?,
-                })
-            })
+        if !f.bounded {
+            return self.query_events(&sql_text, args).map_err(sql);
+        }
+        // SQLite calls this every PROGRESS_OPS virtual-machine steps.
+        const PROGRESS_OPS: i32 = 1000;
+        let budget = SCAN_BUDGET.saturating_add((f.limit as i64).saturating_mul(STEPS_PER_ROW));
+        let mut calls = 0i64;
+        self.conn
+            .progress_handler(
+                PROGRESS_OPS,
+                Some(move || {
+                    calls += 1;
+                    calls * i64::from(PROGRESS_OPS) > budget
+                }),
+            )
             .map_err(sql)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+        let result = self.query_events(&sql_text, args);
+        let _ = self.conn.progress_handler(0, None::<fn() -> bool>);
+        result.map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(c, _)
+                if c.code == rusqlite::ErrorCode::OperationInterrupted =>
+            {
+                format!(
+                    "{TOO_BROAD}the matching events are too rare among the newest ones to \
+                     find them quickly (more than {budget} SQLite steps): narrow the query \
+                     with host, check, since or kind=finding"
+                )
+            }
+            e => sql(e),
+        })
+    }
+
+    fn query_events(
+        &self,
+        sql_text: &str,
+        args: Vec<rusqlite::types::Value>,
+    ) -> rusqlite::Result<Vec<Row>> {
+        let mut stmt = self.conn.prepare(sql_text)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            Ok(Row {
+                ts: r.get(0)?,
+                tag: r.get(1)?,
+                kind: r.get(2)?,
+                host: r.get(3)?,
+                check: r.get(4)?,
+                severity: r.get(5)?,
+                state: r.get(6)?,
+                subject: r.get(7)?,
+                summary: r.get(8)?,
+                advice: r.get(9)?,
+                data: r.get(10)?,
+                received: r.get(11)?,
+                points: Vec::new(),
+            })
+        })?;
+        rows.collect()
     }
 
     /// Every host, by name.
     pub fn hosts(&self) -> Result<Vec<HostRow>, String> {
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT h.host, h.first_seen, h.last_seen, h.last_event_ts, h.version, h.peer,
-                        (SELECT count(*) FROM findings f WHERE f.host = h.host AND f.open = 1),
-                        (SELECT max(severity) FROM findings f WHERE f.host = h.host AND f.open = 1),
-                        h.clock_skew
-                 FROM hosts h ORDER BY h.host",
+            .prepare(&format!("SELECT {HOST_COLUMNS} FROM hosts ORDER BY host"))
+            .map_err(sql)?;
+        let rows = stmt.query_map([], host_row).map_err(sql)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+
+    /// A host's chart points since `since` (s, event time): (series, time s, value), by time.
+    pub fn chart_points(&self, host: &str, since: i64) -> Result<Vec<(String, f64, f64)>, String> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT series, ts, value FROM chart_points WHERE host = ?1 AND bucket >= ?2
+                 ORDER BY bucket, series",
             )
             .map_err(sql)?;
         let rows = stmt
-            .query_map([], |r| {
-                Ok(HostRow {
-                    host: r.get(0)?,
-                    first_seen: r.get(1)?,
-                    last_seen: r.get(2)?,
-                    last_event_ts: r.get(3)?,
-                    version: r.get(4)?,
-                    peer: r.get(5)?,
-                    open_findings: r.get(6)?,
-                    worst_open: r.get(7)?,
-                    clock_skew: r.get(8)?,
-                })
+            .query_map(params![host, since.div_euclid(CHART_BUCKET_S)], |r| {
+                Ok((r.get(0)?, r.get::<_, i64>(1)? as f64 / 1e9, r.get(2)?))
             })
             .map_err(sql)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+
+    /// One host, by name.
+    pub fn host(&self, name: &str) -> Result<Option<HostRow>, String> {
+        self.conn
+            .query_row(
+                &format!("SELECT {HOST_COLUMNS} FROM hosts WHERE host = ?1"),
+                [name],
+                host_row,
+            )
+            .optional()
+            .map_err(sql)
     }
 
     /// Open findings, worst first (then the longest-standing first); one host or all.
@@ -725,6 +949,27 @@ impl Store {
     }
 }
 
+/// The columns [`host_row`] reads, in its order.
+const HOST_COLUMNS: &str = "host, first_seen, last_seen, last_event_ts, version, peer, \
+                            open_findings, worst_open, clock_skew";
+
+fn host_row(r: &rusqlite::Row) -> rusqlite::Result<HostRow> {
+    Ok(HostRow {
+        host: r.get(0)?,
+        first_seen: r.get(1)?,
+        last_seen: r.get(2)?,
+        last_event_ts: r.get(3)?,
+        version: r.get(4)?,
+        peer: r.get(5)?,
+        open_findings: r.get(6)?,
+        worst_open: r.get(7)?,
+        clock_skew: r.get(8)?,
+    })
+}
+
+/// The kinds of event rows: what `Filter::kinds` may name.
+pub const KINDS: [&str; 4] = ["finding", "metrics", "agent", "foreign"];
+
 /// The agent version and the interval (s) a heartbeat's `data` names.
 fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
@@ -794,6 +1039,8 @@ pub struct Filter {
     pub since_ts: Option<i64>,
     pub limit: usize,
     pub oldest_first: bool,
+    /// Refused past [`SCAN_BUDGET`] (the web page and `/api/*`); else it may scan the table.
+    pub bounded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

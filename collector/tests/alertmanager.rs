@@ -13,7 +13,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use zpulse_collector::alert::{Alerting, HOST_SILENT_CHECK};
 use zpulse_collector::store::{Batch, Row, Store};
-use zpulse_forward::encode;
 use zpulse_proto::event::{Severity, State};
 
 const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
@@ -112,14 +111,7 @@ fn findings_reach_a_real_alertmanager_and_resolve() {
     // Two critical findings and an info one (below min_severity = warning: never sent).
     let mut c = Client::connect(r.server.addr);
     let send = |c: &mut Client, n: u8, e: zpulse_proto::event::Event| {
-        c.send(&encode::message(
-            "zpulse.finding",
-            now_t(),
-            &e.to_msgpack(),
-            Some(&chunk(n)),
-        ))
-        .unwrap();
-        assert_eq!(c.ack(), Some(chunk(n)));
+        c.send_acked("zpulse.finding", &e, n)
     };
     send(
         &mut c,

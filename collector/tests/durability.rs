@@ -7,8 +7,7 @@ mod common;
 
 use common::*;
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -19,15 +18,14 @@ use zpulse_proto::event::EventTime;
 const BATCHES: u64 = 400;
 const PER_BATCH: u64 = 25;
 
-fn spawn(addr: SocketAddr, db: &std::path::Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
-        .args(["serve", "--listen", &addr.to_string(), "--db"])
-        .arg(db)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+fn spawn(addr: SocketAddr, db: &std::path::Path) -> Collector {
+    let listen = addr.to_string();
+    Collector::serve(&[
+        "--listen".as_ref(),
+        listen.as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+    ])
 }
 
 fn batch(n: u64) -> (String, Vec<u8>) {
@@ -59,10 +57,7 @@ fn batch(n: u64) -> (String, Vec<u8>) {
 fn kill_9_during_a_stream_of_acked_batches_loses_nothing_and_duplicates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("events.db");
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let addr = free_addr();
     let mut child = spawn(addr, &db);
     let acked = Arc::new(AtomicU64::new(0));
     let resends = Arc::new(AtomicU64::new(0));
@@ -105,8 +100,7 @@ fn kill_9_during_a_stream_of_acked_batches_loses_nothing_and_duplicates_nothing(
         wait_until("acks flowing", || {
             acked.load(Ordering::SeqCst) >= round * BATCHES / 5
         });
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        child.kill(); // SIGKILL
         let at_kill = acked.load(Ordering::SeqCst);
         // Everything acked so far is in the database, before any restart.
         let stored = Store::open_read_only(&db).unwrap().counts().unwrap().0 as u64;
@@ -118,8 +112,7 @@ fn kill_9_during_a_stream_of_acked_batches_loses_nothing_and_duplicates_nothing(
     }
     sender.join().unwrap();
     assert!(done.load(Ordering::SeqCst));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
     let rows = Store::open_read_only(&db)
         .unwrap()
         .events(&Filter {

@@ -4,40 +4,16 @@
 //! written next to the database (its path printed) for a person to look at; the test checks
 //! it is a PNG of the window's width. Chromium missing is a failure (.ci/run installs it).
 
+mod common;
+
+use common::{finding, heartbeat, now_s};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use zpulse_collector::http::Page;
 use zpulse_collector::server::Stats;
 use zpulse_collector::store::{Batch, Row, Store};
-use zpulse_proto::event::{Event, Kind, Severity, State};
-
-fn heartbeat(host: &str) -> Event {
-    let mut e = Event::finding(
-        "agent.heartbeat",
-        State::Updated,
-        Severity::Info,
-        host,
-        "hb",
-    )
-    .with("version", "0.1.0")
-    .with("interval_s", 60.0);
-    e.kind = Kind::Agent;
-    e.host = host.into();
-    e
-}
-
-fn finding(host: &str, check: &str, sev: Severity) -> Event {
-    let mut e = Event::finding(
-        check,
-        State::Raised,
-        sev,
-        "tank",
-        format!("{check} on tank"),
-    );
-    e.host = host.into();
-    e
-}
+use zpulse_proto::event::{Severity, State};
 
 fn chromium(args: &[&str]) -> Vec<u8> {
     let out = Command::new("chromium")
@@ -62,10 +38,7 @@ fn chromium(args: &[&str]) -> Vec<u8> {
 fn a_500_host_fleet_page_leads_with_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("fleet.db");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
+    let now = now_s();
     let mut s = Store::open(&db).unwrap();
     let ns = |t: i64| t * 1_000_000_000;
     let mut rows = Vec::new();
@@ -74,14 +47,20 @@ fn a_500_host_fleet_page_leads_with_what_is_wrong() {
         rows.push(Row::from_event(
             "zpulse.agent",
             ns(now),
-            &heartbeat(&host),
+            &heartbeat(&host, "0.1.0"),
             "p",
         ));
         if h < 4 {
             rows.push(Row::from_event(
                 "zpulse.finding",
                 ns(now),
-                &finding(&host, "special-fill", Severity::Critical),
+                &finding(
+                    &host,
+                    "special-fill",
+                    "tank",
+                    State::Raised,
+                    Severity::Critical,
+                ),
                 "p",
             ));
         }
@@ -89,7 +68,13 @@ fn a_500_host_fleet_page_leads_with_what_is_wrong() {
             rows.push(Row::from_event(
                 "zpulse.finding",
                 ns(now),
-                &finding(&host, "slog-usage", Severity::Warning),
+                &finding(
+                    &host,
+                    "slog-usage",
+                    "tank",
+                    State::Raised,
+                    Severity::Warning,
+                ),
                 "p",
             ));
         }
@@ -108,7 +93,7 @@ fn a_500_host_fleet_page_leads_with_what_is_wrong() {
             Row::from_event(
                 "zpulse.agent",
                 ns(now - 3600),
-                &heartbeat(&format!("quiet{i}")),
+                &heartbeat(&format!("quiet{i}"), "0.1.0"),
                 "p",
             )
         })

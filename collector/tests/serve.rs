@@ -609,10 +609,16 @@ fn retention_and_last_seen_go_by_receive_time() {
         rows.iter().map(|r| (r.ts, r.received)).collect::<Vec<_>>(),
         [(10_000_000_000, now), (4_001_184_000_000_000_000, now)]
     );
-    // Last seen is the receive time; the skew says how far each clock is off.
+    // Their next heartbeats, a minute later by both clocks: last seen is the receive time;
+    // the skew (judged from live heartbeats, `clock`) says how far each clock is off.
+    let next = Batch {
+        rows: vec![dated("past", 70), dated("future", 4_001_184_060)],
+        ..Batch::default()
+    };
+    s.store(&[next], now + 60).unwrap();
     let hosts = s.hosts().unwrap();
     let by = |h: &str| hosts.iter().find(|x| x.host == h).unwrap().clone();
-    assert_eq!(by("past").last_seen, now);
+    assert_eq!(by("past").last_seen, now + 60);
     assert_eq!(by("past").clock_skew, 10 - now);
     assert_eq!(by("future").clock_skew, 4_001_184_000 - now);
     // A day and a second later: both deleted.

@@ -98,7 +98,11 @@ pub(super) fn walk_resolved(real: &Path, euid: u32) -> Result<std::fs::File, Str
         }
     };
     let mut dir = open_at(None, b"/", DIR_FLAGS, Path::new("/"))?;
-    note(check_one(Path::new("/"), &stat(&dir, Path::new("/"))?, euid));
+    note(check_one(
+        Path::new("/"),
+        &stat(&dir, Path::new("/"))?,
+        euid,
+    ));
     let names: Vec<&std::ffi::OsStr> = real
         .components()
         .filter_map(|c| match c {
@@ -251,8 +255,10 @@ mod tests {
         let err = check_plugin_file(&file, euid).unwrap_err();
         assert!(err.starts_with("2 paths break the rule: "), "{err}");
         assert!(
-            err.contains("directory ") && err.contains("plugins is writable by its group")
-                && err.contains("file ") && err.contains("libok.so is writable by its group"),
+            err.contains("directory ")
+                && err.contains("plugins is writable by its group")
+                && err.contains("file ")
+                && err.contains("libok.so is writable by its group"),
             "{err}"
         );
         chmod(&file, 0o644);

@@ -1,12 +1,14 @@
 //! Helpers shared by the collector's integration tests.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::io::{BufRead, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use zpulse_collector::config::Config;
 use zpulse_collector::server::Server;
+use zpulse_collector::store::{Batch, Row, Store};
 use zpulse_forward::{ChunkId, FrameDecoder, Limits, Ping, ServerMessage, handshake::salt_text};
 use zpulse_proto::event::{Event, EventTime, Severity, State};
 
@@ -50,10 +52,147 @@ pub fn heartbeat(host: &str, version: &str) -> Event {
         "hb",
     )
     .with("version", version)
+    .with("interval_s", 60.0)
     .with("cpu_pct", 1.5);
     e.kind = zpulse_proto::event::Kind::Agent;
     e.host = host.into();
     e
+}
+
+/// A number from the environment (benchmark sizes), else `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The collector's clock, s since the epoch.
+pub fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// The checks of [`fill_fleet`]'s open findings.
+pub const FLEET_CHECKS: [&str; 6] = [
+    "special-fill",
+    "slog-usage",
+    "arc-sizing",
+    "hdd-saturation",
+    "l2arc-value",
+    "pool-health",
+];
+
+/// A fleet's history written straight into a database, as the writer stores it, in the
+/// order a fleet sends it (time, then host): `hosts` hosts (`nas000`…) with `rows` events
+/// together, one a minute per host back from `now` (every tenth a heartbeat, the rest `arc`
+/// metrics with a `hit_pct`), and three hosts in ten (`h % 10 < 3`) with one open finding
+/// raised an hour ago, critical on even hosts and warning on odd ones, of check
+/// `FLEET_CHECKS[h % 6]`. The page benchmark and the page tests share it.
+pub fn fill_fleet(db: &Path, hosts: usize, rows: usize, now: i64) {
+    let mut store = Store::open(db).unwrap();
+    let minutes = rows / hosts.max(1);
+    let name = |h: usize| format!("nas{h:03}");
+    // A transaction per 50 minutes of the fleet: the fill is not what is measured.
+    for first in (0..minutes).step_by(50) {
+        let batches: Vec<Batch> = (first..(first + 50).min(minutes))
+            .flat_map(|i| {
+                let at = (now - (minutes - i) as i64 * 60) * 1_000_000_000;
+                (0..hosts).map(move |h| {
+                    let mut e = if i % 10 == 0 {
+                        heartbeat(&name(h), "0.1.0")
+                    } else {
+                        Event::metrics("arc", "arc", "arc").with("hit_pct", (i % 100) as f64)
+                    };
+                    e.host = name(h);
+                    Batch {
+                        rows: vec![Row::from_event("zpulse.metrics", at, &e, "192.0.2.1")],
+                        peer: "192.0.2.1".into(),
+                        ..Batch::default()
+                    }
+                })
+            })
+            .collect();
+        store.store(&batches, now).unwrap();
+    }
+    let findings: Vec<Batch> = (0..hosts)
+        .filter(|h| h % 10 < 3)
+        .map(|h| {
+            let sev = if h % 2 == 0 {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            };
+            let check = FLEET_CHECKS[h % FLEET_CHECKS.len()];
+            Batch {
+                rows: vec![Row::from_event(
+                    "zpulse.finding",
+                    (now - 3600) * 1_000_000_000,
+                    &finding(&name(h), check, "tank", State::Raised, sev),
+                    "192.0.2.1",
+                )],
+                peer: "192.0.2.1".into(),
+                ..Batch::default()
+            }
+        })
+        .collect();
+    store.store(&findings, now).unwrap();
+}
+
+/// A port on loopback nobody listens on (bound, then let go).
+pub fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// The real binary, a child of the test (so its memory and its restarts are its own); killed
+/// when dropped.
+pub struct Collector(pub Child);
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Collector {
+    /// `zpulse-collector serve ARGS…`, returned once it says it listens (its log is drained
+    /// in a thread).
+    pub fn serve(args: &[&std::ffi::OsStr]) -> Collector {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut log = Vec::new();
+        loop {
+            match lines.next() {
+                Some(Ok(l)) if l.contains("forward listening") => break,
+                Some(Ok(l)) => log.push(l),
+                _ => {
+                    let status = child.wait().unwrap();
+                    panic!("the collector exited ({status}) before listening: {log:?}");
+                }
+            }
+        }
+        std::thread::spawn(move || for _ in lines {});
+        Collector(child)
+    }
+
+    /// `kill -9`, and waits for it.
+    pub fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 pub fn t(s: u32) -> EventTime {
@@ -129,6 +268,18 @@ impl Client {
                 Ok(n) => self.dec.feed(&buf[..n]),
             }
         }
+    }
+
+    /// One event as a Message with chunk id `chunk(n)`, now; asserts its ack.
+    pub fn send_acked(&mut self, tag: &str, e: &Event, n: u8) {
+        self.send(&zpulse_forward::encode::message(
+            tag,
+            now_t(),
+            &e.to_msgpack(),
+            Some(&chunk(n)),
+        ))
+        .unwrap();
+        assert_eq!(self.ack(), Some(chunk(n)));
     }
 
     pub fn ack(&mut self) -> Option<String> {
