@@ -1,6 +1,6 @@
 //! What one sample costs, next to what reading its files costs and what node_exporter costs.
 //!
-//! `cargo bench -p zpulse-agent --bench sample` prints, for a lab capture and for synthetic
+//! `cargo bench -p zpulse-tests --bench sample` prints, for a lab capture and for synthetic
 //! captures of 10 to 5,000 disks and 10 to 2,000 vdevs, the CPU time per interval of:
 //!
 //! * **floor** — reading every file of the capture, byte for byte (what no agent can beat);
