@@ -69,6 +69,27 @@ fn seconds(a: &Path, b: &Path) -> f64 {
     raw::captured_at(b) - raw::captured_at(a)
 }
 
+/// `%util` of disk `name` from capture `a` to `b`: Δio_ticks (ms with I/O in flight) over the
+/// time between them, as iostat computes it.
+fn util_pct(a: &Path, b: &Path, name: &str) -> f64 {
+    disk_delta(a, b, name, 11) / (seconds(a, b) * 1000.0) * 100.0
+}
+
+/// Growth of arcstats row `k` from capture `a` to `b` (0 for a row the kernel lacks, such as
+/// `iohits` before OpenZFS 2.2).
+fn arc_delta(a: &Path, b: &Path) -> impl Fn(&str) -> f64 {
+    let (a, b) = (raw::arcstats(a), raw::arcstats(b));
+    move |k| (b.get(k).unwrap_or(&0) - a.get(k).unwrap_or(&0)) as f64
+}
+
+/// The element of the JSON array `list` whose `key` is `value`, if any.
+fn find<'a>(list: &'a serde_json::Value, key: &str, value: &str) -> Option<&'a serde_json::Value> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not an array: {list}"))
+        .iter()
+        .find(|x| x[key] == value)
+}
+
 fn section<'a>(r: &'a serde_json::Value, check: &str, subject: &str) -> &'a serde_json::Value {
     r["conclusions"]
         .as_array()
@@ -102,17 +123,12 @@ fn the_storm_window_has_the_figures_of_its_captures() {
     ));
 
     for name in ["sda", "sdb"] {
-        let d = r["disks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["name"] == name)
-            .unwrap();
+        let d = find(&r["disks"], "name", name).unwrap();
         assert_eq!(
             d["kind"], "hdd",
             "sda and sdb are the lab's throttled rotational disks"
         );
-        let util = disk_delta(first, last, name, 11) / (t * 1000.0) * 100.0;
+        let util = util_pct(first, last, name);
         let reads = disk_delta(first, last, name, 2);
         let mb = disk_delta(first, last, name, 4) * 512.0 / 1e6 / t;
         let await_ms = disk_delta(first, last, name, 5) / reads;
@@ -135,10 +151,7 @@ fn the_storm_window_has_the_figures_of_its_captures() {
         // The distribution: every interval's %util, the share at or above 95%.
         let per: Vec<f64> = dirs
             .windows(2)
-            .map(|w| {
-                (disk_delta(&w[0], &w[1], name, 11) / (seconds(&w[0], &w[1]) * 1000.0) * 100.0)
-                    .min(100.0)
-            })
+            .map(|w| util_pct(&w[0], &w[1], name).min(100.0))
             .collect();
         let hist: Vec<u64> = d["util_histogram"]
             .as_array()
@@ -180,8 +193,7 @@ fn the_storm_window_has_the_figures_of_its_captures() {
         meta > 85.0,
         "the storm's ARC is metadata, as in the seed: {meta}"
     );
-    let (a, b) = (raw::arcstats(first), raw::arcstats(last));
-    let delta = |k: &str| (b.get(k).unwrap_or(&0) - a.get(k).unwrap_or(&0)) as f64;
+    let delta = arc_delta(first, last);
     let reads = delta("hits") + delta("iohits") + delta("misses");
     let l2_share = delta("l2_hits") / reads * 100.0;
     assert!(close(
@@ -212,7 +224,7 @@ fn the_storm_report_reaches_the_seeds_conclusions() {
     );
     let util = ["sda", "sdb"]
         .iter()
-        .map(|n| disk_delta(first, last, n, 11) / (t * 1000.0) * 100.0)
+        .map(|n| util_pct(first, last, n))
         .sum::<f64>()
         / 2.0;
     assert!(close(figure(mirror, "util_mean_pct"), util, 0.01));
@@ -231,8 +243,7 @@ fn the_storm_report_reaches_the_seeds_conclusions() {
     let l2 = section(&r, "l2arc-value", "storm/cache/sdf");
     assert_eq!(l2["rating"], "warning");
     assert!(l2["title"].as_str().unwrap().contains("negative"));
-    let (a, b) = (raw::arcstats(first), raw::arcstats(last));
-    let delta = |k: &str| (b.get(k).unwrap_or(&0) - a.get(k).unwrap_or(&0)) as f64;
+    let delta = arc_delta(first, last);
     let reads = delta("hits") + delta("iohits") + delta("misses");
     assert!(close(
         figure(l2, "l2_share_of_reads_pct"),
@@ -242,21 +253,13 @@ fn the_storm_report_reaches_the_seeds_conclusions() {
 
     // slog-usage: the SLOG carries the fsync loop and is not saturated.
     let slog = section(&r, "slog-usage", "storm/log");
-    let verdict = r["conclusions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["check"] == "slog-usage" && s["title"] == "storm/log: useful")
+    let verdict = find(&r["conclusions"], "title", "storm/log: useful")
         .unwrap_or_else(|| panic!("no useful verdict: {slog:#}"));
+    assert_eq!(verdict["check"], "slog-usage");
     assert_eq!(verdict["rating"], "ok");
 
     // pool-health: nothing wrong with the pool itself.
-    let health = r["conclusions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["check"] == "pool-health")
-        .unwrap();
+    let health = find(&r["conclusions"], "check", "pool-health").unwrap();
     assert_eq!(health["rating"], "ok", "{health:#}");
 
     // Worst first.
@@ -542,24 +545,19 @@ fn adding_a_special_vdev_moves_the_metadata_reads_off_the_hdds() {
     let status = std::fs::read_to_string(raw::lab("seed/before-status.txt")).unwrap();
     assert!(!status.contains("special"), "{status}");
     let class = |b: &serde_json::Value, c: &str| {
-        b["classes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["subject"] == format!("seed/{c}"))
-            .cloned()
+        find(&b["classes"], "subject", &format!("seed/{c}")).cloned()
     };
     assert!(class(before, "special").is_none());
     let special = class(after, "special").expect("a special class after");
     assert!(special["read_ops_s"].as_f64().unwrap() > 10.0, "{special}");
     // The comparison reads metadata latency from the normal class before and the special
     // class after, with exactly the two classes' figures.
-    let row = r["comparison"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["what"] == "seed: metadata reads (normal → special class), mean latency")
-        .unwrap_or_else(|| panic!("{:#}", r["comparison"]));
+    let row = find(
+        &r["comparison"]["rows"],
+        "what",
+        "seed: metadata reads (normal → special class), mean latency",
+    )
+    .unwrap_or_else(|| panic!("{:#}", r["comparison"]));
     assert_eq!(
         row["before"],
         class(before, "normal").unwrap()["read_total_ms"]
@@ -575,17 +573,11 @@ fn adding_a_special_vdev_moves_the_metadata_reads_off_the_hdds() {
     // them.
     let util = |series: &str, name: &str| {
         let dirs = raw::dirs(&[series]);
-        let (a, b) = (&dirs[0], &dirs[dirs.len() - 1]);
-        disk_delta(a, b, name, 11) / (seconds(a, b) * 1000.0) * 100.0
+        util_pct(&dirs[0], &dirs[dirs.len() - 1], name)
     };
     for (side, series) in [(before, "seed/before"), (after, "seed/after")] {
         for name in ["sda", "sdb"] {
-            let d = side["disks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|d| d["name"] == name)
-                .unwrap();
+            let d = find(&side["disks"], "name", name).unwrap();
             assert!(close(
                 d["util_mean"].as_f64().unwrap(),
                 util(series, name),
