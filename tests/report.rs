@@ -376,6 +376,23 @@ fn a_report_needs_a_window() {
     assert!(
         refused(&["--compare", bogus, bogus]).contains("neither a capture series nor a report")
     );
+    // A FIFO planted where a report is expected: refused at once, never read (a read would
+    // block until someone writes), and so is a link to a device that never ends.
+    let fifo = dir.path().join("fifo.json");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fifo = fifo.to_str().unwrap();
+    let err = refused(&["--compare", fifo, fifo]);
+    assert!(err.contains("fifo.json") && err.contains("FIFO"), "{err}");
+    let zero = dir.path().join("zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let zero = zero.to_str().unwrap();
+    assert!(refused(&["--compare", zero, zero]).contains("zero.json"));
 }
 
 #[test]
