@@ -779,7 +779,10 @@ fn syslog_ng_receives_both_framings_and_only_trusted_clients() {
             // RFC 3339 with microseconds: the instant the message was stamped with (its own
             // time: the test's start can be a second earlier).
             let time: Timestamp = g["time"].as_str().unwrap().parse().unwrap();
-            assert_eq!(time.as_microsecond(), seconds(sent.time) * 1_000_000 + 123_456);
+            assert_eq!(
+                time.as_microsecond(),
+                seconds(sent.time) * 1_000_000 + 123_456
+            );
         }
         // The big one kept its 600 figures' worth, cut to the limit and marked.
         assert_eq!(got[1]["_SDATA"]["zpulse@32473"]["truncated"], "true");
