@@ -54,7 +54,7 @@ extern "C" {
 #endif
 
 #define ZPULSE_ABI_MAJOR 1
-#define ZPULSE_ABI_MINOR 2
+#define ZPULSE_ABI_MINOR 3
 #define ZPULSE_ENTRY_SYMBOL "zpulse_plugin_entry"
 
 /* Descriptor flags (ABI 1.1). The agent refuses a plugin that sets this one: its code aborts
@@ -83,6 +83,10 @@ extern "C" {
 #define ZPULSE_PART_DISK_RATES (1ULL << 4)       /* disks */
 #define ZPULSE_PART_DATASETS (1ULL << 5)         /* snapshot.pools[].datasets */
 #define ZPULSE_PART_HOST_RATES (1ULL << 6)       /* net, cpu, snapshot.net, snapshot.cpu */
+/* ABI 1.3 */
+#define ZPULSE_PART_ARC (1ULL << 7)              /* arc, snapshot.arc */
+#define ZPULSE_PART_POOL_CONFIGS (1ULL << 8)     /* config of snapshot.pools[] (vdev trees) */
+#define ZPULSE_PART_POOL_RATES (1ULL << 9)       /* pools (per-pool and per-vdev rates) */
 
 /* Levels of host->log. */
 #define ZPULSE_LOG_ERROR 1

@@ -42,7 +42,8 @@ pub const ABI_MAJOR: u32 = 1;
 /// Compatible additions (fields appended to the descriptor or the host API, header flags)
 /// bump the minor. 1.1: [`DESCRIPTOR_PANIC_ABORT`], [`PluginDescriptor::check_config`] and
 /// [`PluginDescriptor::unread`]. 1.2: [`PluginDescriptor::report`] and [`HostApi::section`].
-pub const ABI_MINOR: u32 = 2;
+/// 1.3: the parts [`PART_ARC`], [`PART_POOL_CONFIGS`] and [`PART_POOL_RATES`].
+pub const ABI_MINOR: u32 = 3;
 
 /// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
 /// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
@@ -68,8 +69,20 @@ pub const PART_DISK_RATES: u64 = 1 << 4;
 pub const PART_DATASETS: u64 = 1 << 5;
 /// `net`, `snapshot.net`, `cpu` and `snapshot.cpu`: the host's network and CPU figures.
 pub const PART_HOST_RATES: u64 = 1 << 6;
+/// ABI 1.3: `arc` and `snapshot.arc`, the ARC's rates and its `arcstats` rows.
+pub const PART_ARC: u64 = 1 << 7;
+/// ABI 1.3: `config` of every pool in `snapshot.pools` (the vdev tree, scan, error count;
+/// the pool's name, state, guid, `iostats`, `io`, txgs and datasets stay).
+pub const PART_POOL_CONFIGS: u64 = 1 << 8;
+/// ABI 1.3: `pools`, the per-pool and per-vdev rates.
+pub const PART_POOL_RATES: u64 = 1 << 9;
 /// Every part this ABI version defines.
-pub const PARTS_KNOWN: u64 = (1 << 7) - 1;
+///
+/// A Rust plugin declares the parts it reads (`Plugin::READS`) among these; the SDK sends
+/// the agent the complement. So a plugin that narrowed `READS` and is rebuilt against a newer
+/// SDK must add the parts added since that it reads (each says the minor that added it): a C
+/// plugin names what it does *not* read, and a part added later is sent to it.
+pub const PARTS_KNOWN: u64 = (1 << 10) - 1;
 
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &std::ffi::CStr = c"zpulse_plugin_entry";
@@ -377,7 +390,8 @@ mod tests {
             flags: 0,
         };
         let err = check_header(&h).unwrap_err();
-        assert!(err.contains("ABI 2.3") && err.contains("ABI 1.2"), "{err}");
+        let agent = format!("ABI {ABI_MAJOR}.{ABI_MINOR}");
+        assert!(err.contains("ABI 2.3") && err.contains(&agent), "{err}");
         let small = DescriptorHeader {
             abi_major: 1,
             abi_minor: 0,
@@ -494,5 +508,54 @@ mod tests {
                 Some("tmpl")
             );
         }
+    }
+
+    /// The C header states the same version and part bits as this module: a `#define` that
+    /// drifts from its Rust constant (or a part only one side has) fails here.
+    #[test]
+    fn the_c_header_defines_the_same_version_and_parts() {
+        let header = include_str!("../include/zpulse_plugin.h");
+        let define = |name: &str| -> Option<String> {
+            header.lines().find_map(|l| {
+                let rest = l.strip_prefix("#define ")?.strip_prefix(name)?;
+                rest.starts_with(' ').then(|| rest.trim().to_string())
+            })
+        };
+        assert_eq!(define("ZPULSE_ABI_MAJOR"), Some(ABI_MAJOR.to_string()));
+        assert_eq!(define("ZPULSE_ABI_MINOR"), Some(ABI_MINOR.to_string()));
+        let parts = [
+            ("SNAPSHOT_DISKS", PART_SNAPSHOT_DISKS),
+            ("TXGS", PART_TXGS),
+            ("VDEV_HISTOGRAMS", PART_VDEV_HISTOGRAMS),
+            ("VDEV_RAW_STATS", PART_VDEV_RAW_STATS),
+            ("DISK_RATES", PART_DISK_RATES),
+            ("DATASETS", PART_DATASETS),
+            ("HOST_RATES", PART_HOST_RATES),
+            ("ARC", PART_ARC),
+            ("POOL_CONFIGS", PART_POOL_CONFIGS),
+            ("POOL_RATES", PART_POOL_RATES),
+        ];
+        let mut all = 0;
+        for (name, bit) in parts {
+            let value = define(&format!("ZPULSE_PART_{name}")).unwrap_or_default();
+            // `(1ULL << N)   /* comment */`
+            let shift: u32 = value
+                .strip_prefix("(1ULL << ")
+                .and_then(|v| v.split(')').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("ZPULSE_PART_{name} is not (1ULL << N): {value:?}"));
+            assert_eq!(1u64 << shift, bit, "ZPULSE_PART_{name}");
+            all |= bit;
+        }
+        assert_eq!(
+            all, PARTS_KNOWN,
+            "every known part has a name on both sides"
+        );
+        let in_header = header.matches("#define ZPULSE_PART_").count();
+        assert_eq!(
+            in_header,
+            parts.len(),
+            "the header defines no part Rust lacks"
+        );
     }
 }

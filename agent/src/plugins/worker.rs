@@ -23,14 +23,15 @@ const LOG_LINES_PER_SAMPLE: u32 = 100;
 /// The encodings of one sample, one per distinct set of parts the plugins leave out, each
 /// made once and shared by every plugin that reads the same parts.
 pub(super) struct Encoded<'a> {
-    sample: &'a zpulse_proto::Sample,
+    /// Encodes each large part of the sample once, for all the variants.
+    parts: zpulse_proto::sample::PartEncoder<'a>,
     made: Vec<(u64, Arc<[u8]>)>,
 }
 
 impl<'a> Encoded<'a> {
     pub fn new(sample: &'a zpulse_proto::Sample) -> Self {
         Encoded {
-            sample,
+            parts: zpulse_proto::sample::PartEncoder::new(sample),
             made: Vec::new(),
         }
     }
@@ -41,7 +42,7 @@ impl<'a> Encoded<'a> {
         if let Some((_, bytes)) = self.made.iter().find(|(u, _)| *u == unread) {
             return Arc::clone(bytes);
         }
-        let bytes: Arc<[u8]> = zpulse_proto::sdk::encode_sample_for(self.sample, unread).into();
+        let bytes: Arc<[u8]> = self.parts.encode(unread).into();
         self.made.push((unread, Arc::clone(&bytes)));
         bytes
     }

@@ -322,8 +322,8 @@ pub const SUBJECT: &str = "arc";
 impl Check for ArcSizing {
     const NAME: &'static str = "arc-sizing";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    /// Of the optional parts of the sample: the ARC, memory and tunables only.
-    const READS: u64 = 0;
+    /// Of the optional parts of the sample: the ARC (memory and tunables are always sent).
+    const READS: u64 = zpulse_proto::abi::PART_ARC;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

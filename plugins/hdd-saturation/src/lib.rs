@@ -177,8 +177,14 @@ pub struct HddSaturation {
 impl Check for HddSaturation {
     const NAME: &'static str = "hdd-saturation";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    /// Of the optional parts of the sample: disk roles and rotational flags, and the disk rates.
-    const READS: u64 = zpulse_proto::abi::PART_SNAPSHOT_DISKS | zpulse_proto::abi::PART_DISK_RATES;
+    /// Of the optional parts of the sample: disk roles and rotational flags, the disk rates,
+    /// the vdev rates (ZFS's own wait per HDD vdev), the vdev trees (whether a pool has a
+    /// special vdev yet, the data vdevs' redundancy) and the ARC (its metadata share).
+    const READS: u64 = zpulse_proto::abi::PART_SNAPSHOT_DISKS
+        | zpulse_proto::abi::PART_DISK_RATES
+        | zpulse_proto::abi::PART_POOL_RATES
+        | zpulse_proto::abi::PART_POOL_CONFIGS
+        | zpulse_proto::abi::PART_ARC;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

@@ -535,8 +535,11 @@ pub fn report(subject: &str, devices: &[String], a: &Assessment) -> (Verdict, Re
 impl Check for L2arcValue {
     const NAME: &'static str = "l2arc-value";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    /// Of the optional parts of the sample: the cache devices' disk rates.
-    const READS: u64 = zpulse_proto::abi::PART_DISK_RATES;
+    /// Of the optional parts of the sample: the ARC, the vdev trees (which devices are cache)
+    /// and the cache devices' disk rates.
+    const READS: u64 = zpulse_proto::abi::PART_ARC
+        | zpulse_proto::abi::PART_POOL_CONFIGS
+        | zpulse_proto::abi::PART_DISK_RATES;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

@@ -431,8 +431,10 @@ fn virtual_device(pool: &Pool, top: &Vdev, leaf: &Vdev) -> Option<(Verdict, Repo
 impl Check for Layout {
     const NAME: &'static str = "layout";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    /// Of the optional parts: the disks (sector sizes, rotation, partition offsets, sizes).
-    const READS: u64 = zpulse_proto::abi::PART_SNAPSHOT_DISKS;
+    /// Of the optional parts: the vdev trees and the disks (sector sizes, rotation, partition
+    /// offsets, sizes).
+    const READS: u64 =
+        zpulse_proto::abi::PART_POOL_CONFIGS | zpulse_proto::abi::PART_SNAPSHOT_DISKS;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

@@ -797,8 +797,8 @@ fn spares(pool: &str, cfg: &PoolConfig) -> Vec<(String, Verdict, Report)> {
 impl Check for PoolHealth {
     const NAME: &'static str = "pool-health";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    /// None of the optional parts: the vdev trees' named fields and the vdev rates suffice.
-    const READS: u64 = 0;
+    /// Of the optional parts: the vdev trees (their named fields) and the vdev rates.
+    const READS: u64 = zpulse_proto::abi::PART_POOL_CONFIGS | zpulse_proto::abi::PART_POOL_RATES;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

@@ -1003,8 +1003,11 @@ fn summarize(w: &stats::Window<Point>) -> Window {
 impl Check for SlogUsage {
     const NAME: &'static str = "slog-usage";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    /// Of the optional parts of the sample: the log devices' disks and their rates, and the datasets' ZIL counters.
-    const READS: u64 = zpulse_proto::abi::PART_SNAPSHOT_DISKS
+    /// Of the optional parts of the sample: the vdev trees and rates, the log devices' disks
+    /// and their rates, and the datasets' ZIL counters.
+    const READS: u64 = zpulse_proto::abi::PART_POOL_CONFIGS
+        | zpulse_proto::abi::PART_POOL_RATES
+        | zpulse_proto::abi::PART_SNAPSHOT_DISKS
         | zpulse_proto::abi::PART_DISK_RATES
         | zpulse_proto::abi::PART_DATASETS;
     type Config = Config;

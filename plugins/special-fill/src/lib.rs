@@ -723,8 +723,10 @@ fn redundancy(pool: &Pool, class: VdevClass) -> Option<(Verdict, Report)> {
 impl Check for SpecialFill {
     const NAME: &'static str = "special-fill";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    /// Of the optional parts of the sample: the vdev tree and rates only.
-    const READS: u64 = 0;
+    /// Of the optional parts of the sample: the vdev trees and rates, and the ARC (metadata).
+    const READS: u64 = zpulse_proto::abi::PART_POOL_CONFIGS
+        | zpulse_proto::abi::PART_POOL_RATES
+        | zpulse_proto::abi::PART_ARC;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {

@@ -18,6 +18,7 @@ mod vdev;
 pub use arc::{ArcRates, ZilRates};
 pub use disk::DiskRates;
 pub use host::{CpuRates, NetRates};
+pub use parts::PartEncoder;
 pub use pool::{DatasetRates, PoolRates};
 pub use stream::SampleStream;
 pub use vdev::{NewErrors, VdevRates, histogram_average, pool_vdev_rates, vdev_rates};

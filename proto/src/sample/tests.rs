@@ -382,3 +382,129 @@ fn virtual_devices_are_flagged_in_the_sample() {
     // Loop devices, floppies, optical drives, zvols; Linux's md0 is software RAID.
     assert_eq!(flagged, ["loop0", "fd0", "sr0", "zd16"]);
 }
+
+/// A sample with every optional field present and every list filled, the shapes the part
+/// encoder writes by hand.
+fn every_field() -> Sample {
+    use crate::snapshot::{
+        DatasetKstats, LatencyHistograms, NetInterface, PoolConfig, SourceIssue, Txg, Vdev,
+        VdevStats,
+    };
+    let leaf = Vdev {
+        name: "sda".into(),
+        vdev_type: "disk".into(),
+        stats: Some(VdevStats {
+            alloc: 7,
+            raw: vec![1, 2, 3],
+            ..VdevStats::default()
+        }),
+        histograms: Some(LatencyHistograms {
+            total_r: vec![1; 37],
+            ..LatencyHistograms::default()
+        }),
+        redundancy: Some(crate::snapshot::Redundancy::None),
+        ..Vdev::default()
+    };
+    let mut prev = snap(100.0, vec![disk("sda", Diskstats::default())]);
+    let mut cur = snap(
+        110.0,
+        vec![disk(
+            "sda",
+            Diskstats {
+                reads: 10,
+                io_ms: 50,
+                ..Diskstats::default()
+            },
+        )],
+    );
+    for (s, hits) in [(&mut prev, 1), (&mut cur, 9)] {
+        s.arc = Some(arc(1, &[("hits", hits), ("misses", 1)]));
+        let mut zil = crate::snapshot::ZilStats::default();
+        zil.0.insert("zil_commit_count", KstatValue::Unsigned(hits));
+        s.zil = Some(zil);
+        let mut pool = pool_with_dataset(&[("zil_commit_count", hits)]);
+        pool.txgs = vec![Txg::default()];
+        pool.config = Some(PoolConfig {
+            root: Vdev {
+                name: "tank".into(),
+                vdev_type: "root".into(),
+                children: vec![leaf.clone()],
+                ..Vdev::default()
+            },
+            ..PoolConfig::default()
+        });
+        s.pools = vec![pool];
+        s.cpu = Some(CpuTimes {
+            user: hits,
+            ..CpuTimes::default()
+        });
+        s.memory = Some(Memory::default());
+        s.net = vec![NetInterface {
+            name: "eth0".into(),
+            ..NetInterface::default()
+        }];
+        s.monotonic = Some(s.taken_at);
+        s.tunables.0.insert("zfs_arc_max".into(), "0".into());
+        s.issues = vec![SourceIssue {
+            source: "proc/net/dev".into(),
+            message: "x".into(),
+        }];
+        let _ = DatasetKstats::default();
+    }
+    let mut s = Sample::between(&prev, &cur).unwrap();
+    s.resets.push("disk sdz".into());
+    for (name, present) in [
+        ("arc", s.arc.is_some()),
+        ("zil", s.zil.is_some()),
+        ("cpu", s.cpu.is_some()),
+        ("pools", !s.pools.is_empty()),
+        ("disks", !s.disks.is_empty()),
+        ("net", !s.net.is_empty()),
+        ("datasets", !s.snapshot.pools[0].datasets.is_empty()),
+    ] {
+        assert!(present, "the test sample lacks {name}");
+    }
+    s
+}
+
+#[test]
+fn the_part_encoder_writes_what_serde_writes_for_every_set_of_parts() {
+    use crate::abi::PARTS_KNOWN;
+    for s in [every_field(), Sample::default()] {
+        // One encoder for all the variants, asked in an order that is neither rising nor
+        // falling, so that a piece cached for one set and wrongly reused for another shows.
+        let mut encoder = PartEncoder::new(&s);
+        for i in 0..=PARTS_KNOWN {
+            let unread = (i * 389) & PARTS_KNOWN;
+            let want = rmp_serde::to_vec_named(&s.without(unread)).unwrap();
+            assert_eq!(encoder.encode(unread), want, "unread parts {unread:#x}");
+        }
+        // Unknown bits are ignored.
+        assert_eq!(
+            encoder.encode(!PARTS_KNOWN),
+            rmp_serde::to_vec_named(&s).unwrap()
+        );
+    }
+}
+
+#[test]
+fn the_1_3_parts_leave_out_the_arc_the_vdev_trees_and_the_pool_rates() {
+    use crate::abi::{PART_ARC, PART_POOL_CONFIGS, PART_POOL_RATES};
+    let s = every_field();
+    let out = s.without(PART_ARC);
+    assert_eq!(
+        (out.arc.is_none(), out.snapshot.arc.is_none()),
+        (true, true)
+    );
+    assert_eq!(out.snapshot.zil, s.snapshot.zil);
+    let out = s.without(PART_POOL_CONFIGS);
+    let pool = &out.snapshot.pools[0];
+    assert_eq!(pool.config, None);
+    // The pool itself stays: name, state, its txgs and datasets, and the rates.
+    assert_eq!(pool.name, s.snapshot.pools[0].name);
+    assert_eq!(pool.datasets, s.snapshot.pools[0].datasets);
+    assert_eq!(out.pools, s.pools);
+    let out = s.without(PART_POOL_RATES);
+    assert!(out.pools.is_empty());
+    assert_eq!(out.snapshot.pools, s.snapshot.pools);
+}

@@ -308,12 +308,10 @@ pub fn decode_sample(bytes: &[u8]) -> Result<Sample, String> {
 
 /// Encodes a sample as the agent sends it to a plugin that does not read the `unread` parts
 /// (its descriptor's [`abi::PluginDescriptor::unread`]).
+/// One call encodes one variant; the agent keeps a [`crate::sample::PartEncoder`] for all the
+/// variants of one sample.
 pub fn encode_sample_for(sample: &Sample, unread: u64) -> Vec<u8> {
-    if unread & abi::PARTS_KNOWN == 0 {
-        encode_sample(sample)
-    } else {
-        encode_sample(&sample.without(unread))
-    }
+    crate::sample::PartEncoder::new(sample).encode(unread)
 }
 
 /// Encodes a sample as the agent sends it.

@@ -60,11 +60,35 @@ pub struct DiskRole {
     pub leaf: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// On the wire a map tagged by its first key, `source` (`diskstats` or `devstat`), then the
+/// variant's fields; decoded without buffering ([`super::tagged`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "source", rename_all = "lowercase")]
 pub enum DiskCounters {
     Diskstats(Diskstats),
     Devstat(Devstat),
+}
+
+impl super::tagged::TagFirst for DiskCounters {
+    const TAG: &'static str = "source";
+    const VARIANTS: &'static [&'static str] = &["diskstats", "devstat"];
+    fn variant<'de, A: serde::de::MapAccess<'de>>(
+        name: &str,
+        rest: A,
+    ) -> Option<Result<Self, A::Error>> {
+        let fields = serde::de::value::MapAccessDeserializer::new(rest);
+        Some(match name {
+            "diskstats" => Diskstats::deserialize(fields).map(DiskCounters::Diskstats),
+            "devstat" => Devstat::deserialize(fields).map(DiskCounters::Devstat),
+            _ => return None,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for DiskCounters {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::tagged::deserialize(d)
+    }
 }
 
 impl Default for DiskCounters {

@@ -9,6 +9,7 @@ mod disk;
 mod host;
 mod kstat;
 mod pool;
+mod tagged;
 mod tunables;
 mod vdev;
 mod zfs;

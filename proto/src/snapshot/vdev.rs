@@ -43,8 +43,9 @@ impl VdevClass {
     }
 }
 
-/// How many devices of a vdev may fail without losing it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How many devices of a vdev may fail without losing it. On the wire a map tagged by its
+/// first key, `kind`, decoded without buffering ([`super::tagged`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Redundancy {
     /// A single device: no redundancy.
@@ -53,6 +54,39 @@ pub enum Redundancy {
     Mirror { width: u32 },
     /// RAID-Z or dRAID with this parity.
     Parity { parity: u32 },
+}
+
+impl super::tagged::TagFirst for Redundancy {
+    const TAG: &'static str = "kind";
+    const VARIANTS: &'static [&'static str] = &["none", "mirror", "parity"];
+    fn variant<'de, A: serde::de::MapAccess<'de>>(
+        name: &str,
+        rest: A,
+    ) -> Option<Result<Self, A::Error>> {
+        #[derive(Deserialize)]
+        struct Mirror {
+            width: u32,
+        }
+        #[derive(Deserialize)]
+        struct Parity {
+            parity: u32,
+        }
+        use serde::de::value::MapAccessDeserializer as Fields;
+        Some(match name {
+            "none" => super::tagged::skip_rest(rest).map(|()| Redundancy::None),
+            "mirror" => Mirror::deserialize(Fields::new(rest))
+                .map(|m| Redundancy::Mirror { width: m.width }),
+            "parity" => Parity::deserialize(Fields::new(rest))
+                .map(|p| Redundancy::Parity { parity: p.parity }),
+            _ => return None,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Redundancy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::tagged::deserialize(d)
+    }
 }
 
 impl Redundancy {
