@@ -260,7 +260,7 @@ fn node_exporter(mode: &Mode, dir: &Path) -> Option<(f64, f64)> {
 
 /// Peak resident set (KiB) of `zpulse run --replay` over `series` with every shipped check,
 /// polled from /proc while it runs.
-fn run_rss(profile: &Path, series: &Path, work: &Path) -> u64 {
+fn run_rss(profile: &Path, series: &Path, work: &Path) -> Rss {
     let config = work.join("rss.toml");
     let paths: Vec<String> = SHIPPED_CHECKS
         .iter()
@@ -280,19 +280,37 @@ fn run_rss(profile: &Path, series: &Path, work: &Path) -> u64 {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut peak = 0;
+    let mut peak = Rss::default();
     while child.try_wait().unwrap().is_none() {
         if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) {
-            for line in status.lines() {
-                if let Some(kb) = line.strip_prefix("VmRSS:") {
-                    let kb: u64 = kb.trim().trim_end_matches(" kB").parse().unwrap_or(0);
-                    peak = peak.max(kb);
-                }
+            let kb = |key: &str| -> u64 {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+                    .unwrap_or(0)
+            };
+            let now = Rss {
+                total: kb("VmRSS:"),
+                anon: kb("RssAnon:"),
+                file: kb("RssFile:"),
+            };
+            if now.total > peak.total {
+                peak = now;
             }
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     peak
+}
+
+/// A resident set in KiB: in all, anonymous (the heap, stacks) and file-backed (the code and
+/// read-only data of the binary and the plugins' shared objects, as far as it was touched).
+#[derive(Debug, Default, Clone, Copy)]
+struct Rss {
+    total: u64,
+    anon: u64,
+    file: u64,
 }
 
 /// A series of `n` captures alternating the two of `pair` with increasing `captured_at`, so
@@ -550,18 +568,21 @@ fn main() {
     ] {
         let pair = synthetic_series(&work, axis);
         let series = long_series(&pair, &work.join("series"), captures);
-        let kb = run_rss(&profile, &series, &work);
+        let rss = run_rss(&profile, &series, &work);
         let _ = std::fs::remove_dir_all(&series);
         let _ = std::fs::remove_dir_all(&pair);
         let (label, n) = match axis {
             Axis::Disks(n) => ("disks", n),
             Axis::Vdevs(n) => ("vdevs", n),
         };
+        let mib = |kb: u64| kb as f64 / 1024.0;
         println!(
-            "  {n:>5} {label:<6} peak RSS {:>8.1} MiB",
-            kb as f64 / 1024.0
+            "  {n:>5} {label:<6} peak RSS {:>8.1} MiB: {:.1} MiB anonymous (heap, stacks), {:.1} MiB file-backed (code of the binary and the plugins)",
+            mib(rss.total),
+            mib(rss.anon),
+            mib(rss.file)
         );
-        mem.push((n, kb));
+        mem.push((n, rss.total));
     }
     let slope = |a: (usize, u64), b: (usize, u64)| {
         ((b.1 as f64 - a.1 as f64) * 1024.0 / (b.0 - a.0) as f64).max(0.0)

@@ -1,7 +1,7 @@
 //! The `extern "C"` functions behind [`crate::export_plugin!`]: every one catches panics, so
 //! nothing unwinds into the agent, and turns errors into a status plus `set_error`.
 
-use super::{Host, Plugin, config, decode_sample, decode_window};
+use super::{Host, Plugin, config, decode_sample_into, decode_window};
 use crate::abi::{self, HostApi, PluginDescriptor, Status, StrRef};
 use std::any::Any;
 use std::ffi::c_void;
@@ -65,6 +65,8 @@ unsafe extern "C" fn check_config<P: Plugin>(
 struct Instance<P> {
     plugin: P,
     host: Host,
+    /// The previous sample, which the next one is decoded into (see [`decode_sample_into`]).
+    sample: Option<crate::Sample>,
 }
 
 /// The text of a panic payload (`panic!("…")` gives `&str` or `String`).
@@ -112,7 +114,11 @@ unsafe extern "C" fn create<P: Plugin>(
     .unwrap_or_else(|payload| Err(panicked(payload)));
     match built {
         Ok(plugin) => {
-            let state = Box::into_raw(Box::new(Instance { plugin, host }));
+            let state = Box::into_raw(Box::new(Instance {
+                plugin,
+                host,
+                sample: None,
+            }));
             // SAFETY: checked non-null above; the agent provides a writable pointer.
             unsafe { *out_state = state.cast() };
             abi::STATUS_OK
@@ -131,14 +137,10 @@ unsafe extern "C" fn on_sample<P: Plugin>(
 ) -> Status {
     // SAFETY: the agent's arguments to `on_sample`, as `call` requires.
     unsafe {
-        call::<P, _>(
-            state,
-            sample,
-            sample_len,
-            "on_sample",
-            decode_sample,
-            |p, s, h| p.on_sample(s, h),
-        )
+        call::<P>(state, sample, sample_len, "on_sample", |instance, bytes| {
+            let sample = decode_sample_into(bytes, &mut instance.sample)?;
+            Ok(instance.plugin.on_sample(sample, &instance.host)?)
+        })
     }
 }
 
@@ -149,14 +151,25 @@ unsafe extern "C" fn report<P: Plugin>(
 ) -> Status {
     // SAFETY: the agent's arguments to `report`, as `call` requires.
     unsafe {
-        call::<P, _>(
-            state,
-            window,
-            window_len,
-            "report",
-            decode_window,
-            |p, w, h| p.report(w, h),
-        )
+        call::<P>(state, window, window_len, "report", |instance, bytes| {
+            let window = decode_window(bytes)?;
+            Ok(instance.plugin.report(&window, &instance.host)?)
+        })
+    }
+}
+
+/// Why a call failed: a message for `set_error`, from the decoding or the plugin.
+struct Failed(String);
+
+impl From<String> for Failed {
+    fn from(message: String) -> Failed {
+        Failed(message)
+    }
+}
+
+impl From<super::Error> for Failed {
+    fn from(e: super::Error) -> Failed {
+        Failed(e.to_string())
     }
 }
 
@@ -166,13 +179,12 @@ unsafe extern "C" fn report<P: Plugin>(
 /// # Safety
 /// `state` must be null or the live `Instance<P>` this plugin's `create` returned, called
 /// from one thread at a time; `ptr` must be null or point to `len` bytes valid for the call.
-unsafe fn call<P: Plugin, T>(
+unsafe fn call<P: Plugin>(
     state: *mut c_void,
     ptr: *const u8,
     len: usize,
     what: &str,
-    decode: fn(&[u8]) -> Result<T, String>,
-    run: impl FnOnce(&mut P, &T, &Host) -> Result<(), super::Error>,
+    run: impl FnOnce(&mut Instance<P>, &[u8]) -> Result<(), Failed>,
 ) -> Status {
     if state.is_null() {
         return abi::STATUS_ERROR;
@@ -187,16 +199,18 @@ unsafe fn call<P: Plugin, T>(
             .set_error(&format!("{what} was called with a null argument"));
         return abi::STATUS_ERROR;
     };
-    let Instance { plugin, host } = instance;
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let arg = decode(bytes).map_err(|e| (abi::STATUS_ERROR, e))?;
-        run(plugin, &arg, host).map_err(|e| (abi::STATUS_ERROR, e.to_string()))
+        run(instance, bytes).map_err(|Failed(message)| (abi::STATUS_ERROR, message))
     }))
-    .unwrap_or_else(|payload| Err(panicked(payload)));
+    .unwrap_or_else(|payload| {
+        // A panic may have left the reused sample half decoded: the next is decoded afresh.
+        instance.sample = None;
+        Err(panicked(payload))
+    });
     match result {
         Ok(()) => abi::STATUS_OK,
         Err((status, message)) => {
-            host.set_error(&message);
+            instance.host.set_error(&message);
             status
         }
     }

@@ -306,6 +306,32 @@ pub fn decode_sample(bytes: &[u8]) -> Result<Sample, String> {
     rmp_serde::from_slice(bytes).map_err(|e| format!("could not decode the sample: {e}"))
 }
 
+/// Decodes a sample into `place`, reusing the strings, lists and structs of the sample held
+/// there (serde's in-place decoding): a plugin receives a sample of the same shape every
+/// interval, so most of its allocations, and freeing the previous sample, are saved. The
+/// result is the same as [`decode_sample`]'s whatever `place` held (every field is written:
+/// absent ones take their defaults); on an error `place` is emptied.
+pub fn decode_sample_into<'a>(
+    bytes: &[u8],
+    place: &'a mut Option<Sample>,
+) -> Result<&'a Sample, String> {
+    let decoded = match place {
+        Some(previous) => {
+            let mut decoder = rmp_serde::Deserializer::from_read_ref(bytes);
+            serde::Deserialize::deserialize_in_place(&mut decoder, previous)
+                .map_err(|e| format!("could not decode the sample: {e}"))
+        }
+        None => decode_sample(bytes).map(|sample| *place = Some(sample)),
+    };
+    match decoded {
+        Ok(()) => place.as_ref().ok_or_else(|| "no sample".to_string()),
+        Err(e) => {
+            *place = None;
+            Err(e)
+        }
+    }
+}
+
 /// Encodes a sample as the agent sends it to a plugin that does not read the `unread` parts
 /// (its descriptor's [`abi::PluginDescriptor::unread`]).
 /// One call encodes one variant; the agent keeps a [`crate::sample::PartEncoder`] for all the
@@ -453,6 +479,44 @@ mod tests {
         assert_eq!(
             d.header.struct_size as usize,
             std::mem::size_of::<abi::PluginDescriptor>()
+        );
+    }
+
+    #[test]
+    fn a_sample_decoded_into_the_previous_one_is_what_a_fresh_decoding_gives() {
+        let rich = rich_sample();
+        let mut fewer = rich_sample();
+        fewer.disks.truncate(0);
+        fewer.snapshot.disks.truncate(1);
+        fewer.snapshot.arc = None;
+        fewer.arc.as_mut().unwrap().hit_ratio = None;
+        fewer.resets.clear();
+        let reduced = encode_sample_for(&rich, abi::PARTS_KNOWN);
+        // Shapes that grow, shrink, lose and gain optional fields, from one place.
+        let sequence = [
+            encode_sample(&rich),
+            encode_sample(&Sample::default()),
+            encode_sample(&rich),
+            reduced,
+            encode_sample(&fewer),
+            encode_sample(&rich),
+        ];
+        let mut place = None;
+        for (i, bytes) in sequence.iter().enumerate() {
+            let fresh = decode_sample(bytes).unwrap();
+            assert_eq!(
+                decode_sample_into(bytes, &mut place).unwrap(),
+                &fresh,
+                "step {i}"
+            );
+        }
+        // Bytes that do not decode: an error, the place emptied, the next decoding afresh.
+        let broken = &sequence[0][..sequence[0].len() / 2];
+        assert!(decode_sample_into(broken, &mut place).is_err());
+        assert!(place.is_none());
+        assert_eq!(
+            decode_sample_into(&sequence[4], &mut place).unwrap(),
+            &fewer
         );
     }
 
