@@ -4,7 +4,10 @@
 use super::{config, join};
 use crate::sources::Root;
 use crate::sources::nvlist;
+use crate::sources::record::Recorder;
 use crate::sources::zfs_ioctl::{self, Ioctl, Platform, PoolConfigs};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::Pool;
 
@@ -187,22 +190,6 @@ fn join_disks(
     }
 }
 
-/// Device paths of every leaf in a packed POOL_STATS reply (for recording link targets).
-pub fn leaf_paths(packed: &[u8]) -> Vec<String> {
-    let Ok(nv) = nvlist::decode(packed) else {
-        return Vec::new();
-    };
-    // Only the paths are used, which do not depend on the OS's naming.
-    let Ok(cfg) = config::pool_config(&nv, 0, None, zpulse_proto::snapshot::Os::default()) else {
-        return Vec::new();
-    };
-    cfg.root
-        .leaves()
-        .into_iter()
-        .filter_map(|v| v.path.clone())
-        .collect()
-}
-
 /// Tells each disk which pool, class and top-level vdev it serves.
 fn record_roles(
     pool: &str,
@@ -245,6 +232,28 @@ pub fn captured_links(root: &Root) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// Records live replies in a capture as the files [`load_captured`] and [`captured_links`]
+/// read: the POOL_CONFIGS reply, each pool's POOL_STATS reply and its error when not 0, and
+/// each device link the join resolved to another path. A pool whose POOL_STATS failed is
+/// reported, not captured.
+fn record_live(recorder: &Recorder, raw: &RawReplies, links: &BTreeMap<String, String>) {
+    recorder.file(CONFIGS_FILE, &raw.configs);
+    for pool in &raw.pools {
+        let base = format!("{STATS_DIR}/{}", pool.name);
+        recorder.file(&format!("{base}.nvlist"), &pool.packed);
+        if pool.error != 0 {
+            recorder.file(&format!("{base}.error"), pool.error.to_string().as_bytes());
+        }
+    }
+    for (name, why) in &raw.failed {
+        recorder.failure(&format!("{STATS_DIR}/{name}"), why.clone());
+    }
+    if !links.is_empty() {
+        let lines: String = links.iter().map(|(l, t)| format!("{l} {t}\n")).collect();
+        recorder.file(LINKS_FILE, lines.as_bytes());
+    }
+}
+
 /// Reads pools from `root`: live ioctls when `root` is `/`, the recorded replies otherwise.
 pub fn read(root: &Root, platform: Platform, freebsd_abi: Option<u64>, snap: &mut Snapshot) {
     if root.is_live() {
@@ -252,12 +261,28 @@ pub fn read(root: &Root, platform: Platform, freebsd_abi: Option<u64>, snap: &mu
             return; // the snapshot already says the module is not loaded
         }
         match fetch_live(platform, freebsd_abi) {
-            Ok(raw) => apply(&raw, snap, &|p| {
-                std::fs::canonicalize(p)
-                    .ok()
-                    .map(|t| t.display().to_string())
-            }),
-            Err(e) => snap.note(zfs_ioctl::device::DEVICE, e),
+            Ok(raw) => {
+                // The links the join followed, for a capture: it holds no `/dev`.
+                let followed = RefCell::new(BTreeMap::new());
+                apply(&raw, snap, &|p| {
+                    let target = std::fs::canonicalize(p)
+                        .ok()
+                        .map(|t| t.display().to_string())?;
+                    if target != p {
+                        followed.borrow_mut().insert(p.to_string(), target.clone());
+                    }
+                    Some(target)
+                });
+                if let Some(recorder) = root.recorder() {
+                    record_live(recorder, &raw, &followed.into_inner());
+                }
+            }
+            Err(e) => {
+                if let Some(recorder) = root.recorder() {
+                    recorder.failure(zfs_ioctl::device::DEVICE, e.clone());
+                }
+                snap.note(zfs_ioctl::device::DEVICE, e)
+            }
         }
         return;
     }
