@@ -182,39 +182,27 @@ fn every_file_captured_changes_the_snapshot_when_missing() {
     }
 }
 
-/// A root laid out like a live sysfs (the `live_layout` of `sources::linux::sysblock`),
-/// where `sys/class/block` says which devices are partitions: `md0` is a whole disk beside
-/// `md`, though its name says partition. The capture keeps what the readers probed there,
-/// so its replay knows it too.
+/// A root laid out like a live sysfs (`sources::linux::sysblock`'s `live_layout`), where
+/// `sys/class/block` says which devices are partitions: `md0` is a whole disk beside `md`,
+/// though its name says partition. The capture keeps what the readers probed there, so its
+/// replay knows it too.
 #[test]
 fn a_live_sysfs_replays_as_it_was_read() {
     let tmp = tempfile::tempdir().unwrap();
     let live = tmp.path().join("live");
-    let w = |rel: &str, text: &str| {
-        let p = live.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
-    let names = ["cciss/c0d0", "cciss/c0d0p1", "md", "md0", "odd", "weird"];
+    let names = crate::sources::linux::sysblock::tests::live_layout_in(&live);
     let diskstats: String = names
         .iter()
         .enumerate()
         .map(|(i, n)| format!("   9 {i:7} {n} 1 0 8 1 2 0 16 3 0 4 4\n"))
         .collect();
-    w("proc/diskstats", &diskstats);
-    w("sys/block/cciss!c0d0/queue/rotational", "1\n");
-    w("sys/block/cciss!c0d0/size", "1000\n");
-    w("sys/block/cciss!c0d0/cciss!c0d0p1/size", "800\n");
-    w("sys/block/cciss!c0d0/cciss!c0d0p1/start", "2048\n");
-    w("sys/class/block/cciss!c0d0/dev", "104:0\n");
-    w("sys/class/block/cciss!c0d0p1/partition", "1\n");
-    w("sys/block/md/queue/rotational", "0\n");
-    w("sys/class/block/md/dev", "9:0\n");
-    w("sys/class/block/md0/dev", "9:1\n");
-    w("sys/block/odd/queue/rotational", "1\n");
-    w("sys/block/odd/weird/size", "8\n");
-    w("sys/class/block/odd/dev", "1:0\n");
-    w("sys/class/block/weird/partition", "1\n");
+    std::fs::create_dir_all(live.join("proc")).unwrap();
+    std::fs::write(live.join("proc/diskstats"), diskstats).unwrap();
+    std::fs::write(
+        live.join("sys/block/cciss!c0d0/cciss!c0d0p1/start"),
+        "2048\n",
+    )
+    .unwrap();
     let system = System::Linux(crate::sources::Root::new(&live));
     let identity = system.identity();
     let dest = tmp.path().join("copy");
@@ -376,4 +364,22 @@ fn a_freebsd_capture_keeps_the_sysctls_read_and_no_others() {
     assert_eq!(snap.host.os, Os::Freebsd);
     assert_eq!(snap.pool("zroot").unwrap().datasets.len(), objsets.len());
     assert_eq!(snap, loaded(&source));
+}
+
+/// A path a reader probed and then read is captured with what it read, once.
+#[test]
+fn a_path_probed_then_read_holds_what_was_read() {
+    let mut recording = crate::sources::record::Recording::default();
+    recording.present.insert("proc/x".into());
+    recording.files.insert("proc/x".into(), b"42\n".to_vec());
+    recording.present.insert("sys/probed".into());
+    recording.present.insert("sys/d".into());
+    recording.dirs.insert("sys/d".into());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut stats = CaptureStats::default();
+    super::write::write_recording(tmp.path(), &recording, &mut stats).unwrap();
+    assert_eq!(std::fs::read(tmp.path().join("proc/x")).unwrap(), b"42\n");
+    assert_eq!(std::fs::read(tmp.path().join("sys/probed")).unwrap(), b"");
+    assert!(tmp.path().join("sys/d").is_dir());
+    assert_eq!((stats.files, stats.bytes), (2, 3));
 }

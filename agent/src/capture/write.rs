@@ -53,7 +53,7 @@ pub fn capture_into(
 /// Everything `recording` holds, below `dest`. A path that would not stay below `dest`
 /// (a name made up by a capture being re-captured, like a pool called `../../x`) is not
 /// written, and said so.
-fn write_recording(
+pub(super) fn write_recording(
     dest: &Path,
     recording: &Recording,
     stats: &mut CaptureStats,
@@ -63,7 +63,10 @@ fn write_recording(
         .iter()
         .map(|(name, value)| (CaptureSysctl::file_of(name), CaptureSysctl::bytes_of(value)))
         .collect();
-    let files = (recording.present.iter().map(|rel| (rel, &[][..])))
+    // A path probed and then read (or listed) is written as what it was read as.
+    let probed_only = (recording.present.iter())
+        .filter(|rel| !recording.files.contains_key(*rel) && !recording.dirs.contains(*rel));
+    let files = (probed_only.map(|rel| (rel, &[][..])))
         .chain(recording.files.iter().map(|(rel, b)| (rel, b.as_slice())))
         .chain(sysctls.iter().map(|(rel, b)| (rel, b.as_slice())));
     stats
