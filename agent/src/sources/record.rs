@@ -142,7 +142,9 @@ impl Sysctl for RecordingSysctl<'_> {
     }
 
     /// A listing needs nothing in a capture of its own: a replay lists the names the
-    /// capture holds, which are those read (see `CaptureSysctl::list`).
+    /// capture holds, which are those read (see `CaptureSysctl::list`). The readers use a
+    /// listing only to choose what to read (the pools, a kstat's leaves), so the replay reads
+    /// the same; a listed name no reader reads (`kstat.zfs.misc.zfetchstats.*`) is not kept.
     fn list(&self, prefix: &str) -> Result<Vec<String>, SysctlError> {
         let result = self.inner.list(prefix);
         if let Err(e) = &result

@@ -254,36 +254,56 @@ fn record_live(recorder: &Recorder, raw: &RawReplies, links: &BTreeMap<String, S
     }
 }
 
+/// Live replies (or why there are none) into `snap`, device links resolved by `resolve`;
+/// with a recorder, also recorded as the capture files their replay reads (see
+/// [`record_live`]).
+fn apply_live(
+    fetched: Result<RawReplies, String>,
+    resolve: &dyn Fn(&str) -> Option<String>,
+    recorder: Option<&Recorder>,
+    snap: &mut Snapshot,
+) {
+    let raw = match fetched {
+        Ok(raw) => raw,
+        Err(e) => {
+            if let Some(recorder) = recorder {
+                recorder.failure(zfs_ioctl::device::DEVICE, e.clone());
+            }
+            snap.note(zfs_ioctl::device::DEVICE, e);
+            return;
+        }
+    };
+    // The links the join followed, for a capture: it holds no `/dev`.
+    let followed = RefCell::new(BTreeMap::new());
+    apply(&raw, snap, &|p| {
+        let target = resolve(p)?;
+        if target != p {
+            followed.borrow_mut().insert(p.to_string(), target.clone());
+        }
+        Some(target)
+    });
+    if let Some(recorder) = recorder {
+        record_live(recorder, &raw, &followed.into_inner());
+    }
+}
+
 /// Reads pools from `root`: live ioctls when `root` is `/`, the recorded replies otherwise.
 pub fn read(root: &Root, platform: Platform, freebsd_abi: Option<u64>, snap: &mut Snapshot) {
     if root.is_live() {
         if !snap.zfs_loaded {
             return; // the snapshot already says the module is not loaded
         }
-        match fetch_live(platform, freebsd_abi) {
-            Ok(raw) => {
-                // The links the join followed, for a capture: it holds no `/dev`.
-                let followed = RefCell::new(BTreeMap::new());
-                apply(&raw, snap, &|p| {
-                    let target = std::fs::canonicalize(p)
-                        .ok()
-                        .map(|t| t.display().to_string())?;
-                    if target != p {
-                        followed.borrow_mut().insert(p.to_string(), target.clone());
-                    }
-                    Some(target)
-                });
-                if let Some(recorder) = root.recorder() {
-                    record_live(recorder, &raw, &followed.into_inner());
-                }
-            }
-            Err(e) => {
-                if let Some(recorder) = root.recorder() {
-                    recorder.failure(zfs_ioctl::device::DEVICE, e.clone());
-                }
-                snap.note(zfs_ioctl::device::DEVICE, e)
-            }
-        }
+        let canonical = |p: &str| {
+            std::fs::canonicalize(p)
+                .ok()
+                .map(|t| t.display().to_string())
+        };
+        apply_live(
+            fetch_live(platform, freebsd_abi),
+            &canonical,
+            root.recorder(),
+            snap,
+        );
         return;
     }
     match load_captured(root) {
@@ -396,5 +416,59 @@ mod tests {
             );
             assert!(snap.issues[0].source.ends_with("rz"), "{:?}", snap.issues);
         }
+    }
+
+    /// What a live round records is what a capture replays: the replies of `deg` and `rz`
+    /// (real, OpenZFS 2.1.11), `broken`'s failure reported, and the one device link the join
+    /// followed (`/dev/sda1`, here a link to `/dev/dm-0`; the others are their own target).
+    #[test]
+    fn a_recorded_live_round_replays_the_same_pools() {
+        let mut kernel = FakeKernel {
+            configs: configs(&["deg", "broken", "rz"]),
+            stats: BTreeMap::from([
+                ("deg".to_string(), Ok(real_reply("deg"))),
+                ("broken".to_string(), Err(libc::EIO)),
+                ("rz".to_string(), Ok(real_reply("rz"))),
+            ]),
+        };
+        let disk = |name: &str| zpulse_proto::snapshot::Disk {
+            name: name.to_string(),
+            ..Default::default()
+        };
+        let before = Snapshot {
+            disks: vec![disk("dm-0"), disk("sdb1"), disk("sdc1")],
+            ..Snapshot::default()
+        };
+        let resolve = |p: &str| Some(if p == "/dev/sda1" { "/dev/dm-0" } else { p }.to_string());
+        let recorder = Recorder::new();
+        let mut live = before.clone();
+        apply_live(fetch(&mut kernel), &resolve, Some(&recorder), &mut live);
+        let recording = recorder.recording();
+        assert_eq!(
+            recording.failed.keys().collect::<Vec<_>>(),
+            [&format!("{STATS_DIR}/broken")]
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&recording.files[LINKS_FILE]),
+            "/dev/sda1 /dev/dm-0\n"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, bytes) in &recording.files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        let mut replayed = before.clone();
+        read(&Root::new(dir.path()), Platform::Linux, None, &mut replayed);
+        assert_eq!(replayed.pools, live.pools);
+        assert_eq!(replayed.disks, live.disks);
+        let deg = live.pool("deg").and_then(|p| p.config.as_ref()).unwrap();
+        let sda = &deg.root.children[0].children[0];
+        assert_eq!(
+            (sda.name.as_str(), sda.disk.as_deref()),
+            ("sda", Some("dm-0"))
+        );
+        assert!(live.pool("broken").unwrap().config.is_none());
     }
 }
