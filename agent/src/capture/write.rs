@@ -39,7 +39,7 @@ pub fn capture_into(
     let mut stats = CaptureStats::default();
     write_recording(dest, &recording, &mut stats)?;
     let manifest = Manifest {
-        format: 1,
+        format: super::manifest::FORMAT,
         os: system.os(),
         captured_at: snap.taken_at,
         hostname: identity.hostname.clone(),

@@ -118,7 +118,7 @@ pub fn recorded_snapshot(system: &System, identity: HostIdentity) -> (Snapshot, 
             )
         }
     };
-    (snap, recorder.recording())
+    (snap, recorder.take())
 }
 
 /// What one snapshot is read through: a [`System`]'s parts, or the same recorded.

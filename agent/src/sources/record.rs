@@ -49,9 +49,10 @@ impl Recorder {
         f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()));
     }
 
-    /// What has been recorded so far.
-    pub fn recording(&self) -> Recording {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// What has been recorded so far, taken out (a capture's replies may be large: moved,
+    /// not copied); the recorder starts again empty.
+    pub fn take(&self) -> Recording {
+        std::mem::take(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// A read of file `rel` and what it returned. "Does not exist" is not recorded: the
@@ -176,11 +177,12 @@ mod tests {
             "nodir",
             &Err::<(), _>(io::Error::from(io::ErrorKind::NotFound)),
         );
-        let got = r.recording();
+        let got = r.take();
         assert_eq!(got.files.len(), 1);
         assert_eq!(got.files["a"], b"2");
         assert_eq!(got.dirs.iter().collect::<Vec<_>>(), ["d"]);
         // "a" was read: its later failure does not make it unreadable.
         assert_eq!(got.failed.keys().collect::<Vec<_>>(), ["secret"]);
+        assert_eq!(r.take(), Recording::default());
     }
 }

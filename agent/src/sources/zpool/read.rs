@@ -443,7 +443,7 @@ mod tests {
         let recorder = Recorder::new();
         let mut live = before.clone();
         apply_live(fetch(&mut kernel), &resolve, Some(&recorder), &mut live);
-        let recording = recorder.recording();
+        let recording = recorder.take();
         assert_eq!(
             recording.failed.keys().collect::<Vec<_>>(),
             [&format!("{STATS_DIR}/broken")]
