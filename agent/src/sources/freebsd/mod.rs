@@ -338,4 +338,40 @@ mod tests {
         assert_eq!(snap.disks.len(), 2);
         assert!(snap.cpu.is_some());
     }
+
+    /// `zpulse capture` of this host, and its replay: every node of it is read by
+    /// `collect` (the indexed `vm.swap_info.0` and `net.link.generic.ifdata.2.general`
+    /// too, named from the counts read before them), so the capture holds each one, and the
+    /// replay is the snapshot read from the source (typed values and capture text agree: a
+    /// signed 5 is an unsigned 5).
+    #[test]
+    fn a_capture_holds_every_node_read_and_replays_the_same() {
+        use crate::sources::{Root, System};
+        let source = system();
+        let names: Vec<String> = source.0.keys().cloned().collect();
+        let empty = tempfile::tempdir().unwrap();
+        let system = System::Freebsd {
+            sysctl: Box::new(source),
+            root: Root::new(empty.path()),
+        };
+        let identity = system.identity();
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("capture");
+        let stats = crate::capture::capture_into(&system, &identity, &dest).unwrap();
+        assert!(stats.unreadable.is_empty(), "{:?}", stats.unreadable);
+        let mut captured: Vec<String> = std::fs::read_dir(dest.join("sysctl"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        captured.sort();
+        assert_eq!(captured, names);
+
+        let mut live = crate::sources::snapshot(&system, identity);
+        let replayed = crate::capture::load(&dest).unwrap();
+        live.taken_at = replayed.taken_at;
+        live.monotonic = None;
+        assert_eq!(replayed, live);
+        assert_eq!(replayed.tunables.zfs_txg_timeout(), Some(5));
+        assert_eq!(replayed.net[0].name, "igb0");
+    }
 }
