@@ -282,38 +282,53 @@ fn unreadable_sources_are_reported_not_copied() {
     assert!(dest.join("proc/spl/kstat/zfs/zil").is_file());
 }
 
-/// A capture being re-captured names a pool `../../../x`: its reply is read from where that
-/// leads (the reader's business), but never written outside the new capture.
+/// A capture being re-captured names a pool `../../../x`: the reply its name leads to,
+/// outside the capture, is neither read nor written anywhere; the pool costs only itself.
 #[test]
-fn a_path_out_of_the_capture_is_never_written() {
+fn a_path_out_of_the_capture_is_neither_read_nor_written() {
     use crate::sources::nvlist::encode::{Endian, encode};
     use crate::sources::nvlist::{NvList, NvValue};
     let tmp = tempfile::tempdir().unwrap();
     let source = tmp.path().join("source");
     copy(&lab("basic/000"), &source);
     let evil = "../../../x";
-    let configs = NvList::new().with(evil, NvValue::NvList(NvList::new()));
+    let configs = NvList::new()
+        .with("tank", NvValue::NvList(NvList::new()))
+        .with(evil, NvValue::NvList(NvList::new()));
     std::fs::write(
         source.join("zfs-ioctl/pool_configs.nvlist"),
         encode(&configs, Endian::Little),
     )
     .unwrap();
-    // zfs-ioctl/pool_stats/../../../x.nvlist below `source` is `tmp/x.nvlist`.
-    std::fs::write(tmp.path().join("x.nvlist"), b"anything").unwrap();
+    // zfs-ioctl/pool_stats/../../../x.nvlist below `source` is `tmp/x.nvlist`: a real
+    // reply, which a read would decode into a pool.
+    let reply = std::fs::read(source.join("zfs-ioctl/pool_stats/tank.nvlist")).unwrap();
+    std::fs::write(tmp.path().join("x.nvlist"), reply).unwrap();
     let out = tmp.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let dest = out.join("copy");
     let stats = recapture(&source, &dest);
+    // Said so, as a source that could not be read.
+    assert_eq!(stats.unreadable.len(), 1, "{:?}", stats.unreadable);
     assert!(
-        stats
-            .unreadable
-            .iter()
-            .any(|u| u.starts_with("zfs-ioctl/pool_stats/../../../x.nvlist: not a plain")),
+        stats.unreadable[0].starts_with("zfs-ioctl/pool_stats/../../../x.nvlist: ")
+            && stats.unreadable[0].contains("outside"),
         "{:?}",
         stats.unreadable
     );
     assert!(!out.join("x.nvlist").exists());
-    assert!(dest.join("zfs-ioctl/pool_configs.nvlist").is_file());
+    let snap = loaded(&source);
+    let pool = snap.pool(evil).expect("listed by POOL_CONFIGS");
+    assert!(pool.config.is_none(), "the reply outside was read");
+    assert!(
+        snap.issues
+            .iter()
+            .any(|i| i.message.contains("outside the root")),
+        "{:?}",
+        snap.issues
+    );
+    assert!(snap.pool("tank").unwrap().config.is_some());
+    assert_eq!(loaded(&dest), snap);
 }
 
 /// A FreeBSD capture made from real `sysctl` listings (FreeBSD 14.0-RC2's arcstats and
@@ -382,4 +397,40 @@ fn a_path_probed_then_read_holds_what_was_read() {
     assert_eq!(std::fs::read(tmp.path().join("sys/probed")).unwrap(), b"");
     assert!(tmp.path().join("sys/d").is_dir());
     assert_eq!((stats.files, stats.bytes), (2, 3));
+}
+
+/// Whatever a recording names, nothing is written outside the capture: a path with `..`,
+/// an absolute one, or a sysctl name with a `/` is refused and said so.
+#[test]
+fn a_recorded_path_leaving_the_capture_is_refused() {
+    let mut recording = crate::sources::record::Recording::default();
+    recording
+        .files
+        .insert("a/../../escaped".into(), b"x".to_vec());
+    recording
+        .files
+        .insert("/tmp/absolute".into(), b"x".to_vec());
+    recording.dirs.insert("../up".into());
+    recording.sysctls.insert(
+        "../../sysctl-escaped".into(),
+        crate::sources::freebsd::SysctlValue::Unsigned(1),
+    );
+    recording.files.insert("kept".into(), b"x".to_vec());
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("in/capture");
+    std::fs::create_dir_all(&dest).unwrap();
+    let mut stats = CaptureStats::default();
+    super::write::write_recording(&dest, &recording, &mut stats).unwrap();
+    assert_eq!(stats.unreadable.len(), 4, "{:?}", stats.unreadable);
+    assert!(
+        stats
+            .unreadable
+            .iter()
+            .all(|u| u.contains("not a plain relative path"))
+    );
+    assert_eq!(
+        files(tmp.path()),
+        BTreeSet::from(["in/capture/kept".to_string()])
+    );
+    assert!(!tmp.path().join("up").exists() && !tmp.path().join("in/up").exists());
 }

@@ -62,9 +62,24 @@ impl Root {
         self.dir.join(rel.trim_start_matches('/'))
     }
 
+    /// [`Root::path`] of a `rel` that stays below the root. Readers build some names from
+    /// what they read (a pool's name from a capture's POOL_CONFIGS reply), and a capture is
+    /// untrusted input: a `..` in such a name must not reach a file outside it.
+    fn inside(&self, rel: &str) -> io::Result<PathBuf> {
+        if rel.split('/').any(|part| part == "..") {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "names a path outside the root (`..`): not read",
+            ));
+        }
+        Ok(self.path(rel))
+    }
+
     /// Whole file, at most [`MAX_FILE_BYTES`]; only a regular file (see [`read_regular`]).
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
-        let result = read_regular(&self.path(rel), MAX_FILE_BYTES);
+        let result = self
+            .inside(rel)
+            .and_then(|path| read_regular(&path, MAX_FILE_BYTES));
         if let Some(r) = &self.recorder {
             r.read(rel, &result);
         }
@@ -79,7 +94,7 @@ impl Root {
 
     /// Whether `rel` exists, following links (as `Path::exists`).
     pub fn exists(&self, rel: &str) -> bool {
-        let Ok(meta) = std::fs::metadata(self.path(rel)) else {
+        let Ok(meta) = self.inside(rel).and_then(std::fs::metadata) else {
             return false;
         };
         if let Some(r) = &self.recorder {
@@ -94,7 +109,7 @@ impl Root {
 
     /// Names in a directory, sorted, without `.`/`..`; names that are not UTF-8 are skipped.
     pub fn list(&self, rel: &str) -> io::Result<Vec<String>> {
-        let result = std::fs::read_dir(self.path(rel)).map(|entries| {
+        let result = self.inside(rel).and_then(std::fs::read_dir).map(|entries| {
             let mut names: Vec<String> = entries
                 .filter_map(|e| e.ok())
                 .filter_map(|e| e.file_name().into_string().ok())
@@ -110,7 +125,7 @@ impl Root {
 
     /// Whether `rel` is a directory, following links (as `Path::is_dir`).
     pub fn is_dir(&self, rel: &str) -> bool {
-        let is_dir = self.path(rel).is_dir();
+        let is_dir = self.inside(rel).is_ok_and(|path| path.is_dir());
         if is_dir && let Some(r) = &self.recorder {
             r.dir(rel);
         }
