@@ -63,6 +63,24 @@ fn files(dir: &Path) -> BTreeSet<String> {
     out
 }
 
+/// A scratch directory holding a copy of lab `basic/000` at `source`, to change.
+fn basic_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("source");
+    copy(&lab("basic/000"), &source);
+    (tmp, source)
+}
+
+/// The `i`th source a capture run reports as not captured is `source`, for `why`.
+fn reported(stats: &CaptureStats, i: usize, source: &str, why: &str) {
+    let note = &stats.unreadable[i];
+    assert!(
+        note.starts_with(&format!("{source}: ")) && note.contains(why),
+        "{:?}",
+        stats.unreadable
+    );
+}
+
 /// A copy of capture `from` at `to`, to change.
 fn copy(from: &Path, to: &Path) {
     for rel in files(from).iter().chain([&super::MANIFEST.to_string()]) {
@@ -129,9 +147,7 @@ const UNPARSED: &[&str] = &[
 
 #[test]
 fn files_no_reader_reads_are_left_out() {
-    let tmp = tempfile::tempdir().unwrap();
-    let source = tmp.path().join("source");
-    copy(&lab("basic/000"), &source);
+    let (tmp, source) = basic_copy();
     // Files a Linux host has and no reader reads.
     for extra in [
         "proc/loadavg",
@@ -238,9 +254,7 @@ fn a_live_sysfs_replays_as_it_was_read() {
 /// keeps the directory.
 #[test]
 fn a_listed_directory_is_kept_even_when_empty() {
-    let tmp = tempfile::tempdir().unwrap();
-    let source = tmp.path().join("source");
-    copy(&lab("basic/000"), &source);
+    let (tmp, source) = basic_copy();
     std::fs::create_dir(source.join("proc/spl/kstat/zfs/bare")).unwrap();
     let dest = tmp.path().join("copy");
     recapture(&source, &dest);
@@ -253,9 +267,7 @@ fn a_listed_directory_is_kept_even_when_empty() {
 /// A source that cannot be read is reported and left out; the rest is captured.
 #[test]
 fn unreadable_sources_are_reported_not_copied() {
-    let tmp = tempfile::tempdir().unwrap();
-    let source = tmp.path().join("source");
-    copy(&lab("basic/000"), &source);
+    let (tmp, source) = basic_copy();
     std::fs::remove_file(source.join("proc/stat")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", source.join("proc/stat")).unwrap();
     let arcstats = source.join("proc/spl/kstat/zfs/arcstats");
@@ -265,18 +277,8 @@ fn unreadable_sources_are_reported_not_copied() {
     let dest = tmp.path().join("copy");
     let stats = recapture(&source, &dest);
     assert_eq!(stats.unreadable.len(), 2, "{:?}", stats.unreadable);
-    assert!(
-        stats.unreadable[0].starts_with("proc/spl/kstat/zfs/arcstats: ")
-            && stats.unreadable[0].contains("FIFO"),
-        "{:?}",
-        stats.unreadable
-    );
-    assert!(
-        stats.unreadable[1].starts_with("proc/stat: ")
-            && stats.unreadable[1].contains("character device"),
-        "{:?}",
-        stats.unreadable
-    );
+    reported(&stats, 0, "proc/spl/kstat/zfs/arcstats", "FIFO");
+    reported(&stats, 1, "proc/stat", "character device");
     assert!(!dest.join("proc/stat").exists());
     assert!(!dest.join("proc/spl/kstat/zfs/arcstats").exists());
     assert!(dest.join("proc/spl/kstat/zfs/zil").is_file());
@@ -288,9 +290,7 @@ fn unreadable_sources_are_reported_not_copied() {
 fn a_path_out_of_the_capture_is_neither_read_nor_written() {
     use crate::sources::nvlist::encode::{Endian, encode};
     use crate::sources::nvlist::{NvList, NvValue};
-    let tmp = tempfile::tempdir().unwrap();
-    let source = tmp.path().join("source");
-    copy(&lab("basic/000"), &source);
+    let (tmp, source) = basic_copy();
     let evil = "../../../x";
     let configs = NvList::new()
         .with("tank", NvValue::NvList(NvList::new()))
@@ -310,11 +310,11 @@ fn a_path_out_of_the_capture_is_neither_read_nor_written() {
     let stats = recapture(&source, &dest);
     // Said so, as a source that could not be read.
     assert_eq!(stats.unreadable.len(), 1, "{:?}", stats.unreadable);
-    assert!(
-        stats.unreadable[0].starts_with("zfs-ioctl/pool_stats/../../../x.nvlist: ")
-            && stats.unreadable[0].contains("outside"),
-        "{:?}",
-        stats.unreadable
+    reported(
+        &stats,
+        0,
+        "zfs-ioctl/pool_stats/../../../x.nvlist",
+        "outside",
     );
     assert!(!out.join("x.nvlist").exists());
     let snap = loaded(&source);
