@@ -6,7 +6,8 @@ use std::path::Path;
 use zpulse_proto::snapshot::Os;
 
 pub const MANIFEST: &str = "zpulse-capture.toml";
-const FORMAT: u32 = 1;
+/// The capture layout this zpulse writes and reads (v1).
+pub(super) const FORMAT: u32 = 1;
 /// A manifest is a few short lines; anything bigger (a link to `/dev/zero`…) is refused.
 const MAX_MANIFEST_BYTES: u64 = 64 << 10;
 

@@ -7,6 +7,8 @@
 
 mod manifest;
 mod read;
+#[cfg(test)]
+mod tests;
 mod write;
 
 pub use manifest::{MANIFEST, Manifest};

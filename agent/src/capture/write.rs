@@ -1,15 +1,16 @@
-//! Writing a capture: the raw bytes of every source, copied unchanged, so that a capture
-//! replays through the same parsers as the live system.
+//! Writing a capture: one snapshot is taken through a recorder
+//! ([`sources::recorded_snapshot`]) and the capture holds exactly what it read, the bytes
+//! unchanged, at the paths a replay reads them from: files as read, directories as listed
+//! or probed (even empty), paths only probed for existence as empty files, and sysctls as
+//! `sysctl/<name>`. A replay of the capture therefore reads what the live snapshot read, and
+//! a new source is captured as soon as a reader reads it.
 
 use super::{CaptureError, MANIFEST, Manifest};
-use crate::sources::freebsd::Sysctl;
-use crate::sources::freebsd::sysctl::SysctlValue;
-use crate::sources::zfs_ioctl::Platform;
-use crate::sources::zpool::read as zpool;
-use crate::sources::{Root, System};
+use crate::sources::freebsd::CaptureSysctl;
+use crate::sources::record::Recording;
+use crate::sources::{self, System};
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
-use zpulse_proto::snapshot::{HostIdentity, Tunables};
+use zpulse_proto::snapshot::HostIdentity;
 
 /// What a capture run copied.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -19,17 +20,6 @@ pub struct CaptureStats {
     /// Sources that exist but could not be read (e.g. the 0600 `reads` kstat as a user).
     pub unreadable: Vec<String>,
 }
-
-/// Kstats left out: `dbufs` dumps every buffer in the ARC (expensive, root only) and
-/// `dbgmsg` is a debug log, not a statistic.
-const SKIPPED_KSTATS: &[&str] = &["dbufs", "dbgmsg"];
-const HOST_FILES: &[&str] = &[
-    "proc/diskstats",
-    "proc/stat",
-    "proc/meminfo",
-    "proc/net/dev",
-];
-const QUEUE_FILES: &[&str] = &["rotational", "physical_block_size", "logical_block_size"];
 
 /// Writes one capture of `system` into `dest`, which must not exist or be an empty
 /// directory: a capture never overwrites or mixes with another, and never writes through a
@@ -45,174 +35,72 @@ pub fn capture_into(
         path: dest.to_path_buf(),
         error,
     })?;
-    let captured_at = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    let (snap, recording) = sources::recorded_snapshot(system, identity.clone());
     let mut stats = CaptureStats::default();
-    let zfs_version = match system {
-        System::Linux(root) => {
-            copy_linux(root, dest, &mut stats)?;
-            copy_ioctl_replies(root, Platform::Linux, None, dest, &mut stats)?;
-            root.read_trimmed("sys/module/zfs/version").ok()
-        }
-        System::Freebsd { sysctl, root } => {
-            copy_sysctls(sysctl.as_ref(), dest, &mut stats)?;
-            let abi = sysctl.u64("vfs.zfs.version.ioctl").ok();
-            copy_ioctl_replies(root, Platform::Freebsd, abi, dest, &mut stats)?;
-            sysctl.text("vfs.zfs.version.module").ok()
-        }
-    };
+    write_recording(dest, &recording, &mut stats)?;
     let manifest = Manifest {
-        format: 1,
+        format: super::manifest::FORMAT,
         os: system.os(),
-        captured_at,
+        captured_at: snap.taken_at,
         hostname: identity.hostname.clone(),
         kernel: identity.kernel.clone(),
-        zfs_version,
+        zfs_version: snap.host.zfs_version,
     };
     write(dest, MANIFEST, manifest.to_toml().as_bytes(), &mut stats)?;
     Ok(stats)
 }
 
-fn copy_linux(root: &Root, dest: &Path, stats: &mut CaptureStats) -> Result<(), CaptureError> {
-    copy_tree(root, "proc/spl/kstat/zfs", dest, stats)?;
-    for rel in HOST_FILES {
-        copy_file(root, rel, dest, stats)?;
-    }
-    for dev in root.list("sys/block").unwrap_or_default() {
-        for attr in QUEUE_FILES {
-            copy_file(root, &format!("sys/block/{dev}/queue/{attr}"), dest, stats)?;
-        }
-        copy_file(root, &format!("sys/block/{dev}/size"), dest, stats)?;
-        // Partitions: their offset and size (the layout check's alignment test).
-        for part in root.list(&format!("sys/block/{dev}")).unwrap_or_default() {
-            if root.exists(&format!("sys/block/{dev}/{part}/partition")) {
-                for attr in ["start", "size", "partition"] {
-                    copy_file(root, &format!("sys/block/{dev}/{part}/{attr}"), dest, stats)?;
-                }
-            }
-        }
-    }
-    copy_file(root, "sys/module/zfs/version", dest, stats)?;
-    for name in Tunables::KNOWN {
-        copy_file(
-            root,
-            &format!("sys/module/zfs/parameters/{name}"),
-            dest,
-            stats,
-        )?;
-    }
-    Ok(())
-}
-
-/// `sysctl/<name>`: numbers and strings as text, opaque nodes as their raw bytes.
-fn copy_sysctls(
-    sysctl: &dyn Sysctl,
+/// Everything `recording` holds, below `dest`. A path that would not stay below `dest`
+/// (a name made up by a capture being re-captured, like a pool called `../../x`) is not
+/// written, and said so.
+pub(super) fn write_recording(
     dest: &Path,
+    recording: &Recording,
     stats: &mut CaptureStats,
 ) -> Result<(), CaptureError> {
-    for name in crate::sources::freebsd::capture_names(sysctl) {
-        let bytes = match sysctl.read(&name) {
-            Ok(SysctlValue::Unsigned(v)) => v.to_string().into_bytes(),
-            Ok(SysctlValue::Signed(v)) => v.to_string().into_bytes(),
-            Ok(SysctlValue::Text(t)) => t.into_bytes(),
-            Ok(SysctlValue::Bytes(b)) => b,
-            Err(e) if e.is_not_found() => continue,
-            Err(e) => {
-                stats.unreadable.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
-        write(dest, &format!("sysctl/{name}"), &bytes, stats)?;
-    }
-    Ok(())
-}
-
-/// The raw `/dev/zfs` replies and how the vdevs' device links resolved: live, one round of
-/// ioctls; from a capture, its files as they are.
-fn copy_ioctl_replies(
-    root: &Root,
-    platform: Platform,
-    freebsd_abi: Option<u64>,
-    dest: &Path,
-    stats: &mut CaptureStats,
-) -> Result<(), CaptureError> {
-    if !root.is_live() {
-        return copy_tree(root, "zfs-ioctl", dest, stats);
-    }
-    let raw = match zpool::fetch_live(platform, freebsd_abi) {
-        Ok(raw) => raw,
-        Err(e) => {
-            stats.unreadable.push(format!("/dev/zfs: {e}"));
-            return Ok(());
-        }
-    };
-    write(dest, zpool::CONFIGS_FILE, &raw.configs, stats)?;
-    let mut links = String::new();
-    for pool in &raw.pools {
-        let base = format!("{}/{}", zpool::STATS_DIR, pool.name);
-        write(dest, &format!("{base}.nvlist"), &pool.packed, stats)?;
-        if pool.error != 0 {
-            write(
-                dest,
-                &format!("{base}.error"),
-                pool.error.to_string().as_bytes(),
-                stats,
-            )?;
-        }
-        for path in zpool::leaf_paths(&pool.packed) {
-            if let Ok(target) = std::fs::canonicalize(&path)
-                && target.as_path() != Path::new(&path)
-            {
-                links.push_str(&format!("{path} {}\n", target.display()));
-            }
+    let sysctls: Vec<(String, Vec<u8>)> = recording
+        .sysctls
+        .iter()
+        .map(|(name, value)| (CaptureSysctl::file_of(name), CaptureSysctl::bytes_of(value)))
+        .collect();
+    // A path probed and then read (or listed) is written as what it was read as.
+    let probed_only = (recording.present.iter())
+        .filter(|rel| !recording.files.contains_key(*rel) && !recording.dirs.contains(*rel));
+    let files = (probed_only.map(|rel| (rel, &[][..])))
+        .chain(recording.files.iter().map(|(rel, b)| (rel, b.as_slice())))
+        .chain(sysctls.iter().map(|(rel, b)| (rel, b.as_slice())));
+    stats
+        .unreadable
+        .extend((recording.failed.iter()).map(|(what, why)| format!("{what}: {why}")));
+    for rel in &recording.dirs {
+        if !refused(rel, stats) {
+            make_dirs(dest, rel.split('/'))?;
         }
     }
-    if !links.is_empty() {
-        write(dest, zpool::LINKS_FILE, links.as_bytes(), stats)?;
-    }
-    Ok(())
-}
-
-fn copy_tree(
-    root: &Root,
-    rel: &str,
-    dest: &Path,
-    stats: &mut CaptureStats,
-) -> Result<(), CaptureError> {
-    let Ok(names) = root.list(rel) else {
-        return Ok(());
-    };
-    for name in names {
-        if SKIPPED_KSTATS.contains(&name.as_str()) {
-            continue;
-        }
-        let child = format!("{rel}/{name}");
-        if root.is_dir(&child) {
-            copy_tree(root, &child, dest, stats)?;
-        } else {
-            copy_file(root, &child, dest, stats)?;
+    for (rel, bytes) in files {
+        if !refused(rel, stats) {
+            write(dest, rel, bytes, stats)?;
         }
     }
     Ok(())
 }
 
-/// Copies one source file if it exists; a source that is absent is simply not in the capture.
-fn copy_file(
-    root: &Root,
-    rel: &str,
-    dest: &Path,
-    stats: &mut CaptureStats,
-) -> Result<(), CaptureError> {
-    match root.read(rel) {
-        Ok(bytes) => write(dest, rel, &bytes, stats),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => {
-            stats.unreadable.push(format!("{rel}: {e}"));
-            Ok(())
-        }
+/// Whether `rel` is refused for not naming a path below the capture, noted in `stats`.
+fn refused(rel: &str, stats: &mut CaptureStats) -> bool {
+    if is_plain(rel) {
+        return false;
     }
+    stats.unreadable.push(format!(
+        "{rel}: not a plain relative path, so not written into the capture"
+    ));
+    true
+}
+
+/// `rel` names a path below the directory it is joined to: plain names only, no empty,
+/// `.` or `..` part (so no leading `/` either).
+fn is_plain(rel: &str) -> bool {
+    rel.split('/')
+        .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\0'))
 }
 
 /// `dest` must be new or an empty directory (not a link to one): capturing into an earlier
@@ -259,13 +147,15 @@ fn write(
         path: path.clone(),
         error,
     };
-    let mut dir = dest.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    if !is_plain(rel) {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a plain relative path: a capture writes only below its directory",
+        )));
+    }
+    let parts: Vec<&str> = rel.split('/').collect();
     if let Some((_, dirs)) = parts.split_last() {
-        for part in dirs {
-            dir.push(part);
-            make_real_dir(&dir).map_err(io)?;
-        }
+        make_dirs(dest, dirs.iter().copied())?;
     }
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -277,6 +167,22 @@ fn write(
     file.write_all(bytes).map_err(io)?;
     stats.files += 1;
     stats.bytes += bytes.len() as u64;
+    Ok(())
+}
+
+/// Makes each of `parts` below `dest` in turn, as real directories (see [`make_real_dir`]).
+fn make_dirs<'a>(
+    dest: &Path,
+    parts: impl IntoIterator<Item = &'a str>,
+) -> Result<(), CaptureError> {
+    let mut dir = dest.to_path_buf();
+    for part in parts {
+        dir.push(part);
+        make_real_dir(&dir).map_err(|error| CaptureError::Io {
+            path: dir.clone(),
+            error,
+        })?;
+    }
     Ok(())
 }
 

@@ -5,6 +5,9 @@
 //! sysctls). Both have a live and a capture implementation, so every platform's parsing is
 //! tested on Linux against real captures.
 //!
+//! [`recorded_snapshot`] takes a snapshot through a [`record::Recorder`], which is how
+//! `zpulse capture` learns what to write: exactly what the readers read.
+//!
 //! A source that fails adds a [`zpulse_proto::snapshot::SourceIssue`] to the snapshot and
 //! the others go on: one unreadable file never costs the whole sample.
 
@@ -12,6 +15,7 @@ pub mod error;
 pub mod freebsd;
 pub mod linux;
 pub mod nvlist;
+pub mod record;
 pub mod root;
 pub mod zfs_ioctl;
 pub mod zpool;
@@ -94,19 +98,51 @@ impl System {
 
 /// Reads every source of `system` into one snapshot stamped with the current time.
 pub fn snapshot(system: &System, identity: HostIdentity) -> Snapshot {
+    match system {
+        System::Linux(root) => read(Through::Linux(root), identity),
+        System::Freebsd { sysctl, root } => read(Through::Freebsd(sysctl.as_ref(), root), identity),
+    }
+}
+
+/// [`snapshot`], and everything it read on the way: every file with the bytes it returned,
+/// every directory listed, every probe, every sysctl (see [`record`]).
+pub fn recorded_snapshot(system: &System, identity: HostIdentity) -> (Snapshot, record::Recording) {
+    let recorder = record::Recorder::new();
+    let snap = match system {
+        System::Linux(root) => read(Through::Linux(&root.recorded(&recorder)), identity),
+        System::Freebsd { sysctl, root } => {
+            let sysctl = record::RecordingSysctl::new(sysctl.as_ref(), &recorder);
+            read(
+                Through::Freebsd(&sysctl, &root.recorded(&recorder)),
+                identity,
+            )
+        }
+    };
+    (snap, recorder.take())
+}
+
+/// What one snapshot is read through: a [`System`]'s parts, or the same recorded.
+enum Through<'a> {
+    /// Files below the root (and `/dev/zfs` or a capture's replies).
+    Linux(&'a Root),
+    /// Sysctls, and the root for `/dev/zfs` or a capture's replies.
+    Freebsd(&'a dyn freebsd::Sysctl, &'a Root),
+}
+
+fn read(through: Through<'_>, identity: HostIdentity) -> Snapshot {
     let mut snap = Snapshot {
         taken_at: unix_now(),
         monotonic: Some(monotonic_now()),
         host: identity,
         ..Snapshot::default()
     };
-    match system {
-        System::Linux(root) => {
+    match through {
+        Through::Linux(root) => {
             linux::collect(root, &mut snap);
             zpool::read::read(root, zfs_ioctl::Platform::Linux, None, &mut snap);
         }
-        System::Freebsd { sysctl, root } => {
-            freebsd::collect(sysctl.as_ref(), &mut snap);
+        Through::Freebsd(sysctl, root) => {
+            freebsd::collect(sysctl, &mut snap);
             let abi = sysctl.u64("vfs.zfs.version.ioctl").ok();
             zpool::read::read(root, zfs_ioctl::Platform::Freebsd, abi, &mut snap);
         }

@@ -1,6 +1,9 @@
 //! Reading kernel files relative to a root: `/` on a live system, a capture directory in
-//! tests and replay. This is the only place the Linux sources touch the file system.
+//! tests and replay. This is the only place the Linux sources touch the file system, so a
+//! root with a [`Recorder`] (`Root::recorded`) sees every read, listing and probe a
+//! snapshot makes: what `zpulse capture` writes.
 
+use super::record::Recorder;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -13,11 +16,31 @@ pub const MAX_FILE_BYTES: u64 = super::zfs_ioctl::protocol::MAX_REPLY as u64;
 #[derive(Debug, Clone)]
 pub struct Root {
     dir: PathBuf,
+    /// Set while a capture records what one snapshot reads (see `sources::record`).
+    recorder: Option<Recorder>,
 }
 
 impl Root {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Root { dir: dir.into() }
+        Root {
+            dir: dir.into(),
+            recorder: None,
+        }
+    }
+
+    /// The same root, recording into `recorder` every read, listing and probe made through
+    /// it.
+    pub fn recorded(&self, recorder: &Recorder) -> Self {
+        Root {
+            dir: self.dir.clone(),
+            recorder: Some(recorder.clone()),
+        }
+    }
+
+    /// The recorder of a recorded root: for sources that do not come from a file (the live
+    /// `/dev/zfs` replies), which record what their replay will read.
+    pub fn recorder(&self) -> Option<&Recorder> {
+        self.recorder.as_ref()
     }
 
     /// The live system.
@@ -39,9 +62,28 @@ impl Root {
         self.dir.join(rel.trim_start_matches('/'))
     }
 
+    /// [`Root::path`] of a `rel` that stays below the root. Readers build some names from
+    /// what they read (a pool's name from a capture's POOL_CONFIGS reply), and a capture is
+    /// untrusted input: a `..` in such a name must not reach a file outside it.
+    fn inside(&self, rel: &str) -> io::Result<PathBuf> {
+        if rel.split('/').any(|part| part == "..") {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "names a path outside the root (`..`): not read",
+            ));
+        }
+        Ok(self.path(rel))
+    }
+
     /// Whole file, at most [`MAX_FILE_BYTES`]; only a regular file (see [`read_regular`]).
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
-        read_regular(&self.path(rel), MAX_FILE_BYTES)
+        let result = self
+            .inside(rel)
+            .and_then(|path| read_regular(&path, MAX_FILE_BYTES));
+        if let Some(r) = &self.recorder {
+            r.read(rel, &result);
+        }
+        result
     }
 
     /// A small text file with surrounding white space removed (sysfs attributes, `state`).
@@ -50,22 +92,44 @@ impl Root {
         Ok(String::from_utf8_lossy(&bytes).trim().to_string())
     }
 
+    /// Whether `rel` exists, following links (as `Path::exists`).
     pub fn exists(&self, rel: &str) -> bool {
-        self.path(rel).exists()
+        let Ok(meta) = self.inside(rel).and_then(std::fs::metadata) else {
+            return false;
+        };
+        if let Some(r) = &self.recorder {
+            if meta.is_dir() {
+                r.dir(rel);
+            } else {
+                r.present(rel);
+            }
+        }
+        true
     }
 
     /// Names in a directory, sorted, without `.`/`..`; names that are not UTF-8 are skipped.
     pub fn list(&self, rel: &str) -> io::Result<Vec<String>> {
-        let mut names: Vec<String> = std::fs::read_dir(self.path(rel))?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
-        names.sort();
-        Ok(names)
+        let result = self.inside(rel).and_then(std::fs::read_dir).map(|entries| {
+            let mut names: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect();
+            names.sort();
+            names
+        });
+        if let Some(r) = &self.recorder {
+            r.list(rel, &result);
+        }
+        result
     }
 
+    /// Whether `rel` is a directory, following links (as `Path::is_dir`).
     pub fn is_dir(&self, rel: &str) -> bool {
-        self.path(rel).is_dir()
+        let is_dir = self.inside(rel).is_ok_and(|path| path.is_dir());
+        if is_dir && let Some(r) = &self.recorder {
+            r.dir(rel);
+        }
+        is_dir
     }
 }
 

@@ -41,22 +41,6 @@ pub fn ifdata_general(index: u64) -> String {
     format!("net.link.generic.ifdata.{index}.general")
 }
 
-/// Every fixed name [`read`] looks at (the indexed ones come from [`swap_info`] and
-/// [`ifdata_general`]).
-pub const FIXED_NAMES: &[&str] = &[
-    OSRELEASE,
-    HOSTNAME,
-    CP_TIME,
-    PHYSMEM,
-    PAGESIZE,
-    FREE_COUNT,
-    INACTIVE_COUNT,
-    LAUNDRY_COUNT,
-    CACHE_COUNT,
-    NSWAPDEV,
-    IFCOUNT,
-];
-
 /// Fills `host` (os, kernel, hostname if unset), `cpu`, `memory` and `net`.
 pub fn read(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
     snap.host.os = Os::Freebsd;

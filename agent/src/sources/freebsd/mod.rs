@@ -26,7 +26,6 @@ mod replay_tests;
 pub use live::LiveSysctl;
 pub use sysctl::{CaptureSysctl, DumpSysctl, Sysctl, SysctlError, SysctlValue};
 
-use std::collections::BTreeSet;
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{Disk, DiskCounters};
 
@@ -41,27 +40,6 @@ pub fn collect(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
     tunables::read(sysctl, snap);
     read_disks(sysctl, snap);
     host::read(sysctl, snap);
-}
-
-/// Every sysctl name [`collect`] would read on this system, sorted, so that `zpulse capture`
-/// writes exactly those files. Some may not exist (optional by version, aliases, interface
-/// index gaps): the capture skips those that answer [`SysctlError::NotFound`].
-pub fn capture_names(sysctl: &dyn Sysctl) -> Vec<String> {
-    let mut names = BTreeSet::new();
-    // A failed listing here is also a failed listing in collect(), which reports it.
-    let listed = sysctl.list(kstat::PREFIX).unwrap_or_default();
-    names.extend(kstat::names_read(&listed));
-    names.extend(tunables::sysctl_names().map(str::to_string));
-    names.extend([DEVSTAT_VERSION, DEVSTAT_ALL, GEOM_CONFXML].map(str::to_string));
-    names.extend(host::FIXED_NAMES.iter().map(|s| s.to_string()));
-    // The indexed names depend on counts read here the same way host::read reads them.
-    if let Ok(n) = sysctl.u64(host::NSWAPDEV) {
-        names.extend((0..n.min(host::MAX_SWAPDEV)).map(host::swap_info));
-    }
-    if let Ok(n) = sysctl.u64(host::IFCOUNT) {
-        names.extend((1..=n.min(host::MAX_IFINDEX)).map(host::ifdata_general));
-    }
-    names.into_iter().collect()
 }
 
 /// Disks: one per `kern.devstat.all` entry, with size, sector sizes and rotation from the
@@ -162,8 +140,7 @@ mod tests {
     use super::host::tests::{ifmibdata, xswdev_v2};
     use super::sysctl::tests::MapSysctl;
     use super::*;
-    use crate::sources::Root;
-    use zpulse_proto::snapshot::{Devstat, KstatValue};
+    use zpulse_proto::snapshot::Devstat;
 
     const ARCSTATS: &str = include_str!(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -362,62 +339,39 @@ mod tests {
         assert!(snap.cpu.is_some());
     }
 
-    /// What `zpulse capture` will do: write the files `capture_names` lists (skipping the
-    /// ones that do not exist), then read them back through `CaptureSysctl`. The snapshot
-    /// must be the same as the one read from the source.
+    /// `zpulse capture` of this host, and its replay: every node of it is read by
+    /// `collect` (the indexed `vm.swap_info.0` and `net.link.generic.ifdata.2.general`
+    /// too, named from the counts read before them), so the capture holds each one, and the
+    /// replay is the snapshot read from the source (typed values and capture text agree: a
+    /// signed 5 is an unsigned 5).
     #[test]
-    fn capture_names_round_trip_through_a_capture_directory() {
+    fn a_capture_holds_every_node_read_and_replays_the_same() {
+        use crate::sources::{Root, System};
         let source = system();
-        let names = capture_names(&source);
-        for expected in [
-            "kstat.zfs.misc.arcstats.hits",
-            "kstat.zfs.zroot.misc.state",
-            "kstat.zfs.zroot.misc.guid",
-            "kstat.zfs.zroot.txgs",
-            "kstat.zfs.zroot.dataset.objset-0x36.writes",
-            "kstat.zfs.zroot.misc.iostats.trim_bytes_written",
-            "vfs.zfs.version.module",
-            "vfs.zfs.arc.max",
-            "vfs.zfs.arc_max",
-            DEVSTAT_ALL,
-            GEOM_CONFXML,
-            "kern.cp_time",
-            "vm.swap_info.0",
-            "net.link.generic.ifdata.1.general",
-            "net.link.generic.ifdata.2.general",
-        ] {
-            assert!(names.iter().any(|n| n == expected), "{expected} missing");
-        }
-        assert!(!names.iter().any(|n| n == "vm.swap_info.1"));
-
+        let names: Vec<String> = source.0.keys().cloned().collect();
+        let empty = tempfile::tempdir().unwrap();
+        let system = System::Freebsd {
+            sysctl: Box::new(source),
+            root: Root::new(empty.path()),
+        };
+        let identity = system.identity();
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        std::fs::create_dir_all(dir.join("sysctl")).unwrap();
-        let mut written = 0;
-        for name in &names {
-            let bytes = match source.read(name) {
-                Ok(SysctlValue::Text(t)) => t.into_bytes(),
-                Ok(SysctlValue::Bytes(b)) => b,
-                Ok(SysctlValue::Unsigned(n)) => n.to_string().into_bytes(),
-                Ok(SysctlValue::Signed(n)) => n.to_string().into_bytes(),
-                Err(e) if e.is_not_found() => continue,
-                Err(e) => panic!("{e}"),
-            };
-            std::fs::write(dir.join("sysctl").join(name), bytes).unwrap();
-            written += 1;
-        }
-        // Everything in the source is something collect() reads, except nothing.
-        assert_eq!(written, source.0.len());
+        let dest = tmp.path().join("capture");
+        let stats = crate::capture::capture_into(&system, &identity, &dest).unwrap();
+        assert!(stats.unreadable.is_empty(), "{:?}", stats.unreadable);
+        let mut captured: Vec<String> = std::fs::read_dir(dest.join("sysctl"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        captured.sort();
+        assert_eq!(captured, names);
 
-        let mut from_source = Snapshot::default();
-        collect(&source, &mut from_source);
-        let mut from_capture = Snapshot::default();
-        collect(&CaptureSysctl::new(Root::new(dir)), &mut from_capture);
-        assert_eq!(from_capture, from_source);
-        // Typed live values and capture text agree (a signed 5 is an unsigned 5).
-        assert_eq!(
-            from_capture.arc.unwrap().0.fields["hits"],
-            KstatValue::Unsigned(8_019_094)
-        );
+        let mut live = crate::sources::snapshot(&system, identity);
+        let replayed = crate::capture::load(&dest).unwrap();
+        live.taken_at = replayed.taken_at;
+        live.monotonic = None;
+        assert_eq!(replayed, live);
+        assert_eq!(replayed.tunables.zfs_txg_timeout(), Some(5));
+        assert_eq!(replayed.net[0].name, "igb0");
     }
 }

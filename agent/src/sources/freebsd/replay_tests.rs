@@ -18,7 +18,7 @@ use super::sysctl::{CtlKind, Sysctl, SysctlError, SysctlValue, decode};
 use crate::sources::nvlist::encode::{Endian, encode};
 use crate::sources::nvlist::{NvList, NvValue};
 use crate::sources::{Root, System};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use zpulse_proto::snapshot::{Os, VdevClass};
 
 /// The kernel's answers: per node its `CTLTYPE` and the bytes one read returns.
@@ -184,8 +184,17 @@ fn pool_config() -> NvList {
         .with("vdev_tree", NvValue::NvList(tree))
 }
 
-/// Captures `kernel` (with the pool's ioctl replies) and loads the capture again.
-fn capture_and_replay(kernel: Kernel) -> zpulse_proto::Snapshot {
+/// Captures `kernel` (with the pool's ioctl replies) and loads the capture again. The
+/// capture holds one file per node of `kernel` that the readers read (their values are
+/// checked by [`check`] on the replay); `kern.hostname` (the manifest's `hostname`) and the nodes
+/// `unread` names, which no reader reads, are not among them.
+fn capture_and_replay(mut kernel: Kernel) -> zpulse_proto::Snapshot {
+    // Nodes a FreeBSD host has that no reader reads: a global kstat zpulse does not model
+    // (listed with the others) and a sysctl of its own.
+    let unread = ["kstat.zfs.misc.zfetchstats.hits", "kern.maxproc"];
+    for name in unread {
+        kernel.set(name, CtlKind::Unsigned(8), 7u64.to_ne_bytes());
+    }
     let replies_dir = tempfile::tempdir().unwrap();
     let replies = replies_dir.path();
     let cfg = pool_config();
@@ -201,6 +210,12 @@ fn capture_and_replay(kernel: Kernel) -> zpulse_proto::Snapshot {
         encode(&cfg, Endian::Little),
     )
     .unwrap();
+    let expected: BTreeSet<String> = kernel
+        .0
+        .keys()
+        .filter(|n| *n != "kern.hostname" && !unread.contains(&n.as_str()))
+        .cloned()
+        .collect();
     let system = System::Freebsd {
         sysctl: Box::new(kernel),
         root: Root::new(replies),
@@ -210,6 +225,11 @@ fn capture_and_replay(kernel: Kernel) -> zpulse_proto::Snapshot {
     let dest = dest_dir.path();
     let stats = crate::capture::capture_into(&system, &identity, dest).unwrap();
     assert!(stats.unreadable.is_empty(), "{:?}", stats.unreadable);
+    let captured: BTreeSet<String> = std::fs::read_dir(dest.join("sysctl"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(captured, expected);
     crate::capture::load(dest).unwrap()
 }
 

@@ -333,7 +333,27 @@ impl CaptureSysctl {
     pub fn root(&self) -> &Root {
         &self.root
     }
+
+    /// The capture file that holds sysctl `name`.
+    pub fn file_of(name: &str) -> String {
+        format!("{DIR}/{name}")
+    }
+
+    /// What the capture file of a value holds, so that [`Sysctl::read`] of it gives the
+    /// value back (numbers as decimal text, strings as they are, opaque nodes as their raw
+    /// bytes).
+    pub fn bytes_of(value: &SysctlValue) -> Vec<u8> {
+        match value {
+            SysctlValue::Unsigned(v) => v.to_string().into_bytes(),
+            SysctlValue::Signed(v) => v.to_string().into_bytes(),
+            SysctlValue::Text(t) => t.clone().into_bytes(),
+            SysctlValue::Bytes(b) => b.clone(),
+        }
+    }
 }
+
+/// The directory of a capture that holds one file per sysctl.
+const DIR: &str = "sysctl";
 
 impl Sysctl for CaptureSysctl {
     fn read(&self, name: &str) -> Result<SysctlValue, SysctlError> {
@@ -342,7 +362,7 @@ impl Sysctl for CaptureSysctl {
                 name: name.to_string(),
             });
         }
-        match self.root.read(&format!("sysctl/{name}")) {
+        match self.root.read(&Self::file_of(name)) {
             // Text when it is text; opaque nodes (devstat) usually are not UTF-8, and when one
             // happens to be, `bytes()` still returns it byte for byte.
             Ok(buf) => Ok(match String::from_utf8(buf) {
@@ -360,7 +380,7 @@ impl Sysctl for CaptureSysctl {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>, SysctlError> {
-        match self.root.list("sysctl") {
+        match self.root.list(DIR) {
             // `Root::list` sorts; names are the file names, so no further parsing.
             Ok(names) => Ok(names
                 .into_iter()

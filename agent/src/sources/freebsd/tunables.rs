@@ -68,11 +68,6 @@ pub const MAP: &[(&str, &[&str])] = &[
     ("l2arc_mfuonly", &["vfs.zfs.l2arc.mfuonly"]),
 ];
 
-/// Every sysctl name [`read`] may look at.
-pub fn sysctl_names() -> impl Iterator<Item = &'static str> {
-    MAP.iter().flat_map(|(_, names)| names.iter().copied())
-}
-
 /// Fills `snap.tunables`. A tunable whose names all do not exist is left out silently
 /// (renamed or removed in this version); a read that fails is noted.
 pub fn read(sysctl: &dyn Sysctl, snap: &mut Snapshot) {

@@ -1,11 +1,11 @@
 //! What `/sys/block` says about the devices of `/proc/diskstats`: rotational, sector sizes,
 //! size, and which whole disk a partition lives on.
 //!
-//! Captures keep only `sys/block/<disk>/queue/{rotational,physical_block_size,
-//! logical_block_size}` (and sometimes `size`) for whole disks, as plain files: no symlinks and
-//! no partition directories. So the partition → disk link is decided from names alone by
-//! [`whole_disk`], and a partition takes its disk's queue attributes. A live root may also
-//! have `sys/class/block/<name>/partition`, which is used to confirm the name rule.
+//! The partition → disk link is decided from names by [`whole_disk`], and a partition takes
+//! its disk's queue attributes. Where `sys/class/block/<name>` exists (live, and in captures
+//! of a live system, which keep what was probed there), its `partition` confirms or overrules
+//! the name rule. Older captures have no `sys/class/block` and no partition directories
+//! (`sys/block/<disk>/<part>/`): the name rule alone decides, and partitions have no size.
 
 use crate::sources::{ParseError, Root};
 use std::collections::{HashMap, HashSet};
@@ -247,10 +247,10 @@ fn clip(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     fn lab(n: &str) -> PathBuf {
         PathBuf::from(concat!(
@@ -416,12 +416,10 @@ mod tests {
         assert!(infos.iter().all(|i| i.size.is_none()));
     }
 
-    /// A root laid out like a live sysfs (directories instead of symlinks, which `Root` follows
-    /// the same way): sizes, `!` names, and `sys/class/block` overruling the name rule.
-    #[test]
-    fn live_layout() {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let dir = tmp.path();
+    /// Writes below `dir` a root laid out like a live sysfs (directories instead of
+    /// symlinks, which `Root` follows the same way): sizes, `!` names, and `sys/class/block`
+    /// overruling the name rule. Returns the device names, as `/proc/diskstats` gives them.
+    pub(crate) fn live_layout_in(dir: &Path) -> [&'static str; 6] {
         let w = |rel: &str, text: &str| {
             let p = dir.join(rel);
             std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
@@ -444,8 +442,14 @@ mod tests {
         w("sys/block/odd/weird/size", "8\n");
         w("sys/class/block/odd/dev", "1:0\n");
         w("sys/class/block/weird/partition", "1\n");
-        let root = Root::new(dir);
-        let names = ["cciss/c0d0", "cciss/c0d0p1", "md", "md0", "odd", "weird"];
+        ["cciss/c0d0", "cciss/c0d0p1", "md", "md0", "odd", "weird"]
+    }
+
+    #[test]
+    fn live_layout() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let names = live_layout_in(tmp.path());
+        let root = Root::new(tmp.path());
         let (infos, issues) = describe(&root, &names);
 
         assert_eq!(infos[0].whole_disk, None);

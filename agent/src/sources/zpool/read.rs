@@ -4,7 +4,10 @@
 use super::{config, join};
 use crate::sources::Root;
 use crate::sources::nvlist;
+use crate::sources::record::Recorder;
 use crate::sources::zfs_ioctl::{self, Ioctl, Platform, PoolConfigs};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::Pool;
 
@@ -187,22 +190,6 @@ fn join_disks(
     }
 }
 
-/// Device paths of every leaf in a packed POOL_STATS reply (for recording link targets).
-pub fn leaf_paths(packed: &[u8]) -> Vec<String> {
-    let Ok(nv) = nvlist::decode(packed) else {
-        return Vec::new();
-    };
-    // Only the paths are used, which do not depend on the OS's naming.
-    let Ok(cfg) = config::pool_config(&nv, 0, None, zpulse_proto::snapshot::Os::default()) else {
-        return Vec::new();
-    };
-    cfg.root
-        .leaves()
-        .into_iter()
-        .filter_map(|v| v.path.clone())
-        .collect()
-}
-
 /// Tells each disk which pool, class and top-level vdev it serves.
 fn record_roles(
     pool: &str,
@@ -245,20 +232,78 @@ pub fn captured_links(root: &Root) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// Records live replies in a capture as the files [`load_captured`] and [`captured_links`]
+/// read: the POOL_CONFIGS reply, each pool's POOL_STATS reply and its error when not 0, and
+/// each device link the join resolved to another path. A pool whose POOL_STATS failed is
+/// reported, not captured.
+fn record_live(recorder: &Recorder, raw: &RawReplies, links: &BTreeMap<String, String>) {
+    recorder.file(CONFIGS_FILE, &raw.configs);
+    for pool in &raw.pools {
+        let base = format!("{STATS_DIR}/{}", pool.name);
+        recorder.file(&format!("{base}.nvlist"), &pool.packed);
+        if pool.error != 0 {
+            recorder.file(&format!("{base}.error"), pool.error.to_string().as_bytes());
+        }
+    }
+    for (name, why) in &raw.failed {
+        recorder.failure(&format!("{STATS_DIR}/{name}"), why.clone());
+    }
+    if !links.is_empty() {
+        let lines: String = links.iter().map(|(l, t)| format!("{l} {t}\n")).collect();
+        recorder.file(LINKS_FILE, lines.as_bytes());
+    }
+}
+
+/// Live replies (or why there are none) into `snap`, device links resolved by `resolve`;
+/// with a recorder, also recorded as the capture files their replay reads (see
+/// [`record_live`]).
+fn apply_live(
+    fetched: Result<RawReplies, String>,
+    resolve: &dyn Fn(&str) -> Option<String>,
+    recorder: Option<&Recorder>,
+    snap: &mut Snapshot,
+) {
+    let raw = match fetched {
+        Ok(raw) => raw,
+        Err(e) => {
+            if let Some(recorder) = recorder {
+                recorder.failure(zfs_ioctl::device::DEVICE, e.clone());
+            }
+            snap.note(zfs_ioctl::device::DEVICE, e);
+            return;
+        }
+    };
+    // The links the join followed, for a capture: it holds no `/dev`.
+    let followed = RefCell::new(BTreeMap::new());
+    apply(&raw, snap, &|p| {
+        let target = resolve(p)?;
+        if target != p {
+            followed.borrow_mut().insert(p.to_string(), target.clone());
+        }
+        Some(target)
+    });
+    if let Some(recorder) = recorder {
+        record_live(recorder, &raw, &followed.into_inner());
+    }
+}
+
 /// Reads pools from `root`: live ioctls when `root` is `/`, the recorded replies otherwise.
 pub fn read(root: &Root, platform: Platform, freebsd_abi: Option<u64>, snap: &mut Snapshot) {
     if root.is_live() {
         if !snap.zfs_loaded {
             return; // the snapshot already says the module is not loaded
         }
-        match fetch_live(platform, freebsd_abi) {
-            Ok(raw) => apply(&raw, snap, &|p| {
-                std::fs::canonicalize(p)
-                    .ok()
-                    .map(|t| t.display().to_string())
-            }),
-            Err(e) => snap.note(zfs_ioctl::device::DEVICE, e),
-        }
+        let canonical = |p: &str| {
+            std::fs::canonicalize(p)
+                .ok()
+                .map(|t| t.display().to_string())
+        };
+        apply_live(
+            fetch_live(platform, freebsd_abi),
+            &canonical,
+            root.recorder(),
+            snap,
+        );
         return;
     }
     match load_captured(root) {
@@ -371,5 +416,59 @@ mod tests {
             );
             assert!(snap.issues[0].source.ends_with("rz"), "{:?}", snap.issues);
         }
+    }
+
+    /// What a live round records is what a capture replays: the replies of `deg` and `rz`
+    /// (real, OpenZFS 2.1.11), `broken`'s failure reported, and the one device link the join
+    /// followed (`/dev/sda1`, here a link to `/dev/dm-0`; the others are their own target).
+    #[test]
+    fn a_recorded_live_round_replays_the_same_pools() {
+        let mut kernel = FakeKernel {
+            configs: configs(&["deg", "broken", "rz"]),
+            stats: BTreeMap::from([
+                ("deg".to_string(), Ok(real_reply("deg"))),
+                ("broken".to_string(), Err(libc::EIO)),
+                ("rz".to_string(), Ok(real_reply("rz"))),
+            ]),
+        };
+        let disk = |name: &str| zpulse_proto::snapshot::Disk {
+            name: name.to_string(),
+            ..Default::default()
+        };
+        let before = Snapshot {
+            disks: vec![disk("dm-0"), disk("sdb1"), disk("sdc1")],
+            ..Snapshot::default()
+        };
+        let resolve = |p: &str| Some(if p == "/dev/sda1" { "/dev/dm-0" } else { p }.to_string());
+        let recorder = Recorder::new();
+        let mut live = before.clone();
+        apply_live(fetch(&mut kernel), &resolve, Some(&recorder), &mut live);
+        let recording = recorder.take();
+        assert_eq!(
+            recording.failed.keys().collect::<Vec<_>>(),
+            [&format!("{STATS_DIR}/broken")]
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&recording.files[LINKS_FILE]),
+            "/dev/sda1 /dev/dm-0\n"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, bytes) in &recording.files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        let mut replayed = before.clone();
+        read(&Root::new(dir.path()), Platform::Linux, None, &mut replayed);
+        assert_eq!(replayed.pools, live.pools);
+        assert_eq!(replayed.disks, live.disks);
+        let deg = live.pool("deg").and_then(|p| p.config.as_ref()).unwrap();
+        let sda = &deg.root.children[0].children[0];
+        assert_eq!(
+            (sda.name.as_str(), sda.disk.as_deref()),
+            ("sda", Some("dm-0"))
+        );
+        assert!(live.pool("broken").unwrap().config.is_none());
     }
 }
