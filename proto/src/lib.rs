@@ -23,6 +23,7 @@ pub mod report;
 pub mod sample;
 pub mod sdk;
 pub mod snapshot;
+mod sorted_map;
 
 pub use event::{Entry, Event, EventTime};
 pub use sample::{Sample, SampleStream};

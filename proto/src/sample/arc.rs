@@ -72,6 +72,7 @@ pub const ARC_COUNTERS: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ArcRates {
     /// Delta of every counter in [`ARC_COUNTERS`] the kernel reports.
+    #[serde(deserialize_with = "crate::sorted_map::deserialize")]
     pub deltas: BTreeMap<String, u64>,
     /// Reads the ARC answered (hits + iohits + misses) per second.
     pub reads_per_s: f64,
@@ -105,6 +106,7 @@ impl ArcRates {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ZilRates {
     /// Delta of every `zil` row (all are counters).
+    #[serde(deserialize_with = "crate::sorted_map::deserialize")]
     pub deltas: BTreeMap<String, u64>,
     pub commits_per_s: f64,
     pub itx_per_s: f64,

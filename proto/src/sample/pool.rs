@@ -30,7 +30,11 @@ pub struct DatasetRates {
     pub written_bytes_per_s: f64,
     /// Delta of every `zil_*` row over the interval (OpenZFS 2.2+ keeps the ZIL counters per
     /// dataset as well as host-wide); empty when the kernel has none.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::sorted_map::deserialize"
+    )]
     pub zil: BTreeMap<String, u64>,
 }
 

@@ -40,6 +40,7 @@ pub enum KstatValue {
 pub struct Kstat {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<KstatHeader>,
+    #[serde(deserialize_with = "crate::sorted_map::deserialize")]
     pub fields: BTreeMap<String, KstatValue>,
 }
 

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 /// the FreeBSD reader maps `vfs.zfs.*` sysctls onto the same names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Tunables(pub BTreeMap<String, String>);
+pub struct Tunables(
+    #[serde(deserialize_with = "crate::sorted_map::deserialize")] pub BTreeMap<String, String>,
+);
 
 macro_rules! numeric {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
