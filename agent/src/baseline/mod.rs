@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use zpulse_proto::event::Entry;
 use zpulse_proto::report::{DiskBusy, ReportWindow, Section};
+use zpulse_proto::sample::Pairing;
 use zpulse_proto::{Sample, Snapshot};
 
 /// Version of the [`Baseline`] JSON model: bumped when a field changes meaning.
@@ -105,7 +106,8 @@ impl Finding {
 #[derive(Default)]
 pub struct Builder {
     first: Option<Snapshot>,
-    last: Option<Snapshot>,
+    /// Pairs the snapshots; its previous one is the window's last.
+    pairing: Pairing,
     intervals: u32,
     busy: BTreeMap<String, Vec<f64>>,
     metadata_share: Vec<f64>,
@@ -121,22 +123,19 @@ impl Builder {
     /// Adds the next snapshot of the window. Returns the sample since the previous one, for
     /// the plugins; `None` for the first snapshot, and for one that cannot follow the
     /// previous (out of order, another system): that pair is noted and the snapshot starts
-    /// the next interval, the rule of [`zpulse_proto::SampleStream`] and the live agent.
-    /// (Push-based rather than that iterator: a live window takes its snapshots on a clock.)
+    /// the next interval ([`Pairing`], the rule of every series and the live agent).
     pub fn push(&mut self, snapshot: Snapshot) -> Option<Sample> {
-        let Some(prev) = &self.last else {
+        if self.first.is_none() {
             self.first = Some(snapshot.clone());
-            self.last = Some(snapshot);
-            return None;
-        };
-        let sample = match Sample::between(prev, &snapshot) {
+        }
+        let taken_at = snapshot.taken_at;
+        let sample = match self.pairing.push(snapshot)? {
             Ok(s) => s,
             Err(e) => {
                 self.notes.push(format!(
                     "no interval ending at {}: {e}",
-                    crate::report::utc(snapshot.taken_at)
+                    crate::report::utc(taken_at)
                 ));
-                self.last = Some(snapshot);
                 return None;
             }
         };
@@ -154,7 +153,6 @@ impl Builder {
         }
         let start = self.first.as_ref().map_or(sample.start, |f| f.taken_at);
         self.series.push(start, &sample);
-        self.last = Some(snapshot);
         Some(sample)
     }
 
@@ -164,7 +162,7 @@ impl Builder {
 
     /// The window as plugins receive it; `None` until two snapshots made an interval.
     pub fn window(&self) -> Option<ReportWindow> {
-        let (first, last) = (self.first.as_ref()?, self.last.as_ref()?);
+        let (first, last) = (self.first.as_ref()?, self.pairing.previous()?);
         if self.intervals == 0 {
             return None;
         }

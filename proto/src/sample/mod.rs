@@ -20,7 +20,7 @@ pub use disk::DiskRates;
 pub use host::{CpuRates, NetRates};
 pub use parts::PartEncoder;
 pub use pool::{DatasetRates, PoolRates};
-pub use stream::SampleStream;
+pub use stream::{Pairing, SampleStream};
 pub use vdev::{NewErrors, VdevRates, histogram_average, pool_vdev_rates, vdev_rates};
 
 use crate::Snapshot;

@@ -1,10 +1,12 @@
 //! [`SampleStream`]: the samples of a series of snapshots, each consecutive pair made into a
-//! [`Sample`], holding one snapshot at a time.
+//! [`Sample`], holding one snapshot at a time; [`Pairing`], the same rule for snapshots that
+//! arrive one at a time.
 //!
 //! Every consumer of a series (the agent's replay, `zpulse replay`, the history store's
-//! readers, the tests' capture readers) pairs snapshots the same way through this one type,
-//! so that a pair that cannot make a sample is treated alike everywhere: it is reported, and
-//! the later snapshot becomes the start of the next interval (what the live agent does).
+//! readers, the tests' capture readers, `zpulse report`'s window) pairs snapshots the same
+//! way through [`Pairing`], so that a pair that cannot make a sample is treated alike
+//! everywhere: it is reported, and the later snapshot becomes the start of the next interval
+//! (what the live agent does).
 
 use super::{Sample, SampleError};
 use crate::Snapshot;
@@ -18,7 +20,42 @@ use crate::Snapshot;
 /// the series, so a series read lazily (e.g. `dirs.iter().map(load)`) is streamed.
 pub struct SampleStream<I> {
     snapshots: I,
+    pairing: Pairing,
+}
+
+/// The pairing rule for snapshots pushed one at a time (a live report window takes them on a
+/// clock): each makes the sample since the one before it, or says why that pair cannot, and
+/// becomes the start of the next interval either way.
+#[derive(Debug, Default)]
+pub struct Pairing {
     previous: Option<Snapshot>,
+}
+
+impl Pairing {
+    /// No interval started yet: the first snapshot pushed starts it.
+    pub fn new() -> Self {
+        Pairing { previous: None }
+    }
+
+    /// The first interval starting at `previous`.
+    pub fn after(previous: Snapshot) -> Self {
+        Pairing {
+            previous: Some(previous),
+        }
+    }
+
+    /// `None` for the first snapshot (it only starts the first interval); else the sample
+    /// since the previous one, or the error why that pair cannot make one.
+    pub fn push(&mut self, snapshot: Snapshot) -> Option<Result<Sample, SampleError>> {
+        let prev = self.previous.replace(snapshot)?;
+        let cur = self.previous.as_ref().expect("just stored");
+        Some(Sample::between(&prev, cur))
+    }
+
+    /// The latest snapshot pushed: where the next interval starts.
+    pub fn previous(&self) -> Option<&Snapshot> {
+        self.previous.as_ref()
+    }
 }
 
 impl<I: Iterator<Item = Snapshot>> SampleStream<I> {
@@ -26,7 +63,7 @@ impl<I: Iterator<Item = Snapshot>> SampleStream<I> {
     pub fn new(snapshots: impl IntoIterator<IntoIter = I>) -> Self {
         SampleStream {
             snapshots: snapshots.into_iter(),
-            previous: None,
+            pairing: Pairing::new(),
         }
     }
 
@@ -35,13 +72,13 @@ impl<I: Iterator<Item = Snapshot>> SampleStream<I> {
     pub fn after(previous: Snapshot, rest: impl IntoIterator<IntoIter = I>) -> Self {
         SampleStream {
             snapshots: rest.into_iter(),
-            previous: Some(previous),
+            pairing: Pairing::after(previous),
         }
     }
 
     /// The latest snapshot taken from the series: where the next interval starts.
     pub fn previous(&self) -> Option<&Snapshot> {
-        self.previous.as_ref()
+        self.pairing.previous()
     }
 }
 
@@ -50,12 +87,9 @@ impl<I: Iterator<Item = Snapshot>> Iterator for SampleStream<I> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let cur = self.snapshots.next()?;
-            let Some(prev) = self.previous.replace(cur) else {
-                continue;
-            };
-            let cur = self.previous.as_ref().expect("just stored");
-            return Some(Sample::between(&prev, cur));
+            if let Some(sample) = self.pairing.push(self.snapshots.next()?) {
+                return Some(sample);
+            }
         }
     }
 }
