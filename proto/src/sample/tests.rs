@@ -309,11 +309,10 @@ proptest! {
     }
 }
 
-#[test]
-fn leaving_out_the_vdev_parts_keeps_the_tree_and_its_named_stats() {
-    use crate::abi::{PART_DATASETS, PART_TXGS, PART_VDEV_HISTOGRAMS, PART_VDEV_RAW_STATS};
-    use crate::snapshot::{LatencyHistograms, Pool, PoolConfig, Txg, Vdev, VdevStats};
-    let leaf = Vdev {
+/// A leaf with each of the vdev parts: named stats, the raw array, a histogram.
+fn leaf_with_every_vdev_part() -> crate::snapshot::Vdev {
+    use crate::snapshot::{LatencyHistograms, Vdev, VdevStats};
+    Vdev {
         name: "sda".into(),
         vdev_type: "disk".into(),
         stats: Some(VdevStats {
@@ -325,8 +324,16 @@ fn leaving_out_the_vdev_parts_keeps_the_tree_and_its_named_stats() {
             total_r: vec![1; 37],
             ..LatencyHistograms::default()
         }),
+        redundancy: Some(crate::snapshot::Redundancy::None),
         ..Vdev::default()
-    };
+    }
+}
+
+#[test]
+fn leaving_out_the_vdev_parts_keeps_the_tree_and_its_named_stats() {
+    use crate::abi::{PART_DATASETS, PART_TXGS, PART_VDEV_HISTOGRAMS, PART_VDEV_RAW_STATS};
+    use crate::snapshot::{Pool, PoolConfig, Txg, Vdev};
+    let leaf = leaf_with_every_vdev_part();
     let mut s = Sample::default();
     s.snapshot.pools = vec![Pool {
         name: "tank".into(),
@@ -386,25 +393,8 @@ fn virtual_devices_are_flagged_in_the_sample() {
 /// A sample with every optional field present and every list filled, the shapes the part
 /// encoder writes by hand.
 fn every_field() -> Sample {
-    use crate::snapshot::{
-        DatasetKstats, LatencyHistograms, NetInterface, PoolConfig, SourceIssue, Txg, Vdev,
-        VdevStats,
-    };
-    let leaf = Vdev {
-        name: "sda".into(),
-        vdev_type: "disk".into(),
-        stats: Some(VdevStats {
-            alloc: 7,
-            raw: vec![1, 2, 3],
-            ..VdevStats::default()
-        }),
-        histograms: Some(LatencyHistograms {
-            total_r: vec![1; 37],
-            ..LatencyHistograms::default()
-        }),
-        redundancy: Some(crate::snapshot::Redundancy::None),
-        ..Vdev::default()
-    };
+    use crate::snapshot::{DatasetKstats, NetInterface, PoolConfig, SourceIssue, Txg, Vdev};
+    let leaf = leaf_with_every_vdev_part();
     let mut prev = snap(100.0, vec![disk("sda", Diskstats::default())]);
     let mut cur = snap(
         110.0,

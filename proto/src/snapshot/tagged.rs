@@ -227,32 +227,25 @@ mod tests {
         assert_eq!(back, DiskCounters::Devstat(devstat()));
     }
 
+    /// The error decoding `json` as `T` gives.
+    fn error_of<T: serde::de::DeserializeOwned + std::fmt::Debug>(json: &str) -> String {
+        serde_json::from_str::<T>(json).unwrap_err().to_string()
+    }
+
     #[test]
     fn a_tag_unknown_missing_or_not_text_is_a_clear_error() {
-        let err = serde_json::from_str::<Redundancy>(r#"{"width":2,"kind":7}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("`kind` is not a string"), "{err}");
-        let err = serde_json::from_str::<Redundancy>(r#"{"width":2}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("missing field `kind`"), "{err}");
-        let err = serde_json::from_str::<Redundancy>(r#"{"width":2,"kind":"stripe"}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("unknown variant `stripe`"), "{err}");
-        let err = serde_json::from_str::<DiskCounters>(r#"{"source":"iostat"}"#)
-            .unwrap_err()
-            .to_string();
+        for (json, want) in [
+            (r#"{"width":2,"kind":7}"#, "`kind` is not a string"),
+            (r#"{"width":2}"#, "missing field `kind`"),
+            (r#"{"width":2,"kind":"stripe"}"#, "unknown variant `stripe`"),
+            ("{}", "missing field `kind`"),
+            (r#"{"kind":"mirror"}"#, "missing field `width`"),
+        ] {
+            let err = error_of::<Redundancy>(json);
+            assert!(err.contains(want), "{json}: {err}");
+        }
+        let err = error_of::<DiskCounters>(r#"{"source":"iostat"}"#);
         assert!(err.contains("unknown variant `iostat`"), "{err}");
-        let err = serde_json::from_str::<Redundancy>("{}")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("missing field `kind`"), "{err}");
-        let err = serde_json::from_str::<Redundancy>(r#"{"kind":"mirror"}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("missing field `width`"), "{err}");
         assert!(rmp_serde::from_slice::<DiskCounters>(&[0x92, 0x01, 0x02]).is_err());
     }
 }
