@@ -10,7 +10,7 @@
 //! without `_total`) and in the `# EOF` terminator, so both are written by the same code.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::io::Write as _;
 use zpulse_forward::series::{Number, SeriesType, SeriesWriter};
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{
@@ -49,20 +49,59 @@ pub struct SinkHealth {
     pub spool_bytes: Option<u64>,
 }
 
-/// One rendering in both formats.
+/// One rendering: the text format, and where the OpenMetrics form differs from it.
+///
+/// The formats differ only in a counter family's HELP/TYPE name (OpenMetrics names the
+/// family without the `_total` of its samples) and in the `# EOF` terminator, so the
+/// OpenMetrics form is not written out a second time: it is the text with those `_total`s
+/// left out ([`Exposition::openmetrics_pieces`]), put together by whoever sends it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exposition {
-    /// `text/plain; version=0.0.4`.
-    pub text: String,
-    /// `application/openmetrics-text; version=1.0.0`.
-    pub openmetrics: String,
+    /// `text/plain; version=0.0.4` (UTF-8: it is made of `str`s and ASCII, cut only
+    /// between lines).
+    pub text: Vec<u8>,
+    /// Where in `text` a `_total` starts that OpenMetrics leaves out, ascending.
+    om_cuts: Vec<usize>,
+}
+
+const OM_CUT: &str = "_total";
+const OM_EOF: &str = "# EOF\n";
+
+impl Exposition {
+    /// `application/openmetrics-text; version=1.0.0`, piece by piece: the text between the
+    /// cuts, then `# EOF`.
+    pub fn openmetrics_pieces(&self) -> impl Iterator<Item = &[u8]> {
+        let text = &self.text[..];
+        let starts = std::iter::once(0).chain(self.om_cuts.iter().map(|c| c + OM_CUT.len()));
+        let ends = self.om_cuts.iter().copied().chain([text.len()]);
+        starts
+            .zip(ends)
+            .map(move |(a, b)| &text[a..b])
+            .chain([OM_EOF.as_bytes()])
+    }
+
+    /// Bytes of the OpenMetrics form.
+    pub fn openmetrics_len(&self) -> usize {
+        self.text.len() - OM_CUT.len() * self.om_cuts.len() + OM_EOF.len()
+    }
+
+    /// The text format as a `str`.
+    pub fn text_str(&self) -> &str {
+        std::str::from_utf8(&self.text).unwrap_or_default()
+    }
+
+    /// The OpenMetrics form in one piece.
+    pub fn openmetrics(&self) -> String {
+        let bytes = self.openmetrics_pieces().collect::<Vec<_>>().concat();
+        String::from_utf8(bytes).unwrap_or_default()
+    }
 }
 
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Type {
     Counter,
     Gauge,
@@ -86,84 +125,99 @@ impl Type {
 /// Where the metric set goes: the text formats ([`TextOut`]) or a Forward metric record
 /// ([`SeriesOut`]). The functions below say each family once, to either.
 trait Emit {
-    /// Starts a family; its HELP and TYPE go out with its first series, so a family without
-    /// series leaves no trace.
+    /// Starts a family; a family that gets no series leaves no trace.
     fn family(&mut self, name: &str, kind: Type, help: &str);
     fn line(&mut self, name: &str, labels: &Labels, value: Value);
-    /// Starts the buckets of one histogram series (`name` ends in `_bucket`).
-    fn histogram(&mut self, bucket_name: &str, labels: &Labels);
-    /// One bucket of the histogram series started last.
-    fn bucket(&mut self, le: &str, count: u64);
-}
-
-/// Writes both text formats.
-struct TextOut {
-    text: String,
-    om: String,
-    pending: Option<(String, Type, String)>,
-    /// The open histogram series up to its `le` value ([`bucket_prefix`]).
-    prefix: String,
+    /// The buckets of one histogram series (`name` ends in `_bucket`) from the kernel's
+    /// per-bucket counts ([`cumulative_buckets`]).
+    fn buckets(&mut self, bucket_name: &str, labels: &Labels, counts: &[u64]);
 }
 
 type Labels<'a> = [(&'a str, &'a str)];
 
-impl Emit for TextOut {
+/// Writes the text format (and the OpenMetrics cuts).
+struct TextOut<'r> {
+    text: Vec<u8>,
+    om_cuts: Vec<usize>,
+    /// The header of the family started last while it has no series yet: where it starts in
+    /// `text` and how many cuts there were before it.
+    unused_header: Option<(usize, usize)>,
+    /// A histogram series up to its `le` value, kept allocated between histograms.
+    prefix: &'r mut Vec<u8>,
+}
+
+impl Emit for TextOut<'_> {
     fn family(&mut self, name: &str, kind: Type, help: &str) {
-        self.pending = Some((name.to_string(), kind, help.to_string()));
+        self.drop_unused_header();
+        self.unused_header = Some((self.text.len(), self.om_cuts.len()));
+        let t = &mut self.text;
+        t.extend_from_slice(b"# HELP ");
+        let help_name = t.len();
+        t.extend_from_slice(name.as_bytes());
+        t.push(b' ');
+        escape_help_into(t, help);
+        t.extend_from_slice(b"\n# TYPE ");
+        let type_name = t.len();
+        t.extend_from_slice(name.as_bytes());
+        t.push(b' ');
+        t.extend_from_slice(kind.as_str().as_bytes());
+        t.push(b'\n');
+        // OpenMetrics names a counter family without the `_total` of its samples.
+        if kind == Type::Counter && name.ends_with(OM_CUT) {
+            let base = name.len() - OM_CUT.len();
+            self.om_cuts.extend([help_name + base, type_name + base]);
+        }
     }
 
     fn line(&mut self, name: &str, labels: &Labels, value: Value) {
-        self.flush_header();
-        let start = self.text.len();
-        self.text.push_str(name);
-        if write_labels(&mut self.text, labels) {
-            self.text.push('}');
+        self.unused_header = None;
+        let t = &mut self.text;
+        t.extend_from_slice(name.as_bytes());
+        if write_labels(t, labels) {
+            t.push(b'}');
         }
-        self.text.push(' ');
-        value.write(&mut self.text);
-        self.text.push('\n');
-        self.om.push_str(&self.text[start..]);
+        t.push(b' ');
+        value.write(t);
+        t.push(b'\n');
     }
 
-    fn histogram(&mut self, bucket_name: &str, labels: &Labels) {
-        self.prefix = bucket_prefix(bucket_name, labels);
-    }
-
-    fn bucket(&mut self, le: &str, count: u64) {
-        self.flush_header();
-        let start = self.text.len();
-        self.text.push_str(&self.prefix);
-        self.text.push_str(le);
-        self.text.push_str("\"} ");
-        Value::Int(count).write(&mut self.text);
-        self.text.push('\n');
-        self.om.push_str(&self.text[start..]);
+    fn buckets(&mut self, bucket_name: &str, labels: &Labels, counts: &[u64]) {
+        self.unused_header = None;
+        let prefix = &mut *self.prefix;
+        prefix.clear();
+        prefix.extend_from_slice(bucket_name.as_bytes());
+        let any = write_labels(prefix, labels);
+        prefix.extend_from_slice(if any { b",le=\"" } else { b"{le=\"" });
+        // Cumulative counts repeat (every bucket below the fastest I/O, every one above the
+        // slowest): formatted once per run.
+        let mut digits = Digits::default();
+        let mut last = None;
+        for (le, count) in cumulative_buckets(counts) {
+            if last != Some(count) {
+                digits.set(count);
+                last = Some(count);
+            }
+            let t = &mut self.text;
+            t.extend_from_slice(prefix);
+            t.extend_from_slice(le.as_bytes());
+            t.extend_from_slice(digits.line());
+        }
     }
 }
 
-impl TextOut {
-    fn flush_header(&mut self) {
-        let Some((name, kind, help)) = self.pending.take() else {
-            return;
-        };
-        let help = escape_help(&help);
-        let type_name = kind.as_str();
-        let _ = writeln!(self.text, "# HELP {name} {help}");
-        let _ = writeln!(self.text, "# TYPE {name} {type_name}");
-        // OpenMetrics names a counter family without the `_total` of its samples.
-        let om_name = match kind {
-            Type::Counter => name.strip_suffix("_total").unwrap_or(&name),
-            _ => &name,
-        };
-        let _ = writeln!(self.om, "# HELP {om_name} {help}");
-        let _ = writeln!(self.om, "# TYPE {om_name} {type_name}");
+impl TextOut<'_> {
+    fn drop_unused_header(&mut self) {
+        if let Some((text, cuts)) = self.unused_header.take() {
+            self.text.truncate(text);
+            self.om_cuts.truncate(cuts);
+        }
     }
 
     fn finish(mut self) -> Exposition {
-        self.om.push_str("# EOF\n");
+        self.drop_unused_header();
         Exposition {
             text: self.text,
-            openmetrics: self.om,
+            om_cuts: self.om_cuts,
         }
     }
 }
@@ -173,8 +227,6 @@ impl TextOut {
 struct SeriesOut {
     writer: SeriesWriter,
     kind: Type,
-    /// The open histogram series: its name and labels, `le` last (filled per bucket).
-    histogram: (String, Vec<(String, String)>),
 }
 
 impl Emit for SeriesOut {
@@ -183,92 +235,149 @@ impl Emit for SeriesOut {
     }
 
     fn line(&mut self, name: &str, labels: &Labels, value: Value) {
-        let number = match value {
-            Value::Int(v) => Number::Unsigned(v),
-            Value::Signed(v) => Number::Signed(v),
-            Value::Float(v) => Number::Float(v),
-        };
         self.writer
-            .series(name, self.kind.series_type(), labels, number);
+            .series(name, self.kind.series_type(), labels, value.number());
     }
 
-    fn histogram(&mut self, bucket_name: &str, labels: &Labels) {
-        self.histogram = (
-            bucket_name.to_owned(),
-            labels
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .chain([("le".to_owned(), String::new())])
-                .collect(),
-        );
-    }
-
-    fn bucket(&mut self, le: &str, count: u64) {
-        let (name, labels) = &self.histogram;
-        let labels: Vec<(&str, &str)> = labels
-            .iter()
-            .map(|(k, v)| {
-                if k == "le" {
-                    ("le", le)
-                } else {
-                    (k.as_str(), v.as_str())
-                }
-            })
-            .collect();
-        self.writer.series(
-            name,
+    fn buckets(&mut self, bucket_name: &str, labels: &Labels, counts: &[u64]) {
+        self.writer.series_run(
+            bucket_name,
             SeriesType::Histogram,
-            &labels,
-            Number::Unsigned(count),
+            labels,
+            "le",
+            cumulative_buckets(counts).map(|(le, n)| {
+                let le = le.strip_suffix(LE_END).unwrap_or(le);
+                (le, Number::Unsigned(n))
+            }),
         );
     }
+}
+
+/// A kernel latency histogram as Prometheus buckets: `(le, cumulative count)` for each, the
+/// `le` value as the text writes it (followed by [`LE_END`]). Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything longer
+/// (vdev_stat_update, module/zfs/vdev.c), so it is +Inf's alone.
+fn cumulative_buckets(counts: &[u64]) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    let le = bucket_bounds();
+    let last = counts.len().saturating_sub(1);
+    let mut total = 0u64;
+    counts.iter().enumerate().map(move |(i, &n)| {
+        total = total.saturating_add(n);
+        let bound = if i == last { LE_INF } else { &le[i.min(63)] };
+        (bound, total)
+    })
 }
 
 /// `{k="v",…` for the labels with a value (an empty value is the same as no label in the
 /// exposition formats); whether any was written (the caller closes the brace).
-fn write_labels(buf: &mut String, labels: &Labels) -> bool {
+fn write_labels(buf: &mut Vec<u8>, labels: &Labels) -> bool {
     let mut first = true;
     for (k, v) in labels.iter().filter(|(_, v)| !v.is_empty()) {
-        buf.push(if first { '{' } else { ',' });
+        buf.push(if first { b'{' } else { b',' });
         first = false;
-        buf.push_str(k);
-        buf.push_str("=\"");
+        buf.extend_from_slice(k.as_bytes());
+        buf.extend_from_slice(b"=\"");
         escape_label_into(buf, v);
-        buf.push('"');
+        buf.push(b'"');
     }
     !first
 }
 
-/// A bucket series up to its `le` value: `name{labels,le="`, written once per histogram
-/// instead of once per bucket.
-fn bucket_prefix(name: &str, labels: &Labels) -> String {
-    let mut p = String::with_capacity(name.len() + 128);
-    p.push_str(name);
-    let any = write_labels(&mut p, labels);
-    p.push_str(if any { ",le=\"" } else { "{le=\"" });
-    p
-}
-
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Value {
     Int(u64),
     Signed(i64),
     Float(f64),
+    /// `units / 10^decimals` (milliseconds, nanoseconds or percent in base units): the
+    /// float of that quotient, written without float formatting where its decimal form is
+    /// the same ([`Value::decimal`]).
+    Decimal { units: u64, decimals: u8 },
 }
 
+/// 10^k as f64, exactly (k ≤ 9).
+const POWERS_OF_TEN: [f64; 10] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+
+/// For k decimals, the `units` below which `units / 10^k` as f64 prints as the exact decimal
+/// `units / 10^k`: where the f64's spacing (ulp) is below 10^-k, no other decimal of k places
+/// or fewer rounds to the same f64, so the shortest form that does (what `{}` prints) is that
+/// decimal. The ulp of x < 2^(52-c) is below 2^-c ≤ 10^-k for c = ⌈k·log2 10⌉.
+const DECIMAL_FAST_BELOW: [u64; 10] = {
+    const BITS: [u32; 10] = [0, 4, 7, 10, 14, 17, 20, 24, 27, 30];
+    let mut t = [0u64; 10];
+    let mut k = 0;
+    while k < 10 {
+        t[k] = 10u64.pow(k as u32) << (52 - BITS[k]);
+        k += 1;
+    }
+    t
+};
+
 impl Value {
-    fn write(self, out: &mut String) {
+    fn decimal(units: u64, decimals: u8) -> Value {
+        debug_assert!((decimals as usize) < POWERS_OF_TEN.len());
+        Value::Decimal { units, decimals }
+    }
+
+    /// As a Forward record carries it.
+    fn number(self) -> Number {
         match self {
-            Value::Int(v) => push_decimal(out, v),
+            Value::Int(v) => Number::Unsigned(v),
+            Value::Signed(v) => Number::Signed(v),
+            Value::Float(v) => Number::Float(v),
+            Value::Decimal { .. } => Number::Float(self.as_f64()),
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Value::Int(v) => v as f64,
+            Value::Signed(v) => v as f64,
+            Value::Float(v) => v,
+            Value::Decimal { units, decimals } => {
+                units as f64 / POWERS_OF_TEN[usize::from(decimals).min(9)]
+            }
+        }
+    }
+
+    fn write(self, out: &mut Vec<u8>) {
+        let mut digits = Digits::default();
+        match self {
+            Value::Int(v) => {
+                digits.set(v);
+                out.extend_from_slice(digits.as_bytes());
+            }
             Value::Signed(v) => {
                 if v < 0 {
-                    out.push('-');
+                    out.push(b'-');
                 }
-                push_decimal(out, v.unsigned_abs());
+                digits.set(v.unsigned_abs());
+                out.extend_from_slice(digits.as_bytes());
             }
-            Value::Float(v) if v.is_nan() => out.push_str("NaN"),
-            Value::Float(v) if v == f64::INFINITY => out.push_str("+Inf"),
-            Value::Float(v) if v == f64::NEG_INFINITY => out.push_str("-Inf"),
+            Value::Decimal { units, decimals }
+                if usize::from(decimals) < DECIMAL_FAST_BELOW.len()
+                    && units < DECIMAL_FAST_BELOW[usize::from(decimals)] =>
+            {
+                let scale = 10u64.pow(u32::from(decimals));
+                digits.set(units / scale);
+                out.extend_from_slice(digits.as_bytes());
+                let mut fraction = units % scale;
+                if fraction != 0 {
+                    // The fraction's digits, zero-padded to `decimals`, trailing zeros cut.
+                    let mut places = usize::from(decimals);
+                    while fraction % 10 == 0 {
+                        fraction /= 10;
+                        places -= 1;
+                    }
+                    digits.set(fraction);
+                    out.push(b'.');
+                    let shown = digits.as_bytes().len();
+                    out.resize(out.len() + places.saturating_sub(shown), b'0');
+                    out.extend_from_slice(digits.as_bytes());
+                }
+            }
+            Value::Decimal { .. } => Value::Float(self.as_f64()).write(out),
+            Value::Float(v) if v.is_nan() => out.extend_from_slice(b"NaN"),
+            Value::Float(v) if v == f64::INFINITY => out.extend_from_slice(b"+Inf"),
+            Value::Float(v) if v == f64::NEG_INFINITY => out.extend_from_slice(b"-Inf"),
             Value::Float(v) => {
                 let _ = write!(out, "{v}");
             }
@@ -276,41 +385,92 @@ impl Value {
     }
 }
 
-/// `v` in decimal. Most values of an exposition are integers (histogram buckets above all):
-/// digits straight into the buffer cost a fraction of `write!`'s formatting machinery.
-fn push_decimal(out: &mut String, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+/// Two decimal digits for each of 0–99.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
     }
-    // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or("0"));
+    t
+};
+
+/// An integer in decimal, and a line feed after it. Most values of an exposition are integers
+/// (histogram buckets above all): two digits at a time into a stack buffer cost a fraction of
+/// `write!`'s machinery.
+struct Digits {
+    buf: [u8; 21],
+    start: usize,
+}
+
+impl Default for Digits {
+    fn default() -> Digits {
+        let mut buf = [b'0'; 21];
+        buf[20] = b'\n';
+        Digits { buf, start: 19 }
+    }
+}
+
+impl Digits {
+    fn set(&mut self, mut v: u64) {
+        let mut i = self.buf.len() - 1;
+        while v >= 100 {
+            let pair = (v % 100) as usize * 2;
+            v /= 100;
+            i -= 2;
+            self.buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        }
+        if v >= 10 {
+            let pair = v as usize * 2;
+            i -= 2;
+            self.buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        } else {
+            i -= 1;
+            self.buf[i] = b'0' + v as u8;
+        }
+        self.start = i;
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..self.buf.len() - 1]
+    }
+
+    /// The digits and a line feed.
+    fn line(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
 }
 
 /// HELP text: backslash and line feed escaped (exposition format 0.0.4).
-fn escape_help(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('\n', "\\n")
+fn escape_help_into(out: &mut Vec<u8>, s: &str) {
+    if !s.bytes().any(|b| matches!(b, b'\\' | b'\n')) {
+        out.extend_from_slice(s.as_bytes());
+        return;
+    }
+    for b in s.bytes() {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b => out.push(b),
+        }
+    }
 }
 
 /// A label value: backslash, double quote and line feed escaped.
-fn escape_label_into(out: &mut String, v: &str) {
+fn escape_label_into(out: &mut Vec<u8>, v: &str) {
     // Almost every value needs nothing escaped: copy it whole.
     if !v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
-        out.push_str(v);
+        out.extend_from_slice(v.as_bytes());
         return;
     }
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
+    for b in v.bytes() {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b => out.push(b),
         }
     }
 }
@@ -340,75 +500,147 @@ const POOL_STATES: &[&str] = &[
     "SUSPENDED",
 ];
 
-/// Renders one snapshot, the open findings and the agent's health.
+/// Renders successive readings for one sink, keeping between them what a reading seldom
+/// changes: the family name and HELP made from each kstat row ([`KstatFamilies`]) and the
+/// size of the last rendering (the next one's buffer is sized like it, so it does not grow
+/// and copy as it fills). Its output is exactly [`render`]'s: what it keeps is checked
+/// against the reading it renders.
+#[derive(Debug, Default)]
+pub struct Renderer {
+    kstat: KstatFamilies,
+    prefix: Vec<u8>,
+    last_len: usize,
+}
+
+impl Renderer {
+    /// Renders one snapshot, the open findings and the agent's health.
+    pub fn render(
+        &mut self,
+        snapshot: &Snapshot,
+        findings: &[OpenFinding],
+        agent: Option<&AgentHealth>,
+    ) -> Exposition {
+        let mut out = TextOut {
+            text: Vec::with_capacity(self.last_len.max(64 * 1024) / 8 * 9),
+            om_cuts: Vec::new(),
+            unused_header: None,
+            prefix: &mut self.prefix,
+        };
+        snapshot_metrics(&mut out, &mut self.kstat, snapshot);
+        out.family(
+            "zpulse_finding",
+            Type::Gauge,
+            "An open finding of a check: 1 while raised, gone when cleared.",
+        );
+        for f in findings {
+            out.line(
+                "zpulse_finding",
+                &[
+                    ("check", &f.check),
+                    ("subject", &f.subject),
+                    ("severity", &f.severity),
+                ],
+                Value::Int(1),
+            );
+        }
+        if let Some(agent) = agent {
+            agent_health(&mut out, agent);
+        }
+        let exposition = out.finish();
+        self.last_len = exposition.text.len();
+        exposition
+    }
+}
+
+/// Renders one snapshot, the open findings and the agent's health, keeping nothing.
 pub fn render(
     snapshot: &Snapshot,
     findings: &[OpenFinding],
     agent: Option<&AgentHealth>,
 ) -> Exposition {
-    // Sized like the previous rendering, so the buffers do not grow (and copy) as they fill.
-    static LAST_LEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let capacity = LAST_LEN
-        .load(std::sync::atomic::Ordering::Relaxed)
-        .max(64 * 1024)
-        * 9
-        / 8;
-    let mut out = TextOut {
-        text: String::with_capacity(capacity),
-        om: String::with_capacity(capacity),
-        pending: None,
-        prefix: String::new(),
-    };
-    snapshot_metrics(&mut out, snapshot);
-    out.family(
-        "zpulse_finding",
-        Type::Gauge,
-        "An open finding of a check: 1 while raised, gone when cleared.",
-    );
-    for f in findings {
-        out.line(
-            "zpulse_finding",
-            &[
-                ("check", &f.check),
-                ("subject", &f.subject),
-                ("severity", &f.severity),
-            ],
-            Value::Int(1),
-        );
-    }
-    if let Some(agent) = agent {
-        agent_health(&mut out, agent);
-    }
-    LAST_LEN.store(out.om.len(), std::sync::atomic::Ordering::Relaxed);
-    out.finish()
+    Renderer::default().render(snapshot, findings, agent)
 }
 
-/// A Forward metric record ([`zpulse_forward::series`]) of one snapshot: the series of
-/// [`render`] that come from the snapshot (findings and the agent's health travel as events).
+/// Encodes successive readings as Forward metric records for one sink, keeping what
+/// [`Renderer`] keeps. Its output is exactly [`series_record`]'s.
+#[derive(Debug, Default)]
+pub struct RecordRenderer {
+    kstat: KstatFamilies,
+    last_len: usize,
+}
+
+impl RecordRenderer {
+    /// The series of [`Renderer::render`] that come from the snapshot (findings and the
+    /// agent's health travel as events).
+    pub fn record(&mut self, snapshot: &Snapshot, host: &str) -> Vec<u8> {
+        let mut out = SeriesOut {
+            writer: SeriesWriter::new(host, self.last_len / 8 * 9),
+            kind: Type::Gauge,
+        };
+        snapshot_metrics(&mut out, &mut self.kstat, snapshot);
+        let bytes = out.writer.finish();
+        self.last_len = bytes.len();
+        bytes
+    }
+}
+
+/// A Forward metric record ([`zpulse_forward::series`]) of one snapshot, keeping nothing.
 pub fn series_record(snapshot: &Snapshot, host: &str) -> Vec<u8> {
-    static LAST_LEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let capacity = LAST_LEN.load(std::sync::atomic::Ordering::Relaxed) * 9 / 8;
-    let mut out = SeriesOut {
-        writer: SeriesWriter::new(host, capacity),
-        kind: Type::Gauge,
-        histogram: (String::new(), Vec::new()),
-    };
-    snapshot_metrics(&mut out, snapshot);
-    let bytes = out.writer.finish();
-    LAST_LEN.store(bytes.len(), std::sync::atomic::Ordering::Relaxed);
-    bytes
+    RecordRenderer::default().record(snapshot, host)
+}
+
+/// The family name and HELP of each kstat row (ARC, ZIL, pool `iostats`), made once per
+/// row name. A reading has the rows of the one before in the same order unless the kernel
+/// module changed, so they are kept by position, each checked against its row name.
+#[derive(Debug, Default)]
+struct KstatFamilies {
+    arc: RowFamilies,
+    zil: RowFamilies,
+    pool: RowFamilies,
+}
+
+impl KstatFamilies {
+    fn restart(&mut self) {
+        for rows in [&mut self.arc, &mut self.zil, &mut self.pool] {
+            rows.next = 0;
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct RowFamilies {
+    rows: Vec<(String, Row)>,
+    /// Position of the next row asked for in this rendering.
+    next: usize,
+}
+
+impl RowFamilies {
+    /// The family of the next row, `row`: the kept one if the row at this position was
+    /// `row` last time, else made and kept.
+    fn next(&mut self, row: &str, classify: fn(&str) -> Row) -> &Row {
+        let i = self.next;
+        self.next += 1;
+        match self.rows.get(i) {
+            Some((kept, _)) if kept == row => {}
+            Some(_) => self.rows[i] = (row.to_owned(), classify(row)),
+            // Positions are asked for in order, so `i` is the length here.
+            None => self.rows.push((row.to_owned(), classify(row))),
+        }
+        &self.rows[i].1
+    }
 }
 
 /// Every family that comes from the snapshot, in exposition order.
-fn snapshot_metrics(out: &mut dyn Emit, snapshot: &Snapshot) {
+fn snapshot_metrics(out: &mut dyn Emit, kstat: &mut KstatFamilies, snapshot: &Snapshot) {
+    kstat.restart();
     host(out, snapshot);
     if let Some(arc) = &snapshot.arc {
-        kstat_rows(out, &arc.0.fields, arc_row);
+        kstat_rows(out, &arc.0.fields, &mut kstat.arc, arc_row);
     }
     if let Some(zil) = &snapshot.zil {
-        kstat_rows(out, &zil.0.fields, zil_row);
+        kstat_rows(out, &zil.0.fields, &mut kstat.zil, zil_row);
     }
-    pools(out, snapshot);
+    pools(out, &mut kstat.pool, snapshot);
     vdevs(out, snapshot);
     datasets(out, snapshot);
     disks(out, snapshot);
@@ -460,7 +692,8 @@ fn host(out: &mut dyn Emit, s: &Snapshot) {
     );
 }
 
-/// How one kstat row is exposed: family name, type, and a scale to base units.
+/// How one kstat row is exposed: family name, type and HELP.
+#[derive(Debug)]
 struct Row {
     name: String,
     kind: Type,
@@ -558,6 +791,7 @@ fn zil_row(row: &str) -> Row {
 fn kstat_rows(
     out: &mut dyn Emit,
     fields: &BTreeMap<String, KstatValue>,
+    families: &mut RowFamilies,
     classify: fn(&str) -> Row,
 ) {
     for (row, value) in fields {
@@ -566,13 +800,13 @@ fn kstat_rows(
             KstatValue::Signed(v) => Value::Signed(*v),
             KstatValue::Text(_) => continue,
         };
-        let r = classify(row);
+        let r = families.next(row, classify);
         out.family(&r.name, r.kind, &r.help);
         out.line(&r.name, &[], v);
     }
 }
 
-fn pools(out: &mut dyn Emit, s: &Snapshot) {
+fn pools(out: &mut dyn Emit, iostats: &mut RowFamilies, s: &Snapshot) {
     out.family(
         "zpulse_pool_state",
         Type::Gauge,
@@ -625,7 +859,7 @@ fn pools(out: &mut dyn Emit, s: &Snapshot) {
         (
             "zpulse_pool_fragmentation_ratio",
             "Free-space fragmentation (zpool list FRAG / 100); absent when the kernel reports it invalid.",
-            |st| st.fragmentation.map(|f| Value::Float(f as f64 / 100.0)),
+            |st| st.fragmentation.map(|f| Value::decimal(f, 2)),
         ),
     ];
     for (name, help, pick) in space {
@@ -653,26 +887,31 @@ fn pools(out: &mut dyn Emit, s: &Snapshot) {
     scans(out, s);
     pool_io(out, s);
     // Pool `iostats` kstat (0.8+): TRIM and ARC counters of the pool.
-    let mut rows: BTreeMap<String, Vec<(&str, u64)>> = BTreeMap::new();
+    let mut rows: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
     for p in &s.pools {
         if let Some(k) = &p.iostats {
             for (row, v) in &k.fields {
                 if let KstatValue::Unsigned(v) = v {
-                    rows.entry(row.clone()).or_default().push((&p.name, *v));
+                    rows.entry(row).or_default().push((&p.name, *v));
                 }
             }
         }
     }
     for (row, values) in rows {
-        let name = format!("zpulse_pool_{}_total", name_fragment(&row));
-        out.family(
-            &name,
-            Type::Counter,
-            &format!("Pool iostats kstat {row} (zeroed when the kstat is written to)."),
-        );
+        let r = iostats.next(row, pool_iostats_row);
+        out.family(&r.name, r.kind, &r.help);
         for (pool, v) in values {
-            out.line(&name, &[("pool", pool)], Value::Int(v));
+            out.line(&r.name, &[("pool", pool)], Value::Int(v));
         }
+    }
+}
+
+/// Pool `iostats` rows (`spa_iostats_t`, module/zfs/spa_stats.c): counters.
+fn pool_iostats_row(row: &str) -> Row {
+    Row {
+        name: format!("zpulse_pool_{}_total", name_fragment(row)),
+        kind: Type::Counter,
+        help: format!("Pool iostats kstat {row} (zeroed when the kstat is written to)."),
     }
 }
 
@@ -704,12 +943,12 @@ fn pool_io(out: &mut dyn Emit, s: &Snapshot) {
         (
             "zpulse_pool_wait_time_seconds_total",
             "Time the wait queue was not empty (pool io kstat wtime).",
-            |io| Value::Float(io.wtime as f64 / 1e9),
+            |io| Value::decimal(io.wtime, 9),
         ),
         (
             "zpulse_pool_run_time_seconds_total",
             "Time the run queue was not empty (pool io kstat rtime).",
-            |io| Value::Float(io.rtime as f64 / 1e9),
+            |io| Value::decimal(io.rtime, 9),
         ),
     ];
     for (name, help, pick) in fields {
@@ -822,6 +1061,12 @@ impl VdevRef<'_> {
             ("leaf", self.leaf),
         ]
     }
+
+    /// The labels and one more.
+    fn labels_and<'b>(&'b self, extra: (&'b str, &'b str)) -> [(&'b str, &'b str); 5] {
+        let [p, c, v, l] = self.labels();
+        [p, c, v, l, extra]
+    }
 }
 
 fn vdev_refs(s: &Snapshot) -> Vec<VdevRef<'_>> {
@@ -859,9 +1104,15 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
         "A vdev's type and, for a leaf, the kernel disk it is on (value 1).",
     );
     for r in &refs {
-        let mut labels = r.labels().to_vec();
-        labels.push(("type", &r.vdev.vdev_type));
-        labels.push(("disk", r.vdev.disk.as_deref().unwrap_or("")));
+        let [p, c, v, l] = r.labels();
+        let labels = [
+            p,
+            c,
+            v,
+            l,
+            ("type", &r.vdev.vdev_type),
+            ("disk", r.vdev.disk.as_deref().unwrap_or("")),
+        ];
         out.line("zpulse_vdev_info", &labels, Value::Int(1));
     }
     out.family(
@@ -873,16 +1124,11 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
         let Some(current) = r.vdev.state.as_deref() else {
             continue;
         };
-        let mut states: Vec<&str> = VDEV_STATES.to_vec();
-        if !states.contains(&current) {
-            states.push(current);
-        }
-        for state in states {
-            let mut labels = r.labels().to_vec();
-            labels.push(("state", state));
+        let other = (!VDEV_STATES.contains(&current)).then_some(current);
+        for &state in VDEV_STATES.iter().chain(&other) {
             out.line(
                 "zpulse_vdev_state",
-                &labels,
+                &r.labels_and(("state", state)),
                 Value::Int((state == current).into()),
             );
         }
@@ -919,7 +1165,7 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
             out.line(
                 "zpulse_vdev_fragmentation_ratio",
                 &r.labels(),
-                Value::Float(f as f64 / 100.0),
+                Value::decimal(f, 2),
             );
         }
     }
@@ -933,7 +1179,7 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
             out.line(
                 "zpulse_vdev_uptime_seconds",
                 &r.labels(),
-                Value::Float(st.timestamp as f64 / 1e9),
+                Value::decimal(st.timestamp, 9),
             );
         }
     }
@@ -955,9 +1201,7 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
             if let Some(st) = &r.vdev.stats {
                 let a = pick(st);
                 for (op, i) in [("read", 1), ("write", 2)] {
-                    let mut labels = r.labels().to_vec();
-                    labels.push(("op", op));
-                    out.line(name, &labels, Value::Int(a[i]));
+                    out.line(name, &r.labels_and(("op", op)), Value::Int(a[i]));
                 }
             }
         }
@@ -974,9 +1218,11 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
                 ("write", st.write_errors),
                 ("checksum", st.checksum_errors),
             ] {
-                let mut labels = r.labels().to_vec();
-                labels.push(("kind", kind));
-                out.line("zpulse_vdev_errors_total", &labels, Value::Int(v));
+                out.line(
+                    "zpulse_vdev_errors_total",
+                    &r.labels_and(("kind", kind)),
+                    Value::Int(v),
+                );
             }
         }
     }
@@ -993,15 +1239,20 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
     latency_histograms(out, &refs);
 }
 
-/// `le` of bucket i: its upper bound 2^(i+1) ns, in seconds.
+/// What follows an `le` value in a bucket line: the end of the labels.
+const LE_END: &str = "\"} ";
+const LE_INF: &str = "+Inf\"} ";
+
+/// `le` of bucket i: its upper bound 2^(i+1) ns, in seconds, followed by [`LE_END`].
 fn bucket_bounds() -> &'static [String] {
     static BOUNDS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     BOUNDS.get_or_init(|| {
         (0..64)
             .map(|i| {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 Value::Float((1u128 << (i + 1)) as f64 / 1e9).write(&mut s);
-                s
+                s.extend_from_slice(LE_END.as_bytes());
+                String::from_utf8(s).unwrap_or_default()
             })
             .collect()
     })
@@ -1044,7 +1295,6 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
             &[("", |h| &h.trim)],
         ),
     ];
-    let le = bucket_bounds();
     let mut bucket_name = String::new();
     for (name, help, ops) in families {
         out.family(
@@ -1068,26 +1318,22 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
                 if buckets.is_empty() {
                     continue;
                 }
-                let mut labels = r.labels().to_vec();
-                labels.push(("op", op));
-                out.histogram(&bucket_name, &labels);
-                // Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything
-                // longer (vdev_stat_update, module/zfs/vdev.c), so it is +Inf's alone.
-                let mut cumulative = 0u64;
+                let labels = r.labels_and(("op", op));
+                out.buckets(&bucket_name, &labels, buckets);
+                // zpool iostat -l's average: each bucket's I/Os at its midpoint 2^i + 2^i/2.
+                let mut count = 0u64;
                 let mut sum_ns = 0u128;
-                let last = buckets.len() - 1;
                 for (i, &n) in buckets.iter().enumerate() {
-                    cumulative = cumulative.saturating_add(n);
+                    count = count.saturating_add(n);
                     let i = i.min(63);
                     sum_ns += u128::from(n) * ((1u128 << i) + ((1u128 << i) / 2));
-                    if i == last {
-                        break;
-                    }
-                    out.bucket(&le[i], cumulative);
                 }
-                out.bucket("+Inf", cumulative);
-                out.line(&sum_name, &labels, Value::Float(sum_ns as f64 / 1e9));
-                out.line(&count_name, &labels, Value::Int(cumulative));
+                let sum = u64::try_from(sum_ns).map_or_else(
+                    |_| Value::Float(sum_ns as f64 / 1e9),
+                    |ns| Value::decimal(ns, 9),
+                );
+                out.line(&sum_name, &labels, sum);
+                out.line(&count_name, &labels, Value::Int(count));
             }
         }
     }
@@ -1147,7 +1393,7 @@ fn datasets(out: &mut dyn Emit, s: &Snapshot) {
 
 fn disks(out: &mut dyn Emit, s: &Snapshot) {
     type Pick = fn(&DiskCounters) -> Option<Value>;
-    let fields: Vec<(&str, &str, Type, Pick)> = vec![
+    let fields: [(&str, &str, Type, Pick); 17] = [
         (
             "zpulse_disk_reads_completed_total",
             "Reads completed (diskstats field 1, devstat operations[READ]).",
@@ -1180,7 +1426,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time reads took, summed over reads (diskstats field 4; devstat duration[READ]).",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => Some(Value::Float(d.read_ms as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => Some(Value::decimal(d.read_ms, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.duration[1])),
             },
         ),
@@ -1218,7 +1464,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time writes took, summed over writes (diskstats field 8; devstat duration[WRITE]).",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => Some(Value::Float(d.write_ms as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => Some(Value::decimal(d.write_ms, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.duration[2])),
             },
         ),
@@ -1256,7 +1502,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time discards took (diskstats 4.18+, devstat duration[FREE]).",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => d.discard_ms.map(|v| Value::Float(v as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => d.discard_ms.map(|v| Value::decimal(v, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.duration[3])),
             },
         ),
@@ -1274,7 +1520,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time flushes took (diskstats 5.5+; devstat duration[NO_DATA]).",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => d.flush_ms.map(|v| Value::Float(v as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => d.flush_ms.map(|v| Value::decimal(v, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.duration[0])),
             },
         ),
@@ -1294,7 +1540,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time the device was busy, with I/O in flight (diskstats field 10; devstat busy_time): rate() is %util / 100.",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => Some(Value::Float(d.io_ms as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => Some(Value::decimal(d.io_ms, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.busy_time)),
             },
         ),
@@ -1303,7 +1549,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Sum of each I/O's time in the queue (diskstats field 11, Linux only): rate() is aqu-sz.",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => Some(Value::Float(d.weighted_ms as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => Some(Value::decimal(d.weighted_ms, 3)),
                 DiskCounters::Devstat(_) => None,
             },
         ),

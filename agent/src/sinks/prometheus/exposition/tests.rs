@@ -65,7 +65,7 @@ fn label_values_are_escaped_as_the_format_says() {
     };
     let e = render(&snap, &[], None);
     assert_eq!(
-        lines(&e.text, "zpulse_dataset_writes_total"),
+        lines(e.text_str(), "zpulse_dataset_writes_total"),
         [r#"zpulse_dataset_writes_total{pool="tank",dataset="tank/a \"b\"\\c\nd"} 7"#]
     );
 }
@@ -96,7 +96,7 @@ fn absent_fields_are_absent_series_not_zeros() {
     };
     let e = render(&snap, &[], None);
     assert_eq!(
-        lines(&e.text, "zpulse_disk_reads_completed_total"),
+        lines(e.text_str(), "zpulse_disk_reads_completed_total"),
         [r#"zpulse_disk_reads_completed_total{disk="sda"} 5"#]
     );
     for absent in [
@@ -111,13 +111,13 @@ fn absent_fields_are_absent_series_not_zeros() {
         "zpulse_agent_resident_memory_bytes",
     ] {
         assert!(
-            !e.text.contains(absent),
+            !e.text_str().contains(absent),
             "{absent} must be absent: {}",
-            e.text
+            e.text_str()
         );
     }
     assert_eq!(
-        lines(&e.text, "zpulse_host_memory_total_bytes"),
+        lines(e.text_str(), "zpulse_host_memory_total_bytes"),
         [format!("zpulse_host_memory_total_bytes {}", 8u64 << 30)]
     );
 }
@@ -134,7 +134,7 @@ fn kernel_power_of_two_buckets_become_a_prometheus_histogram() {
     let e = render(&snap, &[], None);
     let l = r#"pool="tank",class="normal",vdev="mirror-0",leaf="sda",op="write""#;
     assert_eq!(
-        lines(&e.text, "zpulse_vdev_total_wait_seconds_bucket"),
+        lines(e.text_str(), "zpulse_vdev_total_wait_seconds_bucket"),
         [
             format!("zpulse_vdev_total_wait_seconds_bucket{{{l},le=\"0.000000002\"}} 0"),
             format!("zpulse_vdev_total_wait_seconds_bucket{{{l},le=\"0.000000004\"}} 3"),
@@ -144,18 +144,18 @@ fn kernel_power_of_two_buckets_become_a_prometheus_histogram() {
     );
     // zpool iostat -l's midpoints 2^i + 2^i/2: 3·3 + 5·6 + 1·12 = 51 ns.
     assert_eq!(
-        lines(&e.text, "zpulse_vdev_total_wait_seconds_sum"),
+        lines(e.text_str(), "zpulse_vdev_total_wait_seconds_sum"),
         [format!(
             "zpulse_vdev_total_wait_seconds_sum{{{l}}} 0.000000051"
         )]
     );
     assert_eq!(
-        lines(&e.text, "zpulse_vdev_total_wait_seconds_count"),
+        lines(e.text_str(), "zpulse_vdev_total_wait_seconds_count"),
         [format!("zpulse_vdev_total_wait_seconds_count{{{l}}} 9")]
     );
     // An empty histogram array (older module) is no histogram at all.
-    assert!(lines(&e.text, "zpulse_vdev_disk_wait_seconds_bucket").is_empty());
-    assert!(!e.text.contains("# TYPE zpulse_vdev_disk_wait_seconds"));
+    assert!(lines(e.text_str(), "zpulse_vdev_disk_wait_seconds_bucket").is_empty());
+    assert!(!e.text_str().contains("# TYPE zpulse_vdev_disk_wait_seconds"));
 }
 
 #[test]
@@ -176,16 +176,16 @@ fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
         None,
     );
     assert!(
-        e.text
+        e.text_str()
             .contains("# TYPE zpulse_zil_commit_total counter\nzpulse_zil_commit_total 42\n")
     );
     assert!(
-        e.openmetrics
+        e.openmetrics()
             .contains("# TYPE zpulse_zil_commit counter\nzpulse_zil_commit_total 42\n")
     );
-    assert!(e.openmetrics.ends_with("\n# EOF\n"));
-    assert!(!e.text.contains("# EOF"));
-    assert!(e.text.contains(
+    assert!(e.openmetrics().ends_with("\n# EOF\n"));
+    assert!(!e.text_str().contains("# EOF"));
+    assert!(e.text_str().contains(
         r#"zpulse_finding{check="slog-usage",subject="tank/log/sde",severity="warning"} 1"#
     ));
 }
@@ -225,13 +225,13 @@ fn integers_are_written_in_decimal() {
         (10, "10"),
         (u64::MAX, "18446744073709551615"),
     ] {
-        let mut s = String::new();
+        let mut s = Vec::new();
         Value::Int(v).write(&mut s);
-        assert_eq!(s, text);
+        assert_eq!(s, text.as_bytes());
     }
-    let mut s = String::new();
+    let mut s = Vec::new();
     Value::Signed(i64::MIN).write(&mut s);
-    assert_eq!(s, "-9223372036854775808");
+    assert_eq!(s, b"-9223372036854775808");
 }
 
 /// The Forward metric record holds exactly the exposition's series of a lab capture: same
@@ -245,8 +245,12 @@ fn the_forward_record_holds_the_exposition_series() {
             .join("../tests/fixtures/lab")
             .join(capture);
         let snap = crate::capture::load(&dir).unwrap();
-        let text = render(&snap, &[], None).text;
-        let want: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        let e = render(&snap, &[], None);
+        let want: Vec<&str> = e
+            .text_str()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect();
         let record = SeriesRecord::decode(&series_record(&snap, "h")).unwrap();
         assert_eq!(record.host, "h");
         let got: Vec<String> = record
@@ -258,18 +262,18 @@ fn the_forward_record_holds_the_exposition_series() {
                     .iter()
                     .map(|(k, v)| (k.as_str(), v.as_str()))
                     .collect();
-                let mut line = s.name.clone();
+                let mut line = s.name.clone().into_bytes();
                 if write_labels(&mut line, &labels) {
-                    line.push('}');
+                    line.push(b'}');
                 }
-                line.push(' ');
+                line.push(b' ');
                 match s.value {
                     Number::Unsigned(v) => Value::Int(v),
                     Number::Signed(v) => Value::Signed(v),
                     Number::Float(v) => Value::Float(v),
                 }
                 .write(&mut line);
-                line
+                String::from_utf8(line).unwrap()
             })
             .collect();
         assert!(want.len() > 2000, "{capture}: {} series", want.len());
