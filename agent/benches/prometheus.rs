@@ -88,22 +88,6 @@ fn main() {
             sources::System::Linux(Root::new(&dirs[0])),
             sources::System::Linux(Root::new(&dirs[1])),
         );
-        if let Ok(what) = std::env::var("PROF") {
-            let snaps = [
-                sources::snapshot(&a, Default::default()),
-                sources::snapshot(&b, Default::default()),
-            ];
-            let mut r = exposition::Renderer::default();
-            let mut rr = exposition::RecordRenderer::default();
-            for i in 0..3000 {
-                if what == "render" {
-                    std::hint::black_box(r.render(&snaps[i % 2], &[], None));
-                } else {
-                    std::hint::black_box(rr.record(&snaps[i % 2], "bench"));
-                }
-            }
-            continue;
-        }
         let sample_time = cpu_time(n, || {
             let s0 = sources::snapshot(&a, Default::default());
             let s1 = sources::snapshot(&b, Default::default());

@@ -147,6 +147,7 @@ fn patch(out: &mut [u8], at: usize, n: u32) {
     out[at..at + 4].copy_from_slice(&n.to_be_bytes());
 }
 
+#[inline]
 fn write_number(out: &mut Vec<u8>, value: Number) {
     match value {
         Number::Unsigned(v) => write_uint(out, v),

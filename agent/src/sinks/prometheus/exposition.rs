@@ -127,13 +127,126 @@ impl Type {
 trait Emit {
     /// Starts a family; a family that gets no series leaves no trace.
     fn family(&mut self, name: &str, kind: Type, help: &str);
-    fn line(&mut self, name: &str, labels: &Labels, value: Value);
-    /// The buckets of one histogram series (`name` ends in `_bucket`) from the kernel's
-    /// per-bucket counts ([`cumulative_buckets`]).
-    fn buckets(&mut self, bucket_name: &str, labels: &Labels, counts: &[u64]);
+    fn line(&mut self, name: &str, labels: &Labels, value: Value) {
+        self.line_in(name, &LabelSet::default(), labels, value);
+    }
+    /// Labels that many series share (a disk's, a vdev's), made ready once per rendering.
+    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a>;
+    /// A series with the labels of `set`, then `extra`.
+    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value);
+    /// The buckets of one histogram series (`name` ends in `_bucket`) with the labels of
+    /// `set` and `extra`, from the kernel's per-bucket counts ([`cumulative_buckets`]).
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]);
 }
 
 type Labels<'a> = [(&'a str, &'a str)];
+
+/// Labels many series share, as [`Emit::label_set`] made them ready: the pairs (at most
+/// [`LabelSet::MAX`]) and, for the text, where their written form `{k="v",…` lies in the
+/// emitter's scratch buffer (empty when no label has a value).
+#[derive(Debug, Clone, Default)]
+struct LabelSet<'a> {
+    pairs: [(&'a str, &'a str); LabelSet::MAX],
+    len: usize,
+    text: std::ops::Range<usize>,
+}
+
+impl<'a> LabelSet<'a> {
+    const MAX: usize = 4;
+
+    fn new(labels: &Labels<'a>) -> LabelSet<'a> {
+        debug_assert!(labels.len() <= LabelSet::MAX, "{labels:?}");
+        let mut set = LabelSet::default();
+        for (slot, label) in set.pairs.iter_mut().zip(labels) {
+            *slot = *label;
+            set.len += 1;
+        }
+        set
+    }
+
+    fn labels(&self) -> &[(&'a str, &'a str)] {
+        &self.pairs[..self.len]
+    }
+
+    /// The set's labels, then `extra`, in `buf` (for an emitter that wants them in one slice).
+    fn with<'b>(
+        &self,
+        extra: &Labels<'a>,
+        buf: &'b mut [(&'a str, &'a str); 8],
+    ) -> &'b [(&'a str, &'a str)] {
+        let n = self.len + extra.len();
+        debug_assert!(n <= buf.len(), "{extra:?}");
+        for (slot, label) in buf.iter_mut().zip(self.labels().iter().chain(extra)) {
+            *slot = *label;
+        }
+        &buf[..n.min(8)]
+    }
+}
+
+/// A family's HELP and TYPE lines as the text writes them, and where in them OpenMetrics cuts
+/// a `_total`.
+#[derive(Debug)]
+struct Header {
+    name: String,
+    kind: Type,
+    help: String,
+    text: Vec<u8>,
+    om_cuts: Vec<usize>,
+}
+
+impl Header {
+    fn new(name: &str, kind: Type, help: &str) -> Header {
+        let mut t = Vec::with_capacity(2 * name.len() + help.len() + 24);
+        t.extend_from_slice(b"# HELP ");
+        let help_name = t.len();
+        t.extend_from_slice(name.as_bytes());
+        t.push(b' ');
+        escape_help_into(&mut t, help);
+        t.extend_from_slice(b"\n# TYPE ");
+        let type_name = t.len();
+        t.extend_from_slice(name.as_bytes());
+        t.push(b' ');
+        t.extend_from_slice(kind.as_str().as_bytes());
+        t.push(b'\n');
+        // OpenMetrics names a counter family without the `_total` of its samples.
+        let om_cuts = match name.strip_suffix(OM_CUT) {
+            Some(base) if kind == Type::Counter => {
+                vec![help_name + base.len(), type_name + base.len()]
+            }
+            _ => Vec::new(),
+        };
+        Header {
+            name: name.to_owned(),
+            kind,
+            help: help.to_owned(),
+            text: t,
+            om_cuts,
+        }
+    }
+}
+
+/// The headers of the last rendering by position: a rendering starts the families of the one
+/// before in the same order (most families are there every time), so each is checked against
+/// the family asked for and written again only when it differs.
+#[derive(Debug, Default)]
+struct Headers {
+    kept: Vec<Header>,
+    next: usize,
+}
+
+impl Headers {
+    fn next(&mut self, name: &str, kind: Type, help: &str) -> &Header {
+        let i = self.next;
+        self.next += 1;
+        match self.kept.get(i) {
+            Some(h) if h.kind == kind && h.name == name && h.help == help => {}
+            Some(_) => self.kept[i] = Header::new(name, kind, help),
+            // Positions are asked for in order, so `i` is the length here.
+            None => self.kept.push(Header::new(name, kind, help)),
+        }
+        &self.kept[i]
+    }
+}
 
 /// Writes the text format (and the OpenMetrics cuts).
 struct TextOut<'r> {
@@ -144,36 +257,35 @@ struct TextOut<'r> {
     unused_header: Option<(usize, usize)>,
     /// A histogram series up to its `le` value, kept allocated between histograms.
     prefix: &'r mut Vec<u8>,
+    /// The written form of the label sets of this rendering.
+    sets: &'r mut Vec<u8>,
+    headers: &'r mut Headers,
 }
 
 impl Emit for TextOut<'_> {
     fn family(&mut self, name: &str, kind: Type, help: &str) {
         self.drop_unused_header();
         self.unused_header = Some((self.text.len(), self.om_cuts.len()));
-        let t = &mut self.text;
-        t.extend_from_slice(b"# HELP ");
-        let help_name = t.len();
-        t.extend_from_slice(name.as_bytes());
-        t.push(b' ');
-        escape_help_into(t, help);
-        t.extend_from_slice(b"\n# TYPE ");
-        let type_name = t.len();
-        t.extend_from_slice(name.as_bytes());
-        t.push(b' ');
-        t.extend_from_slice(kind.as_str().as_bytes());
-        t.push(b'\n');
-        // OpenMetrics names a counter family without the `_total` of its samples.
-        if kind == Type::Counter && name.ends_with(OM_CUT) {
-            let base = name.len() - OM_CUT.len();
-            self.om_cuts.extend([help_name + base, type_name + base]);
-        }
+        let header = self.headers.next(name, kind, help);
+        let at = self.text.len();
+        self.text.extend_from_slice(&header.text);
+        self.om_cuts.extend(header.om_cuts.iter().map(|c| at + c));
     }
 
-    fn line(&mut self, name: &str, labels: &Labels, value: Value) {
+    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a> {
+        let mut set = LabelSet::new(labels);
+        let start = self.sets.len();
+        write_labels(self.sets, labels, false);
+        set.text = start..self.sets.len();
+        set
+    }
+
+    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value) {
         self.unused_header = None;
         let t = &mut self.text;
         t.extend_from_slice(name.as_bytes());
-        if write_labels(t, labels) {
+        t.extend_from_slice(&self.sets[set.text.clone()]);
+        if write_labels(t, extra, !set.text.is_empty()) || !set.text.is_empty() {
             t.push(b'}');
         }
         t.push(b' ');
@@ -181,26 +293,27 @@ impl Emit for TextOut<'_> {
         t.push(b'\n');
     }
 
-    fn buckets(&mut self, bucket_name: &str, labels: &Labels, counts: &[u64]) {
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]) {
         self.unused_header = None;
         let prefix = &mut *self.prefix;
         prefix.clear();
         prefix.extend_from_slice(bucket_name.as_bytes());
-        let any = write_labels(prefix, labels);
+        prefix.extend_from_slice(&self.sets[set.text.clone()]);
+        let any = write_labels(prefix, extra, !set.text.is_empty()) || !set.text.is_empty();
         prefix.extend_from_slice(if any { b",le=\"" } else { b"{le=\"" });
         // Cumulative counts repeat (every bucket below the fastest I/O, every one above the
         // slowest): formatted once per run.
         let mut digits = Digits::default();
         let mut last = None;
-        for (le, count) in cumulative_buckets(counts) {
+        for (bound, count) in cumulative_buckets(counts) {
             if last != Some(count) {
                 digits.set(count);
                 last = Some(count);
             }
             let t = &mut self.text;
             t.extend_from_slice(prefix);
-            t.extend_from_slice(le.as_bytes());
-            t.extend_from_slice(digits.line());
+            extend_padded(t, &bound.text);
+            extend_padded(t, &digits.line());
         }
     }
 }
@@ -239,39 +352,49 @@ impl Emit for SeriesOut {
             .series(name, self.kind.series_type(), labels, value.number());
     }
 
-    fn buckets(&mut self, bucket_name: &str, labels: &Labels, counts: &[u64]) {
+    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a> {
+        LabelSet::new(labels)
+    }
+
+    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value) {
+        let mut buf = Default::default();
+        self.line(name, set.with(extra, &mut buf), value);
+    }
+
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]) {
+        let mut buf = Default::default();
         self.writer.series_run(
             bucket_name,
             SeriesType::Histogram,
-            labels,
+            set.with(extra, &mut buf),
             "le",
-            cumulative_buckets(counts).map(|(le, n)| {
-                let le = le.strip_suffix(LE_END).unwrap_or(le);
-                (le, Number::Unsigned(n))
-            }),
+            cumulative_buckets(counts).map(|(bound, n)| (bound.le.as_str(), Number::Unsigned(n))),
         );
     }
 }
 
 /// A kernel latency histogram as Prometheus buckets: `(le, cumulative count)` for each, the
-/// `le` value as the text writes it (followed by [`LE_END`]). Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything longer
+/// bound ([`Bound`]). Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything longer
 /// (vdev_stat_update, module/zfs/vdev.c), so it is +Inf's alone.
-fn cumulative_buckets(counts: &[u64]) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+fn cumulative_buckets(counts: &[u64]) -> impl Iterator<Item = (&'static Bound, u64)> + '_ {
     let le = bucket_bounds();
     let last = counts.len().saturating_sub(1);
     let mut total = 0u64;
     counts.iter().enumerate().map(move |(i, &n)| {
         total = total.saturating_add(n);
-        let bound = if i == last { LE_INF } else { &le[i.min(63)] };
+        let bound = if i == last { &le[64] } else { &le[i.min(63)] };
         (bound, total)
     })
 }
 
 /// `{k="v",…` for the labels with a value (an empty value is the same as no label in the
-/// exposition formats); whether any was written (the caller closes the brace).
-fn write_labels(buf: &mut Vec<u8>, labels: &Labels) -> bool {
-    let mut first = true;
+/// exposition formats), or `,k="v",…` after labels already written (`after`); whether any
+/// label is written now (the caller closes the brace).
+fn write_labels(buf: &mut Vec<u8>, labels: &Labels, after: bool) -> bool {
+    let mut first = !after;
+    let mut any = false;
     for (k, v) in labels.iter().filter(|(_, v)| !v.is_empty()) {
+        any = true;
         buf.push(if first { b'{' } else { b',' });
         first = false;
         buf.extend_from_slice(k.as_bytes());
@@ -279,7 +402,7 @@ fn write_labels(buf: &mut Vec<u8>, labels: &Labels) -> bool {
         escape_label_into(buf, v);
         buf.push(b'"');
     }
-    !first
+    any
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -397,25 +520,48 @@ const DIGIT_PAIRS: [u8; 200] = {
     t
 };
 
+/// Up to 24 bytes in a buffer of that size, so that appending them is a copy of a size known
+/// when compiling (moves, not a call to memcpy): bucket lines are most of an exposition.
+#[derive(Debug, Clone, Copy)]
+struct Padded {
+    bytes: [u8; 24],
+    len: usize,
+}
+
+impl Padded {
+    fn new(s: &[u8]) -> Padded {
+        let mut p = Padded {
+            bytes: [0; 24],
+            len: s.len().min(24),
+        };
+        p.bytes[..p.len].copy_from_slice(&s[..p.len]);
+        p
+    }
+}
+
+/// Appends `p`: all 24 bytes, then the padding cut off again.
+fn extend_padded(out: &mut Vec<u8>, p: &Padded) {
+    let end = out.len() + p.len;
+    out.extend_from_slice(&p.bytes);
+    out.truncate(end);
+}
+
 /// An integer in decimal, and a line feed after it. Most values of an exposition are integers
 /// (histogram buckets above all): two digits at a time into a stack buffer cost a fraction of
 /// `write!`'s machinery.
+#[derive(Default)]
 struct Digits {
-    buf: [u8; 21],
-    start: usize,
-}
-
-impl Default for Digits {
-    fn default() -> Digits {
-        let mut buf = [b'0'; 21];
-        buf[20] = b'\n';
-        Digits { buf, start: 19 }
-    }
+    buf: [u8; 24],
+    /// How many digits.
+    len: usize,
 }
 
 impl Digits {
     fn set(&mut self, mut v: u64) {
-        let mut i = self.buf.len() - 1;
+        let len = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+        self.len = len;
+        self.buf[len] = b'\n';
+        let mut i = len;
         while v >= 100 {
             let pair = (v % 100) as usize * 2;
             v /= 100;
@@ -430,16 +576,18 @@ impl Digits {
             i -= 1;
             self.buf[i] = b'0' + v as u8;
         }
-        self.start = i;
     }
 
     fn as_bytes(&self) -> &[u8] {
-        &self.buf[self.start..self.buf.len() - 1]
+        &self.buf[..self.len]
     }
 
     /// The digits and a line feed.
-    fn line(&self) -> &[u8] {
-        &self.buf[self.start..]
+    fn line(&self) -> Padded {
+        Padded {
+            bytes: self.buf,
+            len: self.len + 1,
+        }
     }
 }
 
@@ -508,7 +656,9 @@ const POOL_STATES: &[&str] = &[
 #[derive(Debug, Default)]
 pub struct Renderer {
     kstat: KstatFamilies,
+    headers: Headers,
     prefix: Vec<u8>,
+    sets: Vec<u8>,
     last_len: usize,
 }
 
@@ -525,7 +675,11 @@ impl Renderer {
             om_cuts: Vec::new(),
             unused_header: None,
             prefix: &mut self.prefix,
+            sets: &mut self.sets,
+            headers: &mut self.headers,
         };
+        out.sets.clear();
+        out.headers.next = 0;
         snapshot_metrics(&mut out, &mut self.kstat, snapshot);
         out.family(
             "zpulse_finding",
@@ -1041,54 +1195,37 @@ fn scans(out: &mut dyn Emit, s: &Snapshot) {
     }
 }
 
-/// A vdev below a pool's root with the labels that name it: `class`, `vdev` (the top-level
-/// vdev) and, below the top level, `leaf`.
+/// A vdev below a pool's root with the labels that name it: `pool`, `class`, `vdev` (the
+/// top-level vdev) and, below the top level, `leaf`.
 struct VdevRef<'a> {
-    pool: &'a str,
-    class: &'static str,
-    top: &'a str,
-    leaf: &'a str,
+    labels: LabelSet<'a>,
     vdev: &'a Vdev,
     top_level: bool,
 }
 
-impl VdevRef<'_> {
-    fn labels(&self) -> [(&str, &str); 4] {
-        [
-            ("pool", self.pool),
-            ("class", self.class),
-            ("vdev", self.top),
-            ("leaf", self.leaf),
-        ]
-    }
-
-    /// The labels and one more.
-    fn labels_and<'b>(&'b self, extra: (&'b str, &'b str)) -> [(&'b str, &'b str); 5] {
-        let [p, c, v, l] = self.labels();
-        [p, c, v, l, extra]
-    }
-}
-
-fn vdev_refs(s: &Snapshot) -> Vec<VdevRef<'_>> {
-    let mut out = Vec::new();
+fn vdev_refs<'a>(out: &mut dyn Emit, s: &'a Snapshot) -> Vec<VdevRef<'a>> {
+    let mut refs = Vec::new();
     for p in &s.pools {
         let Some(config) = &p.config else { continue };
         for top in &config.root.children {
             let class = top.class.map_or("normal", VdevClass::as_str);
             for v in top.walk() {
                 let top_level = std::ptr::eq(v, top);
-                out.push(VdevRef {
-                    pool: &p.name,
-                    class,
-                    top: &top.name,
-                    leaf: if top_level { "" } else { &v.name },
+                let leaf = if top_level { "" } else { &v.name };
+                refs.push(VdevRef {
+                    labels: out.label_set(&[
+                        ("pool", &p.name),
+                        ("class", class),
+                        ("vdev", &top.name),
+                        ("leaf", leaf),
+                    ]),
                     vdev: v,
                     top_level,
                 });
             }
         }
     }
-    out
+    refs
 }
 
 /// Every vdev state `zpool status` prints (`zpool_state_to_name`).
@@ -1097,23 +1234,22 @@ const VDEV_STATES: &[&str] = &[
 ];
 
 fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
-    let refs = vdev_refs(s);
+    let refs = vdev_refs(out, s);
     out.family(
         "zpulse_vdev_info",
         Type::Gauge,
         "A vdev's type and, for a leaf, the kernel disk it is on (value 1).",
     );
     for r in &refs {
-        let [p, c, v, l] = r.labels();
-        let labels = [
-            p,
-            c,
-            v,
-            l,
-            ("type", &r.vdev.vdev_type),
-            ("disk", r.vdev.disk.as_deref().unwrap_or("")),
-        ];
-        out.line("zpulse_vdev_info", &labels, Value::Int(1));
+        out.line_in(
+            "zpulse_vdev_info",
+            &r.labels,
+            &[
+                ("type", &r.vdev.vdev_type),
+                ("disk", r.vdev.disk.as_deref().unwrap_or("")),
+            ],
+            Value::Int(1),
+        );
     }
     out.family(
         "zpulse_vdev_state",
@@ -1126,9 +1262,10 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
         };
         let other = (!VDEV_STATES.contains(&current)).then_some(current);
         for &state in VDEV_STATES.iter().chain(&other) {
-            out.line(
+            out.line_in(
                 "zpulse_vdev_state",
-                &r.labels_and(("state", state)),
+                &r.labels,
+                &[("state", state)],
                 Value::Int((state == current).into()),
             );
         }
@@ -1151,7 +1288,7 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
         out.family(name, Type::Gauge, help);
         for r in refs.iter().filter(|r| r.top_level) {
             if let Some(v) = r.vdev.stats.as_ref().and_then(pick) {
-                out.line(name, &r.labels(), Value::Int(v));
+                out.line_in(name, &r.labels, &[], Value::Int(v));
             }
         }
     }
@@ -1162,9 +1299,10 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
     );
     for r in refs.iter().filter(|r| r.top_level) {
         if let Some(f) = r.vdev.stats.as_ref().and_then(|st| st.fragmentation) {
-            out.line(
+            out.line_in(
                 "zpulse_vdev_fragmentation_ratio",
-                &r.labels(),
+                &r.labels,
+                &[],
                 Value::decimal(f, 2),
             );
         }
@@ -1176,9 +1314,10 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
     );
     for r in &refs {
         if let Some(st) = &r.vdev.stats {
-            out.line(
+            out.line_in(
                 "zpulse_vdev_uptime_seconds",
-                &r.labels(),
+                &r.labels,
+                &[],
                 Value::decimal(st.timestamp, 9),
             );
         }
@@ -1201,7 +1340,7 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
             if let Some(st) = &r.vdev.stats {
                 let a = pick(st);
                 for (op, i) in [("read", 1), ("write", 2)] {
-                    out.line(name, &r.labels_and(("op", op)), Value::Int(a[i]));
+                    out.line_in(name, &r.labels, &[("op", op)], Value::Int(a[i]));
                 }
             }
         }
@@ -1218,9 +1357,10 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
                 ("write", st.write_errors),
                 ("checksum", st.checksum_errors),
             ] {
-                out.line(
+                out.line_in(
                     "zpulse_vdev_errors_total",
-                    &r.labels_and(("kind", kind)),
+                    &r.labels,
+                    &[("kind", kind)],
                     Value::Int(v),
                 );
             }
@@ -1233,27 +1373,40 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
     );
     for r in &refs {
         if let Some(n) = r.vdev.stats.as_ref().and_then(|st| st.slow_ios) {
-            out.line("zpulse_vdev_slow_ios_total", &r.labels(), Value::Int(n));
+            out.line_in("zpulse_vdev_slow_ios_total", &r.labels, &[], Value::Int(n));
         }
     }
     latency_histograms(out, &refs);
 }
 
-/// What follows an `le` value in a bucket line: the end of the labels.
-const LE_END: &str = "\"} ";
-const LE_INF: &str = "+Inf\"} ";
+/// A bucket's upper bound: the `le` value, and as a bucket line writes it, with the `"} ` that
+/// ends the labels.
+#[derive(Debug)]
+struct Bound {
+    le: String,
+    text: Padded,
+}
 
-/// `le` of bucket i: its upper bound 2^(i+1) ns, in seconds, followed by [`LE_END`].
-fn bucket_bounds() -> &'static [String] {
-    static BOUNDS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+/// The bound of bucket i < 64: 2^(i+1) ns, in seconds; then +Inf (at 64).
+fn bucket_bounds() -> &'static [Bound] {
+    static BOUNDS: std::sync::OnceLock<Vec<Bound>> = std::sync::OnceLock::new();
     BOUNDS.get_or_init(|| {
+        let bound = |le: Vec<u8>| {
+            let mut text = le.clone();
+            text.extend_from_slice(b"\"} ");
+            Bound {
+                le: String::from_utf8(le).unwrap_or_default(),
+                // At most "18446744073.709553" (2^64 ns) and the 3 bytes.
+                text: Padded::new(&text),
+            }
+        };
         (0..64)
             .map(|i| {
-                let mut s = Vec::new();
-                Value::Float((1u128 << (i + 1)) as f64 / 1e9).write(&mut s);
-                s.extend_from_slice(LE_END.as_bytes());
-                String::from_utf8(s).unwrap_or_default()
+                let mut le = Vec::new();
+                Value::Float((1u128 << (i + 1)) as f64 / 1e9).write(&mut le);
+                bound(le)
             })
+            .chain([bound(b"+Inf".to_vec())])
             .collect()
     })
 }
@@ -1318,8 +1471,8 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
                 if buckets.is_empty() {
                     continue;
                 }
-                let labels = r.labels_and(("op", op));
-                out.buckets(&bucket_name, &labels, buckets);
+                let op = [("op", *op)];
+                out.buckets(&bucket_name, &r.labels, &op, buckets);
                 // zpool iostat -l's average: each bucket's I/Os at its midpoint 2^i + 2^i/2.
                 let mut count = 0u64;
                 let mut sum_ns = 0u128;
@@ -1332,8 +1485,8 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
                     |_| Value::Float(sum_ns as f64 / 1e9),
                     |ns| Value::decimal(ns, 9),
                 );
-                out.line(&sum_name, &labels, sum);
-                out.line(&count_name, &labels, Value::Int(count));
+                out.line_in(&sum_name, &r.labels, &op, sum);
+                out.line_in(&count_name, &r.labels, &op, Value::Int(count));
             }
         }
     }
@@ -1554,11 +1707,16 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             },
         ),
     ];
+    let disks: Vec<_> = s
+        .disks
+        .iter()
+        .map(|d| (d, out.label_set(&[("disk", &d.name)])))
+        .collect();
     for (name, help, kind, pick) in fields {
         out.family(name, kind, help);
-        for d in &s.disks {
+        for (d, labels) in &disks {
             if let Some(v) = pick(&d.counters) {
-                out.line(name, &[("disk", &d.name)], v);
+                out.line_in(name, labels, &[], v);
             }
         }
     }
@@ -1567,23 +1725,15 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
         Type::Gauge,
         "1 for a spinning disk (HDD), 0 for an SSD; absent when the kernel does not say.",
     );
-    for d in &s.disks {
+    for (d, labels) in &disks {
         if let Some(r) = d.rotational {
-            out.line(
-                "zpulse_disk_rotational",
-                &[("disk", &d.name)],
-                Value::Int(r.into()),
-            );
+            out.line_in("zpulse_disk_rotational", labels, &[], Value::Int(r.into()));
         }
     }
     out.family("zpulse_disk_size_bytes", Type::Gauge, "Disk size.");
-    for d in &s.disks {
+    for (d, labels) in &disks {
         if let Some(v) = d.size {
-            out.line(
-                "zpulse_disk_size_bytes",
-                &[("disk", &d.name)],
-                Value::Int(v),
-            );
+            out.line_in("zpulse_disk_size_bytes", labels, &[], Value::Int(v));
         }
     }
     out.family(
@@ -1591,12 +1741,12 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
         Type::Gauge,
         "The vdev a disk (or a partition of it) serves, as labels (value 1): join disks to pools and classes.",
     );
-    for d in &s.disks {
+    for (d, labels) in &disks {
         for role in &d.roles {
-            out.line(
+            out.line_in(
                 "zpulse_disk_role",
+                labels,
                 &[
-                    ("disk", &d.name),
                     ("pool", &role.pool),
                     ("class", role.class.as_str()),
                     ("vdev", &role.vdev),

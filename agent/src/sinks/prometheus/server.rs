@@ -459,6 +459,32 @@ fn respond_with(
 mod tests {
     use super::*;
 
+    /// What a scrape is sent in each form is the rendering's text or its OpenMetrics form,
+    /// whole (a lab reading's pieces are many, and longer and shorter than the send buffer).
+    #[test]
+    fn each_form_is_sent_whole_plain_or_gzipped() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/basic/001");
+        let e = super::super::exposition::render(&crate::capture::load(&dir).unwrap(), &[], None);
+        let (text, om) = (e.text.clone(), e.openmetrics().into_bytes());
+        assert!(text.len() > 100_000 && om.starts_with(b"# HELP "));
+        let p = Published::new(e);
+        for (openmetrics, want) in [(false, &text), (true, &om)] {
+            let body = p.body(openmetrics, false);
+            assert_eq!(body.len(), want.len());
+            let mut sent = Vec::new();
+            body.write_to(&mut sent).unwrap();
+            assert!(sent == *want, "openmetrics {openmetrics}");
+            let Body::Bytes(gzipped) = p.body(openmetrics, true) else {
+                panic!("a gzip body is one piece");
+            };
+            let mut plain = Vec::new();
+            flate2::read::GzDecoder::new(gzipped)
+                .read_to_end(&mut plain)
+                .unwrap();
+            assert!(plain == *want, "gzip, openmetrics {openmetrics}");
+        }
+    }
+
     #[test]
     fn prometheus_accept_header_asks_for_openmetrics() {
         // What Prometheus 2.42 sends (scrape/scrape.go, scrapeAcceptHeader).
