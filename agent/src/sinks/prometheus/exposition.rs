@@ -1,13 +1,22 @@
-//! A snapshot as Prometheus metrics: the text exposition format 0.0.4 and OpenMetrics 1.0,
-//! rendered in one pass.
+//! A snapshot as Prometheus metrics: the text exposition format 0.0.4 and OpenMetrics 1.0
+//! ([`Exposition`]), or as a Forward metric record — the metric set said once, by the
+//! functions below, to either emitter.
 //!
 //! Counters stay counters (Prometheus computes the rates); a value the kernel did not report
 //! is an absent series, never 0. Names follow the Prometheus conventions: the `zpulse_`
 //! prefix, base units (bytes, seconds, ratios 0–1) in the name, `_total` on counters, HELP and
 //! TYPE for every family. `docs/metrics.md` lists every family.
 //!
-//! The two formats differ only in a counter's TYPE/HELP name (OpenMetrics names the family
-//! without `_total`) and in the `# EOF` terminator, so both are written by the same code.
+//! The two text formats differ only in a counter's TYPE/HELP name (OpenMetrics names the
+//! family without `_total`) and in the `# EOF` terminator, so only the text is written: the
+//! OpenMetrics form is the text with those cuts.
+//!
+//! A sink renders every reading, so the cost is per reading: [`Renderer`] and
+//! [`RecordRenderer`] keep, from one reading to the next, what readings share (the headers
+//! and kstat families, checked against each reading) and write a line as copies of ready
+//! bytes (label sets written once per rendering, fixed-size copies for bucket bounds and
+//! counts) and integer formatting, with no allocation per line. [`render`] and
+//! [`series_record`] are the same with nothing kept.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -413,7 +422,10 @@ enum Value {
     /// `units / 10^decimals` (milliseconds, nanoseconds or percent in base units): the
     /// float of that quotient, written without float formatting where its decimal form is
     /// the same ([`Value::decimal`]).
-    Decimal { units: u64, decimals: u8 },
+    Decimal {
+        units: u64,
+        decimals: u8,
+    },
 }
 
 /// 10^k as f64, exactly (k ≤ 9).
@@ -649,10 +661,10 @@ const POOL_STATES: &[&str] = &[
 ];
 
 /// Renders successive readings for one sink, keeping between them what a reading seldom
-/// changes: the family name and HELP made from each kstat row ([`KstatFamilies`]) and the
-/// size of the last rendering (the next one's buffer is sized like it, so it does not grow
-/// and copy as it fills). Its output is exactly [`render`]'s: what it keeps is checked
-/// against the reading it renders.
+/// changes: each family's HELP and TYPE lines as written, the family name and HELP made from
+/// each kstat row, and the size of the last rendering (the next one's buffer is sized like
+/// it, so it does not grow and copy as it fills). Its output is exactly [`render`]'s: what it
+/// keeps is checked against the reading it renders.
 #[derive(Debug, Default)]
 pub struct Renderer {
     kstat: KstatFamilies,

@@ -221,8 +221,7 @@ impl PrometheusSink {
             }
         }
         if let Some(ep) = &self.endpoint {
-            ep.shared
-                .publish(Arc::new(Published::new(e)));
+            ep.shared.publish(Arc::new(Published::new(e)));
         }
         Ok(())
     }

@@ -44,9 +44,10 @@ impl Published {
                 self.text_gzip
                     .get_or_init(|| compress([&e.text[..]], e.text.len())),
             ),
-            (true, true) => Body::Bytes(self.openmetrics_gzip.get_or_init(|| {
-                compress(e.openmetrics_pieces(), e.openmetrics_len())
-            })),
+            (true, true) => Body::Bytes(
+                self.openmetrics_gzip
+                    .get_or_init(|| compress(e.openmetrics_pieces(), e.openmetrics_len())),
+            ),
         }
     }
 }
@@ -463,7 +464,8 @@ mod tests {
     /// whole (a lab reading's pieces are many, and longer and shorter than the send buffer).
     #[test]
     fn each_form_is_sent_whole_plain_or_gzipped() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/basic/001");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/lab/basic/001");
         let e = super::super::exposition::render(&crate::capture::load(&dir).unwrap(), &[], None);
         let (text, om) = (e.text.clone(), e.openmetrics().into_bytes());
         assert!(text.len() > 100_000 && om.starts_with(b"# HELP "));

@@ -155,7 +155,10 @@ fn kernel_power_of_two_buckets_become_a_prometheus_histogram() {
     );
     // An empty histogram array (older module) is no histogram at all.
     assert!(lines(e.text_str(), "zpulse_vdev_disk_wait_seconds_bucket").is_empty());
-    assert!(!e.text_str().contains("# TYPE zpulse_vdev_disk_wait_seconds"));
+    assert!(
+        !e.text_str()
+            .contains("# TYPE zpulse_vdev_disk_wait_seconds")
+    );
 }
 
 #[test]
@@ -368,7 +371,11 @@ fn a_kept_renderer_renders_each_reading_as_a_fresh_one() {
     for (i, (snap, findings)) in readings.iter().enumerate() {
         let kept = renderer.render(snap, findings, Some(&agent));
         let fresh = render(snap, findings, Some(&agent));
-        assert!(kept == fresh, "reading {}: the kept rendering differs", i + 1);
+        assert!(
+            kept == fresh,
+            "reading {}: the kept rendering differs",
+            i + 1
+        );
         assert_eq!(kept.openmetrics(), fresh.openmetrics());
         assert!(
             records.record(snap, "h") == series_record(snap, "h"),
@@ -442,7 +449,11 @@ fn decimal_quotients_are_written_as_their_float_would_be() {
         let mut got = Vec::new();
         Value::decimal(units, decimals).write(&mut got);
         let want = format!("{}", units as f64 / POWERS_OF_TEN[usize::from(decimals)]);
-        assert_eq!(String::from_utf8(got).unwrap(), want, "{units} / 10^{decimals}");
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            want,
+            "{units} / 10^{decimals}"
+        );
     };
     for decimals in [2u8, 3, 9] {
         let bound = DECIMAL_FAST_BELOW[usize::from(decimals)];
