@@ -605,7 +605,19 @@ impl Digits {
 
 /// HELP text: backslash and line feed escaped (exposition format 0.0.4).
 fn escape_help_into(out: &mut Vec<u8>, s: &str) {
-    if !s.bytes().any(|b| matches!(b, b'\\' | b'\n')) {
+    escape_into(out, s, false);
+}
+
+/// A label value: backslash, double quote and line feed escaped.
+fn escape_label_into(out: &mut Vec<u8>, v: &str) {
+    escape_into(out, v, true);
+}
+
+/// `s` with backslash and line feed escaped, and the double quote too if `quote`.
+fn escape_into(out: &mut Vec<u8>, s: &str, quote: bool) {
+    let special = |b: u8| b == b'\\' || b == b'\n' || (quote && b == b'"');
+    // Almost every text needs nothing escaped: copy it whole.
+    if !s.bytes().any(special) {
         out.extend_from_slice(s.as_bytes());
         return;
     }
@@ -613,23 +625,7 @@ fn escape_help_into(out: &mut Vec<u8>, s: &str) {
         match b {
             b'\\' => out.extend_from_slice(b"\\\\"),
             b'\n' => out.extend_from_slice(b"\\n"),
-            b => out.push(b),
-        }
-    }
-}
-
-/// A label value: backslash, double quote and line feed escaped.
-fn escape_label_into(out: &mut Vec<u8>, v: &str) {
-    // Almost every value needs nothing escaped: copy it whole.
-    if !v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
-        out.extend_from_slice(v.as_bytes());
-        return;
-    }
-    for b in v.bytes() {
-        match b {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\n' => out.extend_from_slice(b"\\n"),
+            b'"' if quote => out.extend_from_slice(b"\\\""),
             b => out.push(b),
         }
     }

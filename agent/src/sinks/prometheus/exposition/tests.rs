@@ -68,6 +68,11 @@ fn label_values_are_escaped_as_the_format_says() {
         lines(e.text_str(), "zpulse_dataset_writes_total"),
         [r#"zpulse_dataset_writes_total{pool="tank",dataset="tank/a \"b\"\\c\nd"} 7"#]
     );
+    // HELP: `\` → `\\` and line feed → `\n`; a double quote stays.
+    assert_eq!(
+        Header::new("zpulse_x", Type::Gauge, "a\\b \"c\"\nd").text,
+        b"# HELP zpulse_x a\\\\b \"c\"\\nd\n# TYPE zpulse_x gauge\n"
+    );
 }
 
 #[test]
