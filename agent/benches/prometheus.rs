@@ -169,7 +169,7 @@ fn main() {
             },
         )
         .unwrap();
-        let body = rendered.text.len();
+        let body = rendered.text().len();
         endpoint.shared.publish(Arc::new(Published::new(rendered)));
         let addr = endpoint.addr.to_string();
         let mut buf = Vec::with_capacity(2 * body);

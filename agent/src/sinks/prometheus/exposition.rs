@@ -68,7 +68,7 @@ pub struct SinkHealth {
 pub struct Exposition {
     /// `text/plain; version=0.0.4` (UTF-8: it is made of `str`s and ASCII, cut only
     /// between lines).
-    pub text: Vec<u8>,
+    text: Vec<u8>,
     /// Where in `text` a `_total` starts that OpenMetrics leaves out, ascending.
     om_cuts: Vec<usize>,
 }
@@ -92,6 +92,11 @@ impl Exposition {
     /// Bytes of the OpenMetrics form.
     pub fn openmetrics_len(&self) -> usize {
         self.text.len() - OM_CUT.len() * self.om_cuts.len() + OM_EOF.len()
+    }
+
+    /// `text/plain; version=0.0.4`.
+    pub fn text(&self) -> &[u8] {
+        &self.text
     }
 
     /// The text format as a `str`.

@@ -205,7 +205,7 @@ impl PrometheusSink {
             .renderer
             .render(reading.snapshot(), &findings, Some(&agent));
         if let Some(path) = &self.config.textfile {
-            match write_atomically(path, &e.text) {
+            match write_atomically(path, e.text()) {
                 Ok(()) => self.textfile_error = None,
                 Err(msg) => {
                     // Said once per failure streak, not every sample.

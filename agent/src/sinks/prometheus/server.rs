@@ -38,11 +38,11 @@ impl Published {
     fn body(&self, openmetrics: bool, gzip: bool) -> Body<'_> {
         let e = &self.exposition;
         match (openmetrics, gzip) {
-            (false, false) => Body::Bytes(&e.text),
+            (false, false) => Body::Bytes(e.text()),
             (true, false) => Body::OpenMetrics(e),
             (false, true) => Body::Bytes(
                 self.text_gzip
-                    .get_or_init(|| compress([&e.text[..]], e.text.len())),
+                    .get_or_init(|| compress([e.text()], e.text().len())),
             ),
             (true, true) => Body::Bytes(
                 self.openmetrics_gzip
@@ -467,7 +467,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/lab/basic/001");
         let e = super::super::exposition::render(&crate::capture::load(&dir).unwrap(), &[], None);
-        let (text, om) = (e.text.clone(), e.openmetrics().into_bytes());
+        let (text, om) = (e.text().to_vec(), e.openmetrics().into_bytes());
         assert!(text.len() > 100_000 && om.starts_with(b"# HELP "));
         let p = Published::new(e);
         for (openmetrics, want) in [(false, &text), (true, &om)] {
