@@ -90,9 +90,50 @@ pub struct SeriesWriter {
     out: Vec<u8>,
     groups: u32,
     groups_at: usize,
-    /// The open group: its name, label names, and where its series count goes.
-    group: Option<(String, Vec<String>, usize, u32)>,
+    group: Group,
     series: usize,
+    /// The label values of a run of series, encoded once for the run ([`Self::series_run`]).
+    row: Vec<u8>,
+}
+
+/// The open group: its name and label names (their buffers kept from group to group), and
+/// where its series count goes.
+#[derive(Default)]
+struct Group {
+    open: bool,
+    name: String,
+    keys: Vec<String>,
+    count_at: usize,
+    count: u32,
+}
+
+impl Group {
+    fn is<'k>(&self, name: &str, mut keys: impl Iterator<Item = &'k str>, n: usize) -> bool {
+        self.open
+            && self.name == name
+            && self.keys.len() == n
+            && self.keys.iter().all(|k| keys.next() == Some(k.as_str()))
+    }
+
+    fn open<'k>(&mut self, name: &str, keys: impl Iterator<Item = &'k str>, count_at: usize) {
+        self.open = true;
+        self.name.clear();
+        self.name.push_str(name);
+        let mut n = 0;
+        for k in keys {
+            match self.keys.get_mut(n) {
+                Some(kept) => {
+                    kept.clear();
+                    kept.push_str(k);
+                }
+                None => self.keys.push(k.to_owned()),
+            }
+            n += 1;
+        }
+        self.keys.truncate(n);
+        self.count_at = count_at;
+        self.count = 0;
+    }
 }
 
 fn write_array32(out: &mut Vec<u8>) -> usize {
@@ -104,6 +145,22 @@ fn write_array32(out: &mut Vec<u8>) -> usize {
 
 fn patch(out: &mut [u8], at: usize, n: u32) {
     out[at..at + 4].copy_from_slice(&n.to_be_bytes());
+}
+
+#[inline]
+fn write_number(out: &mut Vec<u8>, value: Number) {
+    match value {
+        Number::Unsigned(v) => write_uint(out, v),
+        Number::Signed(v) if v >= 0 => write_uint(out, v as u64),
+        Number::Signed(v) => {
+            out.push(0xd3);
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        Number::Float(v) => {
+            out.push(0xcb);
+            out.extend_from_slice(&v.to_bits().to_be_bytes());
+        }
+    }
 }
 
 impl SeriesWriter {
@@ -120,58 +177,89 @@ impl SeriesWriter {
             out,
             groups: 0,
             groups_at,
-            group: None,
+            group: Group::default(),
             series: 0,
+            row: Vec::new(),
         }
     }
 
     fn close_group(&mut self) {
-        if let Some((_, _, at, n)) = self.group.take() {
-            patch(&mut self.out, at, n);
+        if self.group.open {
+            self.group.open = false;
+            patch(&mut self.out, self.group.count_at, self.group.count);
         }
     }
 
-    /// Adds one series. Consecutive series with the same name and label names share a group.
+    /// Makes the open group the one of `name` and these `n` label names: consecutive series
+    /// with the same name and label names share a group.
+    fn enter_group<'k>(
+        &mut self,
+        name: &str,
+        kind: SeriesType,
+        keys: impl Iterator<Item = &'k str> + Clone,
+        n: usize,
+    ) {
+        if self.group.is(name, keys.clone(), n) {
+            return;
+        }
+        self.close_group();
+        self.groups += 1;
+        write_array_len(&mut self.out, 4);
+        write_str(&mut self.out, name);
+        write_str(&mut self.out, kind.as_str());
+        write_array_len(&mut self.out, n);
+        for k in keys.clone() {
+            write_str(&mut self.out, k);
+        }
+        let at = write_array32(&mut self.out);
+        self.group.open(name, keys, at);
+    }
+
+    /// Adds one series.
     pub fn series(&mut self, name: &str, kind: SeriesType, labels: &[(&str, &str)], value: Number) {
         if self.series >= MAX_SERIES {
             return;
         }
+        self.enter_group(name, kind, labels.iter().map(|(k, _)| *k), labels.len());
         self.series += 1;
-        let same = matches!(&self.group, Some((n, keys, _, _))
-            if n == name && keys.len() == labels.len()
-                && keys.iter().zip(labels).all(|(k, (l, _))| k == l));
-        if !same {
-            self.close_group();
-            self.groups += 1;
-            write_array_len(&mut self.out, 4);
-            write_str(&mut self.out, name);
-            write_str(&mut self.out, kind.as_str());
-            write_array_len(&mut self.out, labels.len());
-            for (k, _) in labels {
-                write_str(&mut self.out, k);
-            }
-            let at = write_array32(&mut self.out);
-            let keys = labels.iter().map(|(k, _)| (*k).to_owned()).collect();
-            self.group = Some((name.to_owned(), keys, at, 0));
-        }
-        if let Some(g) = self.group.as_mut() {
-            g.3 += 1;
-        }
+        self.group.count += 1;
         write_array_len(&mut self.out, labels.len() + 1);
         for (_, v) in labels {
             write_str(&mut self.out, v);
         }
-        match value {
-            Number::Unsigned(v) => write_uint(&mut self.out, v),
-            Number::Signed(v) if v >= 0 => write_uint(&mut self.out, v as u64),
-            Number::Signed(v) => {
-                self.out.push(0xd3);
-                self.out.extend_from_slice(&v.to_be_bytes());
+        write_number(&mut self.out, value);
+    }
+
+    /// Adds one series for each item of `run`: `labels`, then `last_key` with the item's
+    /// label value, and the item's value — the same as [`Self::series`] for each, with the
+    /// labels encoded once for the run (a histogram's buckets: `le`).
+    pub fn series_run<'v>(
+        &mut self,
+        name: &str,
+        kind: SeriesType,
+        labels: &[(&str, &str)],
+        last_key: &str,
+        run: impl IntoIterator<Item = (&'v str, Number)>,
+    ) {
+        if self.series >= MAX_SERIES {
+            return;
+        }
+        let keys = labels.iter().map(|(k, _)| *k).chain([last_key]);
+        self.enter_group(name, kind, keys, labels.len() + 1);
+        self.row.clear();
+        write_array_len(&mut self.row, labels.len() + 2);
+        for (_, v) in labels {
+            write_str(&mut self.row, v);
+        }
+        for (last, value) in run {
+            if self.series >= MAX_SERIES {
+                return;
             }
-            Number::Float(v) => {
-                self.out.push(0xcb);
-                self.out.extend_from_slice(&v.to_bits().to_be_bytes());
-            }
+            self.series += 1;
+            self.group.count += 1;
+            self.out.extend_from_slice(&self.row);
+            write_str(&mut self.out, last);
+            write_number(&mut self.out, value);
         }
     }
 
@@ -384,6 +472,38 @@ mod tests {
         assert_eq!(r.series[2].label("leaf"), Some("sda"));
         assert_eq!(r.series[2].value.as_f64(), 0.5);
         assert_eq!(r.series[2].kind, SeriesType::Counter);
+    }
+
+    #[test]
+    fn a_run_is_the_same_record_as_its_series_one_by_one() {
+        let labels = [("pool", "tank"), ("leaf", "")];
+        let run = [("0.5", 3u64), ("1", 5), ("+Inf", 9)];
+        let mut one_by_one = SeriesWriter::new("h", 0);
+        one_by_one.series("x", SeriesType::Gauge, &[], Number::Unsigned(1));
+        for (le, n) in run {
+            let [p, l] = labels;
+            one_by_one.series(
+                "x_bucket",
+                SeriesType::Histogram,
+                &[p, l, ("le", le)],
+                Number::Unsigned(n),
+            );
+        }
+        let mut by_run = SeriesWriter::new("h", 0);
+        by_run.series("x", SeriesType::Gauge, &[], Number::Unsigned(1));
+        by_run.series_run(
+            "x_bucket",
+            SeriesType::Histogram,
+            &labels,
+            "le",
+            run.map(|(le, n)| (le, Number::Unsigned(n))),
+        );
+        assert_eq!(by_run.len(), 4);
+        let bytes = by_run.finish();
+        assert_eq!(bytes, one_by_one.finish());
+        let r = SeriesRecord::decode(&bytes).unwrap();
+        assert_eq!(r.series[3].label("le"), Some("+Inf"));
+        assert_eq!(r.series[3].labels.len(), 2, "the empty leaf is absent");
     }
 
     #[test]

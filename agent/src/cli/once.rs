@@ -44,7 +44,7 @@ pub fn run(
     let format = match format {
         OnceFormat::Text => Format::Text,
         OnceFormat::Json => Format::Json,
-        OnceFormat::Prometheus => return emit(&exposition::render(&first, &[], None).text),
+        OnceFormat::Prometheus => return emit(exposition::render(&first, &[], None).text_str()),
     };
     let Some(seconds) = interval else {
         if plugin_args.any() {

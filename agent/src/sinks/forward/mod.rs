@@ -91,6 +91,8 @@ struct Metrics {
     /// Readings skipped, in all and in the current streak.
     skipped: u64,
     streak: u64,
+    /// Encodes each reading's record, keeping what readings share.
+    records: exposition::RecordRenderer,
 }
 
 struct Shared {
@@ -175,6 +177,7 @@ impl Prepared {
                 waiting: Vec::new(),
                 skipped: 0,
                 streak: 0,
+                records: exposition::RecordRenderer::default(),
             }),
         })
     }
@@ -241,7 +244,10 @@ impl ForwardSink {
     /// Spools one reading's metric record, unless the spool is over the metric share.
     fn spool_reading(&mut self, reading: &Reading, host: &str) -> Result<(), SinkError> {
         let snapshot = reading.snapshot();
-        let record = exposition::series_record(snapshot, host);
+        let Some(m) = self.metrics.as_mut() else {
+            return Ok(());
+        };
+        let record = m.records.record(snapshot, host);
         let mut entries = Entries::new();
         entries.push(EventTime::from_unix(snapshot.taken_at), &record);
         let chunk = ChunkId(random16());

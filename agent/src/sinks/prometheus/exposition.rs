@@ -1,16 +1,25 @@
-//! A snapshot as Prometheus metrics: the text exposition format 0.0.4 and OpenMetrics 1.0,
-//! rendered in one pass.
+//! A snapshot as Prometheus metrics: the text exposition format 0.0.4 and OpenMetrics 1.0
+//! ([`Exposition`]), or as a Forward metric record — the metric set said once, by the
+//! functions below, to either emitter.
 //!
 //! Counters stay counters (Prometheus computes the rates); a value the kernel did not report
 //! is an absent series, never 0. Names follow the Prometheus conventions: the `zpulse_`
 //! prefix, base units (bytes, seconds, ratios 0–1) in the name, `_total` on counters, HELP and
 //! TYPE for every family. `docs/metrics.md` lists every family.
 //!
-//! The two formats differ only in a counter's TYPE/HELP name (OpenMetrics names the family
-//! without `_total`) and in the `# EOF` terminator, so both are written by the same code.
+//! The two text formats differ only in a counter's TYPE/HELP name (OpenMetrics names the
+//! family without `_total`) and in the `# EOF` terminator, so only the text is written: the
+//! OpenMetrics form is the text with those cuts.
+//!
+//! A sink renders every reading, so the cost is per reading: [`Renderer`] and
+//! [`RecordRenderer`] keep, from one reading to the next, what readings share (the headers
+//! and kstat families, checked against each reading) and write a line as copies of ready
+//! bytes (label sets written once per rendering, fixed-size copies for bucket bounds and
+//! counts) and integer formatting, with no allocation per line. [`render`] and
+//! [`series_record`] are the same with nothing kept.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::io::Write as _;
 use zpulse_forward::series::{Number, SeriesType, SeriesWriter};
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{
@@ -49,20 +58,64 @@ pub struct SinkHealth {
     pub spool_bytes: Option<u64>,
 }
 
-/// One rendering in both formats.
+/// One rendering: the text format, and where the OpenMetrics form differs from it.
+///
+/// The formats differ only in a counter family's HELP/TYPE name (OpenMetrics names the
+/// family without the `_total` of its samples) and in the `# EOF` terminator, so the
+/// OpenMetrics form is not written out a second time: it is the text with those `_total`s
+/// left out ([`Exposition::openmetrics_pieces`]), put together by whoever sends it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exposition {
+    /// `text/plain; version=0.0.4` (UTF-8: it is made of `str`s and ASCII, cut only
+    /// between lines).
+    text: Vec<u8>,
+    /// Where in `text` a `_total` starts that OpenMetrics leaves out, ascending.
+    om_cuts: Vec<usize>,
+}
+
+const OM_CUT: &str = "_total";
+const OM_EOF: &str = "# EOF\n";
+
+impl Exposition {
+    /// `application/openmetrics-text; version=1.0.0`, piece by piece: the text between the
+    /// cuts, then `# EOF`.
+    pub fn openmetrics_pieces(&self) -> impl Iterator<Item = &[u8]> {
+        let text = &self.text[..];
+        let starts = std::iter::once(0).chain(self.om_cuts.iter().map(|c| c + OM_CUT.len()));
+        let ends = self.om_cuts.iter().copied().chain([text.len()]);
+        starts
+            .zip(ends)
+            .map(move |(a, b)| &text[a..b])
+            .chain([OM_EOF.as_bytes()])
+    }
+
+    /// Bytes of the OpenMetrics form.
+    pub fn openmetrics_len(&self) -> usize {
+        self.text.len() - OM_CUT.len() * self.om_cuts.len() + OM_EOF.len()
+    }
+
     /// `text/plain; version=0.0.4`.
-    pub text: String,
-    /// `application/openmetrics-text; version=1.0.0`.
-    pub openmetrics: String,
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// The text format as a `str`.
+    pub fn text_str(&self) -> &str {
+        std::str::from_utf8(&self.text).unwrap_or_default()
+    }
+
+    /// The OpenMetrics form in one piece.
+    pub fn openmetrics(&self) -> String {
+        let bytes = self.openmetrics_pieces().collect::<Vec<_>>().concat();
+        String::from_utf8(bytes).unwrap_or_default()
+    }
 }
 
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Type {
     Counter,
     Gauge,
@@ -86,84 +139,212 @@ impl Type {
 /// Where the metric set goes: the text formats ([`TextOut`]) or a Forward metric record
 /// ([`SeriesOut`]). The functions below say each family once, to either.
 trait Emit {
-    /// Starts a family; its HELP and TYPE go out with its first series, so a family without
-    /// series leaves no trace.
+    /// Starts a family; a family that gets no series leaves no trace.
     fn family(&mut self, name: &str, kind: Type, help: &str);
-    fn line(&mut self, name: &str, labels: &Labels, value: Value);
-    /// Starts the buckets of one histogram series (`name` ends in `_bucket`).
-    fn histogram(&mut self, bucket_name: &str, labels: &Labels);
-    /// One bucket of the histogram series started last.
-    fn bucket(&mut self, le: &str, count: u64);
-}
-
-/// Writes both text formats.
-struct TextOut {
-    text: String,
-    om: String,
-    pending: Option<(String, Type, String)>,
-    /// The open histogram series up to its `le` value ([`bucket_prefix`]).
-    prefix: String,
+    fn line(&mut self, name: &str, labels: &Labels, value: Value) {
+        self.line_in(name, &LabelSet::default(), labels, value);
+    }
+    /// Labels that many series share (a disk's, a vdev's), made ready once per rendering.
+    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a>;
+    /// A series with the labels of `set`, then `extra`.
+    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value);
+    /// The buckets of one histogram series (`name` ends in `_bucket`) with the labels of
+    /// `set` and `extra`, from the kernel's per-bucket counts ([`cumulative_buckets`]).
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]);
 }
 
 type Labels<'a> = [(&'a str, &'a str)];
 
-impl Emit for TextOut {
-    fn family(&mut self, name: &str, kind: Type, help: &str) {
-        self.pending = Some((name.to_string(), kind, help.to_string()));
-    }
+/// Labels many series share, as [`Emit::label_set`] made them ready: the pairs (at most
+/// [`LabelSet::MAX`]) and, for the text, where their written form `{k="v",…` lies in the
+/// emitter's scratch buffer (empty when no label has a value).
+#[derive(Debug, Clone, Default)]
+struct LabelSet<'a> {
+    pairs: [(&'a str, &'a str); LabelSet::MAX],
+    len: usize,
+    text: std::ops::Range<usize>,
+}
 
-    fn line(&mut self, name: &str, labels: &Labels, value: Value) {
-        self.flush_header();
-        let start = self.text.len();
-        self.text.push_str(name);
-        if write_labels(&mut self.text, labels) {
-            self.text.push('}');
+impl<'a> LabelSet<'a> {
+    const MAX: usize = 4;
+
+    fn new(labels: &Labels<'a>) -> LabelSet<'a> {
+        debug_assert!(labels.len() <= LabelSet::MAX, "{labels:?}");
+        let mut set = LabelSet::default();
+        for (slot, label) in set.pairs.iter_mut().zip(labels) {
+            *slot = *label;
+            set.len += 1;
         }
-        self.text.push(' ');
-        value.write(&mut self.text);
-        self.text.push('\n');
-        self.om.push_str(&self.text[start..]);
+        set
     }
 
-    fn histogram(&mut self, bucket_name: &str, labels: &Labels) {
-        self.prefix = bucket_prefix(bucket_name, labels);
+    fn labels(&self) -> &[(&'a str, &'a str)] {
+        &self.pairs[..self.len]
     }
 
-    fn bucket(&mut self, le: &str, count: u64) {
-        self.flush_header();
-        let start = self.text.len();
-        self.text.push_str(&self.prefix);
-        self.text.push_str(le);
-        self.text.push_str("\"} ");
-        Value::Int(count).write(&mut self.text);
-        self.text.push('\n');
-        self.om.push_str(&self.text[start..]);
+    /// The set's labels, then `extra`, in `buf` (for an emitter that wants them in one slice).
+    fn with<'b>(
+        &self,
+        extra: &Labels<'a>,
+        buf: &'b mut [(&'a str, &'a str); 8],
+    ) -> &'b [(&'a str, &'a str)] {
+        let n = self.len + extra.len();
+        debug_assert!(n <= buf.len(), "{extra:?}");
+        for (slot, label) in buf.iter_mut().zip(self.labels().iter().chain(extra)) {
+            *slot = *label;
+        }
+        &buf[..n.min(8)]
     }
 }
 
-impl TextOut {
-    fn flush_header(&mut self) {
-        let Some((name, kind, help)) = self.pending.take() else {
-            return;
-        };
-        let help = escape_help(&help);
-        let type_name = kind.as_str();
-        let _ = writeln!(self.text, "# HELP {name} {help}");
-        let _ = writeln!(self.text, "# TYPE {name} {type_name}");
+/// A family's HELP and TYPE lines as the text writes them, and where in them OpenMetrics cuts
+/// a `_total`.
+#[derive(Debug)]
+struct Header {
+    name: String,
+    kind: Type,
+    help: String,
+    text: Vec<u8>,
+    om_cuts: Vec<usize>,
+}
+
+impl Header {
+    fn new(name: &str, kind: Type, help: &str) -> Header {
+        let mut t = Vec::with_capacity(2 * name.len() + help.len() + 24);
+        t.extend_from_slice(b"# HELP ");
+        let help_name = t.len();
+        t.extend_from_slice(name.as_bytes());
+        t.push(b' ');
+        escape_help_into(&mut t, help);
+        t.extend_from_slice(b"\n# TYPE ");
+        let type_name = t.len();
+        t.extend_from_slice(name.as_bytes());
+        t.push(b' ');
+        t.extend_from_slice(kind.as_str().as_bytes());
+        t.push(b'\n');
         // OpenMetrics names a counter family without the `_total` of its samples.
-        let om_name = match kind {
-            Type::Counter => name.strip_suffix("_total").unwrap_or(&name),
-            _ => &name,
+        let om_cuts = match name.strip_suffix(OM_CUT) {
+            Some(base) if kind == Type::Counter => {
+                vec![help_name + base.len(), type_name + base.len()]
+            }
+            _ => Vec::new(),
         };
-        let _ = writeln!(self.om, "# HELP {om_name} {help}");
-        let _ = writeln!(self.om, "# TYPE {om_name} {type_name}");
+        Header {
+            name: name.to_owned(),
+            kind,
+            help: help.to_owned(),
+            text: t,
+            om_cuts,
+        }
+    }
+}
+
+/// The headers of the last rendering by position: a rendering starts the families of the one
+/// before in the same order (most families are there every time), so each is checked against
+/// the family asked for and written again only when it differs.
+#[derive(Debug, Default)]
+struct Headers {
+    kept: Vec<Header>,
+    next: usize,
+}
+
+impl Headers {
+    fn next(&mut self, name: &str, kind: Type, help: &str) -> &Header {
+        let i = self.next;
+        self.next += 1;
+        match self.kept.get(i) {
+            Some(h) if h.kind == kind && h.name == name && h.help == help => {}
+            Some(_) => self.kept[i] = Header::new(name, kind, help),
+            // Positions are asked for in order, so `i` is the length here.
+            None => self.kept.push(Header::new(name, kind, help)),
+        }
+        &self.kept[i]
+    }
+}
+
+/// Writes the text format (and the OpenMetrics cuts).
+struct TextOut<'r> {
+    text: Vec<u8>,
+    om_cuts: Vec<usize>,
+    /// The header of the family started last while it has no series yet: where it starts in
+    /// `text` and how many cuts there were before it.
+    unused_header: Option<(usize, usize)>,
+    /// A histogram series up to its `le` value, kept allocated between histograms.
+    prefix: &'r mut Vec<u8>,
+    /// The written form of the label sets of this rendering.
+    sets: &'r mut Vec<u8>,
+    headers: &'r mut Headers,
+}
+
+impl Emit for TextOut<'_> {
+    fn family(&mut self, name: &str, kind: Type, help: &str) {
+        self.drop_unused_header();
+        self.unused_header = Some((self.text.len(), self.om_cuts.len()));
+        let header = self.headers.next(name, kind, help);
+        let at = self.text.len();
+        self.text.extend_from_slice(&header.text);
+        self.om_cuts.extend(header.om_cuts.iter().map(|c| at + c));
+    }
+
+    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a> {
+        let mut set = LabelSet::new(labels);
+        let start = self.sets.len();
+        write_labels(self.sets, labels, false);
+        set.text = start..self.sets.len();
+        set
+    }
+
+    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value) {
+        self.unused_header = None;
+        let t = &mut self.text;
+        t.extend_from_slice(name.as_bytes());
+        t.extend_from_slice(&self.sets[set.text.clone()]);
+        if write_labels(t, extra, !set.text.is_empty()) || !set.text.is_empty() {
+            t.push(b'}');
+        }
+        t.push(b' ');
+        value.write(t);
+        t.push(b'\n');
+    }
+
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]) {
+        self.unused_header = None;
+        let prefix = &mut *self.prefix;
+        prefix.clear();
+        prefix.extend_from_slice(bucket_name.as_bytes());
+        prefix.extend_from_slice(&self.sets[set.text.clone()]);
+        let any = write_labels(prefix, extra, !set.text.is_empty()) || !set.text.is_empty();
+        prefix.extend_from_slice(if any { b",le=\"" } else { b"{le=\"" });
+        // Cumulative counts repeat (every bucket below the fastest I/O, every one above the
+        // slowest): formatted once per run.
+        let mut digits = Digits::default();
+        let mut last = None;
+        for (bound, count) in cumulative_buckets(counts) {
+            if last != Some(count) {
+                digits.set(count);
+                last = Some(count);
+            }
+            let t = &mut self.text;
+            t.extend_from_slice(prefix);
+            extend_padded(t, &bound.text);
+            extend_padded(t, &digits.line());
+        }
+    }
+}
+
+impl TextOut<'_> {
+    fn drop_unused_header(&mut self) {
+        if let Some((text, cuts)) = self.unused_header.take() {
+            self.text.truncate(text);
+            self.om_cuts.truncate(cuts);
+        }
     }
 
     fn finish(mut self) -> Exposition {
-        self.om.push_str("# EOF\n");
+        self.drop_unused_header();
         Exposition {
             text: self.text,
-            openmetrics: self.om,
+            om_cuts: self.om_cuts,
         }
     }
 }
@@ -173,8 +354,6 @@ impl TextOut {
 struct SeriesOut {
     writer: SeriesWriter,
     kind: Type,
-    /// The open histogram series: its name and labels, `le` last (filled per bucket).
-    histogram: (String, Vec<(String, String)>),
 }
 
 impl Emit for SeriesOut {
@@ -183,92 +362,162 @@ impl Emit for SeriesOut {
     }
 
     fn line(&mut self, name: &str, labels: &Labels, value: Value) {
-        let number = match value {
-            Value::Int(v) => Number::Unsigned(v),
-            Value::Signed(v) => Number::Signed(v),
-            Value::Float(v) => Number::Float(v),
-        };
         self.writer
-            .series(name, self.kind.series_type(), labels, number);
+            .series(name, self.kind.series_type(), labels, value.number());
     }
 
-    fn histogram(&mut self, bucket_name: &str, labels: &Labels) {
-        self.histogram = (
-            bucket_name.to_owned(),
-            labels
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .chain([("le".to_owned(), String::new())])
-                .collect(),
-        );
+    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a> {
+        LabelSet::new(labels)
     }
 
-    fn bucket(&mut self, le: &str, count: u64) {
-        let (name, labels) = &self.histogram;
-        let labels: Vec<(&str, &str)> = labels
-            .iter()
-            .map(|(k, v)| {
-                if k == "le" {
-                    ("le", le)
-                } else {
-                    (k.as_str(), v.as_str())
-                }
-            })
-            .collect();
-        self.writer.series(
-            name,
+    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value) {
+        let mut buf = Default::default();
+        self.line(name, set.with(extra, &mut buf), value);
+    }
+
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]) {
+        let mut buf = Default::default();
+        self.writer.series_run(
+            bucket_name,
             SeriesType::Histogram,
-            &labels,
-            Number::Unsigned(count),
+            set.with(extra, &mut buf),
+            "le",
+            cumulative_buckets(counts).map(|(bound, n)| (bound.le.as_str(), Number::Unsigned(n))),
         );
     }
+}
+
+/// A kernel latency histogram as Prometheus buckets: `(le, cumulative count)` for each, the
+/// bound ([`Bound`]). Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything longer
+/// (vdev_stat_update, module/zfs/vdev.c), so it is +Inf's alone.
+fn cumulative_buckets(counts: &[u64]) -> impl Iterator<Item = (&'static Bound, u64)> + '_ {
+    let le = bucket_bounds();
+    let last = counts.len().saturating_sub(1);
+    let mut total = 0u64;
+    counts.iter().enumerate().map(move |(i, &n)| {
+        total = total.saturating_add(n);
+        let bound = if i == last { &le[64] } else { &le[i.min(63)] };
+        (bound, total)
+    })
 }
 
 /// `{k="v",…` for the labels with a value (an empty value is the same as no label in the
-/// exposition formats); whether any was written (the caller closes the brace).
-fn write_labels(buf: &mut String, labels: &Labels) -> bool {
-    let mut first = true;
+/// exposition formats), or `,k="v",…` after labels already written (`after`); whether any
+/// label is written now (the caller closes the brace).
+fn write_labels(buf: &mut Vec<u8>, labels: &Labels, after: bool) -> bool {
+    let mut first = !after;
+    let mut any = false;
     for (k, v) in labels.iter().filter(|(_, v)| !v.is_empty()) {
-        buf.push(if first { '{' } else { ',' });
+        any = true;
+        buf.push(if first { b'{' } else { b',' });
         first = false;
-        buf.push_str(k);
-        buf.push_str("=\"");
+        buf.extend_from_slice(k.as_bytes());
+        buf.extend_from_slice(b"=\"");
         escape_label_into(buf, v);
-        buf.push('"');
+        buf.push(b'"');
     }
-    !first
+    any
 }
 
-/// A bucket series up to its `le` value: `name{labels,le="`, written once per histogram
-/// instead of once per bucket.
-fn bucket_prefix(name: &str, labels: &Labels) -> String {
-    let mut p = String::with_capacity(name.len() + 128);
-    p.push_str(name);
-    let any = write_labels(&mut p, labels);
-    p.push_str(if any { ",le=\"" } else { "{le=\"" });
-    p
-}
-
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Value {
     Int(u64),
     Signed(i64),
     Float(f64),
+    /// `units / 10^decimals` (milliseconds, nanoseconds or percent in base units): the
+    /// float of that quotient, written without float formatting where its decimal form is
+    /// the same ([`Value::decimal`]).
+    Decimal {
+        units: u64,
+        decimals: u8,
+    },
 }
 
+/// 10^k as f64, exactly (k ≤ 9).
+const POWERS_OF_TEN: [f64; 10] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+
+/// For k decimals, the `units` below which `units / 10^k` as f64 prints as the exact decimal
+/// `units / 10^k`: where the f64's spacing (ulp) is below 10^-k, no other decimal of k places
+/// or fewer rounds to the same f64, so the shortest form that does (what `{}` prints) is that
+/// decimal. The ulp of x < 2^(52-c) is below 2^-c ≤ 10^-k for c = ⌈k·log2 10⌉.
+const DECIMAL_FAST_BELOW: [u64; 10] = {
+    const BITS: [u32; 10] = [0, 4, 7, 10, 14, 17, 20, 24, 27, 30];
+    let mut t = [0u64; 10];
+    let mut k = 0;
+    while k < 10 {
+        t[k] = 10u64.pow(k as u32) << (52 - BITS[k]);
+        k += 1;
+    }
+    t
+};
+
 impl Value {
-    fn write(self, out: &mut String) {
+    fn decimal(units: u64, decimals: u8) -> Value {
+        debug_assert!((decimals as usize) < POWERS_OF_TEN.len());
+        Value::Decimal { units, decimals }
+    }
+
+    /// As a Forward record carries it.
+    fn number(self) -> Number {
         match self {
-            Value::Int(v) => push_decimal(out, v),
+            Value::Int(v) => Number::Unsigned(v),
+            Value::Signed(v) => Number::Signed(v),
+            Value::Float(v) => Number::Float(v),
+            Value::Decimal { .. } => Number::Float(self.as_f64()),
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Value::Int(v) => v as f64,
+            Value::Signed(v) => v as f64,
+            Value::Float(v) => v,
+            Value::Decimal { units, decimals } => {
+                units as f64 / POWERS_OF_TEN[usize::from(decimals).min(9)]
+            }
+        }
+    }
+
+    fn write(self, out: &mut Vec<u8>) {
+        let mut digits = Digits::default();
+        match self {
+            Value::Int(v) => {
+                digits.set(v);
+                out.extend_from_slice(digits.as_bytes());
+            }
             Value::Signed(v) => {
                 if v < 0 {
-                    out.push('-');
+                    out.push(b'-');
                 }
-                push_decimal(out, v.unsigned_abs());
+                digits.set(v.unsigned_abs());
+                out.extend_from_slice(digits.as_bytes());
             }
-            Value::Float(v) if v.is_nan() => out.push_str("NaN"),
-            Value::Float(v) if v == f64::INFINITY => out.push_str("+Inf"),
-            Value::Float(v) if v == f64::NEG_INFINITY => out.push_str("-Inf"),
+            Value::Decimal { units, decimals }
+                if usize::from(decimals) < DECIMAL_FAST_BELOW.len()
+                    && units < DECIMAL_FAST_BELOW[usize::from(decimals)] =>
+            {
+                let scale = 10u64.pow(u32::from(decimals));
+                digits.set(units / scale);
+                out.extend_from_slice(digits.as_bytes());
+                let mut fraction = units % scale;
+                if fraction != 0 {
+                    // The fraction's digits, zero-padded to `decimals`, trailing zeros cut.
+                    let mut places = usize::from(decimals);
+                    while fraction % 10 == 0 {
+                        fraction /= 10;
+                        places -= 1;
+                    }
+                    digits.set(fraction);
+                    out.push(b'.');
+                    let shown = digits.as_bytes().len();
+                    out.resize(out.len() + places.saturating_sub(shown), b'0');
+                    out.extend_from_slice(digits.as_bytes());
+                }
+            }
+            Value::Decimal { .. } => Value::Float(self.as_f64()).write(out),
+            Value::Float(v) if v.is_nan() => out.extend_from_slice(b"NaN"),
+            Value::Float(v) if v == f64::INFINITY => out.extend_from_slice(b"+Inf"),
+            Value::Float(v) if v == f64::NEG_INFINITY => out.extend_from_slice(b"-Inf"),
             Value::Float(v) => {
                 let _ = write!(out, "{v}");
             }
@@ -276,41 +525,113 @@ impl Value {
     }
 }
 
-/// `v` in decimal. Most values of an exposition are integers (histogram buckets above all):
-/// digits straight into the buffer cost a fraction of `write!`'s formatting machinery.
-fn push_decimal(out: &mut String, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
+/// Two decimal digits for each of 0–99.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Up to 24 bytes in a buffer of that size, so that appending them is a copy of a size known
+/// when compiling (moves, not a call to memcpy): bucket lines are most of an exposition.
+#[derive(Debug, Clone, Copy)]
+struct Padded {
+    bytes: [u8; 24],
+    len: usize,
+}
+
+impl Padded {
+    fn new(s: &[u8]) -> Padded {
+        let mut p = Padded {
+            bytes: [0; 24],
+            len: s.len().min(24),
+        };
+        p.bytes[..p.len].copy_from_slice(&s[..p.len]);
+        p
+    }
+}
+
+/// Appends `p`: all 24 bytes, then the padding cut off again.
+fn extend_padded(out: &mut Vec<u8>, p: &Padded) {
+    let end = out.len() + p.len;
+    out.extend_from_slice(&p.bytes);
+    out.truncate(end);
+}
+
+/// An integer in decimal, and a line feed after it. Most values of an exposition are integers
+/// (histogram buckets above all): two digits at a time into a stack buffer cost a fraction of
+/// `write!`'s machinery.
+#[derive(Default)]
+struct Digits {
+    buf: [u8; 24],
+    /// How many digits.
+    len: usize,
+}
+
+impl Digits {
+    fn set(&mut self, mut v: u64) {
+        let len = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+        self.len = len;
+        self.buf[len] = b'\n';
+        let mut i = len;
+        while v >= 100 {
+            let pair = (v % 100) as usize * 2;
+            v /= 100;
+            i -= 2;
+            self.buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        }
+        if v >= 10 {
+            let pair = v as usize * 2;
+            i -= 2;
+            self.buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        } else {
+            i -= 1;
+            self.buf[i] = b'0' + v as u8;
         }
     }
-    // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or("0"));
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// The digits and a line feed.
+    fn line(&self) -> Padded {
+        Padded {
+            bytes: self.buf,
+            len: self.len + 1,
+        }
+    }
 }
 
 /// HELP text: backslash and line feed escaped (exposition format 0.0.4).
-fn escape_help(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('\n', "\\n")
+fn escape_help_into(out: &mut Vec<u8>, s: &str) {
+    escape_into(out, s, false);
 }
 
 /// A label value: backslash, double quote and line feed escaped.
-fn escape_label_into(out: &mut String, v: &str) {
-    // Almost every value needs nothing escaped: copy it whole.
-    if !v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
-        out.push_str(v);
+fn escape_label_into(out: &mut Vec<u8>, v: &str) {
+    escape_into(out, v, true);
+}
+
+/// `s` with backslash and line feed escaped, and the double quote too if `quote`.
+fn escape_into(out: &mut Vec<u8>, s: &str, quote: bool) {
+    let special = |b: u8| b == b'\\' || b == b'\n' || (quote && b == b'"');
+    // Almost every text needs nothing escaped: copy it whole.
+    if !s.bytes().any(special) {
+        out.extend_from_slice(s.as_bytes());
         return;
     }
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
+    for b in s.bytes() {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'"' if quote => out.extend_from_slice(b"\\\""),
+            b => out.push(b),
         }
     }
 }
@@ -340,75 +661,153 @@ const POOL_STATES: &[&str] = &[
     "SUSPENDED",
 ];
 
-/// Renders one snapshot, the open findings and the agent's health.
+/// Renders successive readings for one sink, keeping between them what a reading seldom
+/// changes: each family's HELP and TYPE lines as written, the family name and HELP made from
+/// each kstat row, and the size of the last rendering (the next one's buffer is sized like
+/// it, so it does not grow and copy as it fills). Its output is exactly [`render`]'s: what it
+/// keeps is checked against the reading it renders.
+#[derive(Debug, Default)]
+pub struct Renderer {
+    kstat: KstatFamilies,
+    headers: Headers,
+    prefix: Vec<u8>,
+    sets: Vec<u8>,
+    last_len: usize,
+}
+
+impl Renderer {
+    /// Renders one snapshot, the open findings and the agent's health.
+    pub fn render(
+        &mut self,
+        snapshot: &Snapshot,
+        findings: &[OpenFinding],
+        agent: Option<&AgentHealth>,
+    ) -> Exposition {
+        let mut out = TextOut {
+            text: Vec::with_capacity(self.last_len.max(64 * 1024) / 8 * 9),
+            om_cuts: Vec::new(),
+            unused_header: None,
+            prefix: &mut self.prefix,
+            sets: &mut self.sets,
+            headers: &mut self.headers,
+        };
+        out.sets.clear();
+        out.headers.next = 0;
+        snapshot_metrics(&mut out, &mut self.kstat, snapshot);
+        out.family(
+            "zpulse_finding",
+            Type::Gauge,
+            "An open finding of a check: 1 while raised, gone when cleared.",
+        );
+        for f in findings {
+            out.line(
+                "zpulse_finding",
+                &[
+                    ("check", &f.check),
+                    ("subject", &f.subject),
+                    ("severity", &f.severity),
+                ],
+                Value::Int(1),
+            );
+        }
+        if let Some(agent) = agent {
+            agent_health(&mut out, agent);
+        }
+        let exposition = out.finish();
+        self.last_len = exposition.text.len();
+        exposition
+    }
+}
+
+/// Renders one snapshot, the open findings and the agent's health, keeping nothing.
 pub fn render(
     snapshot: &Snapshot,
     findings: &[OpenFinding],
     agent: Option<&AgentHealth>,
 ) -> Exposition {
-    // Sized like the previous rendering, so the buffers do not grow (and copy) as they fill.
-    static LAST_LEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let capacity = LAST_LEN
-        .load(std::sync::atomic::Ordering::Relaxed)
-        .max(64 * 1024)
-        * 9
-        / 8;
-    let mut out = TextOut {
-        text: String::with_capacity(capacity),
-        om: String::with_capacity(capacity),
-        pending: None,
-        prefix: String::new(),
-    };
-    snapshot_metrics(&mut out, snapshot);
-    out.family(
-        "zpulse_finding",
-        Type::Gauge,
-        "An open finding of a check: 1 while raised, gone when cleared.",
-    );
-    for f in findings {
-        out.line(
-            "zpulse_finding",
-            &[
-                ("check", &f.check),
-                ("subject", &f.subject),
-                ("severity", &f.severity),
-            ],
-            Value::Int(1),
-        );
-    }
-    if let Some(agent) = agent {
-        agent_health(&mut out, agent);
-    }
-    LAST_LEN.store(out.om.len(), std::sync::atomic::Ordering::Relaxed);
-    out.finish()
+    Renderer::default().render(snapshot, findings, agent)
 }
 
-/// A Forward metric record ([`zpulse_forward::series`]) of one snapshot: the series of
-/// [`render`] that come from the snapshot (findings and the agent's health travel as events).
+/// Encodes successive readings as Forward metric records for one sink, keeping what
+/// [`Renderer`] keeps. Its output is exactly [`series_record`]'s.
+#[derive(Debug, Default)]
+pub struct RecordRenderer {
+    kstat: KstatFamilies,
+    last_len: usize,
+}
+
+impl RecordRenderer {
+    /// The series of [`Renderer::render`] that come from the snapshot (findings and the
+    /// agent's health travel as events).
+    pub fn record(&mut self, snapshot: &Snapshot, host: &str) -> Vec<u8> {
+        let mut out = SeriesOut {
+            writer: SeriesWriter::new(host, self.last_len / 8 * 9),
+            kind: Type::Gauge,
+        };
+        snapshot_metrics(&mut out, &mut self.kstat, snapshot);
+        let bytes = out.writer.finish();
+        self.last_len = bytes.len();
+        bytes
+    }
+}
+
+/// A Forward metric record ([`zpulse_forward::series`]) of one snapshot, keeping nothing.
 pub fn series_record(snapshot: &Snapshot, host: &str) -> Vec<u8> {
-    static LAST_LEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let capacity = LAST_LEN.load(std::sync::atomic::Ordering::Relaxed) * 9 / 8;
-    let mut out = SeriesOut {
-        writer: SeriesWriter::new(host, capacity),
-        kind: Type::Gauge,
-        histogram: (String::new(), Vec::new()),
-    };
-    snapshot_metrics(&mut out, snapshot);
-    let bytes = out.writer.finish();
-    LAST_LEN.store(bytes.len(), std::sync::atomic::Ordering::Relaxed);
-    bytes
+    RecordRenderer::default().record(snapshot, host)
+}
+
+/// The family name and HELP of each kstat row (ARC, ZIL, pool `iostats`), made once per
+/// row name. A reading has the rows of the one before in the same order unless the kernel
+/// module changed, so they are kept by position, each checked against its row name.
+#[derive(Debug, Default)]
+struct KstatFamilies {
+    arc: RowFamilies,
+    zil: RowFamilies,
+    pool: RowFamilies,
+}
+
+impl KstatFamilies {
+    fn restart(&mut self) {
+        for rows in [&mut self.arc, &mut self.zil, &mut self.pool] {
+            rows.next = 0;
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct RowFamilies {
+    rows: Vec<(String, Row)>,
+    /// Position of the next row asked for in this rendering.
+    next: usize,
+}
+
+impl RowFamilies {
+    /// The family of the next row, `row`: the kept one if the row at this position was
+    /// `row` last time, else made and kept.
+    fn next(&mut self, row: &str, classify: fn(&str) -> Row) -> &Row {
+        let i = self.next;
+        self.next += 1;
+        match self.rows.get(i) {
+            Some((kept, _)) if kept == row => {}
+            Some(_) => self.rows[i] = (row.to_owned(), classify(row)),
+            // Positions are asked for in order, so `i` is the length here.
+            None => self.rows.push((row.to_owned(), classify(row))),
+        }
+        &self.rows[i].1
+    }
 }
 
 /// Every family that comes from the snapshot, in exposition order.
-fn snapshot_metrics(out: &mut dyn Emit, snapshot: &Snapshot) {
+fn snapshot_metrics(out: &mut dyn Emit, kstat: &mut KstatFamilies, snapshot: &Snapshot) {
+    kstat.restart();
     host(out, snapshot);
     if let Some(arc) = &snapshot.arc {
-        kstat_rows(out, &arc.0.fields, arc_row);
+        kstat_rows(out, &arc.0.fields, &mut kstat.arc, arc_row);
     }
     if let Some(zil) = &snapshot.zil {
-        kstat_rows(out, &zil.0.fields, zil_row);
+        kstat_rows(out, &zil.0.fields, &mut kstat.zil, zil_row);
     }
-    pools(out, snapshot);
+    pools(out, &mut kstat.pool, snapshot);
     vdevs(out, snapshot);
     datasets(out, snapshot);
     disks(out, snapshot);
@@ -460,7 +859,8 @@ fn host(out: &mut dyn Emit, s: &Snapshot) {
     );
 }
 
-/// How one kstat row is exposed: family name, type, and a scale to base units.
+/// How one kstat row is exposed: family name, type and HELP.
+#[derive(Debug)]
 struct Row {
     name: String,
     kind: Type,
@@ -558,6 +958,7 @@ fn zil_row(row: &str) -> Row {
 fn kstat_rows(
     out: &mut dyn Emit,
     fields: &BTreeMap<String, KstatValue>,
+    families: &mut RowFamilies,
     classify: fn(&str) -> Row,
 ) {
     for (row, value) in fields {
@@ -566,13 +967,13 @@ fn kstat_rows(
             KstatValue::Signed(v) => Value::Signed(*v),
             KstatValue::Text(_) => continue,
         };
-        let r = classify(row);
+        let r = families.next(row, classify);
         out.family(&r.name, r.kind, &r.help);
         out.line(&r.name, &[], v);
     }
 }
 
-fn pools(out: &mut dyn Emit, s: &Snapshot) {
+fn pools(out: &mut dyn Emit, iostats: &mut RowFamilies, s: &Snapshot) {
     out.family(
         "zpulse_pool_state",
         Type::Gauge,
@@ -625,7 +1026,7 @@ fn pools(out: &mut dyn Emit, s: &Snapshot) {
         (
             "zpulse_pool_fragmentation_ratio",
             "Free-space fragmentation (zpool list FRAG / 100); absent when the kernel reports it invalid.",
-            |st| st.fragmentation.map(|f| Value::Float(f as f64 / 100.0)),
+            |st| st.fragmentation.map(|f| Value::decimal(f, 2)),
         ),
     ];
     for (name, help, pick) in space {
@@ -653,26 +1054,31 @@ fn pools(out: &mut dyn Emit, s: &Snapshot) {
     scans(out, s);
     pool_io(out, s);
     // Pool `iostats` kstat (0.8+): TRIM and ARC counters of the pool.
-    let mut rows: BTreeMap<String, Vec<(&str, u64)>> = BTreeMap::new();
+    let mut rows: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
     for p in &s.pools {
         if let Some(k) = &p.iostats {
             for (row, v) in &k.fields {
                 if let KstatValue::Unsigned(v) = v {
-                    rows.entry(row.clone()).or_default().push((&p.name, *v));
+                    rows.entry(row).or_default().push((&p.name, *v));
                 }
             }
         }
     }
     for (row, values) in rows {
-        let name = format!("zpulse_pool_{}_total", name_fragment(&row));
-        out.family(
-            &name,
-            Type::Counter,
-            &format!("Pool iostats kstat {row} (zeroed when the kstat is written to)."),
-        );
+        let r = iostats.next(row, pool_iostats_row);
+        out.family(&r.name, r.kind, &r.help);
         for (pool, v) in values {
-            out.line(&name, &[("pool", pool)], Value::Int(v));
+            out.line(&r.name, &[("pool", pool)], Value::Int(v));
         }
+    }
+}
+
+/// Pool `iostats` rows (`spa_iostats_t`, module/zfs/spa_stats.c): counters.
+fn pool_iostats_row(row: &str) -> Row {
+    Row {
+        name: format!("zpulse_pool_{}_total", name_fragment(row)),
+        kind: Type::Counter,
+        help: format!("Pool iostats kstat {row} (zeroed when the kstat is written to)."),
     }
 }
 
@@ -704,12 +1110,12 @@ fn pool_io(out: &mut dyn Emit, s: &Snapshot) {
         (
             "zpulse_pool_wait_time_seconds_total",
             "Time the wait queue was not empty (pool io kstat wtime).",
-            |io| Value::Float(io.wtime as f64 / 1e9),
+            |io| Value::decimal(io.wtime, 9),
         ),
         (
             "zpulse_pool_run_time_seconds_total",
             "Time the run queue was not empty (pool io kstat rtime).",
-            |io| Value::Float(io.rtime as f64 / 1e9),
+            |io| Value::decimal(io.rtime, 9),
         ),
     ];
     for (name, help, pick) in fields {
@@ -802,48 +1208,37 @@ fn scans(out: &mut dyn Emit, s: &Snapshot) {
     }
 }
 
-/// A vdev below a pool's root with the labels that name it: `class`, `vdev` (the top-level
-/// vdev) and, below the top level, `leaf`.
+/// A vdev below a pool's root with the labels that name it: `pool`, `class`, `vdev` (the
+/// top-level vdev) and, below the top level, `leaf`.
 struct VdevRef<'a> {
-    pool: &'a str,
-    class: &'static str,
-    top: &'a str,
-    leaf: &'a str,
+    labels: LabelSet<'a>,
     vdev: &'a Vdev,
     top_level: bool,
 }
 
-impl VdevRef<'_> {
-    fn labels(&self) -> [(&str, &str); 4] {
-        [
-            ("pool", self.pool),
-            ("class", self.class),
-            ("vdev", self.top),
-            ("leaf", self.leaf),
-        ]
-    }
-}
-
-fn vdev_refs(s: &Snapshot) -> Vec<VdevRef<'_>> {
-    let mut out = Vec::new();
+fn vdev_refs<'a>(out: &mut dyn Emit, s: &'a Snapshot) -> Vec<VdevRef<'a>> {
+    let mut refs = Vec::new();
     for p in &s.pools {
         let Some(config) = &p.config else { continue };
         for top in &config.root.children {
             let class = top.class.map_or("normal", VdevClass::as_str);
             for v in top.walk() {
                 let top_level = std::ptr::eq(v, top);
-                out.push(VdevRef {
-                    pool: &p.name,
-                    class,
-                    top: &top.name,
-                    leaf: if top_level { "" } else { &v.name },
+                let leaf = if top_level { "" } else { &v.name };
+                refs.push(VdevRef {
+                    labels: out.label_set(&[
+                        ("pool", &p.name),
+                        ("class", class),
+                        ("vdev", &top.name),
+                        ("leaf", leaf),
+                    ]),
                     vdev: v,
                     top_level,
                 });
             }
         }
     }
-    out
+    refs
 }
 
 /// Every vdev state `zpool status` prints (`zpool_state_to_name`).
@@ -852,17 +1247,22 @@ const VDEV_STATES: &[&str] = &[
 ];
 
 fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
-    let refs = vdev_refs(s);
+    let refs = vdev_refs(out, s);
     out.family(
         "zpulse_vdev_info",
         Type::Gauge,
         "A vdev's type and, for a leaf, the kernel disk it is on (value 1).",
     );
     for r in &refs {
-        let mut labels = r.labels().to_vec();
-        labels.push(("type", &r.vdev.vdev_type));
-        labels.push(("disk", r.vdev.disk.as_deref().unwrap_or("")));
-        out.line("zpulse_vdev_info", &labels, Value::Int(1));
+        out.line_in(
+            "zpulse_vdev_info",
+            &r.labels,
+            &[
+                ("type", &r.vdev.vdev_type),
+                ("disk", r.vdev.disk.as_deref().unwrap_or("")),
+            ],
+            Value::Int(1),
+        );
     }
     out.family(
         "zpulse_vdev_state",
@@ -873,16 +1273,12 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
         let Some(current) = r.vdev.state.as_deref() else {
             continue;
         };
-        let mut states: Vec<&str> = VDEV_STATES.to_vec();
-        if !states.contains(&current) {
-            states.push(current);
-        }
-        for state in states {
-            let mut labels = r.labels().to_vec();
-            labels.push(("state", state));
-            out.line(
+        let other = (!VDEV_STATES.contains(&current)).then_some(current);
+        for &state in VDEV_STATES.iter().chain(&other) {
+            out.line_in(
                 "zpulse_vdev_state",
-                &labels,
+                &r.labels,
+                &[("state", state)],
                 Value::Int((state == current).into()),
             );
         }
@@ -905,7 +1301,7 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
         out.family(name, Type::Gauge, help);
         for r in refs.iter().filter(|r| r.top_level) {
             if let Some(v) = r.vdev.stats.as_ref().and_then(pick) {
-                out.line(name, &r.labels(), Value::Int(v));
+                out.line_in(name, &r.labels, &[], Value::Int(v));
             }
         }
     }
@@ -916,10 +1312,11 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
     );
     for r in refs.iter().filter(|r| r.top_level) {
         if let Some(f) = r.vdev.stats.as_ref().and_then(|st| st.fragmentation) {
-            out.line(
+            out.line_in(
                 "zpulse_vdev_fragmentation_ratio",
-                &r.labels(),
-                Value::Float(f as f64 / 100.0),
+                &r.labels,
+                &[],
+                Value::decimal(f, 2),
             );
         }
     }
@@ -930,10 +1327,11 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
     );
     for r in &refs {
         if let Some(st) = &r.vdev.stats {
-            out.line(
+            out.line_in(
                 "zpulse_vdev_uptime_seconds",
-                &r.labels(),
-                Value::Float(st.timestamp as f64 / 1e9),
+                &r.labels,
+                &[],
+                Value::decimal(st.timestamp, 9),
             );
         }
     }
@@ -955,9 +1353,7 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
             if let Some(st) = &r.vdev.stats {
                 let a = pick(st);
                 for (op, i) in [("read", 1), ("write", 2)] {
-                    let mut labels = r.labels().to_vec();
-                    labels.push(("op", op));
-                    out.line(name, &labels, Value::Int(a[i]));
+                    out.line_in(name, &r.labels, &[("op", op)], Value::Int(a[i]));
                 }
             }
         }
@@ -974,9 +1370,12 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
                 ("write", st.write_errors),
                 ("checksum", st.checksum_errors),
             ] {
-                let mut labels = r.labels().to_vec();
-                labels.push(("kind", kind));
-                out.line("zpulse_vdev_errors_total", &labels, Value::Int(v));
+                out.line_in(
+                    "zpulse_vdev_errors_total",
+                    &r.labels,
+                    &[("kind", kind)],
+                    Value::Int(v),
+                );
             }
         }
     }
@@ -987,22 +1386,40 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
     );
     for r in &refs {
         if let Some(n) = r.vdev.stats.as_ref().and_then(|st| st.slow_ios) {
-            out.line("zpulse_vdev_slow_ios_total", &r.labels(), Value::Int(n));
+            out.line_in("zpulse_vdev_slow_ios_total", &r.labels, &[], Value::Int(n));
         }
     }
     latency_histograms(out, &refs);
 }
 
-/// `le` of bucket i: its upper bound 2^(i+1) ns, in seconds.
-fn bucket_bounds() -> &'static [String] {
-    static BOUNDS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+/// A bucket's upper bound: the `le` value, and as a bucket line writes it, with the `"} ` that
+/// ends the labels.
+#[derive(Debug)]
+struct Bound {
+    le: String,
+    text: Padded,
+}
+
+/// The bound of bucket i < 64: 2^(i+1) ns, in seconds; then +Inf (at 64).
+fn bucket_bounds() -> &'static [Bound] {
+    static BOUNDS: std::sync::OnceLock<Vec<Bound>> = std::sync::OnceLock::new();
     BOUNDS.get_or_init(|| {
+        let bound = |le: Vec<u8>| {
+            let mut text = le.clone();
+            text.extend_from_slice(b"\"} ");
+            Bound {
+                le: String::from_utf8(le).unwrap_or_default(),
+                // At most "18446744073.709553" (2^64 ns) and the 3 bytes.
+                text: Padded::new(&text),
+            }
+        };
         (0..64)
             .map(|i| {
-                let mut s = String::new();
-                Value::Float((1u128 << (i + 1)) as f64 / 1e9).write(&mut s);
-                s
+                let mut le = Vec::new();
+                Value::Float((1u128 << (i + 1)) as f64 / 1e9).write(&mut le);
+                bound(le)
             })
+            .chain([bound(b"+Inf".to_vec())])
             .collect()
     })
 }
@@ -1044,7 +1461,6 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
             &[("", |h| &h.trim)],
         ),
     ];
-    let le = bucket_bounds();
     let mut bucket_name = String::new();
     for (name, help, ops) in families {
         out.family(
@@ -1068,26 +1484,22 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
                 if buckets.is_empty() {
                     continue;
                 }
-                let mut labels = r.labels().to_vec();
-                labels.push(("op", op));
-                out.histogram(&bucket_name, &labels);
-                // Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything
-                // longer (vdev_stat_update, module/zfs/vdev.c), so it is +Inf's alone.
-                let mut cumulative = 0u64;
+                let op = [("op", *op)];
+                out.buckets(&bucket_name, &r.labels, &op, buckets);
+                // zpool iostat -l's average: each bucket's I/Os at its midpoint 2^i + 2^i/2.
+                let mut count = 0u64;
                 let mut sum_ns = 0u128;
-                let last = buckets.len() - 1;
                 for (i, &n) in buckets.iter().enumerate() {
-                    cumulative = cumulative.saturating_add(n);
+                    count = count.saturating_add(n);
                     let i = i.min(63);
                     sum_ns += u128::from(n) * ((1u128 << i) + ((1u128 << i) / 2));
-                    if i == last {
-                        break;
-                    }
-                    out.bucket(&le[i], cumulative);
                 }
-                out.bucket("+Inf", cumulative);
-                out.line(&sum_name, &labels, Value::Float(sum_ns as f64 / 1e9));
-                out.line(&count_name, &labels, Value::Int(cumulative));
+                let sum = u64::try_from(sum_ns).map_or_else(
+                    |_| Value::Float(sum_ns as f64 / 1e9),
+                    |ns| Value::decimal(ns, 9),
+                );
+                out.line_in(&sum_name, &r.labels, &op, sum);
+                out.line_in(&count_name, &r.labels, &op, Value::Int(count));
             }
         }
     }
@@ -1147,7 +1559,7 @@ fn datasets(out: &mut dyn Emit, s: &Snapshot) {
 
 fn disks(out: &mut dyn Emit, s: &Snapshot) {
     type Pick = fn(&DiskCounters) -> Option<Value>;
-    let fields: Vec<(&str, &str, Type, Pick)> = vec![
+    let fields: [(&str, &str, Type, Pick); 17] = [
         (
             "zpulse_disk_reads_completed_total",
             "Reads completed (diskstats field 1, devstat operations[READ]).",
@@ -1180,7 +1592,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time reads took, summed over reads (diskstats field 4; devstat duration[READ]).",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => Some(Value::Float(d.read_ms as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => Some(Value::decimal(d.read_ms, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.duration[1])),
             },
         ),
@@ -1218,7 +1630,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time writes took, summed over writes (diskstats field 8; devstat duration[WRITE]).",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => Some(Value::Float(d.write_ms as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => Some(Value::decimal(d.write_ms, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.duration[2])),
             },
         ),
@@ -1256,7 +1668,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time discards took (diskstats 4.18+, devstat duration[FREE]).",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => d.discard_ms.map(|v| Value::Float(v as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => d.discard_ms.map(|v| Value::decimal(v, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.duration[3])),
             },
         ),
@@ -1274,7 +1686,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time flushes took (diskstats 5.5+; devstat duration[NO_DATA]).",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => d.flush_ms.map(|v| Value::Float(v as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => d.flush_ms.map(|v| Value::decimal(v, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.duration[0])),
             },
         ),
@@ -1294,7 +1706,7 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Time the device was busy, with I/O in flight (diskstats field 10; devstat busy_time): rate() is %util / 100.",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => Some(Value::Float(d.io_ms as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => Some(Value::decimal(d.io_ms, 3)),
                 DiskCounters::Devstat(d) => Some(Value::Float(d.busy_time)),
             },
         ),
@@ -1303,16 +1715,21 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             "Sum of each I/O's time in the queue (diskstats field 11, Linux only): rate() is aqu-sz.",
             Type::Counter,
             |c| match c {
-                DiskCounters::Diskstats(d) => Some(Value::Float(d.weighted_ms as f64 / 1000.0)),
+                DiskCounters::Diskstats(d) => Some(Value::decimal(d.weighted_ms, 3)),
                 DiskCounters::Devstat(_) => None,
             },
         ),
     ];
+    let disks: Vec<_> = s
+        .disks
+        .iter()
+        .map(|d| (d, out.label_set(&[("disk", &d.name)])))
+        .collect();
     for (name, help, kind, pick) in fields {
         out.family(name, kind, help);
-        for d in &s.disks {
+        for (d, labels) in &disks {
             if let Some(v) = pick(&d.counters) {
-                out.line(name, &[("disk", &d.name)], v);
+                out.line_in(name, labels, &[], v);
             }
         }
     }
@@ -1321,23 +1738,15 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
         Type::Gauge,
         "1 for a spinning disk (HDD), 0 for an SSD; absent when the kernel does not say.",
     );
-    for d in &s.disks {
+    for (d, labels) in &disks {
         if let Some(r) = d.rotational {
-            out.line(
-                "zpulse_disk_rotational",
-                &[("disk", &d.name)],
-                Value::Int(r.into()),
-            );
+            out.line_in("zpulse_disk_rotational", labels, &[], Value::Int(r.into()));
         }
     }
     out.family("zpulse_disk_size_bytes", Type::Gauge, "Disk size.");
-    for d in &s.disks {
+    for (d, labels) in &disks {
         if let Some(v) = d.size {
-            out.line(
-                "zpulse_disk_size_bytes",
-                &[("disk", &d.name)],
-                Value::Int(v),
-            );
+            out.line_in("zpulse_disk_size_bytes", labels, &[], Value::Int(v));
         }
     }
     out.family(
@@ -1345,12 +1754,12 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
         Type::Gauge,
         "The vdev a disk (or a partition of it) serves, as labels (value 1): join disks to pools and classes.",
     );
-    for d in &s.disks {
+    for (d, labels) in &disks {
         for role in &d.roles {
-            out.line(
+            out.line_in(
                 "zpulse_disk_role",
+                labels,
                 &[
-                    ("disk", &d.name),
                     ("pool", &role.pool),
                     ("class", role.class.as_str()),
                     ("vdev", &role.vdev),

@@ -153,6 +153,7 @@ pub struct PrometheusSink {
     agent: Option<AgentHealth>,
     stats: SinkStats,
     textfile_error: Option<String>,
+    renderer: exposition::Renderer,
 }
 
 impl PrometheusSink {
@@ -171,6 +172,7 @@ impl PrometheusSink {
             agent: None,
             stats: SinkStats::default(),
             textfile_error: None,
+            renderer: exposition::Renderer::default(),
         })
     }
 
@@ -198,9 +200,12 @@ impl PrometheusSink {
         let me = crate::daemon::selfstat::read();
         agent.cpu_seconds = me.cpu_seconds;
         agent.rss_bytes = me.rss_bytes;
-        let e = exposition::render(reading.snapshot(), &self.findings(), Some(&agent));
+        let findings = self.findings();
+        let e = self
+            .renderer
+            .render(reading.snapshot(), &findings, Some(&agent));
         if let Some(path) = &self.config.textfile {
-            match write_atomically(path, e.text.as_bytes()) {
+            match write_atomically(path, e.text()) {
                 Ok(()) => self.textfile_error = None,
                 Err(msg) => {
                     // Said once per failure streak, not every sample.
@@ -216,8 +221,7 @@ impl PrometheusSink {
             }
         }
         if let Some(ep) = &self.endpoint {
-            ep.shared
-                .publish(Arc::new(Published::new(e.text, e.openmetrics)));
+            ep.shared.publish(Arc::new(Published::new(e)));
         }
         Ok(())
     }

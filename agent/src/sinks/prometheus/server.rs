@@ -9,7 +9,7 @@
 //! slow or stuck client holds one thread for at most the timeout and cannot delay another
 //! scrape, the sink or the sampler.
 
-use super::exposition::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
+use super::exposition::{Exposition, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,41 +22,90 @@ const MAX_REQUEST_BYTES: usize = 8 * 1024;
 /// One rendering, as served.
 #[derive(Debug, Default)]
 pub struct Published {
-    pub text: Vec<u8>,
-    pub openmetrics: Vec<u8>,
+    pub exposition: Exposition,
     text_gzip: OnceLock<Vec<u8>>,
     openmetrics_gzip: OnceLock<Vec<u8>>,
 }
 
 impl Published {
-    pub fn new(text: String, openmetrics: String) -> Published {
+    pub fn new(exposition: Exposition) -> Published {
         Published {
-            text: text.into_bytes(),
-            openmetrics: openmetrics.into_bytes(),
+            exposition,
             ..Published::default()
         }
     }
 
-    fn body(&self, openmetrics: bool, gzip: bool) -> &[u8] {
-        let (plain, cache) = if openmetrics {
-            (&self.openmetrics, &self.openmetrics_gzip)
-        } else {
-            (&self.text, &self.text_gzip)
-        };
-        if gzip {
-            cache.get_or_init(|| compress(plain))
-        } else {
-            plain
+    fn body(&self, openmetrics: bool, gzip: bool) -> Body<'_> {
+        let e = &self.exposition;
+        match (openmetrics, gzip) {
+            (false, false) => Body::Bytes(e.text()),
+            (true, false) => Body::OpenMetrics(e),
+            (false, true) => Body::Bytes(
+                self.text_gzip
+                    .get_or_init(|| compress([e.text()], e.text().len())),
+            ),
+            (true, true) => Body::Bytes(
+                self.openmetrics_gzip
+                    .get_or_init(|| compress(e.openmetrics_pieces(), e.openmetrics_len())),
+            ),
         }
     }
 }
 
-fn compress(bytes: &[u8]) -> Vec<u8> {
+/// What a response carries.
+enum Body<'a> {
+    Bytes(&'a [u8]),
+    /// The OpenMetrics form, sent piece by piece from the text ([`Exposition::openmetrics_pieces`]).
+    OpenMetrics(&'a Exposition),
+}
+
+impl Body<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Body::Bytes(b) => b.len(),
+            Body::OpenMetrics(e) => e.openmetrics_len(),
+        }
+    }
+
+    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        match self {
+            Body::Bytes(b) => w.write_all(b),
+            Body::OpenMetrics(e) => write_coalesced(w, e.openmetrics_pieces()),
+        }
+    }
+}
+
+/// Writes pieces through a buffer on the stack: a write per 16 KiB rather than per piece (a
+/// piece can be one line), and nothing allocated.
+fn write_coalesced<'p>(
+    w: &mut impl Write,
+    pieces: impl Iterator<Item = &'p [u8]>,
+) -> std::io::Result<()> {
+    let mut buf = [0u8; 16 * 1024];
+    let mut used = 0;
+    for piece in pieces {
+        if used + piece.len() > buf.len() {
+            w.write_all(&buf[..used])?;
+            used = 0;
+        }
+        if piece.len() >= buf.len() {
+            w.write_all(piece)?;
+        } else {
+            buf[used..used + piece.len()].copy_from_slice(piece);
+            used += piece.len();
+        }
+    }
+    w.write_all(&buf[..used])
+}
+
+fn compress<'p>(pieces: impl IntoIterator<Item = &'p [u8]>, len: usize) -> Vec<u8> {
     use flate2::Compression;
     use flate2::write::GzEncoder;
-    let mut enc = GzEncoder::new(Vec::with_capacity(bytes.len() / 4), Compression::fast());
-    // Writing to a Vec cannot fail.
-    let _ = enc.write_all(bytes);
+    let mut enc = GzEncoder::new(Vec::with_capacity(len / 4), Compression::fast());
+    for piece in pieces {
+        // Writing to a Vec cannot fail.
+        let _ = enc.write_all(piece);
+    }
     enc.finish().unwrap_or_default()
 }
 
@@ -363,7 +412,7 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> std::io::Result<()> {
     if req.method == "HEAD" {
         return respond_head(stream, "200 OK", content_type, encoding, body.len());
     }
-    respond(stream, "200 OK", content_type, encoding, body)
+    respond_with(stream, "200 OK", content_type, encoding, body)
 }
 
 fn respond_head(
@@ -392,14 +441,51 @@ fn respond(
     encoding: Option<&str>,
     body: &[u8],
 ) -> std::io::Result<()> {
+    respond_with(stream, status, content_type, encoding, Body::Bytes(body))
+}
+
+fn respond_with(
+    stream: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    encoding: Option<&str>,
+    body: Body,
+) -> std::io::Result<()> {
     respond_head(stream, status, content_type, encoding, body.len())?;
-    stream.write_all(body)?;
+    body.write_to(stream)?;
     stream.flush()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a scrape is sent in each form is the rendering's text or its OpenMetrics form,
+    /// whole (a lab reading's pieces are many, and longer and shorter than the send buffer).
+    #[test]
+    fn each_form_is_sent_whole_plain_or_gzipped() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/lab/basic/001");
+        let e = super::super::exposition::render(&crate::capture::load(&dir).unwrap(), &[], None);
+        let (text, om) = (e.text().to_vec(), e.openmetrics().into_bytes());
+        assert!(text.len() > 100_000 && om.starts_with(b"# HELP "));
+        let p = Published::new(e);
+        for (openmetrics, want) in [(false, &text), (true, &om)] {
+            let body = p.body(openmetrics, false);
+            assert_eq!(body.len(), want.len());
+            let mut sent = Vec::new();
+            body.write_to(&mut sent).unwrap();
+            assert!(sent == *want, "openmetrics {openmetrics}");
+            let Body::Bytes(gzipped) = p.body(openmetrics, true) else {
+                panic!("a gzip body is one piece");
+            };
+            let mut plain = Vec::new();
+            flate2::read::GzDecoder::new(gzipped)
+                .read_to_end(&mut plain)
+                .unwrap();
+            assert!(plain == *want, "gzip, openmetrics {openmetrics}");
+        }
+    }
 
     #[test]
     fn prometheus_accept_header_asks_for_openmetrics() {
