@@ -835,13 +835,7 @@ fn plugins_contribute_to_a_report_through_the_abi() {
     for n in 0..3 {
         host.run(&sample_n(n));
     }
-    let window = zpulse_proto::report::ReportWindow {
-        from: sample_n(0).start,
-        to: sample_n(2).end,
-        intervals: 3,
-        whole: sample(),
-        ..Default::default()
-    };
+    let window = window_of_three();
     let (sections, out) = host.report_window(&window);
     // The template has no report: it adds nothing, and nothing goes wrong.
     assert!(
@@ -865,4 +859,82 @@ fn plugins_contribute_to_a_report_through_the_abi() {
         "{:?}",
         out.events
     );
+}
+
+/// A report window over the three samples `sample_n(0..3)`.
+fn window_of_three() -> zpulse_proto::report::ReportWindow {
+    zpulse_proto::report::ReportWindow {
+        from: sample_n(0).start,
+        to: sample_n(2).end,
+        intervals: 3,
+        whole: sample(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_report_that_hangs_costs_only_that_plugin_its_late_sections() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin("zpulse_test_plugin_hangs"), "libhangs.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("budget = \"400ms\"\n[plugins.hangs]\nreport_hang_ms = 2500\n");
+    for n in 0..3 {
+        host.run(&sample_n(n));
+    }
+    let (sections, out) = host.report_window(&window_of_three());
+    // The C plugin's section, and what the hung one gave before it hung; nothing after.
+    let titles: Vec<(&str, &str)> = sections
+        .iter()
+        .map(|s| (s.check.as_str(), s.title.as_str()))
+        .collect();
+    assert_eq!(
+        titles,
+        [("hangs", "before the hang"), ("hello-c", "hello from C")],
+        "{:?}",
+        out.logs
+    );
+    let hung = agent(&out, "plugin.hung");
+    assert_eq!(hung.len(), 1, "{:?}", out.events);
+    assert!(
+        hung[0]
+            .event
+            .summary
+            .contains("report has been running for more than 0.4 s"),
+        "{}",
+        hung[0].event.summary
+    );
+    assert!(matches!(status_of(&host, "hangs"), Status::Hung(_)));
+    host.shutdown();
+}
+
+#[test]
+fn sections_past_the_limit_are_left_out_and_that_is_said_once() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&rust_plugin("zpulse_test_plugin_noisy"), "libnoisy.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("[plugins.noisy]\nsections = 40\n");
+    for n in 0..3 {
+        host.run(&sample_n(n));
+    }
+    let (sections, out) = host.report_window(&window_of_three());
+    let noisy: Vec<&str> = sections
+        .iter()
+        .filter(|s| s.check == "noisy")
+        .map(|s| s.title.as_str())
+        .collect();
+    // The first SECTIONS_PER_PLUGIN, in the order given.
+    let want: Vec<String> = (0..zpulse_proto::report::SECTIONS_PER_PLUGIN)
+        .map(|i| format!("section {i}"))
+        .collect();
+    assert_eq!(noisy, want);
+    assert!(sections.iter().any(|s| s.check == "hello-c"));
+    let truncated = agent(&out, "plugin.report-truncated");
+    assert_eq!(truncated.len(), 1, "{:?}", out.events);
+    assert_eq!(truncated[0].event.data["dropped"], Value::UInt(40 - 32));
+    assert!(agent(&out, "plugin.rate-limited").is_empty());
+    assert_eq!(status_of(&host, "noisy"), Status::Loaded);
 }

@@ -164,6 +164,7 @@ struct Raised {
     failing: bool,
     invalid: bool,
     rate_limited: bool,
+    sections_dropped: bool,
     logs_dropped: bool,
 }
 
@@ -763,6 +764,18 @@ impl PluginHost {
                         self.budget.limits.max_events_per_sample
                     ),
                     data(&[("dropped", c.rate_limited.into())]),
+                ));
+            }
+            if c.sections_dropped > 0 && !std::mem::replace(&mut run.raised.sections_dropped, true)
+            {
+                problems.push((
+                    "plugin.report-truncated",
+                    format!(
+                        "plugin {name} gave more than {} sections to one report; the rest \
+                         were left out",
+                        zpulse_proto::report::SECTIONS_PER_PLUGIN
+                    ),
+                    data(&[("dropped", c.sections_dropped.into())]),
                 ));
             }
             if c.logs_dropped > 0 && !std::mem::replace(&mut run.raised.logs_dropped, true) {

@@ -102,6 +102,8 @@ pub(super) struct Collected {
     pub first_invalid: Option<String>,
     /// Records dropped over the per-sample limit.
     pub rate_limited: u64,
+    /// Report sections dropped over [`SECTIONS_PER_PLUGIN`].
+    pub sections_dropped: u64,
     pub logs_dropped: u64,
 }
 
@@ -195,7 +197,7 @@ impl Shared {
             return abi::EMIT_TOO_LARGE;
         }
         if self.lock().sections.len() >= SECTIONS_PER_PLUGIN {
-            self.lock().rate_limited += 1;
+            self.lock().sections_dropped += 1;
             return abi::EMIT_RATE_LIMITED;
         }
         match Section::from_msgpack(bytes) {

@@ -1,7 +1,9 @@
 //! Sleeps in `on_sample` for the samples listed in `hang_samples` (1-based), `hang_ms` each;
 //! emits one metrics event per sample it finishes, so the test sees when it runs again.
+//! Asked for a report, it gives one section, then sleeps `report_hang_ms` and gives another.
 
 use std::time::Duration;
+use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::{self, Event, Host, Plugin, Sample};
 use zpulse_proto::serde::Deserialize;
 
@@ -10,6 +12,7 @@ use zpulse_proto::serde::Deserialize;
 pub struct Config {
     hang_ms: u64,
     hang_samples: Vec<u64>,
+    report_hang_ms: u64,
 }
 
 pub struct Hangs {
@@ -35,6 +38,17 @@ impl Plugin for Hangs {
             .with("n", self.seen)
             .with("end", sample.end);
         host.emit(&event)?;
+        Ok(())
+    }
+
+    fn report(&mut self, _window: &ReportWindow, host: &Host) -> Result<(), sdk::Error> {
+        host.section(&Section::new(
+            Rating::Info,
+            "before the hang",
+            "given at once",
+        ))?;
+        std::thread::sleep(Duration::from_millis(self.config.report_hang_ms));
+        host.section(&Section::new(Rating::Info, "after the hang", "given late"))?;
         Ok(())
     }
 }

@@ -1,8 +1,9 @@
 //! Emits one good event per sample, then what it is told to: `flood` more events, and with
 //! `garbage = true` every kind of bad record (not MessagePack, not a map, a wrong field, an
 //! `agent` event, an oversized one). The agent must drop the bad ones, report each problem
-//! once, and still deliver the good event.
+//! once, and still deliver the good event. Asked for a report, it gives `sections` sections.
 
+use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::{self, Event, Host, Plugin, Sample, Value};
 use zpulse_proto::serde::Deserialize;
 
@@ -11,6 +12,7 @@ use zpulse_proto::serde::Deserialize;
 pub struct Config {
     flood: u32,
     garbage: bool,
+    sections: u32,
 }
 
 pub struct Noisy {
@@ -55,6 +57,15 @@ impl Plugin for Noisy {
             let e = Event::metrics(Self::NAME, "flood", format!("flood {i}")).with("i", i);
             // Rate limited after a while: a well-behaved plugin would stop; this one doesn't.
             let _ = host.emit(&e);
+        }
+        Ok(())
+    }
+
+    fn report(&mut self, _window: &ReportWindow, host: &Host) -> Result<(), sdk::Error> {
+        for i in 0..self.config.sections {
+            // Refused past the agent's limit: a well-behaved plugin would stop; this one
+            // doesn't.
+            let _ = host.section(&Section::new(Rating::Info, format!("section {i}"), "x"));
         }
         Ok(())
     }
