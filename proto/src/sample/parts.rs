@@ -332,11 +332,16 @@ impl<'a> PartEncoder<'a> {
     }
 }
 
-/// The header of a map of `len` < 16 entries (MessagePack's fixmap, what rmp_serde writes
-/// for a struct of so few fields).
+/// The header of a map of `len` entries, in the smallest form, as rmp_serde writes it: a
+/// fixmap up to 15 entries (the two structs written here have 11 and 13 fields), else map 16.
 fn map_len(out: &mut Vec<u8>, len: usize) {
-    debug_assert!(len < 16, "a fixmap holds at most 15 entries");
-    out.push(0x80 | len as u8);
+    match u8::try_from(len) {
+        Ok(small) if small < 16 => out.push(0x80 | small),
+        _ => {
+            out.push(0xde);
+            out.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+    }
 }
 
 fn key(out: &mut Vec<u8>, name: &str) {
@@ -357,4 +362,23 @@ fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, v: &T) {
 fn raw_field(out: &mut Vec<u8>, name: &str, encoded: &[u8]) {
     key(out, name);
     out.extend_from_slice(encoded);
+}
+
+#[cfg(test)]
+mod tests {
+    /// The two map headers of the MessagePack specification (fixmap `1000xxxx`, map 16
+    /// `0xde` and a big-endian count), at the boundary between them.
+    #[test]
+    fn map_headers_follow_the_specification() {
+        for (len, want) in [
+            (0, vec![0x80]),
+            (15, vec![0x8f]),
+            (16, vec![0xde, 0x00, 0x10]),
+            (300, vec![0xde, 0x01, 0x2c]),
+        ] {
+            let mut out = Vec::new();
+            super::map_len(&mut out, len);
+            assert_eq!(out, want, "{len} entries");
+        }
+    }
 }
