@@ -379,7 +379,7 @@ impl HddSaturation {
 
     /// Mean share of the ARC that is metadata over the window, 0–1.
     pub fn metadata_share(&self) -> Option<f64> {
-        self.metadata.stats(f64::INFINITY).map(|s| s.util_mean)
+        Stats::over(&self.metadata, f64::INFINITY).map(|s| s.util_mean)
     }
 
     /// Judges one window.
@@ -434,7 +434,7 @@ impl HddSaturation {
                 if window.len() < min {
                     continue;
                 }
-                let Some(mut stats) = window.stats(self.config.saturation_pct) else {
+                let Some(mut stats) = Stats::over(window, self.config.saturation_pct) else {
                     continue;
                 };
                 adjust(std::slice::from_ref(name), &mut stats);
@@ -457,7 +457,7 @@ impl HddSaturation {
             if track.window.len() < min || (self.config.per_disk && track.members.len() == 1) {
                 continue;
             }
-            let Some(mut stats) = track.window.stats(self.config.saturation_pct) else {
+            let Some(mut stats) = Stats::over(&track.window, self.config.saturation_pct) else {
                 continue;
             };
             adjust(&track.members, &mut stats);
