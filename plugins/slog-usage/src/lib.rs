@@ -421,7 +421,7 @@ impl SlogUsage {
                     .push(point);
             }
             let window = self.windows.get(&subject);
-            let layout = layout(&tops);
+            let layout = Vdev::layout(&tops);
             let space: u64 = tops
                 .iter()
                 .filter_map(|v| v.stats.as_ref())
@@ -846,21 +846,6 @@ fn device_report(
         Verdict::Clear,
         Report::new(format!("{subject} is a solid-state device")),
     ))
-}
-
-/// `mirror-2: sdc, sdd; sde` — each top-level log vdev with its leaves.
-fn layout(tops: &[&Vdev]) -> String {
-    tops.iter()
-        .map(|v| {
-            if v.children.is_empty() {
-                v.name.clone()
-            } else {
-                let leaves: Vec<&str> = v.leaves().iter().map(|l| l.name.as_str()).collect();
-                format!("{}: {}", v.name, leaves.join(", "))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// One interval of a pool's log vdevs, or `None` when a log vdev has no rates this time

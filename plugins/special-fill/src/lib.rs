@@ -216,22 +216,6 @@ fn describe_redundancy(v: &Vdev) -> String {
     }
 }
 
-/// `mirror-1: sdc, sdd; sde` — each top-level vdev with its leaves.
-fn layout(vdevs: &[&Vdev]) -> String {
-    vdevs
-        .iter()
-        .map(|v| {
-            if v.children.is_empty() {
-                v.name.clone()
-            } else {
-                let leaves: Vec<&str> = v.leaves().iter().map(|l| l.name.as_str()).collect();
-                format!("{}: {}", v.name, leaves.join(", "))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 fn failures(n: u32) -> String {
     match n {
         0 => "no failure".to_string(),
@@ -337,7 +321,7 @@ impl SpecialFill {
             subject,
             pool: pool.name.clone(),
             class,
-            layout: layout(&vdevs),
+            layout: Vdev::layout(&vdevs),
             alloc,
             space,
             reserve_pct,
