@@ -324,7 +324,7 @@ impl ArcSizing {
     pub fn conclude(&self, window: &ReportWindow) -> Vec<Section> {
         let whole = &window.whole;
         let config = Config {
-            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window: window.judging_span(),
             window_samples: u32::MAX,
             min_samples: 1,
             raise_after: 1,

@@ -300,7 +300,7 @@ impl L2arcValue {
             return Vec::new();
         }
         let config = Config {
-            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window: window.judging_span(),
             window_samples: usize::MAX,
             min_samples: 1,
             ..self.config.clone()

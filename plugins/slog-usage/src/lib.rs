@@ -488,7 +488,7 @@ impl SlogUsage {
     pub fn conclude(&self, window: &ReportWindow) -> Vec<Section> {
         let whole = &window.whole;
         let config = Config {
-            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window: window.judging_span(),
             window_samples: usize::MAX,
             min_samples: 1,
             ..self.config.clone()
