@@ -481,25 +481,23 @@ impl SpecialFill {
                 .with("reserve_pct", reserve)
                 .with("below_reserve", f.below_reserve());
         }
-        if verdict == Verdict::Clear {
-            report.summary = format!(
-                "{} ({}) is {used:.0}% full again: {} of {}, {} free",
-                f.subject,
-                f.layout,
-                bytes(f.alloc as f64),
-                bytes(f.space as f64),
-                bytes(f.free() as f64)
-            );
-            return report;
-        }
+        let again = if verdict == Verdict::Clear {
+            " again"
+        } else {
+            ""
+        };
         let mut text = format!(
-            "{} ({}) is {used:.0}% full: {} of {}, {} free",
+            "{} ({}) is {used:.0}% full{again}: {} of {}, {} free",
             f.subject,
             f.layout,
             bytes(f.alloc as f64),
             bytes(f.space as f64),
             bytes(f.free() as f64)
         );
+        if verdict == Verdict::Clear {
+            report.summary = text;
+            return report;
+        }
         if let Some(g) = f.growth {
             // The window's length is in the summary, not in `data`: while the window fills,
             // its growth would look like a material change of the finding.
