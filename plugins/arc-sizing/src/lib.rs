@@ -45,9 +45,7 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::sections_of_events;
-use zpulse_proto::sdk::stats::{
-    Timed, Window, check_window_samples, least_squares_slope, round2, settle,
-};
+use zpulse_proto::sdk::stats::{Timed, Window, check_window, least_squares_slope, round2, settle};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
 };
@@ -411,10 +409,11 @@ impl ArcSizing {
         if config.keep_free_pct >= 100.0 {
             return Err("keep_free_pct must be below 100".into());
         }
-        if config.window.is_zero() {
-            return Err("window must be longer than 0 s".into());
-        }
-        check_window_samples(config.window_samples as usize, config.min_samples as usize)?;
+        check_window(
+            config.window,
+            config.window_samples as usize,
+            config.min_samples as usize,
+        )?;
         let findings = Findings::new(
             Self::NAME,
             Rules {

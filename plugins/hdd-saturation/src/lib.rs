@@ -53,7 +53,7 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sample::DiskRates;
-use zpulse_proto::sdk::stats::{check_window_samples, round2, settle};
+use zpulse_proto::sdk::stats::{check_window, round2, settle};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Threshold, Value, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::VdevClass;
@@ -239,10 +239,11 @@ impl HddSaturation {
                 config.seek_bound_pct, config.streaming_pct
             ));
         }
-        if config.window.is_zero() {
-            return Err("window must be longer than 0 s".into());
-        }
-        check_window_samples(config.window_samples as usize, config.min_samples as usize)?;
+        check_window(
+            config.window,
+            config.window_samples as usize,
+            config.min_samples as usize,
+        )?;
         let findings = Findings::new(
             Self::NAME,
             Rules {
