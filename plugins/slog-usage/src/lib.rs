@@ -105,11 +105,7 @@ impl Config {
             ("saturated_busy_pct", self.saturated_busy_pct),
             ("full_pct", self.full_pct),
         ] {
-            if !(0.0..=100.0).contains(&v) {
-                return Err(format!(
-                    "{name} must be a percentage from 0 to 100, not {v}"
-                ));
-            }
+            sdk::config::check_pct(name, v)?;
         }
         for (name, v) in [
             ("idle_writes_per_s", self.idle_writes_per_s),

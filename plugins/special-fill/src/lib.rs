@@ -99,15 +99,7 @@ impl Default for Config {
 impl Config {
     /// Refuses settings that cannot work, saying why.
     pub fn validate(&self) -> Result<(), String> {
-        let pct = |name: &str, v: f64| {
-            if (0.0..=100.0).contains(&v) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{name} must be a percentage from 0 to 100, not {v}"
-                ))
-            }
-        };
+        let pct = sdk::config::check_pct;
         if let Some(w) = self.warn_used_pct {
             pct("warn_used_pct", w)?;
             if w > self.critical_used_pct {
