@@ -13,6 +13,7 @@
 
 use crate::Sample;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// The window a report covers, as plugins receive it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -46,6 +47,13 @@ impl ReportWindow {
     /// Seconds the window covers.
     pub fn seconds(&self) -> f64 {
         self.whole.interval
+    }
+
+    /// The `window` setting under which a check judges [`whole`](Self::whole) as its one
+    /// observation: twice the window's length, at least 2 s, so that observation lies well
+    /// inside the check's window ([`crate::sdk::stats::Window`]'s edge rule).
+    pub fn judging_span(&self) -> Duration {
+        Duration::from_secs_f64(self.whole.interval.max(1.0) * 2.0)
     }
 
     /// The mean of the ARC's metadata share over the window's intervals, 0–1.
@@ -253,5 +261,23 @@ mod tests {
         };
         assert_eq!(b.share_at_or_above(95.0), Some(0.5));
         assert_eq!(DiskBusy::default().share_at_or_above(95.0), None);
+    }
+
+    #[test]
+    fn the_whole_window_is_judged_inside_a_window_of_twice_its_length() {
+        let mut w = ReportWindow::default();
+        w.whole.end = 1_800.0;
+        w.whole.interval = 1_800.0;
+        assert_eq!(w.judging_span(), Duration::from_secs(3_600));
+        let mut window = crate::sdk::stats::Window::new(w.judging_span().as_secs_f64(), 1);
+        window.push((w.whole.end, 0.0));
+        assert_eq!(
+            window.len(),
+            1,
+            "the one observation is inside the check's window"
+        );
+        // A window of one snapshot covers no time: still a window of 2 s, not of 0.
+        w.whole.interval = 0.0;
+        assert_eq!(w.judging_span(), Duration::from_secs(2));
     }
 }

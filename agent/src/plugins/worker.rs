@@ -255,7 +255,8 @@ fn text(bytes: Option<&[u8]>) -> String {
 /// The `Shared` behind a callback's `ctx`.
 ///
 /// # Safety
-/// `ctx` must be a pointer made by `Arc::into_raw` in [`spawn`], which is never released.
+/// `ctx` must be a pointer made by `Arc::into_raw` in [`Api::for_plugin`], which is never
+/// released.
 unsafe fn shared<'a>(ctx: *mut c_void) -> &'a Shared {
     // SAFETY: per the contract; the Arc's count is never decremented, so it lives forever.
     unsafe { &*ctx.cast::<Shared>() }
@@ -309,6 +310,23 @@ struct Api(&'static HostApi);
 // an `Arc<Shared>` (Sync) that is never freed.
 unsafe impl Send for Api {}
 
+impl Api {
+    /// The callbacks with `shared` as their `ctx`: a reference to it that is never released
+    /// (what [`shared`] relies on), in a `HostApi` leaked for the life of the process.
+    fn for_plugin(shared: &Arc<Shared>) -> Api {
+        let ctx = Arc::into_raw(Arc::clone(shared))
+            .cast_mut()
+            .cast::<c_void>();
+        Api(Box::leak(Box::new(HostApi::new(
+            ctx,
+            log_cb,
+            emit_cb,
+            set_error_cb,
+            section_cb,
+        ))))
+    }
+}
+
 /// Starts the worker of plugin number `index`. Dropping the returned sender stops it: it
 /// finishes its current call (if any), destroys the state and says [`Done::Stopped`].
 pub(super) fn spawn(
@@ -318,16 +336,7 @@ pub(super) fn spawn(
     done: Sender<(usize, Done)>,
 ) -> std::io::Result<Sender<Job>> {
     let (jobs, rx) = crossbeam_channel::bounded::<Job>(1);
-    let ctx = Arc::into_raw(Arc::clone(&shared))
-        .cast_mut()
-        .cast::<c_void>();
-    let api = Api(Box::leak(Box::new(HostApi::new(
-        ctx,
-        log_cb,
-        emit_cb,
-        set_error_cb,
-        section_cb,
-    ))));
+    let api = Api::for_plugin(&shared);
     std::thread::Builder::new()
         .name(format!("plugin-{}", shared.name))
         // Plugins decode a whole sample; give them more room than the 2 MiB default.
@@ -408,16 +417,7 @@ pub(super) fn check_config(
         max_event_bytes: 0,
     };
     let shared = Arc::new(Shared::new(name, limits, ""));
-    let ctx = Arc::into_raw(Arc::clone(&shared))
-        .cast_mut()
-        .cast::<c_void>();
-    let api = Api(Box::leak(Box::new(HostApi::new(
-        ctx,
-        log_cb,
-        emit_cb,
-        set_error_cb,
-        section_cb,
-    ))));
+    let api = Api::for_plugin(&shared);
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
         .name(format!("check-{name}"))

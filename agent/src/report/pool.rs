@@ -4,7 +4,7 @@
 use super::units::{bytes, pct};
 use std::fmt::Write;
 use zpulse_proto::sample::VdevRates;
-use zpulse_proto::snapshot::{Disk, Pool, Redundancy, Vdev, VdevClass};
+use zpulse_proto::snapshot::{Disk, Pool, PoolConfig, Redundancy, Vdev, VdevClass};
 
 /// Section order of `zpool status`.
 const SECTIONS: [(VdevClass, &str); 6] = [
@@ -79,20 +79,9 @@ pub fn pool_text(out: &mut String, pool: &Pool, disks: &[Disk], now: f64) {
         cfg.health,
         error_columns(&cfg.root, slow)
     );
-    for (class, heading) in SECTIONS {
-        let tops: Vec<&Vdev> = cfg.class(class).collect();
-        if tops.is_empty() {
-            continue;
-        }
-        if !heading.is_empty() {
-            let _ = writeln!(out, "      {heading}");
-        }
-        for top in tops {
-            for (depth, v) in with_depth(top) {
-                space_row(out, v, depth, disks, slow);
-            }
-        }
-    }
+    tree_rows(out, cfg, |out, v, depth| {
+        space_row(out, v, depth, disks, slow)
+    });
     let _ = match cfg.error_count {
         Some(0) | None => writeln!(out, "      errors: No known data errors"),
         Some(n) => writeln!(
@@ -172,22 +161,11 @@ pub fn pool_rates_text(out: &mut String, pool: &Pool, rates: &[VdevRates], disks
     if let Some(r) = rates.first() {
         rate_row(out, &pool.name, 0, r, "");
     }
-    for (class, heading) in SECTIONS {
-        let tops: Vec<&Vdev> = cfg.class(class).collect();
-        if tops.is_empty() {
-            continue;
+    tree_rows(out, cfg, |out, v, depth| {
+        if let Some(r) = find(v) {
+            rate_row(out, &v.name, depth + 1, r, &disk_text(v, disks));
         }
-        if !heading.is_empty() {
-            let _ = writeln!(out, "      {heading}");
-        }
-        for top in tops {
-            for (depth, v) in with_depth(top) {
-                if let Some(r) = find(v) {
-                    rate_row(out, &v.name, depth + 1, r, &disk_text(v, disks));
-                }
-            }
-        }
-    }
+    });
 }
 
 fn rate_row(out: &mut String, name: &str, depth: usize, r: &VdevRates, disk: &str) {
@@ -204,6 +182,26 @@ fn rate_row(out: &mut String, name: &str, depth: usize, r: &VdevRates, disk: &st
         format!("{}/{}", ms(r.disk_wait_r), ms(r.disk_wait_w)),
         disk
     );
+}
+
+/// The vdev tree in `zpool status` order: each class of [`SECTIONS`] that the pool has, under
+/// its heading, and each of its top-level vdevs depth first; `row` writes one vdev at its
+/// depth below its top-level vdev.
+fn tree_rows(out: &mut String, cfg: &PoolConfig, mut row: impl FnMut(&mut String, &Vdev, usize)) {
+    for (class, heading) in SECTIONS {
+        let tops: Vec<&Vdev> = cfg.class(class).collect();
+        if tops.is_empty() {
+            continue;
+        }
+        if !heading.is_empty() {
+            let _ = writeln!(out, "      {heading}");
+        }
+        for top in tops {
+            for (depth, v) in with_depth(top) {
+                row(out, v, depth);
+            }
+        }
+    }
 }
 
 fn with_depth(top: &Vdev) -> Vec<(usize, &Vdev)> {

@@ -2,14 +2,16 @@
 //! `type`, each holding that kind's own config type (as Vector's sink configs are one tagged
 //! enum). The config file's parser reads sinks only through [`SinkSpec::from_table`], and
 //! [`super::build`] makes them only through [`SinkSpec::plan`], so adding a sink kind is a
-//! variant here and an implementation of [`SinkKind`] for its config.
+//! variant here and an implementation of [`SinkKind`] for its config. [`decode_table`] and
+//! [`resolve_relative`] are how a kind whose config is a serde type reads its table and takes
+//! its files from the config file's directory.
 
 use super::Sink;
 use super::forward::{ForwardConfig, ForwardSink, Prepared};
 use super::prometheus::{PrometheusConfig, PrometheusSink};
 use super::stdout::{StdoutConfig, StdoutSink};
 use super::syslog::{SyslogConfig, SyslogSink};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What every sink kind's config offers.
 pub trait SinkKind: Sized {
@@ -21,6 +23,34 @@ pub trait SinkKind: Sized {
     fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<Self, String>;
     /// Checks what can be checked without side effects and makes the sink, not started.
     fn plan(&self) -> Result<Box<dyn Planned>, String>;
+}
+
+/// A sink kind's config as serde reads it from its `[[sink]]` table (the `type` key skipped),
+/// for the kinds whose config is a serde type. An error starts with the key it is about
+/// (`tls.ca: invalid type: …`), or is serde's message alone for the table itself.
+pub fn decode_table<T: serde::de::DeserializeOwned>(table: &toml::Table) -> Result<T, String> {
+    let mut table = table.clone();
+    table.remove("type");
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let path = e.path().to_string();
+        // `message` is the error alone, without the "in `tls`" context lines.
+        let message = e.into_inner().message().trim_end().to_string();
+        if path == "." {
+            message
+        } else {
+            format!("{path}: {message}")
+        }
+    })
+}
+
+/// Takes each relative path among `paths` (a sink's files: `tls.ca`, a spool directory) from
+/// `base`, the config file's directory.
+pub fn resolve_relative<'a>(base: &Path, paths: impl IntoIterator<Item = &'a mut PathBuf>) {
+    for path in paths {
+        if path.is_relative() {
+            *path = base.join(&*path);
+        }
+    }
 }
 
 /// A checked sink, not started: what `check-config` and a reload stop at.

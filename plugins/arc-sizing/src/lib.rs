@@ -45,9 +45,7 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::sections_of_events;
-use zpulse_proto::sdk::stats::{
-    Timed, Window, check_window_samples, least_squares_slope, round2, settle,
-};
+use zpulse_proto::sdk::stats::{Timed, Window, check_window, least_squares_slope, round2, settle};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
 };
@@ -192,77 +190,46 @@ pub struct WindowStats {
     ghost_hits: f64,
 }
 
-/// The samples in the window.
-#[derive(Debug, Clone)]
-pub struct ArcWindow {
-    obs: Window<ArcObs>,
-}
-
 impl Timed for ArcObs {
     fn end(&self) -> f64 {
         self.end
     }
 }
 
-impl ArcWindow {
-    /// `max` = 0 means no limit by count.
-    pub fn new(span_s: f64, max: usize) -> ArcWindow {
-        ArcWindow {
-            obs: Window::new(span_s, max),
-        }
-    }
-
-    pub fn push(&mut self, obs: ArcObs) {
-        self.obs.push(obs);
-    }
-
-    /// Drops samples that ended `span` or more seconds before `now`.
-    pub fn prune(&mut self, now: f64) {
-        self.obs.prune(now);
-    }
-
-    pub fn len(&self) -> usize {
-        self.obs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.obs.is_empty()
-    }
-
-    pub fn stats(&self) -> Option<WindowStats> {
-        let last = self.obs.back()?;
-        let seconds: f64 = self.obs.iter().map(|o| o.interval).sum();
+impl WindowStats {
+    /// The ARC over the samples in `window`; `None` when it is empty or covers no time.
+    pub fn over(window: &Window<ArcObs>) -> Option<WindowStats> {
+        let last = window.back()?;
+        let seconds: f64 = window.iter().map(|o| o.interval).sum();
         if seconds <= 0.0 {
             return None;
         }
-        let n = self.obs.len() as f64;
-        let reads: f64 = self.obs.iter().map(|o| o.reads).sum();
-        let hits: f64 = self.obs.iter().map(|o| o.hits).sum();
-        let ghost_hits: f64 = self.obs.iter().map(|o| o.ghost_hits).sum();
+        let n = window.len() as f64;
+        let reads: f64 = window.iter().map(|o| o.reads).sum();
+        let hits: f64 = window.iter().map(|o| o.hits).sum();
+        let ghost_hits: f64 = window.iter().map(|o| o.ghost_hits).sum();
         let mean_of = |f: fn(&ArcObs) -> Option<f64>| {
-            let v: Vec<f64> = self.obs.iter().filter_map(f).collect();
+            let v: Vec<f64> = window.iter().filter_map(f).collect();
             (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
-        let points: Vec<(f64, f64)> = self
-            .obs
+        let points: Vec<(f64, f64)> = window
             .iter()
             .filter(|o| o.reads > 0.0)
             .map(|o| (o.end / 3600.0, o.hits / o.reads * 100.0))
             .collect();
         Some(WindowStats {
-            samples: self.obs.len(),
+            samples: window.len(),
             seconds,
-            size_mean: self.obs.iter().map(|o| o.size).sum::<f64>() / n,
+            size_mean: window.iter().map(|o| o.size).sum::<f64>() / n,
             c_max: last.c_max,
-            pinned: self.obs.iter().map(|o| o.size / o.c_max).sum::<f64>() / n,
+            pinned: window.iter().map(|o| o.size / o.c_max).sum::<f64>() / n,
             reads_per_s: reads / seconds,
             hit_ratio: (reads > 0.0).then(|| hits / reads),
             ghost_hits_per_s: ghost_hits / seconds,
             ghost_share: if reads > 0.0 { ghost_hits / reads } else { 0.0 },
             hit_ratio_trend: slope(&points),
             metadata_share: mean_of(|o| o.metadata_share),
-            available_min: self
-                .obs
+            available_min: window
                 .iter()
                 .filter_map(|o| o.available)
                 .min_by(f64::total_cmp),
@@ -314,7 +281,7 @@ pub struct ArcSizing {
     ghost_share: Threshold,
     ghost_rate: Threshold,
     findings: Findings,
-    window: ArcWindow,
+    window: Window<ArcObs>,
 }
 
 pub const SUBJECT: &str = "arc";
@@ -355,7 +322,7 @@ impl ArcSizing {
     pub fn conclude(&self, window: &ReportWindow) -> Vec<Section> {
         let whole = &window.whole;
         let config = Config {
-            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window: window.judging_span(),
             window_samples: u32::MAX,
             min_samples: 1,
             raise_after: 1,
@@ -442,10 +409,11 @@ impl ArcSizing {
         if config.keep_free_pct >= 100.0 {
             return Err("keep_free_pct must be below 100".into());
         }
-        if config.window.is_zero() {
-            return Err("window must be longer than 0 s".into());
-        }
-        check_window_samples(config.window_samples as usize, config.min_samples as usize)?;
+        check_window(
+            config.window,
+            config.window_samples as usize,
+            config.min_samples as usize,
+        )?;
         let findings = Findings::new(
             Self::NAME,
             Rules {
@@ -454,7 +422,7 @@ impl ArcSizing {
                 material_change: 0.25,
             },
         );
-        let window = ArcWindow::new(config.window.as_secs_f64(), config.window_samples as usize);
+        let window = Window::new(config.window.as_secs_f64(), config.window_samples as usize);
         Ok(ArcSizing {
             config,
             pinned,
@@ -492,7 +460,7 @@ impl ArcSizing {
         if self.window.len() < self.config.min_samples.max(1) as usize {
             return None;
         }
-        let stats = self.window.stats()?;
+        let stats = WindowStats::over(&self.window)?;
         let plan = self.plan(&stats);
         let conditions = [
             self.pinned.verdict(settle(stats.pinned * 100.0)),

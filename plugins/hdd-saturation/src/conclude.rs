@@ -7,7 +7,6 @@
 //! per-interval values the agent kept ([`ReportWindow::busy`]).
 
 use super::{HddSaturation, Load, Obs, Stats, Window, percentile};
-use std::time::Duration;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::Verdict;
 use zpulse_proto::sdk::section::{rating_of, section_of};
@@ -22,7 +21,7 @@ impl HddSaturation {
         let whole = &window.whole;
         let mut config = self.config.clone();
         // One observation covering the whole window, judged however few samples it holds.
-        config.window = Duration::from_secs_f64(whole.interval.max(1.0) * 2.0);
+        config.window = window.judging_span();
         config.window_samples = u32::MAX;
         config.min_samples = 1;
         let Ok(mut judge) = HddSaturation::with_config(config) else {

@@ -53,7 +53,7 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sample::DiskRates;
-use zpulse_proto::sdk::stats::{check_window_samples, round2, settle};
+use zpulse_proto::sdk::stats::{check_window, round2, settle};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Threshold, Value, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::VdevClass;
@@ -239,10 +239,11 @@ impl HddSaturation {
                 config.seek_bound_pct, config.streaming_pct
             ));
         }
-        if config.window.is_zero() {
-            return Err("window must be longer than 0 s".into());
-        }
-        check_window_samples(config.window_samples as usize, config.min_samples as usize)?;
+        check_window(
+            config.window,
+            config.window_samples as usize,
+            config.min_samples as usize,
+        )?;
         let findings = Findings::new(
             Self::NAME,
             Rules {
@@ -379,7 +380,7 @@ impl HddSaturation {
 
     /// Mean share of the ARC that is metadata over the window, 0–1.
     pub fn metadata_share(&self) -> Option<f64> {
-        self.metadata.stats(f64::INFINITY).map(|s| s.util_mean)
+        Stats::over(&self.metadata, f64::INFINITY).map(|s| s.util_mean)
     }
 
     /// Judges one window.
@@ -434,7 +435,7 @@ impl HddSaturation {
                 if window.len() < min {
                     continue;
                 }
-                let Some(mut stats) = window.stats(self.config.saturation_pct) else {
+                let Some(mut stats) = Stats::over(window, self.config.saturation_pct) else {
                     continue;
                 };
                 adjust(std::slice::from_ref(name), &mut stats);
@@ -457,7 +458,7 @@ impl HddSaturation {
             if track.window.len() < min || (self.config.per_disk && track.members.len() == 1) {
                 continue;
             }
-            let Some(mut stats) = track.window.stats(self.config.saturation_pct) else {
+            let Some(mut stats) = Stats::over(&track.window, self.config.saturation_pct) else {
                 continue;
             };
             adjust(&track.members, &mut stats);

@@ -275,7 +275,7 @@ fn a_sample_counts_as_saturated_from_the_saturation_level() {
             ..Obs::default()
         });
     }
-    let s = w.stats(95.0).unwrap();
+    let s = Stats::over(&w, 95.0).unwrap();
     assert_eq!(s.saturated_samples, 2);
     assert_eq!(s.saturated_share, 0.5);
 }

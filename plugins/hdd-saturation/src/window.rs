@@ -41,11 +41,8 @@ impl Obs {
 }
 
 /// The samples of one subject that fall in the window: at most `span` seconds back from the
-/// newest sample, and at most `max` samples.
-#[derive(Debug, Clone)]
-pub struct Window {
-    obs: stats::Window<Obs>,
-}
+/// newest sample, and at most `max` samples (the SDK's window, its edge rule and `max` = 0).
+pub type Window = stats::Window<Obs>;
 
 impl stats::Timed for Obs {
     fn end(&self) -> f64 {
@@ -53,62 +50,34 @@ impl stats::Timed for Obs {
     }
 }
 
-impl Window {
-    /// `max` = 0 means no limit by count.
-    pub fn new(span_s: f64, max: usize) -> Window {
-        Window {
-            obs: stats::Window::new(span_s, max),
-        }
-    }
-
-    pub fn push(&mut self, obs: Obs) {
-        self.obs.push(obs);
-    }
-
-    /// Drops samples that ended `span` or more seconds before `now`: all their time lies
-    /// outside the window.
-    pub fn prune(&mut self, now: f64) {
-        self.obs.prune(now);
-    }
-
-    pub fn len(&self) -> usize {
-        self.obs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.obs.is_empty()
-    }
-
-    /// Statistics over the window; `None` when it is empty or covers no time.
-    pub fn stats(&self, saturation_pct: f64) -> Option<Stats> {
-        let seconds: f64 = self.obs.iter().map(|o| o.interval).sum();
-        if self.obs.is_empty() || seconds <= 0.0 {
+impl Stats {
+    /// Statistics over the samples in `window`; `None` when it is empty or covers no time.
+    pub fn over(window: &Window, saturation_pct: f64) -> Option<Stats> {
+        let seconds: f64 = window.iter().map(|o| o.interval).sum();
+        if window.is_empty() || seconds <= 0.0 {
             return None;
         }
-        let samples = self.obs.len();
-        let mut utils: Vec<f64> = self.obs.iter().map(|o| o.util).collect();
+        let samples = window.len();
+        let mut utils: Vec<f64> = window.iter().map(|o| o.util).collect();
         utils.sort_by(f64::total_cmp);
         let saturated = utils.iter().filter(|&&u| u >= saturation_pct).count();
-        let ios: f64 = self.obs.iter().map(|o| o.ios).sum();
-        let read_ios: f64 = self.obs.iter().map(|o| o.read_ios).sum();
-        let read_bytes: f64 = self.obs.iter().map(|o| o.read_bytes).sum();
-        let write_bytes: f64 = self.obs.iter().map(|o| o.write_bytes).sum();
+        let ios: f64 = window.iter().map(|o| o.ios).sum();
+        let read_ios: f64 = window.iter().map(|o| o.read_ios).sum();
+        let read_bytes: f64 = window.iter().map(|o| o.read_bytes).sum();
+        let write_bytes: f64 = window.iter().map(|o| o.write_bytes).sum();
         // await over the window = Σ request time ÷ Σ requests, over the samples that have it.
-        let (await_ms, await_ios) = self
-            .obs
+        let (await_ms, await_ios) = window
             .iter()
             .filter_map(|o| Some((o.await_total_ms?, o.ios)))
             .fold((0.0, 0.0), |(t, n), (a, i)| (t + a, n + i));
-        let await_peak_ms = self
-            .obs
+        let await_peak_ms = window
             .iter()
             .filter_map(Obs::await_ms)
             .max_by(f64::total_cmp);
         let weighted =
-            |f: fn(&Obs) -> f64| self.obs.iter().map(|o| f(o) * o.interval).sum::<f64>() / seconds;
+            |f: fn(&Obs) -> f64| window.iter().map(|o| f(o) * o.interval).sum::<f64>() / seconds;
         let zfs_wait = |f: fn(&Obs) -> Option<(f64, f64)>| {
-            let (t, n) = self
-                .obs
+            let (t, n) = window
                 .iter()
                 .filter_map(f)
                 .fold((0.0, 0.0), |(t, n), (a, b)| (t + a, n + b));
@@ -216,7 +185,7 @@ mod tests {
             await_total_ms: None,
             ..obs(40.0, 20.0)
         });
-        let s = w.stats(95.0).unwrap();
+        let s = Stats::over(&w, 95.0).unwrap();
         assert_eq!(s.samples, 2);
         assert_eq!(s.seconds, 40.0);
         assert!((s.util_mean - (100.0 * 10.0 + 20.0 * 30.0) / 40.0).abs() < 1e-9);

@@ -79,11 +79,7 @@ impl Config {
             ("worth_share_pct", self.worth_share_pct),
             ("marginal_share_pct", self.marginal_share_pct),
         ] {
-            if !(0.0..=100.0).contains(&v) {
-                return Err(format!(
-                    "{name} must be a percentage from 0 to 100, not {v}"
-                ));
-            }
+            sdk::config::check_pct(name, v)?;
         }
         if self.marginal_share_pct > self.worth_share_pct {
             return Err(format!(
@@ -300,7 +296,7 @@ impl L2arcValue {
             return Vec::new();
         }
         let config = Config {
-            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window: window.judging_span(),
             window_samples: usize::MAX,
             min_samples: 1,
             ..self.config.clone()

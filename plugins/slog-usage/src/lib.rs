@@ -105,11 +105,7 @@ impl Config {
             ("saturated_busy_pct", self.saturated_busy_pct),
             ("full_pct", self.full_pct),
         ] {
-            if !(0.0..=100.0).contains(&v) {
-                return Err(format!(
-                    "{name} must be a percentage from 0 to 100, not {v}"
-                ));
-            }
+            sdk::config::check_pct(name, v)?;
         }
         for (name, v) in [
             ("idle_writes_per_s", self.idle_writes_per_s),
@@ -421,7 +417,7 @@ impl SlogUsage {
                     .push(point);
             }
             let window = self.windows.get(&subject);
-            let layout = layout(&tops);
+            let layout = Vdev::layout(&tops);
             let space: u64 = tops
                 .iter()
                 .filter_map(|v| v.stats.as_ref())
@@ -488,7 +484,7 @@ impl SlogUsage {
     pub fn conclude(&self, window: &ReportWindow) -> Vec<Section> {
         let whole = &window.whole;
         let config = Config {
-            window: Duration::from_secs_f64(whole.interval.max(1.0) * 2.0),
+            window: window.judging_span(),
             window_samples: usize::MAX,
             min_samples: 1,
             ..self.config.clone()
@@ -846,21 +842,6 @@ fn device_report(
         Verdict::Clear,
         Report::new(format!("{subject} is a solid-state device")),
     ))
-}
-
-/// `mirror-2: sdc, sdd; sde` — each top-level log vdev with its leaves.
-fn layout(tops: &[&Vdev]) -> String {
-    tops.iter()
-        .map(|v| {
-            if v.children.is_empty() {
-                v.name.clone()
-            } else {
-                let leaves: Vec<&str> = v.leaves().iter().map(|l| l.name.as_str()).collect();
-                format!("{}: {}", v.name, leaves.join(", "))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// One interval of a pool's log vdevs, or `None` when a log vdev has no rates this time

@@ -99,15 +99,7 @@ impl Default for Config {
 impl Config {
     /// Refuses settings that cannot work, saying why.
     pub fn validate(&self) -> Result<(), String> {
-        let pct = |name: &str, v: f64| {
-            if (0.0..=100.0).contains(&v) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{name} must be a percentage from 0 to 100, not {v}"
-                ))
-            }
-        };
+        let pct = sdk::config::check_pct;
         if let Some(w) = self.warn_used_pct {
             pct("warn_used_pct", w)?;
             if w > self.critical_used_pct {
@@ -216,22 +208,6 @@ fn describe_redundancy(v: &Vdev) -> String {
     }
 }
 
-/// `mirror-1: sdc, sdd; sde` — each top-level vdev with its leaves.
-fn layout(vdevs: &[&Vdev]) -> String {
-    vdevs
-        .iter()
-        .map(|v| {
-            if v.children.is_empty() {
-                v.name.clone()
-            } else {
-                let leaves: Vec<&str> = v.leaves().iter().map(|l| l.name.as_str()).collect();
-                format!("{}: {}", v.name, leaves.join(", "))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 fn failures(n: u32) -> String {
     match n {
         0 => "no failure".to_string(),
@@ -337,7 +313,7 @@ impl SpecialFill {
             subject,
             pool: pool.name.clone(),
             class,
-            layout: layout(&vdevs),
+            layout: Vdev::layout(&vdevs),
             alloc,
             space,
             reserve_pct,
@@ -497,25 +473,23 @@ impl SpecialFill {
                 .with("reserve_pct", reserve)
                 .with("below_reserve", f.below_reserve());
         }
-        if verdict == Verdict::Clear {
-            report.summary = format!(
-                "{} ({}) is {used:.0}% full again: {} of {}, {} free",
-                f.subject,
-                f.layout,
-                bytes(f.alloc as f64),
-                bytes(f.space as f64),
-                bytes(f.free() as f64)
-            );
-            return report;
-        }
+        let again = if verdict == Verdict::Clear {
+            " again"
+        } else {
+            ""
+        };
         let mut text = format!(
-            "{} ({}) is {used:.0}% full: {} of {}, {} free",
+            "{} ({}) is {used:.0}% full{again}: {} of {}, {} free",
             f.subject,
             f.layout,
             bytes(f.alloc as f64),
             bytes(f.space as f64),
             bytes(f.free() as f64)
         );
+        if verdict == Verdict::Clear {
+            report.summary = text;
+            return report;
+        }
         if let Some(g) = f.growth {
             // The window's length is in the summary, not in `data`: while the window fills,
             // its growth would look like a material change of the finding.

@@ -31,6 +31,18 @@ pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, String> {
     })
 }
 
+/// A percentage setting: 0 to 100 (NaN is none), or an error naming the key:
+/// `full_pct must be a percentage from 0 to 100, not 120`.
+pub fn check_pct(key: &str, value: f64) -> Result<(), String> {
+    if (0.0..=100.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key} must be a percentage from 0 to 100, not {value}"
+        ))
+    }
+}
+
 /// Encodes a config value (for tests: what the agent would pass).
 pub fn encode<T: serde::Serialize>(config: &T) -> Vec<u8> {
     rmp_serde::to_vec_named(config).unwrap_or_default()
@@ -109,6 +121,18 @@ mod tests {
     use super::*;
     use serde::Deserialize;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_percentage_setting_is_0_to_100_and_its_error_names_the_key() {
+        assert_eq!(check_pct("full_pct", 0.0), Ok(()));
+        assert_eq!(check_pct("full_pct", 100.0), Ok(()));
+        assert_eq!(
+            check_pct("full_pct", 120.0),
+            Err("full_pct must be a percentage from 0 to 100, not 120".into())
+        );
+        assert!(check_pct("full_pct", -0.5).is_err());
+        assert!(check_pct("full_pct", f64::NAN).is_err());
+    }
 
     #[derive(Debug, Deserialize, PartialEq)]
     #[serde(default, deny_unknown_fields)]

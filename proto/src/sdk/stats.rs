@@ -97,6 +97,20 @@ pub fn check_window_samples(window_samples: usize, min_samples: usize) -> Result
     Ok(())
 }
 
+/// A check's `window` and `window_samples` settings together: a window of 0 s could hold no
+/// observation (each is out as soon as it is in, by [`Window`]'s edge rule), so it is
+/// refused; `window_samples` as [`check_window_samples`] says.
+pub fn check_window(
+    window: std::time::Duration,
+    window_samples: usize,
+    min_samples: usize,
+) -> Result<(), String> {
+    if window.is_zero() {
+        return Err("window must be longer than 0 s".into());
+    }
+    check_window_samples(window_samples, min_samples)
+}
+
 /// Slope of the least-squares line through `points` (x, y), in y per x. `None` for fewer than
 /// two points or no spread in x.
 ///
@@ -196,6 +210,19 @@ mod tests {
             err.contains("window_samples (5)") && err.contains("min_samples (12)"),
             "{err}"
         );
+        assert_eq!(
+            check_window(std::time::Duration::from_secs(600), 0, 12),
+            Ok(())
+        );
+        assert_eq!(
+            check_window(std::time::Duration::ZERO, 0, 12),
+            Err("window must be longer than 0 s".into())
+        );
+        assert!(check_window(std::time::Duration::from_secs(600), 5, 12).is_err());
+        // A window of 0 s keeps nothing, not even the observation just pushed.
+        let mut empty: Window<f64> = Window::new(0.0, 0);
+        empty.push(1.0);
+        assert!(empty.is_empty());
         // 0 in the window itself: only the span drops observations.
         let mut w: Window<f64> = Window::new(1000.0, 0);
         for end in 0..500 {

@@ -188,6 +188,22 @@ impl Vdev {
         self.walk().into_iter().filter(|v| v.is_leaf()).collect()
     }
 
+    /// `mirror-1: sdc, sdd; sde`: each of `tops` (top-level vdevs) with its leaves, a top that
+    /// is a disk itself by its name alone; how a finding describes a class's layout.
+    pub fn layout(tops: &[&Vdev]) -> String {
+        tops.iter()
+            .map(|v| {
+                if v.children.is_empty() {
+                    v.name.clone()
+                } else {
+                    let leaves: Vec<&str> = v.leaves().iter().map(|l| l.name.as_str()).collect();
+                    format!("{}: {}", v.name, leaves.join(", "))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
     /// The subject naming `v`, which lies in this top-level vdev of `pool`, in findings and
     /// rates: `pool/class/top-level[/vdev]`, e.g. `tank/special/mirror-1/sdc`. Stable across
     /// samples and unique in the pool.

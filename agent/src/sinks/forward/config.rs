@@ -133,34 +133,12 @@ impl ForwardConfig {
     /// paths are taken from `base`, the config file's directory. The error names the key:
     /// `tls.ca: invalid type: …`.
     pub fn from_toml(table: &toml::Table, base: &Path) -> Result<ForwardConfig, String> {
-        let mut table = table.clone();
-        table.remove("type");
-        let mut config: ForwardConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
-            .map_err(|e| {
-                let path = e.path().to_string();
-                // `message` is the error alone, without the "in `tls`" context lines.
-                let inner = e.into_inner();
-                let message = inner.message().trim_end();
-                if path == "." {
-                    message.to_owned()
-                } else {
-                    format!("{path}: {message}")
-                }
-            })?;
-        let resolve = |p: &mut PathBuf| {
-            if p.is_relative() {
-                *p = base.join(&*p);
-            }
-        };
-        config.spool_dir.as_mut().map(resolve);
-        if let Some(tls) = &mut config.tls {
-            for p in [&mut tls.ca, &mut tls.cert, &mut tls.key]
-                .into_iter()
-                .flatten()
-            {
-                resolve(p);
-            }
-        }
+        let mut config: ForwardConfig = crate::sinks::spec::decode_table(table)?;
+        let (spool_dir, tls) = (&mut config.spool_dir, &mut config.tls);
+        let files = tls
+            .iter_mut()
+            .flat_map(|tls| [&mut tls.ca, &mut tls.cert, &mut tls.key]);
+        crate::sinks::spec::resolve_relative(base, spool_dir.iter_mut().chain(files.flatten()));
         config.check()?;
         Ok(config)
     }

@@ -149,27 +149,10 @@ impl SyslogConfig {
     /// relative `tls.ca`, `tls.cert` or `tls.key` is taken relative to `base` (the config
     /// file's directory). Errors start with the key (`facility: …`).
     pub fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<SyslogConfig, String> {
-        let mut table = table.clone();
-        table.remove("type");
-        let mut config: SyslogConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
-            .map_err(|e| {
-                let path = e.path().to_string();
-                let message = e.into_inner().message().trim_end().to_string();
-                if path == "." {
-                    message
-                } else {
-                    format!("{path}: {message}")
-                }
-            })?;
+        let mut config: SyslogConfig = super::spec::decode_table(table)?;
         if let (Some(base), Some(tls)) = (base, config.tls.as_mut()) {
-            for path in [&mut tls.ca, &mut tls.cert, &mut tls.key]
-                .into_iter()
-                .flatten()
-            {
-                if path.is_relative() {
-                    *path = base.join(&*path);
-                }
-            }
+            let files = [&mut tls.ca, &mut tls.cert, &mut tls.key];
+            super::spec::resolve_relative(base, files.into_iter().flatten());
         }
         Ok(config)
     }

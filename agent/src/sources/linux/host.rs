@@ -10,6 +10,7 @@
 //! fails outright when any of some twenty fields is missing. Our own parser reads only the
 //! six keys we need.
 
+use super::{Missing, read_parsed};
 use crate::sources::{ParseError, Root};
 use procfs_core::net::InterfaceDeviceStatus;
 use procfs_core::{ExplicitSystemInfo, FromBufRead, FromBufReadSI, KernelStats, ProcError};
@@ -123,40 +124,14 @@ pub fn parse_net_dev(bytes: &[u8]) -> Result<Vec<NetInterface>, ParseError> {
 /// Fills `cpu`, `memory` and `net`; a file that cannot be read or parsed leaves its field
 /// empty and adds one issue.
 pub fn read(root: &Root, snap: &mut Snapshot) {
-    if let Some(cpu) = fetch(root, snap, STAT, parse_stat) {
+    if let Some(cpu) = read_parsed(root, STAT, snap, Missing::Issue, parse_stat) {
         snap.cpu = Some(cpu);
     }
-    if let Some(memory) = fetch(root, snap, MEMINFO, parse_meminfo) {
+    if let Some(memory) = read_parsed(root, MEMINFO, snap, Missing::Issue, parse_meminfo) {
         snap.memory = Some(memory);
     }
-    if let Some(net) = fetch(root, snap, NET_DEV, parse_net_dev) {
+    if let Some(net) = read_parsed(root, NET_DEV, snap, Missing::Issue, parse_net_dev) {
         snap.net = net;
-    }
-}
-
-fn fetch<T>(
-    root: &Root,
-    snap: &mut Snapshot,
-    rel: &str,
-    parse: fn(&[u8]) -> Result<T, ParseError>,
-) -> Option<T> {
-    let bytes = match root.read(rel) {
-        Ok(b) => b,
-        Err(e) => {
-            snap.note(rel, format!("cannot read: {e}"));
-            return None;
-        }
-    };
-    if bytes.is_empty() {
-        snap.note(rel, crate::sources::root::EMPTY);
-        return None;
-    }
-    match parse(&bytes) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            snap.note(rel, e.to_string());
-            None
-        }
     }
 }
 

@@ -6,7 +6,8 @@
 //! cannot be read or parsed becomes one [`zpulse_proto::SourceIssue`] and the rest goes on.
 
 use super::kstat::{parse_guid, parse_named, parse_pool_io, parse_state, parse_txgs};
-use crate::sources::{ParseError, Root};
+use super::{Missing, read_parsed};
+use crate::sources::Root;
 use std::io;
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{ArcStats, DatasetKstats, Pool, ZilStats};
@@ -30,8 +31,22 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
         return;
     }
     snap.zfs_loaded = true;
-    snap.arc = read_parsed(root, &format!("{KSTAT_DIR}/arcstats"), snap, parse_named).map(ArcStats);
-    snap.zil = read_parsed(root, &format!("{KSTAT_DIR}/zil"), snap, parse_named).map(ZilStats);
+    snap.arc = read_parsed(
+        root,
+        &format!("{KSTAT_DIR}/arcstats"),
+        snap,
+        Missing::Expected,
+        parse_named,
+    )
+    .map(ArcStats);
+    snap.zil = read_parsed(
+        root,
+        &format!("{KSTAT_DIR}/zil"),
+        snap,
+        Missing::Expected,
+        parse_named,
+    )
+    .map(ZilStats);
 
     let entries = match root.list(KSTAT_DIR) {
         Ok(entries) => entries,
@@ -94,25 +109,26 @@ fn read_pool(root: &Root, name: String, snap: &mut Snapshot) -> Option<Pool> {
         ..Pool::default()
     };
     if has("state") {
-        pool.state = read_parsed(root, &path("state"), snap, parse_state);
+        pool.state = read_parsed(root, &path("state"), snap, Missing::Expected, parse_state);
     }
     if has("guid") {
-        pool.guid = read_parsed(root, &path("guid"), snap, parse_guid);
+        pool.guid = read_parsed(root, &path("guid"), snap, Missing::Expected, parse_guid);
     }
     if has("iostats") {
-        pool.iostats = read_parsed(root, &path("iostats"), snap, parse_named);
+        pool.iostats = read_parsed(root, &path("iostats"), snap, Missing::Expected, parse_named);
     }
     if has("io") {
-        pool.io = read_parsed(root, &path("io"), snap, parse_pool_io);
+        pool.io = read_parsed(root, &path("io"), snap, Missing::Expected, parse_pool_io);
     }
     if has("txgs") {
-        pool.txgs = read_parsed(root, &path("txgs"), snap, parse_txgs).unwrap_or_default();
+        pool.txgs = read_parsed(root, &path("txgs"), snap, Missing::Expected, parse_txgs)
+            .unwrap_or_default();
     }
     pool.datasets = files
         .iter()
         .filter_map(|file| {
             let objset = file.strip_prefix("objset-")?;
-            let counters = read_parsed(root, &path(file), snap, parse_named)?;
+            let counters = read_parsed(root, &path(file), snap, Missing::Expected, parse_named)?;
             Some(DatasetKstats {
                 objset: objset.to_string(),
                 name: counters.text("dataset_name").map(str::to_string),
@@ -121,35 +137,6 @@ fn read_pool(root: &Root, name: String, snap: &mut Snapshot) -> Option<Pool> {
         })
         .collect();
     Some(pool)
-}
-
-/// Reads and parses `rel`. A missing file is `None` without an issue (that OpenZFS version
-/// lacks it, or the pool was just exported); any other failure is noted against `rel`.
-fn read_parsed<T>(
-    root: &Root,
-    rel: &str,
-    snap: &mut Snapshot,
-    parse: fn(&[u8]) -> Result<T, ParseError>,
-) -> Option<T> {
-    let bytes = match root.read(rel) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            snap.note(rel, format!("cannot read: {e}"));
-            return None;
-        }
-    };
-    if bytes.is_empty() {
-        snap.note(rel, crate::sources::root::EMPTY);
-        return None;
-    }
-    match parse(&bytes) {
-        Ok(value) => Some(value),
-        Err(e) => {
-            snap.note(rel, e.to_string());
-            None
-        }
-    }
 }
 
 /// The global kstats of `/proc/spl/kstat/zfs` that are files (OpenZFS
