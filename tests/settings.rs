@@ -151,11 +151,12 @@ fn commented(text: &str, header: &str) -> Option<String> {
     Some(body.join("\n"))
 }
 
-/// The one meaning of `window_samples` (`zpulse_proto::sdk::stats::check_window_samples`,
-/// docs/plugin-authoring.md): 0 is no limit by count and is accepted; a cap below
-/// `min_samples` is refused, naming both settings. `C` is built from TOML the way the agent
-/// hands it a `[plugins.NAME]` table.
-pub fn assert_window_samples_rule<C>(min_samples: u64)
+/// The window settings' one rule (`zpulse_proto::sdk::stats::check_window`,
+/// docs/plugin-authoring.md): `window_samples = 0` is no limit by count and is accepted; a cap
+/// below `min_samples` is refused, naming both settings; a `window` of 0 s, which would drop
+/// each observation as soon as it is in and so never judge, is refused. `C` is built from TOML
+/// the way the agent hands it a `[plugins.NAME]` table.
+pub fn assert_window_rules<C>(min_samples: u64)
 where
     C: zpulse_proto::sdk::Check,
 {
@@ -187,4 +188,15 @@ where
         "{}: {err}",
         C::NAME
     );
+    match build("window = \"0s\"") {
+        Ok(()) => panic!(
+            "{}: window = \"0s\" was accepted: it could never judge",
+            C::NAME
+        ),
+        Err(e) => assert!(
+            e.to_string().contains("window must be longer than 0 s"),
+            "{}: {e}",
+            C::NAME
+        ),
+    }
 }

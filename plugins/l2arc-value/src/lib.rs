@@ -37,7 +37,7 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::section_of;
-use zpulse_proto::sdk::stats::{Timed, Window, check_window_samples, round_sig3};
+use zpulse_proto::sdk::stats::{Timed, Window, check_window, round_sig3};
 use zpulse_proto::sdk::text::{bytes, duration};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
@@ -90,7 +90,7 @@ impl Config {
         if self.min_samples < 1 {
             return Err("min_samples must be at least 1".into());
         }
-        check_window_samples(self.window_samples, self.min_samples)
+        check_window(self.window, self.window_samples, self.min_samples)
     }
 }
 

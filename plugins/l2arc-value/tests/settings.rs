@@ -7,6 +7,6 @@ fn documented_settings_equal_the_code() {
 }
 
 #[test]
-fn window_samples_zero_is_no_limit_and_a_cap_below_min_samples_is_refused() {
-    zpulse_tests::settings::assert_window_samples_rule::<zpulse_check_l2arc_value::L2arcValue>(3);
+fn window_samples_zero_is_no_limit_and_a_cap_below_min_samples_or_a_zero_window_is_refused() {
+    zpulse_tests::settings::assert_window_rules::<zpulse_check_l2arc_value::L2arcValue>(3);
 }

@@ -46,7 +46,7 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::sections_of_events;
-use zpulse_proto::sdk::stats::{self, Timed, check_window_samples, round_sig3};
+use zpulse_proto::sdk::stats::{self, Timed, check_window, round_sig3};
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::text::duration;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
@@ -128,7 +128,7 @@ impl Config {
         if self.min_samples < 1 {
             return Err("min_samples must be at least 1".into());
         }
-        check_window_samples(self.window_samples, self.min_samples)
+        check_window(self.window, self.window_samples, self.min_samples)
     }
 }
 

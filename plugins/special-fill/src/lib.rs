@@ -41,7 +41,7 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sdk::section::judge_afresh;
-use zpulse_proto::sdk::stats::{Timed, Window, check_window_samples, round_sig3};
+use zpulse_proto::sdk::stats::{Timed, Window, check_window, round_sig3};
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
@@ -124,7 +124,7 @@ impl Config {
         if self.min_samples < 2 {
             return Err("min_samples must be at least 2: a growth rate needs two points".into());
         }
-        check_window_samples(self.window_samples, self.min_samples)?;
+        check_window(self.window, self.window_samples, self.min_samples)?;
         if !(self.max_extrapolation > 0.0 && self.max_extrapolation.is_finite()) {
             return Err("max_extrapolation must be a positive number".into());
         }
