@@ -23,7 +23,7 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
-use zpulse_agent::sinks::syslog::{Framing, SyslogConfig, SyslogSink, TlsSettings, format};
+use zpulse_agent::sinks::syslog::{Framing, SyslogConfig, SyslogSink, TlsConfig, format};
 use zpulse_agent::sinks::{Sink, Stamped};
 use zpulse_proto::event::{Event, EventTime, Severity, State, Value};
 
@@ -464,9 +464,9 @@ fn rsyslog_parses_every_transport() {
 
     // ---- TLS (RFC 5425), verified against the test CA ----
     let mut config = SyslogConfig::new(format!("tls://localhost:{}", rsyslog.tls));
-    config.tls = Some(TlsSettings {
+    config.tls = Some(TlsConfig {
         ca: Some(fixture("ca.pem")),
-        ..TlsSettings::default()
+        ..TlsConfig::default()
     });
     let mut tls = SyslogSink::new(config).unwrap();
     tls.deliver(std::slice::from_ref(&small)).unwrap();
@@ -488,9 +488,9 @@ fn rsyslog_parses_every_transport() {
     // (not a CA) cannot anchor itself.
     pem.write_all(&fs::read(fixture("server.pem")).unwrap())
         .unwrap();
-    config.tls = Some(TlsSettings {
+    config.tls = Some(TlsConfig {
         ca: Some(other_ca),
-        ..TlsSettings::default()
+        ..TlsConfig::default()
     });
     let mut untrusted = SyslogSink::new(config).unwrap();
     let err = untrusted.deliver(&[small]).unwrap_err();
@@ -527,10 +527,11 @@ fn big() -> Stamped {
 /// and key fixtures) when given.
 fn tls_sink(port: u16, client: Option<(&str, &str)>) -> SyslogSink {
     let mut config = SyslogConfig::new(format!("tls://localhost:{port}"));
-    config.tls = Some(TlsSettings {
+    config.tls = Some(TlsConfig {
         ca: Some(fixture("ca.pem")),
         cert: client.map(|(cert, _)| fixture(cert)),
         key: client.map(|(_, key)| fixture(key)),
+        server_name: None,
     });
     SyslogSink::new(config).unwrap()
 }

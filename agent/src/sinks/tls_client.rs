@@ -1,6 +1,7 @@
-//! The TLS client side of the sinks that speak TLS (Forward, syslog): [`client_config`] makes
-//! the rustls [`ClientConfig`] from the `[sink.tls]` files, so both sinks trust servers and
-//! present a client certificate (mutual TLS) the same way and name the same keys in errors.
+//! The TLS client side of the sinks that speak TLS (Forward, syslog): [`TlsConfig`] is their
+//! one `[sink.tls]` table, and [`client_config`] makes the rustls [`ClientConfig`] from its
+//! files, so both sinks trust servers and present a client certificate (mutual TLS) the same
+//! way and name the same keys in errors.
 //!
 //! * `ca`: PEM file of the CA certificates a server's chain must end at; default: the system
 //!   bundle ([`super::ca_bundle`]).
@@ -14,8 +15,39 @@
 use rustls::ClientConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use std::path::Path;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// `[sink.tls]`, the same table for every sink that speaks TLS.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM file of the CA certificates to trust; default: the system's bundle.
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+    /// PEM file of the client certificate chain (with `key`: mutual TLS).
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// PEM file of the client certificate's private key.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
+    /// The name the server's certificate must carry; default: the address's host. Forward
+    /// only (the syslog sink refuses it: see `sinks::syslog`).
+    #[serde(default)]
+    pub server_name: Option<String>,
+}
+
+impl TlsConfig {
+    /// The rustls client config of these files ([`client_config`]).
+    pub fn client_config(&self) -> Result<Arc<ClientConfig>, String> {
+        client_config(
+            self.ca.as_deref(),
+            self.cert.as_deref(),
+            self.key.as_deref(),
+        )
+    }
+}
 
 /// The client config for `ca`, and for `cert` with `key` when given (errors name the key:
 /// `tls.key: /etc/zpulse/agent.key: …`).

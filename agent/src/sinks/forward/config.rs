@@ -69,23 +69,7 @@ pub struct ForwardConfig {
     pub connect_timeout: Duration,
 }
 
-/// `[sink.tls]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TlsConfig {
-    /// PEM file of the CA certificates to trust; default: the system's bundle.
-    #[serde(default)]
-    pub ca: Option<PathBuf>,
-    /// PEM file of the client certificate chain (with `key`: mutual TLS).
-    #[serde(default)]
-    pub cert: Option<PathBuf>,
-    /// PEM file of the client certificate's private key.
-    #[serde(default)]
-    pub key: Option<PathBuf>,
-    /// The name the server's certificate must carry; default: the address's host.
-    #[serde(default)]
-    pub server_name: Option<String>,
-}
+pub use crate::sinks::tls_client::TlsConfig;
 
 mod defaults {
     use std::time::Duration;

@@ -236,12 +236,3 @@ fn check(deadline: Instant, stop: &AtomicBool, what: &str) -> Result<(), Failure
     }
     Ok(())
 }
-
-/// The TLS client config of `[sink.tls]` (the one builder both TLS sinks share).
-pub fn tls_config(tls: &super::TlsConfig) -> Result<Arc<rustls::ClientConfig>, String> {
-    crate::sinks::tls_client::client_config(
-        tls.ca.as_deref(),
-        tls.cert.as_deref(),
-        tls.key.as_deref(),
-    )
-}

@@ -194,7 +194,7 @@ impl ForwardSink {
                 let name = tls.server_name.clone().unwrap_or_else(|| host.clone());
                 let server_name = ServerName::try_from(name.clone())
                     .map_err(|e| format!("tls.server_name {name:?}: {e}"))?;
-                Some((conn::tls_config(tls)?, server_name))
+                Some((tls.client_config()?, server_name))
             }
         };
         let hostname = match &config.self_hostname {

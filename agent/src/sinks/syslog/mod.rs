@@ -51,7 +51,7 @@ use super::{Sink, SinkError, SinkStats, Stamped};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 use transport::Transport;
@@ -99,23 +99,10 @@ pub struct SyslogConfig {
     pub framing: Option<Framing>,
     /// `tls://` only.
     #[serde(default)]
-    pub tls: Option<TlsSettings>,
+    pub tls: Option<TlsConfig>,
 }
 
-/// `[sink.tls]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TlsSettings {
-    /// PEM file of the CA(s) that sign the server's certificate; default: the system bundle.
-    #[serde(default)]
-    pub ca: Option<PathBuf>,
-    /// PEM file of the client certificate chain presented to the server (with `key`).
-    #[serde(default)]
-    pub cert: Option<PathBuf>,
-    /// PEM file of the client certificate's private key.
-    #[serde(default)]
-    pub key: Option<PathBuf>,
-}
+pub use super::tls_client::TlsConfig;
 
 fn default_facility() -> String {
     "daemon".into()
@@ -213,11 +200,14 @@ impl SyslogSink {
             ));
         }
         let tls = match (&address, &config.tls) {
-            (Address::Tls { .. }, Some(t)) => Some(super::tls_client::client_config(
-                t.ca.as_deref(),
-                t.cert.as_deref(),
-                t.key.as_deref(),
-            )?),
+            (Address::Tls { .. }, Some(t)) if t.server_name.is_some() => {
+                return Err(
+                    "tls.server_name: not a syslog setting; the server's certificate must name \
+                     the host of `address`"
+                        .into(),
+                );
+            }
+            (Address::Tls { .. }, Some(t)) => Some(t.client_config()?),
             (Address::Tls { .. }, None) => {
                 Some(super::tls_client::client_config(None, None, None)?)
             }

@@ -10,6 +10,7 @@ use proptest::prelude::*;
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::{UnixDatagram, UnixListener};
+use std::path::PathBuf;
 use std::time::Duration;
 use syslog_rfc5424::parse_message;
 use zpulse_proto::event::{Event, EventTime, Severity, State, Value};
@@ -683,7 +684,7 @@ fn config_errors_are_clear() {
         err(|c| c.format = Some(Dialect::Rfc3164Local))
             .starts_with("format: rfc3164 is for local sockets")
     );
-    assert!(err(|c| c.tls = Some(TlsSettings::default())).contains("only for tls://"));
+    assert!(err(|c| c.tls = Some(TlsConfig::default())).contains("only for tls://"));
     assert!(err(|c| c.framing = Some(Framing::Lf)).starts_with("framing: only for tcp://"));
     assert!(
         err(|c| c.address = "http://x".into())
@@ -691,30 +692,41 @@ fn config_errors_are_clear() {
     );
     let missing_ca = |c: &mut SyslogConfig| {
         c.address = "tls://127.0.0.1".into();
-        c.tls = Some(TlsSettings {
+        c.tls = Some(TlsConfig {
             ca: Some("/nonexistent/ca.pem".into()),
-            ..TlsSettings::default()
+            ..TlsConfig::default()
         });
     };
     assert!(err(missing_ca).starts_with("tls.ca: /nonexistent/ca.pem"));
     let cert_without_key = |c: &mut SyslogConfig| {
         c.address = "tls://127.0.0.1".into();
-        c.tls = Some(TlsSettings {
+        c.tls = Some(TlsConfig {
             ca: Some(fixture("ca.pem")),
             cert: Some(fixture("server.pem")),
             key: None,
+            server_name: None,
         });
     };
     assert!(err(cert_without_key).starts_with("tls.cert: give its private key"));
     let missing_key = |c: &mut SyslogConfig| {
         c.address = "tls://127.0.0.1".into();
-        c.tls = Some(TlsSettings {
+        c.tls = Some(TlsConfig {
             ca: Some(fixture("ca.pem")),
             cert: Some(fixture("server.pem")),
             key: Some("/nonexistent/agent.key".into()),
+            server_name: None,
         });
     };
     assert!(err(missing_key).starts_with("tls.key: /nonexistent/agent.key"));
+    // The Forward sink's server_name, in the same [sink.tls] table, is refused by name.
+    let server_name = |c: &mut SyslogConfig| {
+        c.address = "tls://127.0.0.1".into();
+        c.tls = Some(TlsConfig {
+            server_name: Some("collector.example.net".into()),
+            ..TlsConfig::default()
+        });
+    };
+    assert!(err(server_name).starts_with("tls.server_name: not a syslog setting"));
     // Large limits are for streams.
     let mut c = SyslogConfig::new("tcp://127.0.0.1");
     c.max_message_bytes = Some(100_000);
