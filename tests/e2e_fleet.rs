@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use std::process::{Command, Stdio};
-use zpulse_tests::peer::{Collector, free_port, http_get, wait_for};
+use zpulse_tests::peer::{Collector, http_get};
 use zpulse_tests::{build_bin, build_into_test_target, fixture};
 
 use zpulse_tests::SHIPPED_CHECKS as CHECKS;
@@ -60,24 +60,7 @@ fn a_fleet_of_replayed_agents_reports_into_one_collector() {
         .unwrap();
     let dir = tmp.path().to_path_buf();
     let db = dir.join("events.db");
-    let (port, http) = (free_port(), free_port());
-    let _collector = Collector(
-        Command::new(&collector_bin)
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--http",
-                &format!("127.0.0.1:{http}"),
-            ])
-            .arg("--db")
-            .arg(&db)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for(port);
-    wait_for(http);
+    let (_collector, port, http) = Collector::serve(&collector_bin, &db);
 
     let plugins: Vec<String> = CHECKS
         .iter()

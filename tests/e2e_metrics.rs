@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use zpulse_tests::peer::{Collector, free_port, http_get, wait_for};
+use zpulse_tests::peer::{Collector, http_get};
 use zpulse_tests::{build_bin, build_into_test_target, fixture};
 
 /// Agents replayed into the collector, ten at a time (the machine has two cores).
@@ -125,18 +125,7 @@ fn replayed_agents_send_metric_records_that_the_collector_stores_as_the_raw_file
         .unwrap();
     let dir = tmp.path().to_path_buf();
     let db = dir.join("events.db");
-    let (port, http) = (free_port(), free_port());
-    let _collector = Collector(
-        Command::new(&collector_bin)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--http", &format!("127.0.0.1:{http}")])
-            .arg("--db")
-            .arg(&db)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for(port);
+    let (_collector, port, http) = Collector::serve(&collector_bin, &db);
 
     let hosts: Vec<(String, &str)> = (0..AGENTS)
         .map(|i| (format!("m-{i:02}"), SERIES[i % SERIES.len()]))

@@ -2,7 +2,8 @@
 //! killed when the test ends however it ends, waiting until it listens, and a plain HTTP GET.
 
 use std::net::{TcpListener, TcpStream};
-use std::process::Child;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A port nothing listens on now (the kernel's choice for port 0).
@@ -16,6 +17,27 @@ pub fn free_port() -> u16 {
 
 /// A child process killed and reaped when dropped.
 pub struct Collector(pub Child);
+
+impl Collector {
+    /// `bin serve` with its Forward listener and web page on free loopback ports and its
+    /// database at `db`, once both ports accept connections: the process and the two ports.
+    pub fn serve(bin: &Path, db: &Path) -> (Collector, u16, u16) {
+        let (port, http) = (free_port(), free_port());
+        let collector = Collector(
+            Command::new(bin)
+                .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+                .args(["--http", &format!("127.0.0.1:{http}")])
+                .arg("--db")
+                .arg(db)
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        wait_for(port);
+        wait_for(http);
+        (collector, port, http)
+    }
+}
 
 impl Drop for Collector {
     fn drop(&mut self) {

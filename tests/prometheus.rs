@@ -12,12 +12,13 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{Vdev, VdevClass};
+use zpulse_tests::peer::free_port;
 use zpulse_tests::raw;
 use zpulse_tests::{build_into_test_target, workspace};
 
@@ -26,14 +27,6 @@ fn temp(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A plain HTTP/1.0 GET: (status, body).
