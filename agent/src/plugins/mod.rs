@@ -384,7 +384,9 @@ impl PluginHost {
     /// Hands `sample` to every idle plugin and returns, within the budget, what they emitted
     /// and what went wrong.
     pub fn run(&mut self, sample: &Sample) -> Output {
-        let mut encoded = worker::Encoded::new(sample);
+        // Each large part of the sample is encoded once, for all the variants.
+        let mut parts = zpulse_proto::sample::PartEncoder::new(sample);
+        let mut encoded = worker::Encoded::new(|unread| parts.encode(unread));
         self.dispatch(EventTime::from_unix(sample.end), "on_sample", |unread| {
             Job::Sample(encoded.for_plugin(unread))
         });
@@ -395,19 +397,10 @@ impl PluginHost {
     /// samples went through [`run`](PluginHost::run)) and returns, within the budget, the
     /// sections they gave, in plugin order, with what went wrong in the output.
     pub fn report_window(&mut self, window: &ReportWindow) -> (Vec<Section>, Output) {
-        // One encoding per distinct set of parts the plugins leave out, as for samples.
-        let mut encoded: Vec<(u64, Arc<[u8]>)> = Vec::new();
+        let mut encoded =
+            worker::Encoded::new(|unread| zpulse_proto::sdk::encode_window_for(window, unread));
         self.dispatch(EventTime::from_unix(window.to), "report", |unread| {
-            let bytes = match encoded.iter().find(|(u, _)| *u == unread) {
-                Some((_, bytes)) => Arc::clone(bytes),
-                None => {
-                    let bytes: Arc<[u8]> =
-                        zpulse_proto::sdk::encode_window_for(window, unread).into();
-                    encoded.push((unread, Arc::clone(&bytes)));
-                    bytes
-                }
-            };
-            Job::Report(bytes)
+            Job::Report(encoded.for_plugin(unread))
         });
         let out = self.take_output();
         let sections = self

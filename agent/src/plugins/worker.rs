@@ -20,29 +20,29 @@ const LOG_LINE_BYTES: usize = 4096;
 /// Log lines a plugin may write per sample; more are dropped (and that is said once).
 const LOG_LINES_PER_SAMPLE: u32 = 100;
 
-/// The encodings of one sample, one per distinct set of parts the plugins leave out, each
-/// made once and shared by every plugin that reads the same parts.
-pub(super) struct Encoded<'a> {
-    /// Encodes each large part of the sample once, for all the variants.
-    parts: zpulse_proto::sample::PartEncoder<'a>,
+/// The encodings of one argument (a sample, a report window), one per distinct set of parts
+/// the plugins leave out, each made once by `encode` and shared by every plugin that reads
+/// the same parts.
+pub(super) struct Encoded<E> {
+    encode: E,
     made: Vec<(u64, Arc<[u8]>)>,
 }
 
-impl<'a> Encoded<'a> {
-    pub fn new(sample: &'a zpulse_proto::Sample) -> Self {
+impl<E: FnMut(u64) -> Vec<u8>> Encoded<E> {
+    pub fn new(encode: E) -> Self {
         Encoded {
-            parts: zpulse_proto::sample::PartEncoder::new(sample),
+            encode,
             made: Vec::new(),
         }
     }
 
-    /// The sample for a plugin that does not read the parts `unread`.
+    /// The argument for a plugin that does not read the parts `unread`.
     pub fn for_plugin(&mut self, unread: u64) -> Arc<[u8]> {
         let unread = unread & abi::PARTS_KNOWN;
         if let Some((_, bytes)) = self.made.iter().find(|(u, _)| *u == unread) {
             return Arc::clone(bytes);
         }
-        let bytes: Arc<[u8]> = self.parts.encode(unread).into();
+        let bytes: Arc<[u8]> = (self.encode)(unread).into();
         self.made.push((unread, Arc::clone(&bytes)));
         bytes
     }
