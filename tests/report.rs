@@ -35,12 +35,18 @@ fn report(args: &[&str]) -> serde_json::Value {
         .args(&plugins)
         .output()
         .expect("running zpulse report");
+    succeeded(&out);
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+/// Fails the test with the process's stderr unless it exited successfully.
+fn succeeded(out: &std::process::Output) {
     assert!(
         out.status.success(),
-        "zpulse report failed: {}",
+        "{} failed: {}",
+        out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("a JSON report")
 }
 
 /// `zpulse report ARGS`, which must fail: its stderr.
@@ -290,11 +296,7 @@ fn the_page_renders_in_headless_chromium() {
         .args(&plugins)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let html = std::fs::read_to_string(&page).unwrap();
     // Self-contained: no scripts, no external resources.
     assert!(!html.contains("<script"));
@@ -320,11 +322,7 @@ fn the_page_renders_in_headless_chromium() {
             .args(args)
             .output()
             .expect("chromium (tests/run installs it)");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(&out);
         out.stdout
     };
     let dom = String::from_utf8(chromium(&["--dump-dom", &url])).unwrap();
@@ -411,11 +409,7 @@ fn a_live_window_samples_this_host() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["intervals"], 2);
     assert_eq!(r["source"], "live");
@@ -446,11 +440,7 @@ fn a_report_from_the_agents_history_equals_the_one_from_the_series() {
         .arg(&config)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let dirs = storm();
     let (from, to) = (
         raw::captured_at(&dirs[0]),
