@@ -46,31 +46,10 @@ fn records_become_points_and_hostile_ones_are_kept_as_foreign() {
     let mut c = Client::connect(r.server.addr);
     // 1,800,000,000 is a minute boundary (30,000,000 minutes).
     let (m0, m1) = (1_800_000_000u32, 1_800_000_060u32);
-    c.send(&encode::message(
-        TAG,
-        t(m0),
-        &record("nas1", 1000, 10.0),
-        Some(&chunk(1)),
-    ))
-    .unwrap();
-    assert_eq!(c.ack(), Some(chunk(1)));
-    c.send(&encode::message(
-        TAG,
-        t(m1 + 30),
-        &record("nas1", 2000, 25.0),
-        Some(&chunk(2)),
-    ))
-    .unwrap();
-    assert_eq!(c.ack(), Some(chunk(2)));
+    c.send_record_acked(TAG, t(m0), &record("nas1", 1000, 10.0), 1);
+    c.send_record_acked(TAG, t(m1 + 30), &record("nas1", 2000, 25.0), 2);
     // A resend (same chunk) is acked and not applied twice.
-    c.send(&encode::message(
-        TAG,
-        t(m1 + 30),
-        &record("nas1", 2000, 25.0),
-        Some(&chunk(2)),
-    ))
-    .unwrap();
-    assert_eq!(c.ack(), Some(chunk(2)));
+    c.send_record_acked(TAG, t(m1 + 30), &record("nas1", 2000, 25.0), 2);
     let store = Store::open_read_only(&r.db).unwrap();
     let p = store.series_points("nas1", 0, 4_000_000_000).unwrap();
     assert_eq!(
@@ -112,14 +91,7 @@ fn records_become_points_and_hostile_ones_are_kept_as_foreign() {
     }
     assert_eq!(foreign(&r), hostile.len());
     // The connection still works.
-    c.send(&encode::message(
-        TAG,
-        t(m1 + 40),
-        &record("nas1", 3000, 26.0),
-        Some(&chunk(20)),
-    ))
-    .unwrap();
-    assert_eq!(c.ack(), Some(chunk(20)));
+    c.send_record_acked(TAG, t(m1 + 40), &record("nas1", 3000, 26.0), 20);
 }
 
 #[test]
@@ -136,14 +108,7 @@ fn a_client_key_writes_series_only_for_its_hosts() {
     let mut c = Client::connect(r.server.addr);
     c.handshake("nas1", "nas1-key").unwrap();
     for (i, host) in ["nas1", "nas2"].iter().enumerate() {
-        c.send(&encode::message(
-            TAG,
-            t(1_800_000_000),
-            &record(host, 7, 1.0),
-            Some(&chunk(i as u8)),
-        ))
-        .unwrap();
-        assert_eq!(c.ack(), Some(chunk(i as u8)));
+        c.send_record_acked(TAG, t(1_800_000_000), &record(host, 7, 1.0), i as u8);
     }
     let store = Store::open_read_only(&r.db).unwrap();
     assert!(

@@ -272,10 +272,16 @@ impl Client {
 
     /// One event as a Message with chunk id `chunk(n)`, now; asserts its ack.
     pub fn send_acked(&mut self, tag: &str, e: &Event, n: u8) {
+        self.send_record_acked(tag, now_t(), &e.to_msgpack(), n);
+    }
+
+    /// One record (MessagePack) as a Message stamped `time` with chunk id `chunk(n)`;
+    /// asserts its ack.
+    pub fn send_record_acked(&mut self, tag: &str, time: EventTime, record: &[u8], n: u8) {
         self.send(&zpulse_forward::encode::message(
             tag,
-            now_t(),
-            &e.to_msgpack(),
+            time,
+            record,
             Some(&chunk(n)),
         ))
         .unwrap();
