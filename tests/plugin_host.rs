@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use zpulse_agent::config::{self, PluginSettings};
 use zpulse_agent::plugins::{Extra, Output, PluginHost, Status};
@@ -137,23 +137,21 @@ impl PluginDir {
 }
 
 /// The real sample between the two lab captures.
-fn sample() -> Sample {
-    static SAMPLE: OnceLock<Sample> = OnceLock::new();
-    SAMPLE
-        .get_or_init(|| {
-            let series = zpulse_tests::fixture("lab/basic");
-            let a = zpulse_agent::capture::load(&series.join("000")).unwrap();
-            let b = zpulse_agent::capture::load(&series.join("001")).unwrap();
-            Sample::between(&a, &b).unwrap()
-        })
-        .clone()
+fn sample() -> Arc<Sample> {
+    static SAMPLE: OnceLock<Arc<Sample>> = OnceLock::new();
+    Arc::clone(SAMPLE.get_or_init(|| {
+        let series = zpulse_tests::fixture("lab/basic");
+        let a = zpulse_agent::capture::load(&series.join("000")).unwrap();
+        let b = zpulse_agent::capture::load(&series.join("001")).unwrap();
+        Arc::new(Sample::between(&a, &b).unwrap())
+    }))
 }
 
 /// The same sample, `n` intervals later.
-fn sample_n(n: u32) -> Sample {
-    let mut s = sample();
+fn sample_n(n: u32) -> Arc<Sample> {
+    let mut s = Sample::clone(&sample());
     s.end += f64::from(n) * s.interval;
-    s
+    Arc::new(s)
 }
 
 fn from(out: &Output, check: &str) -> Vec<Entry> {
@@ -644,7 +642,7 @@ fn a_real_sample_round_trips_through_messagepack() {
     assert_eq!(sdk::encode_sample(&back), bytes);
     assert_eq!(
         serde_json::to_value(&back).unwrap(),
-        serde_json::to_value(&s).unwrap()
+        serde_json::to_value(&*s).unwrap()
     );
     assert_eq!(back.disks, s.disks);
     assert_eq!(back.arc, s.arc);
@@ -867,7 +865,7 @@ fn window_of_three() -> zpulse_proto::report::ReportWindow {
         from: sample_n(0).start,
         to: sample_n(2).end,
         intervals: 3,
-        whole: sample(),
+        whole: Sample::clone(&sample()),
         ..Default::default()
     }
 }

@@ -1,5 +1,5 @@
 /*
- * zpulse_plugin.h — the zpulse plugin ABI, version 1.2, for plugins written in C.
+ * zpulse_plugin.h — the zpulse plugin ABI, version 1.4, for plugins written in C.
  *
  * The same contract as zpulse-proto's `abi` module (Rust plugins use its SDK instead).
  *
@@ -54,7 +54,7 @@ extern "C" {
 #endif
 
 #define ZPULSE_ABI_MAJOR 1
-#define ZPULSE_ABI_MINOR 3
+#define ZPULSE_ABI_MINOR 4
 #define ZPULSE_ENTRY_SYMBOL "zpulse_plugin_entry"
 
 /* Descriptor flags (ABI 1.1). The agent refuses a plugin that sets this one: its code aborts
@@ -143,6 +143,12 @@ typedef struct zpulse_plugin_descriptor {
      * through on_sample, with one window (see above); answer with host->section (zero or
      * more times). Same thread and time budget as on_sample. */
     int32_t (*report)(void *state, const uint8_t *window, size_t window_len);
+    /* ABI 1.4, NULL in C: Rust plugins built from the agent's own zpulse-proto sources by the
+     * same compiler may be handed the agent's in-memory sample instead of MessagePack (a
+     * layout fingerprint, and on_sample over a pointer to it). A C plugin always gets the
+     * MessagePack sample through on_sample. */
+    uint64_t (*sample_layout)(void);
+    int32_t (*on_sample_native)(void *state, const void *sample);
 } zpulse_plugin_descriptor;
 
 /* The one symbol a plugin exports. */
@@ -155,7 +161,9 @@ _Static_assert(offsetof(zpulse_plugin_descriptor, create) == 64, "descriptor lay
 _Static_assert(offsetof(zpulse_plugin_descriptor, check_config) == 88, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, unread) == 96, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, report) == 104, "descriptor layout");
-_Static_assert(sizeof(zpulse_plugin_descriptor) == 112, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, sample_layout) == 112, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, on_sample_native) == 120, "descriptor layout");
+_Static_assert(sizeof(zpulse_plugin_descriptor) == 128, "descriptor layout");
 _Static_assert(offsetof(zpulse_host_api, ctx) == 16, "host api layout");
 _Static_assert(offsetof(zpulse_host_api, section) == 48, "host api layout");
 _Static_assert(sizeof(zpulse_host_api) == 56, "host api layout");

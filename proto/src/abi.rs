@@ -1,4 +1,4 @@
-//! Plugin ABI v1 (1.2): the C-compatible contract between the agent and a plugin shared object.
+//! Plugin ABI v1 (1.4): the C-compatible contract between the agent and a plugin shared object.
 //!
 //! `proto/include/zpulse_plugin.h` states the same contract for C. Plugin authors writing Rust
 //! use [`crate::sdk`] and never touch this module; it is public for the agent, for the SDK's
@@ -32,6 +32,11 @@
 //!   plugin's verdict over a whole window for `zpulse report` ([`crate::report`]), given
 //!   through the host's [`HostApi::section`], which a 1.2 host appends to its API (check
 //!   [`HostApi::struct_size`] before calling it).
+//! * Since 1.4 the descriptor ends with [`PluginDescriptor::sample_layout`] and
+//!   [`PluginDescriptor::on_sample_native`] (both may be null, and are in C): a Rust plugin
+//!   built from the same `zpulse-proto` sources by the same compiler as the agent may be given
+//!   the agent's own [`crate::Sample`] instead of its MessagePack encoding, when the two
+//!   [`sample_layout`] fingerprints are equal (see there). Any other plugin gets MessagePack.
 //! * The agent never unloads a plugin (`dlclose` is unsafe with thread-locals and threads), so
 //!   a plugin's statics live as long as the process.
 
@@ -43,7 +48,8 @@ pub const ABI_MAJOR: u32 = 1;
 /// bump the minor. 1.1: [`DESCRIPTOR_PANIC_ABORT`], [`PluginDescriptor::check_config`] and
 /// [`PluginDescriptor::unread`]. 1.2: [`PluginDescriptor::report`] and [`HostApi::section`].
 /// 1.3: the parts [`PART_ARC`], [`PART_POOL_CONFIGS`] and [`PART_POOL_RATES`].
-pub const ABI_MINOR: u32 = 3;
+/// 1.4: [`PluginDescriptor::sample_layout`] and [`PluginDescriptor::on_sample_native`].
+pub const ABI_MINOR: u32 = 4;
 
 /// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
 /// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
@@ -204,8 +210,17 @@ pub type CheckConfigFn =
 pub type ReportFn =
     unsafe extern "C" fn(state: *mut c_void, window: *const u8, window_len: usize) -> Status;
 
-/// What a plugin exports (ABI 1.2; a 1.0 descriptor ends before `check_config`, a 1.1 one
-/// before `report`). Function
+/// `sample_layout()` (ABI 1.4): the plugin's [`sample_layout`] fingerprint.
+pub type SampleLayoutFn = unsafe extern "C" fn() -> u64;
+
+/// `on_sample_native(state, sample)` (ABI 1.4): `sample` points to a [`crate::Sample`] laid
+/// out as in the agent, which calls this only when its [`sample_layout`] equals the plugin's.
+/// Valid, and not mutated, for the call; the plugin copies what it keeps. Every part of the
+/// sample is there, the `unread` ones too: a plugin must not read meaning into their absence.
+pub type OnSampleNativeFn = unsafe extern "C" fn(state: *mut c_void, sample: *const c_void) -> Status;
+
+/// What a plugin exports (ABI 1.4; a 1.0 descriptor ends before `check_config`, a 1.1 one
+/// before `report`, a 1.2 or 1.3 one before `sample_layout`). Function
 /// pointers are `Option` so that a null one from C is a refused plugin, not undefined
 /// behaviour. Read one with [`read_descriptor`], which knows every 1.x size.
 #[repr(C)]
@@ -229,6 +244,10 @@ pub struct PluginDescriptor {
     pub unread: u64,
     /// ABI 1.2; absent (and read as `None`: the plugin adds nothing to reports) before.
     pub report: Option<ReportFn>,
+    /// ABI 1.4, with `on_sample_native`; `None` (C plugins, older ones): MessagePack only.
+    pub sample_layout: Option<SampleLayoutFn>,
+    /// ABI 1.4: `on_sample` over the agent's own sample, when the layouts agree.
+    pub on_sample_native: Option<OnSampleNativeFn>,
 }
 
 /// The size of an ABI 1.0 descriptor: everything before `check_config`.
@@ -290,7 +309,6 @@ pub struct HostApi {
     pub section: Option<SectionFn>,
 }
 
-/// Why a descriptor header is refused, in words naming both versions.
 impl HostApi {
     /// The host API of this ABI version (its major, minor and size filled in) over `ctx`.
     pub fn new(
@@ -317,6 +335,7 @@ impl HostApi {
 /// The size of an ABI 1.0 and 1.1 host API: everything before `section`.
 pub const HOST_API_SIZE_1_1: usize = std::mem::offset_of!(HostApi, section);
 
+/// Why a descriptor header is refused, in words naming both versions.
 pub fn check_header(h: &DescriptorHeader) -> Result<(), String> {
     if h.abi_major != ABI_MAJOR {
         return Err(format!(
@@ -333,6 +352,102 @@ pub fn check_header(h: &DescriptorHeader) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The sources that define [`crate::Sample`] and every type inside it: the `snapshot` and
+/// `sample` modules (their unit tests excepted). A test keeps the list equal to the files.
+macro_rules! model_sources {
+    ($($path:literal),* $(,)?) => {
+        /// The model's files, relative to `proto/src`, for the test that keeps them listed.
+        #[cfg(test)]
+        const MODEL_FILES: &[&str] = &[$($path),*];
+        /// FNV-1a of every model file, computed by the compiler: no source is in the binary.
+        const MODEL_HASH: u64 = {
+            let mut h = FNV_OFFSET;
+            $( h = fnv1a(h, include_bytes!($path)); )*
+            h
+        };
+    };
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+const fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    h
+}
+
+model_sources!(
+    "sample/arc.rs",
+    "sample/disk.rs",
+    "sample/host.rs",
+    "sample/mod.rs",
+    "sample/parts.rs",
+    "sample/pool.rs",
+    "sample/stream.rs",
+    "sample/vdev.rs",
+    "snapshot/disk.rs",
+    "snapshot/host.rs",
+    "snapshot/kstat.rs",
+    "snapshot/mod.rs",
+    "snapshot/pool.rs",
+    "snapshot/tagged.rs",
+    "snapshot/tunables.rs",
+    "snapshot/vdev.rs",
+    "snapshot/zfs.rs",
+);
+
+/// ABI 1.4: a fingerprint of how this build lays out [`crate::Sample`] in memory. Two builds
+/// with the same fingerprint may hand each other a `&Sample`
+/// ([`PluginDescriptor::on_sample_native`]); it is never 0.
+///
+/// A type's layout is a function of its definition, the compiler and the target (stable Rust
+/// has no flag that changes it), so the fingerprint hashes exactly those: the model's source
+/// text; the `TypeId`s of the standard library's types the model is made of, which name the
+/// standard library linked, so its compiler, version and target (the compiler mixes its
+/// version into every crate's id); and the size and alignment of `Sample` and its largest
+/// parts. Not the `TypeId` of `Sample` itself: it also hashes how cargo built this crate, which
+/// differs between an agent and its plugins built together (thin LTO compiles the crate once
+/// for the binary and once, bitcode only, for the plugins). A plugin built by another compiler
+/// or from other model sources gets MessagePack.
+pub fn sample_layout() -> u64 {
+    use std::hash::{Hash, Hasher};
+    struct Fnv(u64);
+    impl Hasher for Fnv {
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0 = fnv1a(self.0, bytes);
+        }
+    }
+    use std::any::TypeId;
+    use std::collections::BTreeMap;
+    use std::mem::{align_of, size_of};
+    let mut h = Fnv(MODEL_HASH);
+    for std_type in [
+        TypeId::of::<String>(),
+        TypeId::of::<Vec<u64>>(),
+        TypeId::of::<Option<f64>>(),
+        TypeId::of::<BTreeMap<String, u64>>(),
+    ] {
+        std_type.hash(&mut h);
+    }
+    for (size, align) in [
+        (size_of::<crate::Sample>(), align_of::<crate::Sample>()),
+        (size_of::<crate::Snapshot>(), align_of::<crate::Snapshot>()),
+        (size_of::<crate::snapshot::Pool>(), align_of::<crate::snapshot::Pool>()),
+        (size_of::<crate::snapshot::Vdev>(), align_of::<crate::snapshot::Vdev>()),
+        (size_of::<crate::snapshot::Disk>(), align_of::<crate::snapshot::Disk>()),
+    ] {
+        (size, align).hash(&mut h);
+    }
+    h.finish().max(1)
 }
 
 /// A plugin name is a TOML bare key and a check name: `[A-Za-z0-9_-]`, 1–64 bytes.
@@ -368,7 +483,10 @@ const _: () = {
     assert!(offset_of!(PluginDescriptor, unread) == 96);
     // 1.2 appends report.
     assert!(offset_of!(PluginDescriptor, report) == 104);
-    assert!(size_of::<PluginDescriptor>() == 112);
+    // 1.4 appends sample_layout and on_sample_native.
+    assert!(offset_of!(PluginDescriptor, sample_layout) == 112);
+    assert!(offset_of!(PluginDescriptor, on_sample_native) == 120);
+    assert!(size_of::<PluginDescriptor>() == 128);
     assert!(offset_of!(HostApi, ctx) == 16);
     assert!(offset_of!(HostApi, log) == 24);
     assert!(offset_of!(HostApi, emit) == 32);
@@ -443,7 +561,13 @@ mod tests {
             check_config: Some(accept_any),
             unread: PART_TXGS,
             report: Some(report_nothing),
+            sample_layout: Some(layout_of_this_build),
+            on_sample_native: None,
         }
+    }
+
+    unsafe extern "C" fn layout_of_this_build() -> u64 {
+        sample_layout()
     }
 
     #[test]
@@ -473,15 +597,53 @@ mod tests {
         assert!(d.check_config.is_some());
         assert_eq!(d.unread, PART_TXGS);
         assert!(d.report.is_none(), "a 1.1 plugin has no report");
-        // 1.2, and a larger one from a newer minor: every field.
-        for size in [112, 128] {
+        // 1.2 and 1.3 (112 bytes): report, but no native sample.
+        let one_two = descriptor_claiming(112);
+        // SAFETY: as above, 112 bytes.
+        let d = unsafe { read_descriptor(&raw const one_two) };
+        assert!(d.report.is_some());
+        assert!(d.sample_layout.is_none(), "a 1.3 plugin gets MessagePack");
+        // 1.4, and a larger one from a newer minor: every field.
+        for size in [128, 160] {
             let new = descriptor_claiming(size);
             // SAFETY: only size_of::<PluginDescriptor>() bytes are read, which `new` has.
             let d = unsafe { read_descriptor(&raw const new) };
             assert!(d.check_config.is_some());
             assert_eq!(d.unread, PART_TXGS);
             assert!(d.report.is_some());
+            assert!(d.sample_layout.is_some());
         }
+    }
+
+    /// Every file of the `snapshot` and `sample` modules is in the fingerprint (a type of the
+    /// sample defined in a file left out could change without changing it), and nothing else.
+    #[test]
+    fn the_sample_layout_hashes_every_model_file() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for dir in ["sample", "snapshot"] {
+            for entry in std::fs::read_dir(src.join(dir)).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                if name.ends_with(".rs") && name != "tests.rs" {
+                    found.push(format!("{dir}/{name}"));
+                }
+            }
+        }
+        found.sort();
+        assert_eq!(found, MODEL_FILES);
+    }
+
+    /// The fingerprint is the same for every caller in one build, is never 0 (0 would read as
+    /// a plugin without one), and moves when any model byte does.
+    #[test]
+    fn the_sample_layout_changes_with_the_model_source() {
+        assert_eq!(sample_layout(), sample_layout());
+        assert_ne!(sample_layout(), 0);
+        let one = fnv1a(FNV_OFFSET, b"pub struct Sample { pub start: f64 }");
+        let other = fnv1a(FNV_OFFSET, b"pub struct Sample { pub start: f32 }");
+        assert_ne!(one, other);
+        // FNV-1a 64's published test vector: "a" hashes to 0xaf63dc4c8601ec8c.
+        assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]

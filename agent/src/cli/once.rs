@@ -7,6 +7,7 @@ use crate::report::{self, Format};
 use crate::sinks::prometheus::exposition;
 use crate::sources::{self, System};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 use zpulse_proto::Sample;
 
@@ -70,11 +71,11 @@ pub fn run(
     let mut runner = Runner::start(plugin_args, &first.host.hostname, format)?;
     std::thread::sleep(Duration::from_secs_f64(seconds));
     let second = snapshot()?;
-    let sample = Sample::between(&first, &second).map_err(|e| e.to_string())?;
+    let sample = Arc::new(Sample::between(&first, &second).map_err(|e| e.to_string())?);
     let events = runner.run(&sample);
     emit(&match format {
         Format::Text => report::sample_text(&sample) + &events,
-        Format::Json => report::json(&sample, true) + "\n" + &events,
+        Format::Json => report::json(&*sample, true) + "\n" + &events,
     })?;
     runner.shutdown()
 }

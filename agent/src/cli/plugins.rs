@@ -6,6 +6,7 @@ use crate::plugins::{Extra, Level, Output, PluginHost, PluginInfo, Status};
 use crate::report::Format;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::Arc;
 use zpulse_proto::Sample;
 use zpulse_proto::event::{Entry, Value};
 use zpulse_proto::report::{ReportWindow, Section};
@@ -56,7 +57,7 @@ impl Runner {
 
     /// Runs the plugins on `sample`; returns their events rendered for stdout, and writes the
     /// log lines to stderr.
-    pub fn run(&mut self, sample: &Sample) -> String {
+    pub fn run(&mut self, sample: &Arc<Sample>) -> String {
         let out = self.host.run(sample);
         print_logs(&out);
         render_events(&out.events, self.format)
@@ -64,7 +65,7 @@ impl Runner {
 
     /// Runs the plugins on `sample` and returns their events as they are (log lines go to
     /// stderr).
-    pub fn events(&mut self, sample: &Sample) -> Vec<Entry> {
+    pub fn events(&mut self, sample: &Arc<Sample>) -> Vec<Entry> {
         let out = self.host.run(sample);
         print_logs(&out);
         out.events
@@ -152,7 +153,7 @@ fn table(plugins: &[PluginInfo], config: &Config, args: &PluginArgs) -> String {
         let _ = writeln!(s, "no plugins found (looked in: {})", places.join(", "));
         return s;
     }
-    let rows: Vec<[String; 5]> = plugins
+    let rows: Vec<[String; 6]> = plugins
         .iter()
         .map(|p| {
             [
@@ -161,21 +162,22 @@ fn table(plugins: &[PluginInfo], config: &Config, args: &PluginArgs) -> String {
                 p.abi
                     .map_or_else(|| "-".into(), |(major, minor)| format!("{major}.{minor}")),
                 p.status.word().to_string(),
+                if p.status == Status::Loaded { p.delivery() } else { "-" }.to_string(),
                 p.path.display().to_string(),
             ]
         })
         .collect();
-    let header = ["NAME", "VERSION", "ABI", "STATUS", "PATH"];
+    let header = ["NAME", "VERSION", "ABI", "STATUS", "SAMPLE", "PATH"];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: [&str; 5]| {
+    let line = |cells: [&str; 6]| {
         let mut l = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            if i == 4 {
+            if i == 5 {
                 l.push_str(cell);
             } else {
                 let _ = write!(l, "{cell:<w$}  ", w = widths[i]);
@@ -185,7 +187,7 @@ fn table(plugins: &[PluginInfo], config: &Config, args: &PluginArgs) -> String {
     };
     s.push_str(&line(header));
     for (row, p) in rows.iter().zip(plugins) {
-        s.push_str(&line([&row[0], &row[1], &row[2], &row[3], &row[4]]));
+        s.push_str(&line(row.each_ref().map(String::as_str)));
         if let Some(why) = p.status.reason() {
             let _ = writeln!(s, "    {why}");
         }
@@ -202,6 +204,7 @@ fn info_json(p: &PluginInfo) -> serde_json::Value {
         "build_info": p.build_info,
         "status": p.status.word(),
         "reason": p.status.reason(),
+        "sample": p.delivery(),
     })
 }
 

@@ -5,6 +5,7 @@ use super::plugins::{PluginArgs, Runner};
 use crate::capture;
 use crate::report::{self, Format};
 use std::path::Path;
+use std::sync::Arc;
 use zpulse_proto::SampleStream;
 
 pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<(), String> {
@@ -27,12 +28,13 @@ pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<()
             .ok()
     });
     for (i, sample) in SampleStream::after(first, rest).enumerate() {
-        let sample = sample
-            .map_err(|e| format!("{} → {}: {e}", dirs[i].display(), dirs[i + 1].display()))?;
+        let sample = Arc::new(sample.map_err(|e| {
+            format!("{} → {}: {e}", dirs[i].display(), dirs[i + 1].display())
+        })?);
         let events = runner.run(&sample);
         emit(&match format {
             Format::Text => report::sample_text(&sample) + &events + "\n",
-            Format::Json => report::json(&sample, false) + "\n" + &events,
+            Format::Json => report::json(&*sample, false) + "\n" + &events,
         })?;
     }
     if let Some(e) = unreadable {

@@ -127,7 +127,7 @@ impl Analysis {
         if let Some(sample) = self.builder.push(snapshot)
             && let Some(r) = &mut self.runner
         {
-            self.events.extend(r.events(&sample));
+            self.events.extend(r.events(&Arc::new(sample)));
         }
     }
 

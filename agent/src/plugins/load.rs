@@ -55,7 +55,7 @@ pub(super) fn discover(sources: &[Source]) -> (Vec<PathBuf>, Vec<(PathBuf, Strin
     (files, problems)
 }
 
-/// The plugin's three functions, copied out of its descriptor.
+/// The plugin's functions, copied out of its descriptor.
 #[derive(Clone, Copy)]
 pub(super) struct Calls {
     pub create: CreateFn,
@@ -65,6 +65,9 @@ pub(super) struct Calls {
     pub unread: u64,
     /// ABI 1.2: its conclusions over a window, for `zpulse report`.
     pub report: Option<abi::ReportFn>,
+    /// ABI 1.4: its layout fingerprint and `on_sample` over the agent's own sample, used
+    /// when the fingerprint is the agent's (asked on the plugin's thread, after `create`).
+    pub native: Option<(abi::SampleLayoutFn, abi::OnSampleNativeFn)>,
 }
 
 /// An opened plugin, before `create`.
@@ -165,6 +168,7 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
             destroy,
             unread: d.unread,
             report: d.report,
+            native: d.sample_layout.zip(d.on_sample_native),
         },
         check_config: d.check_config,
     })

@@ -128,9 +128,17 @@ pub struct PluginInfo {
     pub abi: Option<(u32, u32)>,
     pub build_info: Option<String>,
     pub status: Status,
+    /// Whether it is given the agent's own sample (ABI 1.4, a plugin built with the agent:
+    /// the layouts agree) rather than MessagePack; known once `create` returned.
+    pub native: bool,
 }
 
 impl PluginInfo {
+    /// How it is given samples: `native` (the agent's own, ABI 1.4) or `messagepack`.
+    pub fn delivery(&self) -> &'static str {
+        if self.native { "native" } else { "messagepack" }
+    }
+
     /// The name, or the file name when the plugin could not say.
     pub fn label(&self) -> String {
         self.name.clone().unwrap_or_else(|| {
@@ -182,6 +190,8 @@ struct Running {
     origin: Option<String>,
     /// The parts of the sample it does not read (its descriptor's `unread`).
     unread: u64,
+    /// Its `create` returned and its sample layout is the agent's.
+    native: bool,
 }
 
 struct Slot {
@@ -208,6 +218,8 @@ pub struct PluginHost {
     pending: Output,
     /// Disconnected when the agent is stopping: no more waiting for plugins.
     interrupt: Option<Receiver<()>>,
+    /// Whether plugins whose layout agrees get the sample natively (see [`PluginHost::run`]).
+    native: bool,
 }
 
 impl PluginHost {
@@ -244,6 +256,7 @@ impl PluginHost {
             done_rx,
             pending: Output::default(),
             interrupt,
+            native: true,
         };
         let sources = sources_of(settings, extra);
 
@@ -296,6 +309,7 @@ impl PluginHost {
             abi: None,
             build_info: None,
             status: Status::Loaded,
+            native: false,
         };
         let opened = match load::open(path, euid) {
             Ok(opened) => opened,
@@ -361,6 +375,7 @@ impl PluginHost {
                 raised: Raised::default(),
                 origin: table.map(|t| t.origin.clone()),
                 unread: opened.calls.unread,
+                native: false,
             }),
         });
     }
@@ -382,15 +397,29 @@ impl PluginHost {
     }
 
     /// Hands `sample` to every idle plugin and returns, within the budget, what they emitted
-    /// and what went wrong.
-    pub fn run(&mut self, sample: &Sample) -> Output {
-        // Each large part of the sample is encoded once, for all the variants.
+    /// and what went wrong. A plugin built with this agent (ABI 1.4, the same sample layout)
+    /// reads the sample itself; the others get it encoded, each large part once. The `Arc`
+    /// is what a hung plugin holds until it returns.
+    pub fn run(&mut self, sample: &Arc<Sample>) -> Output {
+        // Each large part of the sample is encoded once, for all the variants, and only for
+        // the plugins that take MessagePack.
         let mut parts = zpulse_proto::sample::PartEncoder::new(sample);
         let mut encoded = worker::Encoded::new(|unread| parts.encode(unread));
-        self.dispatch(EventTime::from_unix(sample.end), "on_sample", |unread| {
-            Job::Sample(encoded.for_plugin(unread))
+        let native = self.native;
+        self.dispatch(EventTime::from_unix(sample.end), "on_sample", |run| {
+            if run.native && native {
+                Job::NativeSample(Arc::clone(sample))
+            } else {
+                Job::Sample(encoded.for_plugin(run.unread))
+            }
         });
         self.take_output()
+    }
+
+    /// Sends every plugin the MessagePack sample, even those that could take the agent's
+    /// own (for comparing the two deliveries; a plugin sees the same figures either way).
+    pub fn messagepack_only(&mut self) {
+        self.native = false;
     }
 
     /// `zpulse report`: hands `window` to every running plugin's `report` (after the window's
@@ -399,8 +428,8 @@ impl PluginHost {
     pub fn report_window(&mut self, window: &ReportWindow) -> (Vec<Section>, Output) {
         let mut encoded =
             worker::Encoded::new(|unread| zpulse_proto::sdk::encode_window_for(window, unread));
-        self.dispatch(EventTime::from_unix(window.to), "report", |unread| {
-            Job::Report(encoded.for_plugin(unread))
+        self.dispatch(EventTime::from_unix(window.to), "report", |run| {
+            Job::Report(encoded.for_plugin(run.unread))
         });
         let out = self.take_output();
         let sections = self
@@ -412,9 +441,14 @@ impl PluginHost {
         (sections, out)
     }
 
-    /// Gives every idle, created plugin the job `job(unread parts)` for `call`, stamped with
-    /// `time`, then waits for them within the budget and marks the late ones hung.
-    fn dispatch(&mut self, time: EventTime, call: &'static str, mut job: impl FnMut(u64) -> Job) {
+    /// Gives every idle, created plugin the job `job(its bookkeeping)` for `call`, stamped
+    /// with `time`, then waits for them within the budget and marks the late ones hung.
+    fn dispatch(
+        &mut self,
+        time: EventTime,
+        call: &'static str,
+        mut job: impl FnMut(&Running) -> Job,
+    ) {
         self.collect();
         let now = Instant::now();
         for slot in &mut self.slots {
@@ -426,7 +460,7 @@ impl PluginHost {
             }
             let Some(jobs) = &run.jobs else { continue };
             run.shared.begin_sample(time, &self.hostname);
-            if jobs.try_send(job(run.unread & abi::PARTS_KNOWN)).is_ok() {
+            if jobs.try_send(job(run)).is_ok() {
                 run.busy = Some(Busy {
                     call,
                     since: now,
@@ -579,7 +613,11 @@ impl PluginHost {
             self.log(Level::Info, &name, line);
         }
         match done {
-            Done::Created { status, error } => self.created(index, status, error),
+            Done::Created {
+                status,
+                error,
+                native,
+            } => self.created(index, status, error, native),
             Done::Sampled { status, error } => self.sampled(index, status, error, late.is_some()),
             Done::Reported { status, error } => {
                 if status != abi::STATUS_OK {
@@ -592,12 +630,14 @@ impl PluginHost {
     }
 
     /// `create` returned: the plugin runs from the next sample, or is refused.
-    fn created(&mut self, index: usize, status: abi::Status, error: Option<String>) {
+    fn created(&mut self, index: usize, status: abi::Status, error: Option<String>, native: bool) {
         let slot = &mut self.slots[index];
         let name = slot.info.label();
         let Some(run) = slot.run.as_mut() else { return };
         if status == abi::STATUS_OK {
             run.created = true;
+            run.native = native;
+            slot.info.native = native;
             return;
         }
         let why = error.unwrap_or_else(|| "no reason given".into());

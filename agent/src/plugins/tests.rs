@@ -79,7 +79,7 @@ fn refusals_are_reported_once_with_the_reason_and_nothing_else_stops() {
     }
     assert_eq!(out.logs.len(), 2);
     // Reported once: later runs say nothing more.
-    let later = host.run(&Sample::default());
+    let later = host.run(&Arc::new(Sample::default()));
     assert!(later.events.is_empty() && later.logs.is_empty());
 }
 

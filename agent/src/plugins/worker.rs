@@ -13,6 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard};
 use zpulse_proto::abi::{self, HostApi, Status};
 use zpulse_proto::event::{Entry, Event, EventTime, Kind};
+use zpulse_proto::Sample;
 use zpulse_proto::report::{SECTIONS_PER_PLUGIN, Section};
 
 /// A log line longer than this is cut: it is meant for people.
@@ -53,6 +54,9 @@ pub(super) enum Job {
     Create(Vec<u8>),
     /// One encoded sample, shared by every plugin that reads the same parts.
     Sample(Arc<[u8]>),
+    /// The sample itself, for a plugin whose `create` said it takes it natively; shared by
+    /// every such plugin, and kept alive by a hung one until it returns.
+    NativeSample(Arc<Sample>),
     /// One encoded report window (`zpulse report`).
     Report(Arc<[u8]>),
 }
@@ -61,6 +65,8 @@ pub(super) enum Done {
     Created {
         status: Status,
         error: Option<String>,
+        /// Whether the plugin's sample layout is the agent's: it gets [`Job::NativeSample`].
+        native: bool,
     },
     Sampled {
         status: Status,
@@ -355,6 +361,7 @@ fn run(
 ) {
     let mut state: *mut c_void = std::ptr::null_mut();
     let mut created = false;
+    let mut native = false;
     while let Ok(job) = jobs.recv() {
         shared.lock().error = None;
         let report = match job {
@@ -364,15 +371,36 @@ fn run(
                 let status =
                     unsafe { (calls.create)(api.0, config.as_ptr(), config.len(), &mut state) };
                 created = status == abi::STATUS_OK;
+                native = match calls.native {
+                    // SAFETY: an ABI 1.4 function taking nothing; asked on this thread, where
+                    // a plugin that hangs in it is caught like one hanging in `create`.
+                    Some((layout, _)) if created => (unsafe { layout() }) == abi::sample_layout(),
+                    _ => false,
+                };
                 Done::Created {
                     status,
                     error: shared.lock().error.take(),
+                    native,
                 }
             }
             Job::Sample(sample) if created => {
                 // SAFETY: `state` came from a successful `create` and is not destroyed; the
                 // sample is valid for the call; calls on it are serial (this thread only).
                 let status = unsafe { (calls.on_sample)(state, sample.as_ptr(), sample.len()) };
+                Done::Sampled {
+                    status,
+                    error: shared.lock().error.take(),
+                }
+            }
+            Job::NativeSample(sample) if created && native => {
+                let Some((_, on_sample)) = calls.native else {
+                    continue;
+                };
+                // SAFETY: as for `on_sample`; the plugin's layout fingerprint is the agent's,
+                // so it reads `Sample` as this build lays it out; the Arc keeps it alive and
+                // unchanged until the call returns.
+                let status = unsafe { on_sample(state, Arc::as_ptr(&sample).cast()) };
+                drop(sample);
                 Done::Sampled {
                     status,
                     error: shared.lock().error.take(),
@@ -389,7 +417,7 @@ fn run(
                     error: shared.lock().error.take(),
                 }
             }
-            Job::Sample(_) | Job::Report(_) => continue,
+            Job::Sample(_) | Job::NativeSample(_) | Job::Report(_) => continue,
         };
         let failed_create =
             matches!(report, Done::Created { status, .. } if status != abi::STATUS_OK);

@@ -30,7 +30,14 @@ pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor
         check_config: Some(check_config::<P>),
         unread: abi::PARTS_KNOWN & !P::READS,
         report: Some(report::<P>),
+        sample_layout: Some(sample_layout),
+        on_sample_native: Some(on_sample_native::<P>),
     }
+}
+
+/// This build's [`abi::sample_layout`], which the agent compares with its own.
+unsafe extern "C" fn sample_layout() -> u64 {
+    abi::sample_layout()
 }
 
 /// Decodes the config as `create` would, and nothing else.
@@ -135,10 +142,28 @@ unsafe extern "C" fn on_sample<P: Plugin>(
     sample: *const u8,
     sample_len: usize,
 ) -> Status {
-    // SAFETY: the agent's arguments to `on_sample`, as `call` requires.
+    // SAFETY: the agent passes `sample_len` readable bytes, valid for this call.
+    let bytes = unsafe { abi::bytes(sample, sample_len) };
+    // SAFETY: the agent's state, as `call` requires.
     unsafe {
-        call::<P>(state, sample, sample_len, "on_sample", |instance, bytes| {
+        call::<P, _>(state, bytes, "on_sample", |instance, bytes| {
             let sample = decode_sample_into(bytes, &mut instance.sample)?;
+            Ok(instance.plugin.on_sample(sample, &instance.host)?)
+        })
+    }
+}
+
+/// `on_sample` over the agent's own sample: nothing to decode.
+unsafe extern "C" fn on_sample_native<P: Plugin>(
+    state: *mut c_void,
+    sample: *const c_void,
+) -> Status {
+    // SAFETY: the agent calls this only with a `Sample` of this build's layout (the
+    // fingerprints are equal), alive and unchanged for the call; null is refused by `as_ref`.
+    let sample = unsafe { sample.cast::<crate::Sample>().as_ref() };
+    // SAFETY: the agent's state, as `call` requires.
+    unsafe {
+        call::<P, _>(state, sample, "on_sample_native", |instance, sample| {
             Ok(instance.plugin.on_sample(sample, &instance.host)?)
         })
     }
@@ -149,9 +174,11 @@ unsafe extern "C" fn report<P: Plugin>(
     window: *const u8,
     window_len: usize,
 ) -> Status {
-    // SAFETY: the agent's arguments to `report`, as `call` requires.
+    // SAFETY: the agent passes `window_len` readable bytes, valid for this call.
+    let bytes = unsafe { abi::bytes(window, window_len) };
+    // SAFETY: the agent's state, as `call` requires.
     unsafe {
-        call::<P>(state, window, window_len, "report", |instance, bytes| {
+        call::<P, _>(state, bytes, "report", |instance, bytes| {
             let window = decode_window(bytes)?;
             Ok(instance.plugin.report(&window, &instance.host)?)
         })
@@ -173,18 +200,18 @@ impl From<super::Error> for Failed {
     }
 }
 
-/// One call on a live state with one MessagePack argument (`on_sample`, `report`): the
-/// argument decoded, the plugin's method run, panics caught, errors given to `set_error`.
+/// One call on a live state with one argument (`on_sample`'s and `report`'s MessagePack, the
+/// native sample; `None` when the agent passed a null pointer): the plugin's method run,
+/// panics caught, errors given to `set_error`.
 ///
 /// # Safety
 /// `state` must be null or the live `Instance<P>` this plugin's `create` returned, called
-/// from one thread at a time; `ptr` must be null or point to `len` bytes valid for the call.
-unsafe fn call<P: Plugin>(
+/// from one thread at a time.
+unsafe fn call<P: Plugin, A>(
     state: *mut c_void,
-    ptr: *const u8,
-    len: usize,
+    arg: Option<A>,
     what: &str,
-    run: impl FnOnce(&mut Instance<P>, &[u8]) -> Result<(), Failed>,
+    run: impl FnOnce(&mut Instance<P>, A) -> Result<(), Failed>,
 ) -> Status {
     if state.is_null() {
         return abi::STATUS_ERROR;
@@ -192,15 +219,14 @@ unsafe fn call<P: Plugin>(
     // SAFETY: a non-null state is the `Instance<P>` this plugin's `create` returned, not yet
     // destroyed, and the agent never calls one state concurrently: the borrow is exclusive.
     let instance = unsafe { &mut *state.cast::<Instance<P>>() };
-    // SAFETY: the agent passes `len` readable bytes, valid for this call.
-    let Some(bytes) = (unsafe { abi::bytes(ptr, len) }) else {
+    let Some(arg) = arg else {
         instance
             .host
             .set_error(&format!("{what} was called with a null argument"));
         return abi::STATUS_ERROR;
     };
     let result = catch_unwind(AssertUnwindSafe(|| {
-        run(instance, bytes).map_err(|Failed(message)| (abi::STATUS_ERROR, message))
+        run(instance, arg).map_err(|Failed(message)| (abi::STATUS_ERROR, message))
     }))
     .unwrap_or_else(|payload| {
         // A panic may have left the reused sample half decoded: the next is decoded afresh.
