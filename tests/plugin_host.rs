@@ -339,6 +339,10 @@ fn a_c_plugin_reads_the_sample_with_msgpack_c() {
     let b = built();
     let dir = PluginDir::new(&[(&b.busy_disks_c, "libbusy_disks_c.so")]);
     let mut host = dir.start("[plugins.busy-disks-c]\nbusy_pct = 0.5\n");
+    // Its descriptor claims a sample layout that is not the agent's: MessagePack it is.
+    let plugin = &host.plugins()[0];
+    assert_eq!(plugin.abi, Some((abi::ABI_MAJOR, abi::ABI_MINOR)));
+    assert_eq!(plugin.delivery(), "messagepack");
     let s = sample();
     let out = host.run(&s);
     let events = from(&out, "busy-disks-c");
@@ -685,6 +689,7 @@ fn cli_plugins_lists_name_version_abi_path_and_status() {
     );
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].starts_with("NAME") && lines[0].contains("ABI") && lines[0].ends_with("PATH"));
+    assert!(lines[0].contains(" SAMPLE "), "{}", lines[0]);
     let abi2 = lines
         .iter()
         .position(|l| l.starts_with("libhello_c_abi2.so"))
@@ -693,7 +698,8 @@ fn cli_plugins_lists_name_version_abi_path_and_status() {
     assert!(lines[abi2 + 1].trim_start().starts_with("plugin ABI 2.0"));
     let template = lines.iter().find(|l| l.starts_with("template")).unwrap();
     let version = format!("{}.{}", abi::ABI_MAJOR, abi::ABI_MINOR);
-    for part in ["0.1.0", &version, "loaded", "libtemplate.so"] {
+    // Built by this workspace with the agent: it reads the agent's own sample.
+    for part in ["0.1.0", &version, "loaded", "native", "libtemplate.so"] {
         assert!(template.contains(part), "{template}");
     }
 
@@ -711,7 +717,7 @@ fn cli_plugins_lists_name_version_abi_path_and_status() {
     assert!(
         listed
             .iter()
-            .any(|p| p["name"] == "template" && p["status"] == "loaded")
+            .any(|p| p["name"] == "template" && p["status"] == "loaded" && p["sample"] == "native")
     );
 }
 

@@ -217,7 +217,8 @@ pub type SampleLayoutFn = unsafe extern "C" fn() -> u64;
 /// out as in the agent, which calls this only when its [`sample_layout`] equals the plugin's.
 /// Valid, and not mutated, for the call; the plugin copies what it keeps. Every part of the
 /// sample is there, the `unread` ones too: a plugin must not read meaning into their absence.
-pub type OnSampleNativeFn = unsafe extern "C" fn(state: *mut c_void, sample: *const c_void) -> Status;
+pub type OnSampleNativeFn =
+    unsafe extern "C" fn(state: *mut c_void, sample: *const c_void) -> Status;
 
 /// What a plugin exports (ABI 1.4; a 1.0 descriptor ends before `check_config`, a 1.1 one
 /// before `report`, a 1.2 or 1.3 one before `sample_layout`). Function
@@ -441,9 +442,18 @@ pub fn sample_layout() -> u64 {
     for (size, align) in [
         (size_of::<crate::Sample>(), align_of::<crate::Sample>()),
         (size_of::<crate::Snapshot>(), align_of::<crate::Snapshot>()),
-        (size_of::<crate::snapshot::Pool>(), align_of::<crate::snapshot::Pool>()),
-        (size_of::<crate::snapshot::Vdev>(), align_of::<crate::snapshot::Vdev>()),
-        (size_of::<crate::snapshot::Disk>(), align_of::<crate::snapshot::Disk>()),
+        (
+            size_of::<crate::snapshot::Pool>(),
+            align_of::<crate::snapshot::Pool>(),
+        ),
+        (
+            size_of::<crate::snapshot::Vdev>(),
+            align_of::<crate::snapshot::Vdev>(),
+        ),
+        (
+            size_of::<crate::snapshot::Disk>(),
+            align_of::<crate::snapshot::Disk>(),
+        ),
     ] {
         (size, align).hash(&mut h);
     }

@@ -101,7 +101,11 @@ fn checks(profile: &Path, hostname: &str) -> PluginHost {
     };
     let extra = Extra {
         dirs: Vec::new(),
-        paths: SHIPPED_CHECKS.iter().filter(|c| std::env::var("ONLY").map_or(true, |o| c.1.contains(&o))).map(|c| profile.join(c.1)).collect(),
+        paths: SHIPPED_CHECKS
+            .iter()
+            .filter(|c| std::env::var("ONLY").map_or(true, |o| c.1.contains(&o)))
+            .map(|c| profile.join(c.1))
+            .collect(),
     };
     let mut host = PluginHost::start(&settings, &extra, hostname);
     let _ = host.take_output();

@@ -162,7 +162,12 @@ fn table(plugins: &[PluginInfo], config: &Config, args: &PluginArgs) -> String {
                 p.abi
                     .map_or_else(|| "-".into(), |(major, minor)| format!("{major}.{minor}")),
                 p.status.word().to_string(),
-                if p.status == Status::Loaded { p.delivery() } else { "-" }.to_string(),
+                if p.status == Status::Loaded {
+                    p.delivery()
+                } else {
+                    "-"
+                }
+                .to_string(),
                 p.path.display().to_string(),
             ]
         })

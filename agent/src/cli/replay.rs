@@ -28,9 +28,10 @@ pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<()
             .ok()
     });
     for (i, sample) in SampleStream::after(first, rest).enumerate() {
-        let sample = Arc::new(sample.map_err(|e| {
-            format!("{} → {}: {e}", dirs[i].display(), dirs[i + 1].display())
-        })?);
+        let sample = Arc::new(
+            sample
+                .map_err(|e| format!("{} → {}: {e}", dirs[i].display(), dirs[i + 1].display()))?,
+        );
         let events = runner.run(&sample);
         emit(&match format {
             Format::Text => report::sample_text(&sample) + &events + "\n",

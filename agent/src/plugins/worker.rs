@@ -11,9 +11,9 @@ use crossbeam_channel::{Receiver, Sender};
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard};
+use zpulse_proto::Sample;
 use zpulse_proto::abi::{self, HostApi, Status};
 use zpulse_proto::event::{Entry, Event, EventTime, Kind};
-use zpulse_proto::Sample;
 use zpulse_proto::report::{SECTIONS_PER_PLUGIN, Section};
 
 /// A log line longer than this is cut: it is meant for people.

@@ -100,7 +100,18 @@ impl TestHost {
     /// Each sample leaves out the parts `P` says it does not read ([`Plugin::READS`]), as the
     /// agent's samples do. Returns the events, or the first failure as `"status N: reason"`.
     pub fn run<P: Plugin>(&self, config: &[u8], samples: &[Sample]) -> Result<Vec<Event>, String> {
-        self.drive::<P>(config, samples, None)
+        self.drive::<P>(config, samples, None, false)
+            .map(|()| self.take_events())
+    }
+
+    /// As [`TestHost::run`], but each sample is handed over as the agent hands it to a plugin
+    /// built with it (ABI 1.4 `on_sample_native`): the sample itself, every part included.
+    pub fn run_native<P: Plugin>(
+        &self,
+        config: &[u8],
+        samples: &[Sample],
+    ) -> Result<Vec<Event>, String> {
+        self.drive::<P>(config, samples, None, true)
             .map(|()| self.take_events())
     }
 
@@ -112,7 +123,7 @@ impl TestHost {
         samples: &[Sample],
         window: &ReportWindow,
     ) -> Result<(Vec<Event>, Vec<Section>), String> {
-        self.drive::<P>(config, samples, Some(window))
+        self.drive::<P>(config, samples, Some(window), false)
             .map(|()| (self.take_events(), self.take_sections()))
     }
 
@@ -121,8 +132,10 @@ impl TestHost {
         config: &[u8],
         samples: &[Sample],
         window: Option<&ReportWindow>,
+        native: bool,
     ) -> Result<(), String> {
         let descriptor = export::descriptor::<P>("test");
+        let on_sample_native = descriptor.on_sample_native.expect("set by the SDK");
         let (create, on_sample, destroy) = (
             descriptor.create.expect("set by the SDK"),
             descriptor.on_sample.expect("set by the SDK"),
@@ -143,9 +156,14 @@ impl TestHost {
         }
         let mut result = Ok(());
         for sample in samples {
-            let bytes = encode_sample_for(sample, descriptor.unread);
-            // SAFETY: `state` came from `create` and is not destroyed yet; calls are serial.
-            let status = unsafe { on_sample(state, bytes.as_ptr(), bytes.len()) };
+            let status = if native {
+                // SAFETY: as below; the sample is this build's `Sample`, alive for the call.
+                unsafe { on_sample_native(state, (sample as *const Sample).cast()) }
+            } else {
+                let bytes = encode_sample_for(sample, descriptor.unread);
+                // SAFETY: `state` came from `create` and is not destroyed yet; calls are serial.
+                unsafe { on_sample(state, bytes.as_ptr(), bytes.len()) }
+            };
             if status != abi::STATUS_OK {
                 result = Err(self.failure(status));
                 break;
@@ -331,6 +349,53 @@ mod tests {
         let states: Vec<_> = events.iter().map(|e| e.state.unwrap()).collect();
         assert_eq!(states, [sdk::State::Raised, sdk::State::Cleared]);
         assert_eq!(host.logs(), [(abi::LOG_INFO, "starting".to_string())]);
+    }
+
+    /// The agent's own sample, through `on_sample_native`, is seen as its MessagePack is; a
+    /// panic there is caught like one in `on_sample`, and a null sample is an error.
+    #[test]
+    fn a_plugin_runs_on_the_native_sample_as_on_its_messagepack() {
+        let host = TestHost::new();
+        let samples = [sample(0.0, 95.0), sample(10.0, 96.0), sample(100.0, 5.0)];
+        let encoded = host.run::<Busy>(&[], &samples).unwrap();
+        let native = host.run_native::<Busy>(&[], &samples).unwrap();
+        assert_eq!(native.len(), 2);
+        assert_eq!(native, encoded);
+        let err = host
+            .run_native::<Busy>(
+                &config(&[("panic_on_sample", true.into())]),
+                &[sample(0.0, 1.0)],
+            )
+            .unwrap_err();
+        assert!(
+            err.starts_with("status 3: panicked: index out of bounds"),
+            "{err}"
+        );
+        let d = export::descriptor::<Busy>("test");
+        // SAFETY: the SDK's fingerprint function takes nothing and reads nothing.
+        let layout = d.sample_layout.map(|f| unsafe { f() });
+        assert_eq!(layout, Some(abi::sample_layout()));
+        let mut state = std::ptr::null_mut();
+        // SAFETY: valid API, config and out pointer; the state is destroyed once at the end.
+        unsafe {
+            let empty = [0x80u8];
+            assert_eq!(
+                d.create.unwrap()(host.api(), empty.as_ptr(), 1, &mut state),
+                abi::STATUS_OK
+            );
+            assert_eq!(
+                d.on_sample_native.unwrap()(state, std::ptr::null()),
+                abi::STATUS_ERROR
+            );
+            d.destroy.unwrap()(state);
+        }
+        assert!(
+            host.last_error()
+                .unwrap()
+                .contains("on_sample_native was called with a null"),
+            "{:?}",
+            host.last_error()
+        );
     }
 
     #[test]

@@ -197,6 +197,16 @@ out:
 
 static void destroy(void *state) { free(state); }
 
+/* A forged ABI 1.4 fingerprint: no C struct is the agent's Rust `Sample`, so the agent must
+ * keep sending MessagePack; a native call would fail the sample, which the test would see. */
+static uint64_t forged_layout(void) { return 0x7a70756c73650001ULL; }
+
+static int32_t native_refused(void *state, const void *sample) {
+    (void)state;
+    (void)sample;
+    return ZPULSE_STATUS_ERROR;
+}
+
 static const zpulse_plugin_descriptor descriptor = {
     .abi_major = ZPULSE_ABI_MAJOR,
     .abi_minor = ZPULSE_ABI_MINOR,
@@ -211,6 +221,8 @@ static const zpulse_plugin_descriptor descriptor = {
     /* It reads only `disks`: the agent may leave every other optional part out. */
     .unread = ZPULSE_PART_SNAPSHOT_DISKS | ZPULSE_PART_TXGS | ZPULSE_PART_VDEV_HISTOGRAMS |
               ZPULSE_PART_VDEV_RAW_STATS | ZPULSE_PART_DATASETS | ZPULSE_PART_HOST_RATES,
+    .sample_layout = forged_layout,
+    .on_sample_native = native_refused,
 };
 
 const zpulse_plugin_descriptor *zpulse_plugin_entry(void) { return &descriptor; }
