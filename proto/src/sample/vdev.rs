@@ -97,23 +97,29 @@ impl NewErrors {
 
 /// `single_histo_average`: Σ count·(2^i + 2^i/2) / Σ count, integer arithmetic as in C.
 pub fn histogram_average(histo: &[u64]) -> Option<u64> {
-    let (mut total, mut count) = (0u128, 0u128);
-    for (i, &n) in histo.iter().enumerate().take(64) {
-        let mid = (1u128 << i) + ((1u128 << i) / 2);
-        total += u128::from(n) * mid;
-        count += u128::from(n);
-    }
-    (count > 0).then(|| u64::try_from(total / count).unwrap_or(u64::MAX))
+    average_since(None, histo)
 }
 
-/// Bucket-wise delta; `None` when any bucket went backwards (vdev reopened) or the lengths
-/// differ (module upgraded).
-fn histogram_delta(prev: Option<&[u64]>, cur: &[u64]) -> Option<Vec<u64>> {
-    match prev {
-        None => Some(cur.to_vec()),
-        Some(p) if p.len() == cur.len() => p.iter().zip(cur).map(|(a, b)| delta(*a, *b)).collect(),
-        Some(_) => None,
+/// [`histogram_average`] of the bucket-wise delta from `prev` to `cur`, without building the
+/// delta; `None` when any bucket went backwards (vdev reopened), the lengths differ (module
+/// upgraded) or nothing was counted.
+fn average_since(prev: Option<&[u64]>, cur: &[u64]) -> Option<u64> {
+    if prev.is_some_and(|p| p.len() != cur.len()) {
+        return None;
     }
+    let (mut total, mut count) = (0u128, 0u128);
+    for (i, &now) in cur.iter().enumerate() {
+        let n = match prev {
+            Some(p) => delta(p[i], now)?,
+            None => now,
+        };
+        if i < 64 {
+            let mid = (1u128 << i) + ((1u128 << i) / 2);
+            total += u128::from(n) * mid;
+            count += u128::from(n);
+        }
+    }
+    (count > 0).then(|| u64::try_from(total / count).unwrap_or(u64::MAX))
 }
 
 /// Rates of `cur` since `prev` (the same vdev in the previous reading), or since import.
@@ -142,8 +148,7 @@ pub fn vdev_rates(prev: Option<&Vdev>, cur: &Vdev, subject: String) -> Option<Vd
     let hist_prev = prev.and_then(|p| p.histograms.as_ref());
     let avg = |pick: fn(&crate::snapshot::LatencyHistograms) -> &Vec<u64>| -> Option<u64> {
         let cur_h = pick(cur.histograms.as_ref()?);
-        let delta = histogram_delta(hist_prev.map(|h| pick(h).as_slice()), cur_h)?;
-        histogram_average(&delta)
+        average_since(hist_prev.map(|h| pick(h).as_slice()), cur_h)
     };
     Some(VdevRates {
         subject,
