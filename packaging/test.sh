@@ -120,6 +120,12 @@ if "$zp" plugins --config "$tmp/all.toml" >"$tmp/out" 2>&1 && [ "$(grep -c ' loa
 else
 	cat "$tmp/out"; fail "plugins with every setting uncommented"
 fi
+# Built with the agent, every shipped check reads its own sample (ABI 1.4), stripped as packaged.
+if [ "$(grep -c ' loaded  *native ' "$tmp/out")" = "$shipped" ]; then
+	ok "the $shipped packaged plugins take the agent's own sample (SAMPLE native)"
+else
+	cat "$tmp/out"; fail "packaged plugins not given the native sample"
+fi
 line=$(sed -n 's/^# \(sink = \[{ type = "forward".*\)$/\1/p' "$tmp/root/etc/zpulse/zpulse.toml")
 printf '%s\n' "$line" | sed "s|}]|, spool_dir = \"$tmp/spool1\" }]|" >"$tmp/one.toml"
 if [ -n "$line" ] && "$zp" check-config --config "$tmp/one.toml" | grep -q 'sinks forward collector.example.net:24224'; then
