@@ -379,6 +379,41 @@ impl NvList {
             .map(|p| &p.value)
     }
 
+    /// [`NvList::get`], mutable: what a reader that builds its own types moves out of.
+    fn get_mut(&mut self, name: &str) -> Option<&mut NvValue> {
+        self.pairs
+            .iter_mut()
+            .rev()
+            .find(|p| p.name == name)
+            .map(|p| &mut p.value)
+    }
+
+    /// The `UINT64_ARRAY` [`NvList::u64_array`] answers for, moved out (an empty array is
+    /// left in its place): the vdev statistics and histograms become the snapshot's without
+    /// being copied.
+    pub fn take_u64_array(&mut self, name: &str) -> Option<Vec<u64>> {
+        match self.get_mut(name)? {
+            NvValue::Uint64Array(v) => Some(std::mem::take(v)),
+            _ => None,
+        }
+    }
+
+    /// [`NvList::nvlist`], mutable.
+    pub fn nvlist_mut(&mut self, name: &str) -> Option<&mut NvList> {
+        match self.get_mut(name)? {
+            NvValue::NvList(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// [`NvList::nvlist_array`], mutable.
+    pub fn nvlist_array_mut(&mut self, name: &str) -> Option<&mut [NvList]> {
+        match self.get_mut(name)? {
+            NvValue::NvListArray(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// Whether a pair named `name` exists, whatever its type. This is how `BOOLEAN` flags
     /// are tested.
     pub fn contains(&self, name: &str) -> bool {

@@ -31,29 +31,41 @@ mod vs {
 }
 
 /// The pool's config with statistics. `error` is the ioctl's `zc_cookie`.
+///
+/// The vdevs' statistics arrays are moved out of `config` into the tree, not copied.
 pub fn pool_config(
-    config: &NvList,
+    config: &mut NvList,
     error: u64,
     altroot: Option<String>,
     os: Os,
 ) -> Result<PoolConfig, String> {
-    let tree = config
-        .nvlist("vdev_tree")
-        .ok_or("the pool config has no vdev_tree")?;
     let pool_name = config.str("name").unwrap_or("?").to_string();
+    let suspended = config.contains("suspended");
+    let error_count = config.u64("error_count");
+    // `initial_load_time` (ZPOOL_CONFIG_LOADED_TIME): [seconds, nanoseconds] of the import
+    // (spa_load in module/zfs/spa.c); 0 for a pool created since boot, which was never
+    // loaded.
+    let loaded_at = config
+        .u64_array("initial_load_time")
+        .and_then(|t| t.first().copied())
+        .filter(|&t| t > 0);
+    let tree = config
+        .nvlist_mut("vdev_tree")
+        .ok_or("the pool config has no vdev_tree")?;
+    let scan = tree.u64_array("scan_stats").and_then(scan_stats);
     let mut root = vdev(tree, &pool_name, None, 0, os)?;
     root.children.clear();
-    for child in tree.nvlist_array("children").unwrap_or(&[]) {
+    for child in tree.nvlist_array_mut("children").unwrap_or(&mut []) {
         let kind = child.str("type").unwrap_or("");
         // Holes and removed devices keep their slot in the array but hold nothing.
         if kind == "hole" || kind == "indirect" {
             continue;
         }
-        root.children
-            .push(top_level(child, top_level_class(child), os)?);
+        let class = top_level_class(child);
+        root.children.push(top_level(child, class, os)?);
     }
     for (key, class) in [("l2cache", VdevClass::Cache), ("spares", VdevClass::Spare)] {
-        for dev in tree.nvlist_array(key).unwrap_or(&[]) {
+        for dev in tree.nvlist_array_mut(key).unwrap_or(&mut []) {
             let mut v = vdev(dev, "", Some(class), 1, os)?;
             if class == VdevClass::Spare {
                 v.state = spare_state(&v);
@@ -61,7 +73,7 @@ pub fn pool_config(
             root.children.push(v);
         }
     }
-    let health = if config.contains("suspended") {
+    let health = if suspended {
         "SUSPENDED".to_string()
     } else {
         root.state.clone().unwrap_or_else(|| "UNKNOWN".into())
@@ -70,15 +82,9 @@ pub fn pool_config(
         error,
         health,
         altroot,
-        scan: tree.u64_array("scan_stats").and_then(scan_stats),
-        error_count: config.u64("error_count"),
-        // `initial_load_time` (ZPOOL_CONFIG_LOADED_TIME): [seconds, nanoseconds] of the import
-        // (spa_load in module/zfs/spa.c); 0 for a pool created since boot, which was never
-        // loaded.
-        loaded_at: config
-            .u64_array("initial_load_time")
-            .and_then(|t| t.first().copied())
-            .filter(|&t| t > 0),
+        scan,
+        error_count,
+        loaded_at,
         root,
     })
 }
@@ -96,7 +102,7 @@ fn top_level_class(nv: &NvList) -> VdevClass {
     }
 }
 
-fn top_level(nv: &NvList, class: VdevClass, os: Os) -> Result<Vdev, String> {
+fn top_level(nv: &mut NvList, class: VdevClass, os: Os) -> Result<Vdev, String> {
     let mut v = vdev(nv, "", Some(class), 1, os)?;
     v.redundancy = Some(match v.vdev_type.as_str() {
         "mirror" => Redundancy::Mirror {
@@ -115,7 +121,7 @@ fn top_level(nv: &NvList, class: VdevClass, os: Os) -> Result<Vdev, String> {
 
 /// Nesting is bounded by the nvlist decoder's depth limit, so recursion here is bounded too.
 fn vdev(
-    nv: &NvList,
+    nv: &mut NvList,
     name: &str,
     class: Option<VdevClass>,
     depth: usize,
@@ -125,10 +131,10 @@ fn vdev(
         return Err("vdev tree nested more than 32 levels".into());
     }
     let vdev_type = nv.str("type").unwrap_or("unknown").to_string();
-    let stats = nv.u64_array("vdev_stats");
+    let stats = nv.take_u64_array("vdev_stats");
     let mut children = Vec::new();
     if vdev_type != "root" {
-        for child in nv.nvlist_array("children").unwrap_or(&[]) {
+        for child in nv.nvlist_array_mut("children").unwrap_or(&mut []) {
             children.push(vdev(child, "", class, depth + 1, os)?);
         }
     }
@@ -142,12 +148,15 @@ fn vdev(
         whole_disk: nv.u64("whole_disk").map(|w| w != 0),
         redundancy: None,
         ashift: nv.u64("ashift"),
-        state: stats.and_then(|s| health(s.get(vs::STATE)?, s.get(vs::AUX)?)),
+        state: stats
+            .as_deref()
+            .and_then(|s| health(s.get(vs::STATE)?, s.get(vs::AUX)?)),
         aux: stats
+            .as_deref()
             .and_then(|s| aux(*s.get(vs::AUX)?))
             .map(str::to_string),
         stats: stats.and_then(vdev_stats),
-        histograms: nv.nvlist("vdev_stats_ex").map(histograms),
+        histograms: nv.nvlist_mut("vdev_stats_ex").map(histograms),
         disk: None,
         partition: None,
         children,
@@ -182,7 +191,7 @@ fn display_name(nv: &NvList, v: &Vdev, os: Os) -> String {
     }
 }
 
-fn vdev_stats(raw: &[u64]) -> Option<VdevStats> {
+fn vdev_stats(raw: Vec<u64>) -> Option<VdevStats> {
     if raw.len() < vs::MIN_LEN {
         return None;
     }
@@ -209,12 +218,12 @@ fn vdev_stats(raw: &[u64]) -> Option<VdevStats> {
         configured_ashift: raw.get(vs::CONFIGURED_ASHIFT).copied().filter(|&a| a > 0),
         logical_ashift: raw.get(vs::LOGICAL_ASHIFT).copied().filter(|&a| a > 0),
         physical_ashift: raw.get(vs::PHYSICAL_ASHIFT).copied().filter(|&a| a > 0),
-        raw: raw.to_vec(),
+        raw,
     })
 }
 
-fn histograms(ex: &NvList) -> LatencyHistograms {
-    let h = |name: &str| ex.u64_array(name).map(<[u64]>::to_vec).unwrap_or_default();
+fn histograms(ex: &mut NvList) -> LatencyHistograms {
+    let mut h = |name: &str| ex.take_u64_array(name).unwrap_or_default();
     LatencyHistograms {
         total_r: h("vdev_tot_r_lat_histo"),
         total_w: h("vdev_tot_w_lat_histo"),

@@ -131,7 +131,9 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
     for rp in &raw.pools {
         let decoded = nvlist::decode(&rp.packed)
             .map_err(|e| e.to_string())
-            .and_then(|nv| config::pool_config(&nv, rp.error, rp.altroot.clone(), snap.host.os));
+            .and_then(|mut nv| {
+                config::pool_config(&mut nv, rp.error, rp.altroot.clone(), snap.host.os)
+            });
         let mut cfg = match decoded {
             Ok(c) => c,
             Err(e) => {

@@ -82,3 +82,24 @@ fn paths() {
         assert!(l.lookup(bad).is_none(), "{bad}");
     }
 }
+
+/// Moving an array out answers as `u64_array` would (the last pair of the name, only for
+/// `UINT64_ARRAY`) and leaves an empty array behind; nested lists are reachable mutably.
+#[test]
+fn arrays_are_moved_out_as_the_getters_see_them() {
+    let mut l = sample()
+        .with("h", NvValue::Uint64Array(vec![1, 2]))
+        .with("h", NvValue::Uint64Array(vec![7, 8, 9]));
+    assert_eq!(l.take_u64_array("h"), Some(vec![7, 8, 9]));
+    assert_eq!(
+        l.u64_array("h"),
+        Some(&[][..]),
+        "the newest pair, now empty"
+    );
+    assert_eq!(l.take_u64_array("n"), None, "a UINT64 is not an array");
+    assert_eq!(l.take_u64_array("missing"), None);
+    let kids = l.nvlist_array_mut("kids").unwrap();
+    assert_eq!(kids[1].take_u64_array("org.openzfs:x"), Some(vec![3, 4]));
+    assert_eq!(l.nvlist_mut("a").and_then(|a| a.u64("b")), Some(20));
+    assert!(l.nvlist_mut("s").is_none());
+}
