@@ -97,3 +97,27 @@ pub const SHIPPED_CHECKS: [(&str, &str); 7] = [
     ("zpulse-check-slog-usage", "libzpulse_check_slog_usage.so"),
     ("zpulse-check-l2arc-value", "libzpulse_check_l2arc_value.so"),
 ];
+
+/// Every shipped check built into `profile`, started by the real plugin host (no config,
+/// no plugin directory), each asserted loaded; what loading said is taken out.
+pub fn start_shipped_checks(
+    profile: &std::path::Path,
+    hostname: &str,
+) -> zpulse_agent::plugins::PluginHost {
+    use zpulse_agent::plugins::{Extra, PluginHost, Status};
+    let settings = zpulse_agent::config::PluginSettings {
+        dirs: Vec::new(),
+        default_dirs: false,
+        ..Default::default()
+    };
+    let extra = Extra {
+        dirs: Vec::new(),
+        paths: SHIPPED_CHECKS.iter().map(|c| profile.join(c.1)).collect(),
+    };
+    let mut host = PluginHost::start(&settings, &extra, hostname);
+    let _ = host.take_output();
+    for p in host.plugins() {
+        assert_eq!(p.status, Status::Loaded, "{}", p.path.display());
+    }
+    host
+}

@@ -5,12 +5,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use zpulse_agent::config::PluginSettings;
-use zpulse_agent::plugins::{Extra, PluginHost, Status};
+use zpulse_agent::plugins::PluginHost;
 use zpulse_proto::Entry;
 use zpulse_proto::event::Kind;
 use zpulse_tests::raw::{load, samples};
-use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture};
+use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture, start_shipped_checks};
 
 /// Every lab directory holding a numbered series (`000`, `001`, …).
 fn lab_series() -> Vec<PathBuf> {
@@ -37,19 +36,6 @@ fn lab_series() -> Vec<PathBuf> {
     out
 }
 
-fn start(profile: &Path) -> PluginHost {
-    let settings = PluginSettings {
-        dirs: Vec::new(),
-        default_dirs: false,
-        ..PluginSettings::default()
-    };
-    let extra = Extra {
-        dirs: Vec::new(),
-        paths: SHIPPED_CHECKS.iter().map(|c| profile.join(c.1)).collect(),
-    };
-    PluginHost::start(&settings, &extra, "lab")
-}
-
 fn replay(host: &mut PluginHost, series: &Path) -> Vec<Entry> {
     let dirs = zpulse_agent::capture::series(series).expect("a capture series");
     let mut events = Vec::new();
@@ -63,12 +49,11 @@ fn replay(host: &mut PluginHost, series: &Path) -> Vec<Entry> {
 fn a_native_sample_and_its_messagepack_raise_the_same_findings_on_every_lab_series() {
     let packages: Vec<&str> = SHIPPED_CHECKS.iter().map(|c| c.0).collect();
     let profile = build_libs_into_test_target(&packages, false);
-    let mut native = start(&profile);
-    let mut messagepack = start(&profile);
+    let mut native = start_shipped_checks(&profile, "lab");
+    let mut messagepack = start_shipped_checks(&profile, "lab");
     messagepack.messagepack_only();
     // The comparison means something only if the shipped checks do take the native path.
     for p in native.plugins() {
-        assert_eq!(p.status, Status::Loaded, "{}", p.path.display());
         assert_eq!(p.delivery(), "native", "{}", p.path.display());
     }
     let series = lab_series();

@@ -35,11 +35,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zpulse_agent::capture;
-use zpulse_agent::config::PluginSettings;
-use zpulse_agent::plugins::{Extra, PluginHost, Status};
 use zpulse_proto::{Sample, Snapshot};
 use zpulse_tests::synthetic::{Axis, LAB, copy_tree, synthetic_series};
-use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture};
+use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture, start_shipped_checks};
 
 /// Process CPU time (all threads).
 fn cpu_now() -> Duration {
@@ -92,35 +90,6 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every shipped check, started by the real plugin host.
-fn checks(profile: &Path, hostname: &str) -> PluginHost {
-    let settings = PluginSettings {
-        dirs: Vec::new(),
-        default_dirs: false,
-        ..PluginSettings::default()
-    };
-    let extra = Extra {
-        dirs: Vec::new(),
-        paths: SHIPPED_CHECKS
-            .iter()
-            .filter(|c| std::env::var("ONLY").map_or(true, |o| c.1.contains(&o)))
-            .map(|c| profile.join(c.1))
-            .collect(),
-    };
-    let mut host = PluginHost::start(&settings, &extra, hostname);
-    let _ = host.take_output();
-    for p in host.plugins() {
-        assert_eq!(
-            p.status,
-            Status::Loaded,
-            "{}: {:?}",
-            p.path.display(),
-            p.status
-        );
-    }
-    host
-}
-
 /// The sample `k` intervals later: the same counters, the clock moved on, so that the checks'
 /// windows advance as they would live.
 fn shifted(mut s: Sample, k: u32) -> Arc<Sample> {
@@ -163,7 +132,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         let cur = capture::load(&d1).expect("capture 001");
         std::hint::black_box(Sample::between(&prev, &cur).ok());
     });
-    let mut host = checks(profile, &prev.host.hostname);
+    let mut host = start_shipped_checks(profile, &prev.host.hostname);
     let with_checks = cpu_per_call(mode, |k| {
         let cur = capture::load(&d1).expect("capture 001");
         let sample = Sample::between(&prev, &cur).expect("a sample");
@@ -350,7 +319,7 @@ fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
     let prev = capture::load(&d0).unwrap();
     let mut list = Vec::new();
     files(&d1, &mut list);
-    let mut host = (name == "checks").then(|| checks(profile, &prev.host.hostname));
+    let mut host = (name == "checks").then(|| start_shipped_checks(profile, &prev.host.hostname));
     for k in 0..iterations {
         match name {
             "floor" => {

@@ -100,8 +100,7 @@ impl TestHost {
     /// Each sample leaves out the parts `P` says it does not read ([`Plugin::READS`]), as the
     /// agent's samples do. Returns the events, or the first failure as `"status N: reason"`.
     pub fn run<P: Plugin>(&self, config: &[u8], samples: &[Sample]) -> Result<Vec<Event>, String> {
-        self.drive::<P>(config, samples, None, false)
-            .map(|()| self.take_events())
+        self.events::<P>(config, samples, false)
     }
 
     /// As [`TestHost::run`], but each sample is handed over as the agent hands it to a plugin
@@ -111,7 +110,16 @@ impl TestHost {
         config: &[u8],
         samples: &[Sample],
     ) -> Result<Vec<Event>, String> {
-        self.drive::<P>(config, samples, None, true)
+        self.events::<P>(config, samples, true)
+    }
+
+    fn events<P: Plugin>(
+        &self,
+        config: &[u8],
+        samples: &[Sample],
+        native: bool,
+    ) -> Result<Vec<Event>, String> {
+        self.drive::<P>(config, samples, None, native)
             .map(|()| self.take_events())
     }
 
@@ -351,8 +359,7 @@ mod tests {
         assert_eq!(host.logs(), [(abi::LOG_INFO, "starting".to_string())]);
     }
 
-    /// The agent's own sample, through `on_sample_native`, is seen as its MessagePack is; a
-    /// panic there is caught like one in `on_sample`, and a null sample is an error.
+    /// The agent's own sample, through `on_sample_native`, is seen as its MessagePack is.
     #[test]
     fn a_plugin_runs_on_the_native_sample_as_on_its_messagepack() {
         let host = TestHost::new();
@@ -361,41 +368,10 @@ mod tests {
         let native = host.run_native::<Busy>(&[], &samples).unwrap();
         assert_eq!(native.len(), 2);
         assert_eq!(native, encoded);
-        let err = host
-            .run_native::<Busy>(
-                &config(&[("panic_on_sample", true.into())]),
-                &[sample(0.0, 1.0)],
-            )
-            .unwrap_err();
-        assert!(
-            err.starts_with("status 3: panicked: index out of bounds"),
-            "{err}"
-        );
         let d = export::descriptor::<Busy>("test");
         // SAFETY: the SDK's fingerprint function takes nothing and reads nothing.
         let layout = d.sample_layout.map(|f| unsafe { f() });
         assert_eq!(layout, Some(abi::sample_layout()));
-        let mut state = std::ptr::null_mut();
-        // SAFETY: valid API, config and out pointer; the state is destroyed once at the end.
-        unsafe {
-            let empty = [0x80u8];
-            assert_eq!(
-                d.create.unwrap()(host.api(), empty.as_ptr(), 1, &mut state),
-                abi::STATUS_OK
-            );
-            assert_eq!(
-                d.on_sample_native.unwrap()(state, std::ptr::null()),
-                abi::STATUS_ERROR
-            );
-            d.destroy.unwrap()(state);
-        }
-        assert!(
-            host.last_error()
-                .unwrap()
-                .contains("on_sample_native was called with a null"),
-            "{:?}",
-            host.last_error()
-        );
     }
 
     #[test]
@@ -444,16 +420,17 @@ mod tests {
     #[test]
     fn a_panic_becomes_status_panic_with_its_message() {
         let host = TestHost::new();
-        let err = host
-            .run::<Busy>(
-                &config(&[("panic_on_sample", true.into())]),
-                &[sample(0.0, 1.0)],
-            )
-            .unwrap_err();
-        assert!(
-            err.starts_with("status 3: panicked: index out of bounds"),
-            "{err}"
-        );
+        // In `on_sample` and in `on_sample_native` alike.
+        for native in [false, true] {
+            let config = config(&[("panic_on_sample", true.into())]);
+            let err = host
+                .events::<Busy>(&config, &[sample(0.0, 1.0)], native)
+                .unwrap_err();
+            assert!(
+                err.starts_with("status 3: panicked: index out of bounds"),
+                "native {native}: {err}"
+            );
+        }
     }
 
     #[test]
@@ -467,6 +444,16 @@ mod tests {
             assert_eq!(
                 d.create.unwrap()(host.api(), empty.as_ptr(), 1, &mut state),
                 abi::STATUS_OK
+            );
+            // A null native sample is refused before the plugin sees it.
+            assert_eq!(
+                d.on_sample_native.unwrap()(state, std::ptr::null()),
+                abi::STATUS_ERROR
+            );
+            assert!(
+                host.last_error()
+                    .unwrap()
+                    .contains("on_sample_native was called with a null")
             );
             let garbage = [0xc1u8, 0x00];
             assert_eq!(
