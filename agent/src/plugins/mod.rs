@@ -190,8 +190,6 @@ struct Running {
     origin: Option<String>,
     /// The parts of the sample it does not read (its descriptor's `unread`).
     unread: u64,
-    /// Its `create` returned and its sample layout is the agent's.
-    native: bool,
 }
 
 struct Slot {
@@ -375,7 +373,6 @@ impl PluginHost {
                 raised: Raised::default(),
                 origin: table.map(|t| t.origin.clone()),
                 unread: opened.calls.unread,
-                native: false,
             }),
         });
     }
@@ -406,13 +403,17 @@ impl PluginHost {
         let mut parts = zpulse_proto::sample::PartEncoder::new(sample);
         let mut encoded = worker::Encoded::new(|unread| parts.encode(unread));
         let native = self.native;
-        self.dispatch(EventTime::from_unix(sample.end), "on_sample", |run| {
-            if run.native && native {
-                Job::NativeSample(Arc::clone(sample))
-            } else {
-                Job::Sample(encoded.for_plugin(run.unread))
-            }
-        });
+        self.dispatch(
+            EventTime::from_unix(sample.end),
+            "on_sample",
+            |unread, takes_native| {
+                if takes_native && native {
+                    Job::NativeSample(Arc::clone(sample))
+                } else {
+                    Job::Sample(encoded.for_plugin(unread))
+                }
+            },
+        );
         self.take_output()
     }
 
@@ -428,8 +429,8 @@ impl PluginHost {
     pub fn report_window(&mut self, window: &ReportWindow) -> (Vec<Section>, Output) {
         let mut encoded =
             worker::Encoded::new(|unread| zpulse_proto::sdk::encode_window_for(window, unread));
-        self.dispatch(EventTime::from_unix(window.to), "report", |run| {
-            Job::Report(encoded.for_plugin(run.unread))
+        self.dispatch(EventTime::from_unix(window.to), "report", |unread, _| {
+            Job::Report(encoded.for_plugin(unread))
         });
         let out = self.take_output();
         let sections = self
@@ -441,13 +442,14 @@ impl PluginHost {
         (sections, out)
     }
 
-    /// Gives every idle, created plugin the job `job(its bookkeeping)` for `call`, stamped
-    /// with `time`, then waits for them within the budget and marks the late ones hung.
+    /// Gives every idle, created plugin the job `job(unread parts, takes the native sample)`
+    /// for `call`, stamped with `time`, then waits for them within the budget and marks the
+    /// late ones hung.
     fn dispatch(
         &mut self,
         time: EventTime,
         call: &'static str,
-        mut job: impl FnMut(&Running) -> Job,
+        mut job: impl FnMut(u64, bool) -> Job,
     ) {
         self.collect();
         let now = Instant::now();
@@ -460,7 +462,7 @@ impl PluginHost {
             }
             let Some(jobs) = &run.jobs else { continue };
             run.shared.begin_sample(time, &self.hostname);
-            if jobs.try_send(job(run)).is_ok() {
+            if jobs.try_send(job(run.unread, slot.info.native)).is_ok() {
                 run.busy = Some(Busy {
                     call,
                     since: now,
@@ -636,7 +638,6 @@ impl PluginHost {
         let Some(run) = slot.run.as_mut() else { return };
         if status == abi::STATUS_OK {
             run.created = true;
-            run.native = native;
             slot.info.native = native;
             return;
         }

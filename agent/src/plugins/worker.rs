@@ -361,7 +361,8 @@ fn run(
 ) {
     let mut state: *mut c_void = std::ptr::null_mut();
     let mut created = false;
-    let mut native = false;
+    // The plugin's `on_sample_native`, once `create` succeeded and its layout is the agent's.
+    let mut native: Option<abi::OnSampleNativeFn> = None;
     while let Ok(job) = jobs.recv() {
         shared.lock().error = None;
         let report = match job {
@@ -371,16 +372,18 @@ fn run(
                 let status =
                     unsafe { (calls.create)(api.0, config.as_ptr(), config.len(), &mut state) };
                 created = status == abi::STATUS_OK;
-                native = match calls.native {
-                    // SAFETY: an ABI 1.4 function taking nothing; asked on this thread, where
-                    // a plugin that hangs in it is caught like one hanging in `create`.
-                    Some((layout, _)) if created => (unsafe { layout() }) == abi::sample_layout(),
-                    _ => false,
-                };
+                native = calls
+                    .native
+                    .filter(|(layout, _)| {
+                        // SAFETY: an ABI 1.4 function taking nothing; asked on this thread, where
+                        // a plugin that hangs in it is caught like one hanging in `create`.
+                        created && (unsafe { layout() }) == abi::sample_layout()
+                    })
+                    .map(|(_, on_sample)| on_sample);
                 Done::Created {
                     status,
                     error: shared.lock().error.take(),
-                    native,
+                    native: native.is_some(),
                 }
             }
             Job::Sample(sample) if created => {
@@ -392,15 +395,13 @@ fn run(
                     error: shared.lock().error.take(),
                 }
             }
-            Job::NativeSample(sample) if created && native => {
-                let Some((_, on_sample)) = calls.native else {
-                    continue;
-                };
+            Job::NativeSample(sample) => {
+                // Only after a `create` that said so (the host sends no other).
+                let Some(on_sample) = native else { continue };
                 // SAFETY: as for `on_sample`; the plugin's layout fingerprint is the agent's,
                 // so it reads `Sample` as this build lays it out; the Arc keeps it alive and
                 // unchanged until the call returns.
                 let status = unsafe { on_sample(state, Arc::as_ptr(&sample).cast()) };
-                drop(sample);
                 Done::Sampled {
                     status,
                     error: shared.lock().error.take(),
@@ -417,7 +418,7 @@ fn run(
                     error: shared.lock().error.take(),
                 }
             }
-            Job::Sample(_) | Job::NativeSample(_) | Job::Report(_) => continue,
+            Job::Sample(_) | Job::Report(_) => continue,
         };
         let failed_create =
             matches!(report, Done::Created { status, .. } if status != abi::STATUS_OK);
