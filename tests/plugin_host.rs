@@ -836,11 +836,7 @@ fn plugins_contribute_to_a_report_through_the_abi() {
         (&b.hello_c, "libhello_c.so"),
     ]);
     let mut host = dir.start("");
-    for n in 0..3 {
-        host.run(&sample_n(n));
-    }
-    let window = window_of_three();
-    let (sections, out) = host.report_window(&window);
+    let (sections, out) = report_after_three_samples(&mut host);
     // The template has no report: it adds nothing, and nothing goes wrong.
     assert!(
         sections.iter().all(|s| s.check == "hello-c"),
@@ -852,7 +848,7 @@ fn plugins_contribute_to_a_report_through_the_abi() {
     // The figures the C code computed: the samples it saw, the window it was given, and the
     // status the agent returned for its section without a title (ZPULSE_EMIT_INVALID).
     assert_eq!(s.get("samples"), Some(3.0));
-    let sent = sdk::encode_window_for(&window, 0).len();
+    let sent = sdk::encode_window_for(&window_of_three(), 0).len();
     assert_eq!(s.get("window_bytes"), Some(sent as f64));
     assert_eq!(s.get("refused_status"), Some(f64::from(abi::EMIT_INVALID)));
     // The refused section is reported, once, as an invalid record of that plugin.
@@ -863,6 +859,17 @@ fn plugins_contribute_to_a_report_through_the_abi() {
         "{:?}",
         out.events
     );
+}
+
+/// The samples `sample_n(0..3)` through `host`, then the report over their window: the
+/// sections and what the report call produced.
+fn report_after_three_samples(
+    host: &mut PluginHost,
+) -> (Vec<zpulse_proto::report::Section>, Output) {
+    for n in 0..3 {
+        host.run(&sample_n(n));
+    }
+    host.report_window(&window_of_three())
 }
 
 /// A report window over the three samples `sample_n(0..3)`.
@@ -884,10 +891,7 @@ fn a_report_that_hangs_costs_only_that_plugin_its_late_sections() {
         (&b.hello_c, "libhello_c.so"),
     ]);
     let mut host = dir.start("budget = \"400ms\"\n[plugins.hangs]\nreport_hang_ms = 2500\n");
-    for n in 0..3 {
-        host.run(&sample_n(n));
-    }
-    let (sections, out) = host.report_window(&window_of_three());
+    let (sections, out) = report_after_three_samples(&mut host);
     // The C plugin's section, and what the hung one gave before it hung; nothing after.
     let titles: Vec<(&str, &str)> = sections
         .iter()
@@ -921,10 +925,7 @@ fn sections_past_the_limit_are_left_out_and_that_is_said_once() {
         (&b.hello_c, "libhello_c.so"),
     ]);
     let mut host = dir.start("[plugins.noisy]\nsections = 40\n");
-    for n in 0..3 {
-        host.run(&sample_n(n));
-    }
-    let (sections, out) = host.report_window(&window_of_three());
+    let (sections, out) = report_after_three_samples(&mut host);
     let noisy: Vec<&str> = sections
         .iter()
         .filter(|s| s.check == "noisy")
