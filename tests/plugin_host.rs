@@ -24,6 +24,8 @@ struct Built {
     /// The C plugin, and the same built claiming ABI 2.
     hello_c: PathBuf,
     hello_c_abi2: PathBuf,
+    /// The same, whose ABI 1.4 `sample_layout` never returns.
+    hello_c_layout_hang: PathBuf,
     /// The guide's C example that reads the sample with msgpack-c.
     busy_disks_c: PathBuf,
 }
@@ -63,6 +65,8 @@ fn built() -> &'static Built {
             &hello_c_abi2,
             &["-DHELLO_ABI_MAJOR=2", "-DHELLO_ABI_MINOR=0"],
         );
+        let hello_c_layout_hang = c_dir.join("libhello_c_layout_hang.so");
+        compile(&hello_c_layout_hang, &["-DHELLO_LAYOUT_HANG"]);
         // As docs/plugin-authoring.md builds it: msgpack-c's flags from pkg-config.
         let msgpack = Command::new("pkg-config")
             .args(["--cflags", "--libs", "msgpack"])
@@ -90,6 +94,7 @@ fn built() -> &'static Built {
             profile_dir,
             hello_c,
             hello_c_abi2,
+            hello_c_layout_hang,
             busy_disks_c,
         }
     })
@@ -461,6 +466,36 @@ fn a_plugin_that_panics_in_create_is_refused() {
     let out = host.run(&sample());
     assert_eq!(agent(&out, "plugin.refused").len(), 1);
     assert_hello(&out, 1);
+}
+
+/// A plugin whose ABI 1.4 layout query never returns is a plugin whose `create` hangs: it is
+/// marked hung within the budget, and the others start and run without waiting for it.
+#[test]
+fn a_sample_layout_that_never_returns_costs_only_that_plugin() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&b.hello_c_layout_hang, "libhello_c_layout_hang.so"),
+        (&rust_plugin(TEMPLATE), "libtemplate.so"),
+    ]);
+    let budget = Duration::from_millis(400);
+    let start = Instant::now();
+    let mut host = dir.start("budget = \"400ms\"\n");
+    assert!(start.elapsed() < budget + Duration::from_millis(800));
+    match status_of(&host, "hello-c") {
+        Status::Hung(why) => assert!(why.contains("create has been running"), "{why}"),
+        other => panic!("hello-c: {other:?}"),
+    }
+    let template = status_of(&host, "template");
+    assert_eq!(template, Status::Loaded);
+    let start = Instant::now();
+    let out = host.run(&sample_n(0));
+    assert!(start.elapsed() < budget, "the hung plugin was waited for");
+    let hung = agent(&out, "plugin.hung");
+    assert_eq!(hung.len(), 1, "{:?}", out.events);
+    assert_eq!(hung[0].event.subject, "hello-c");
+    assert!(matches!(status_of(&host, "hello-c"), Status::Hung(_)));
+    // Shut down without waiting for the thread that never comes back.
+    host.shutdown();
 }
 
 #[test]

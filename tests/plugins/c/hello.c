@@ -8,8 +8,13 @@
  *
  * Build: cc -shared -fPIC -I proto/include -o libhello_c.so tests/plugins/c/hello.c
  * With -DHELLO_ABI_MAJOR=2 it claims another ABI major, which the agent must refuse; with
- * -DHELLO_FLAGS=ZPULSE_DESCRIPTOR_PANIC_ABORT it says it aborts on panic, refused as well.
+ * -DHELLO_FLAGS=ZPULSE_DESCRIPTOR_PANIC_ABORT it says it aborts on panic, refused as well;
+ * with -DHELLO_LAYOUT_HANG its ABI 1.4 sample_layout never returns, which must cost only it.
  */
+#ifdef HELLO_LAYOUT_HANG
+#define _POSIX_C_SOURCE 200809L
+#include <unistd.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +178,21 @@ static int32_t report(void *state, const uint8_t *window, size_t window_len) {
 
 static void destroy(void *state) { free(state); }
 
+#ifdef HELLO_LAYOUT_HANG
+/* Asked after create, on the plugin's thread: the agent must treat it as a create that hangs. */
+static uint64_t layout_hangs(void) {
+    for (;;)
+        sleep(60);
+    return 0;
+}
+
+static int32_t native_never(void *state, const void *sample) {
+    (void)state;
+    (void)sample;
+    return ZPULSE_STATUS_ERROR;
+}
+#endif
+
 static const zpulse_plugin_descriptor descriptor = {
     .abi_major = HELLO_ABI_MAJOR,
     .abi_minor = HELLO_ABI_MINOR,
@@ -187,6 +207,10 @@ static const zpulse_plugin_descriptor descriptor = {
     /* ABI 1.1 fields left zero: no check_config (NULL), and unread 0: it is sent the whole
      * sample, as a 1.0 plugin is. */
     .report = report,
+#ifdef HELLO_LAYOUT_HANG
+    .sample_layout = layout_hangs,
+    .on_sample_native = native_never,
+#endif
 };
 
 const zpulse_plugin_descriptor *zpulse_plugin_entry(void) { return &descriptor; }
