@@ -30,6 +30,13 @@ use zpulse_proto::event::{Event, EventTime, Severity, State, Value};
 const FIELDS: &str = "%inputname%|%syslogseverity%|%syslogfacility-text%|%hostname%|%app-name%|\
                       %procid%|%msgid%|%timereported:::date-rfc3339%|%structured-data%|%msg%";
 
+/// The complete lines of a peer's output file. A last line without its newline is one the
+/// peer is still writing (a read can land between its writes): the next poll reads it whole.
+fn complete_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive('\n')
+        .filter_map(|l| l.strip_suffix('\n'))
+}
+
 /// One line of the output file, as rsyslog parsed the message.
 #[derive(Debug)]
 struct Line {
@@ -222,9 +229,7 @@ template(name="fields" type="string" string="{FIELDS}\n")
     }
 
     fn lines(&self) -> Vec<Line> {
-        fs::read_to_string(self.dir.path().join("out.log"))
-            .unwrap_or_default()
-            .lines()
+        complete_lines(&fs::read_to_string(self.dir.path().join("out.log")).unwrap_or_default())
             .map(Line::parse)
             .collect()
     }
@@ -702,9 +707,7 @@ log {{ source(own); destination(own); }};
     /// Waits until `source` has produced `n` messages, and returns them.
     fn wait_for(&self, source: &str, n: usize) -> Vec<serde_json::Value> {
         wait_until(&format!("{n} messages from syslog-ng's {source}"), || {
-            let got: Vec<serde_json::Value> = self
-                .read("out.log")
-                .lines()
+            let got: Vec<serde_json::Value> = complete_lines(&self.read("out.log"))
                 .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
                 .filter(|v: &serde_json::Value| v["source"] == source)
                 .collect();
