@@ -19,6 +19,7 @@
 
 mod elf;
 mod load;
+mod mailbox;
 pub(crate) mod perms;
 mod worker;
 
@@ -27,6 +28,7 @@ pub use perms::{check_plugin_file, effective_uid};
 use crate::config::PluginSettings;
 use crossbeam_channel::{Receiver, Sender};
 use load::Source;
+use mailbox::Post;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -179,7 +181,7 @@ struct Raised {
 /// A plugin that passed loading: its thread and bookkeeping.
 struct Running {
     /// `None` once disabled: dropping the sender stops the worker.
-    jobs: Option<Sender<Job>>,
+    jobs: Option<Post<Job>>,
     shared: Arc<Shared>,
     busy: Option<Busy>,
     created: bool,

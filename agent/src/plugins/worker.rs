@@ -1,13 +1,14 @@
 //! One thread per plugin, and the callbacks it gives the plugin.
 //!
-//! The host talks to a worker through a bounded channel of one job and hears back on a shared
+//! The host talks to a worker through a [`mailbox`] of one job and hears back on a shared
 //! channel, so it never waits on a plugin longer than it chooses to: a call that hangs only
 //! blocks its own thread. Everything a plugin passes to a callback is checked and copied
 //! into [`Shared`], which the host drains after each sample.
 
 use super::load::Calls;
+use super::mailbox::{self, Inbox, Post};
 use super::{Level, LogLine};
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -340,8 +341,8 @@ pub(super) fn spawn(
     calls: Calls,
     shared: Arc<Shared>,
     done: Sender<(usize, Done)>,
-) -> std::io::Result<Sender<Job>> {
-    let (jobs, rx) = crossbeam_channel::bounded::<Job>(1);
+) -> std::io::Result<Post<Job>> {
+    let (jobs, rx) = mailbox::mailbox::<Job>();
     let api = Api::for_plugin(&shared);
     std::thread::Builder::new()
         .name(format!("plugin-{}", shared.name))
@@ -356,14 +357,14 @@ fn run(
     calls: Calls,
     api: Api,
     shared: &Shared,
-    jobs: &Receiver<Job>,
+    jobs: &Inbox<Job>,
     done: &Sender<(usize, Done)>,
 ) {
     let mut state: *mut c_void = std::ptr::null_mut();
     let mut created = false;
     // The plugin's `on_sample_native`, once `create` succeeded and its layout is the agent's.
     let mut native: Option<abi::OnSampleNativeFn> = None;
-    while let Ok(job) = jobs.recv() {
+    while let Some(job) = jobs.recv() {
         shared.lock().error = None;
         let report = match job {
             Job::Create(config) => {
