@@ -32,7 +32,7 @@ pub fn disk_name(i: usize) -> String {
 }
 
 /// `list` with the pairs named in `set` replaced (or appended).
-pub fn with_pairs(list: &NvList, set: &[(&str, NvValue)]) -> NvList {
+pub fn with_pairs<'a>(list: &NvList<'a>, set: &[(&'a str, NvValue<'a>)]) -> NvList<'a> {
     let mut out = NvList::with_nvflag(list.nvflag());
     for p in list.pairs() {
         match set.iter().find(|(n, _)| *n == p.name) {
@@ -102,7 +102,8 @@ pub fn synthesize(lab: &Path, out: &Path, axis: Axis, step: u64) {
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "nvlist"))
         .expect("a pool_stats reply");
-    let config = nvlist::decode(&std::fs::read(&file).unwrap()).unwrap();
+    let reply = std::fs::read(&file).unwrap();
+    let config = nvlist::decode(&reply).unwrap();
     let tree = config.nvlist("vdev_tree").unwrap();
     let children = tree.nvlist_array("children").unwrap();
     let model = &children[0];
@@ -120,7 +121,7 @@ pub fn synthesize(lab: &Path, out: &Path, axis: Axis, step: u64) {
                 model_leaf,
                 &[
                     ("type", NvValue::String(kind.into())),
-                    ("path", NvValue::String(path)),
+                    ("path", NvValue::String(path.into())),
                     ("whole_disk", NvValue::Uint64(0)),
                     (
                         "guid",

@@ -154,19 +154,19 @@ fn host(version: &str, terminated: bool, guid: bool) -> Kernel {
     k
 }
 
-fn disk(path: &str, id: u64) -> NvList {
+fn disk(path: &str, id: u64) -> NvList<'static> {
     NvList::new()
         .with("type", NvValue::String("disk".into()))
         .with("id", NvValue::Uint64(id))
         .with("guid", NvValue::Uint64(1000 + id))
-        .with("path", NvValue::String(path.into()))
+        .with("path", NvValue::String(path.to_owned().into()))
         // FreeBSD's zpool sets whole_disk for every GEOM provider it opens
         // (lib/libzutil/os/freebsd/zutil_device_path_os.c, zfs_dev_is_whole_disk).
         .with("whole_disk", NvValue::Uint64(1))
 }
 
 /// The pool `zroot`: a mirror of two GPT labels, and a partition of ada0 as log.
-fn pool_config() -> NvList {
+fn pool_config() -> NvList<'static> {
     let mirror = NvList::new()
         .with("type", NvValue::String("mirror".into()))
         .with("id", NvValue::Uint64(0))

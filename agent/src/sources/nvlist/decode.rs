@@ -26,6 +26,7 @@
 
 use super::error::{NvError, NvErrorKind};
 use super::value::{DataType, NvList, NvValue};
+use std::borrow::Cow;
 
 /// Deepest nesting of embedded lists accepted (the top-level list is depth 0). The kernel's
 /// encoder stops at `nvpair_max_recursion` = 20, userland libnvpair at 100; 64 leaves room
@@ -47,7 +48,7 @@ const POINTER: usize = 8;
 /// Decodes a NATIVE packed nvlist, as `ZFS_IOC_POOL_CONFIGS` / `ZFS_IOC_POOL_STATS` return
 /// it, into an [`NvList`]. `bytes` must be exactly the packed size the kernel reported
 /// (`zc_nvlist_dst_size`). Pure: no I/O, never panics, memory bounded by the input length.
-pub fn decode(bytes: &[u8]) -> Result<NvList, NvError> {
+pub fn decode(bytes: &[u8]) -> Result<NvList<'_>, NvError> {
     let order = stream_header(bytes)?;
     let input = Input { buf: bytes, order };
     let mut lists = Lists::new(list_header(&input)?);
@@ -100,30 +101,30 @@ fn list_header(input: &Input<'_>) -> Result<u32, NvError> {
 
 /// The explicit stack that replaces recursion: the top-level list and the embedded lists
 /// opened under it whose terminator has not been read yet, innermost last.
-struct Lists {
-    root: NvList,
-    open: Vec<Open>,
+struct Lists<'a> {
+    root: NvList<'a>,
+    open: Vec<Open<'a>>,
 }
 
 /// An embedded list being read: its pairs so far and where it goes when it ends.
-struct Open {
-    list: NvList,
-    slot: Slot,
+struct Open<'a> {
+    list: NvList<'a>,
+    slot: Slot<'a>,
 }
 
-enum Slot {
+enum Slot<'a> {
     /// The value of the parent's `NVLIST` pair `name`.
-    Nested { name: String },
+    Nested { name: Cow<'a, str> },
     /// Element `elements.len()` of the parent's `NVLIST_ARRAY` pair `name`; `nvflags` holds
     /// every element's `nvl_nvflag`, read from the array's value.
     Element {
-        name: String,
+        name: Cow<'a, str>,
         nvflags: Vec<u32>,
-        elements: Vec<NvList>,
+        elements: Vec<NvList<'a>>,
     },
 }
 
-impl Lists {
+impl<'a> Lists<'a> {
     fn new(nvflag: u32) -> Self {
         Lists {
             root: NvList::with_nvflag(nvflag),
@@ -132,7 +133,7 @@ impl Lists {
     }
 
     /// The list the next pair belongs to.
-    fn current(&mut self) -> &mut NvList {
+    fn current(&mut self) -> &mut NvList<'a> {
         match self.open.last_mut() {
             Some(o) => &mut o.list,
             None => &mut self.root,
@@ -141,7 +142,7 @@ impl Lists {
 
     /// Adds the pair that starts at byte `at`: a value goes into the current list; an
     /// `NVLIST` or non-empty `NVLIST_ARRAY` opens the list whose pairs follow.
-    fn add(&mut self, at: usize, name: String, parsed: Parsed) -> Result<(), NvError> {
+    fn add(&mut self, at: usize, name: Cow<'a, str>, parsed: Parsed<'a>) -> Result<(), NvError> {
         let opens = match &parsed {
             Parsed::Value(_) => false,
             Parsed::Nested(_) => true,
@@ -212,7 +213,7 @@ impl Lists {
             .open
             .iter()
             .map(|o| match &o.slot {
-                Slot::Nested { name } => name.clone(),
+                Slot::Nested { name } => name.to_string(),
                 Slot::Element { name, elements, .. } => format!("{name}[{}]", elements.len()),
             })
             .collect();
@@ -240,8 +241,8 @@ fn stream_header(bytes: &[u8]) -> Result<Order, NvError> {
 }
 
 /// What one pair turned out to be.
-enum Parsed {
-    Value(NvValue),
+enum Parsed<'a> {
+    Value(NvValue<'a>),
     /// An `NVLIST` pair: the embedded list's nvflag; its pairs follow in the stream.
     Nested(u32),
     /// An `NVLIST_ARRAY` pair: each element's nvflag; the elements follow in the stream.
@@ -257,7 +258,11 @@ struct PairFault {
 
 /// Parses the pair at `pos` whose `nvp_size` (non-zero) was read as `size`; returns the
 /// validated size, the name and the value.
-fn pair(input: &Input<'_>, pos: usize, size: i32) -> Result<(usize, String, Parsed), PairFault> {
+fn pair<'a>(
+    input: &Input<'a>,
+    pos: usize,
+    size: i32,
+) -> Result<(usize, Cow<'a, str>, Parsed<'a>), PairFault> {
     let remaining = input.buf.len() - pos;
     let bad_size = || PairFault {
         offset: pos,
@@ -296,11 +301,11 @@ fn pair(input: &Input<'_>, pos: usize, size: i32) -> Result<(usize, String, Pars
             kind: NvErrorKind::BadName,
         });
     }
-    let name = String::from_utf8_lossy(&name_bytes[..name_bytes.len() - 1]).into_owned();
+    let name = String::from_utf8_lossy(&name_bytes[..name_bytes.len() - 1]);
 
     let fail = |offset: usize, kind: NvErrorKind| PairFault {
         offset,
-        name: Some(name.clone()),
+        name: Some(name.to_string()),
         kind,
     };
     let Some(ty) = DataType::from_code(code) else {
@@ -308,7 +313,7 @@ fn pair(input: &Input<'_>, pos: usize, size: i32) -> Result<(usize, String, Pars
             pos + 12,
             NvErrorKind::UnknownType {
                 code,
-                name: name.clone(),
+                name: name.to_string(),
             },
         ));
     };
@@ -348,9 +353,7 @@ fn pair(input: &Input<'_>, pos: usize, size: i32) -> Result<(usize, String, Pars
                 .position(|&b| b == 0)
                 .ok_or_else(|| fail(value_at, NvErrorKind::StringNotTerminated { index: None }))?;
             check_size(len as u64 + 1)?;
-            Parsed::Value(NvValue::String(
-                String::from_utf8_lossy(&value[..len]).into_owned(),
-            ))
+            Parsed::Value(NvValue::String(String::from_utf8_lossy(&value[..len])))
         }
         DataType::StringArray => {
             // n zeroed pointer slots, then n C strings back to back. Each string takes at
@@ -374,7 +377,7 @@ fn pair(input: &Input<'_>, pos: usize, size: i32) -> Result<(usize, String, Pars
                         NvErrorKind::StringNotTerminated { index: Some(index) },
                     )
                 })?;
-                strings.push(String::from_utf8_lossy(&value[off..off + len]).into_owned());
+                strings.push(String::from_utf8_lossy(&value[off..off + len]));
                 off += len + 1;
             }
             check_size(off as u64)?;
@@ -452,7 +455,7 @@ fn fixed_width(ty: DataType) -> usize {
 
 /// Decodes a fixed-width value from exactly `count * width` bytes. A `boolean_t` other than
 /// 0/1 fails with its element index and raw value.
-fn fixed_value(ty: DataType, data: &[u8], order: Order) -> Result<NvValue, (usize, i32)> {
+fn fixed_value(ty: DataType, data: &[u8], order: Order) -> Result<NvValue<'static>, (usize, i32)> {
     use DataType::*;
     // For scalars `data` is exactly one element; the loads read its first bytes.
     let byte = data.first().copied().unwrap_or_default();

@@ -10,6 +10,7 @@
 //! for an `INT64` or `UINT32` one. ZFS never changes the type of a config key, so a type
 //! mismatch means "not the key you think" and is reported as `None` like a missing key.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// `data_type_t` from include/sys/nvpair.h: the type code stored in every pair.
@@ -133,9 +134,11 @@ impl fmt::Display for DataType {
 /// Strings (values and names) are C strings in the stream with no declared encoding; they are
 /// converted with [`String::from_utf8_lossy`] so that one odd byte in, say, a pool comment
 /// cannot make the whole reply undecodable. Everything ZFS names (pools, vdev types, device
-/// paths on Linux and FreeBSD) is ASCII in practice.
+/// paths on Linux and FreeBSD) is ASCII in practice, so a decoded string borrows from the
+/// reply (`'a`) and only one with an odd byte is copied: a pool's reply has a name per pair
+/// and a few strings per vdev, and copying each was a tenth of a snapshot's instructions.
 #[derive(Debug, Clone, PartialEq)]
-pub enum NvValue {
+pub enum NvValue<'a> {
     /// `DATA_TYPE_BOOLEAN`: a flag with no value; its presence means true.
     Boolean,
     /// `DATA_TYPE_BOOLEAN_VALUE` (a C `boolean_t`, 0 or 1).
@@ -153,7 +156,7 @@ pub enum NvValue {
     Hrtime(i64),
     /// Userland only; the kernel never sends one.
     Double(f64),
-    String(String),
+    String(Cow<'a, str>),
     ByteArray(Vec<u8>),
     BooleanArray(Vec<bool>),
     Int8Array(Vec<i8>),
@@ -164,9 +167,9 @@ pub enum NvValue {
     Uint32Array(Vec<u32>),
     Int64Array(Vec<i64>),
     Uint64Array(Vec<u64>),
-    StringArray(Vec<String>),
-    NvList(NvList),
-    NvListArray(Vec<NvList>),
+    StringArray(Vec<Cow<'a, str>>),
+    NvList(NvList<'a>),
+    NvListArray(Vec<NvList<'a>>),
 }
 
 /// Generates `NvValue::as_*` accessors: `Some` only for the exact variant.
@@ -195,7 +198,7 @@ macro_rules! value_accessors {
     };
 }
 
-impl NvValue {
+impl<'a> NvValue<'a> {
     /// The `data_type_t` this value is stored as.
     pub fn data_type(&self) -> DataType {
         match self {
@@ -275,19 +278,19 @@ impl NvValue {
         as_i64_array => Int64Array: ref [i64];
         /// A `UINT64_ARRAY`: `vdev_stats`, `scan_stats`, the histograms of `vdev_stats_ex`.
         as_u64_array => Uint64Array: ref [u64];
-        as_str_array => StringArray: ref [String];
+        as_str_array => StringArray: ref [Cow<'a, str>];
         /// An embedded `NVLIST` (`vdev_tree`, `vdev_stats_ex`, …).
-        as_nvlist => NvList: ref NvList;
+        as_nvlist => NvList: ref NvList<'a>;
         /// An `NVLIST_ARRAY` (`children`, `l2cache`, `spares`).
-        as_nvlist_array => NvListArray: ref [NvList];
+        as_nvlist_array => NvListArray: ref [NvList<'a>];
     }
 }
 
 /// One name/value pair.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NvPair {
-    pub name: String,
-    pub value: NvValue,
+pub struct NvPair<'a> {
+    pub name: Cow<'a, str>,
+    pub value: NvValue<'a>,
 }
 
 /// `NV_UNIQUE_NAME`: the flag the kernel's `fnvlist_alloc` sets on every list it builds.
@@ -297,12 +300,12 @@ pub const NV_UNIQUE_NAME_TYPE: u32 = 2;
 
 /// An nvlist: pairs in stream order plus the list's `nvl_nvflag`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NvList {
+pub struct NvList<'a> {
     nvflag: u32,
-    pairs: Vec<NvPair>,
+    pairs: Vec<NvPair<'a>>,
 }
 
-impl Default for NvList {
+impl Default for NvList<'_> {
     fn default() -> Self {
         NvList::new()
     }
@@ -320,7 +323,7 @@ macro_rules! list_getters {
     };
 }
 
-impl NvList {
+impl<'a> NvList<'a> {
     /// An empty list flagged `NV_UNIQUE_NAME`, as the kernel builds them.
     pub fn new() -> Self {
         NvList::with_nvflag(NV_UNIQUE_NAME)
@@ -340,7 +343,7 @@ impl NvList {
     }
 
     /// Appends a pair; names are not deduplicated (see the module docs).
-    pub fn push(&mut self, name: impl Into<String>, value: NvValue) {
+    pub fn push(&mut self, name: impl Into<Cow<'a, str>>, value: NvValue<'a>) {
         self.pairs.push(NvPair {
             name: name.into(),
             value,
@@ -348,17 +351,17 @@ impl NvList {
     }
 
     /// Builder form of [`NvList::push`].
-    pub fn with(mut self, name: impl Into<String>, value: NvValue) -> Self {
+    pub fn with(mut self, name: impl Into<Cow<'a, str>>, value: NvValue<'a>) -> Self {
         self.push(name, value);
         self
     }
 
     /// All pairs, in stream order.
-    pub fn pairs(&self) -> &[NvPair] {
+    pub fn pairs(&self) -> &[NvPair<'a>] {
         &self.pairs
     }
 
-    pub fn iter(&self) -> std::slice::Iter<'_, NvPair> {
+    pub fn iter(&self) -> std::slice::Iter<'_, NvPair<'a>> {
         self.pairs.iter()
     }
 
@@ -371,7 +374,7 @@ impl NvList {
     }
 
     /// The value of the last pair named `name` (libnvpair's lookup semantics).
-    pub fn get(&self, name: &str) -> Option<&NvValue> {
+    pub fn get(&self, name: &str) -> Option<&NvValue<'a>> {
         self.pairs
             .iter()
             .rev()
@@ -380,7 +383,7 @@ impl NvList {
     }
 
     /// [`NvList::get`], mutable: what a reader that builds its own types moves out of.
-    fn get_mut(&mut self, name: &str) -> Option<&mut NvValue> {
+    fn get_mut(&mut self, name: &str) -> Option<&mut NvValue<'a>> {
         self.pairs
             .iter_mut()
             .rev()
@@ -399,7 +402,7 @@ impl NvList {
     }
 
     /// [`NvList::nvlist`], mutable.
-    pub fn nvlist_mut(&mut self, name: &str) -> Option<&mut NvList> {
+    pub fn nvlist_mut(&mut self, name: &str) -> Option<&mut NvList<'a>> {
         match self.get_mut(name)? {
             NvValue::NvList(v) => Some(v),
             _ => None,
@@ -407,7 +410,7 @@ impl NvList {
     }
 
     /// [`NvList::nvlist_array`], mutable.
-    pub fn nvlist_array_mut(&mut self, name: &str) -> Option<&mut [NvList]> {
+    pub fn nvlist_array_mut(&mut self, name: &str) -> Option<&mut [NvList<'a>]> {
         match self.get_mut(name)? {
             NvValue::NvListArray(v) => Some(v),
             _ => None,
@@ -444,9 +447,9 @@ impl NvList {
         u32_array => as_u32_array -> &[u32];
         i64_array => as_i64_array -> &[i64];
         u64_array => as_u64_array -> &[u64];
-        str_array => as_str_array -> &[String];
-        nvlist => as_nvlist -> &NvList;
-        nvlist_array => as_nvlist_array -> &[NvList];
+        str_array => as_str_array -> &[Cow<'a, str>];
+        nvlist => as_nvlist -> &NvList<'a>;
+        nvlist_array => as_nvlist_array -> &[NvList<'a>];
     }
 
     /// Follows a path such as `vdev_tree.children[0].vdev_stats`: names separated by `.`,
@@ -457,7 +460,7 @@ impl NvList {
     /// rest of the path ending at `.`, `[` or the end; on a dead end the next candidate is
     /// tried. `None` if nothing matches, the path is malformed, or it ends at an array
     /// element (an element is an [`NvList`], not a value: use [`NvList::lookup_list`]).
-    pub fn lookup(&self, path: &str) -> Option<&NvValue> {
+    pub fn lookup(&self, path: &str) -> Option<&NvValue<'a>> {
         match lookup_in(self, path)? {
             Node::Value(v) => Some(v),
             Node::Element(_) => None,
@@ -466,7 +469,7 @@ impl NvList {
 
     /// Like [`NvList::lookup`] for a path that ends at a list: an `NVLIST` pair
     /// (`vdev_tree`) or an element of an `NVLIST_ARRAY` (`vdev_tree.children[1]`).
-    pub fn lookup_list(&self, path: &str) -> Option<&NvList> {
+    pub fn lookup_list(&self, path: &str) -> Option<&NvList<'a>> {
         match lookup_in(self, path)? {
             Node::Value(v) => v.as_nvlist(),
             Node::Element(l) => Some(l),
@@ -475,23 +478,23 @@ impl NvList {
 }
 
 /// Where a lookup path ends.
-enum Node<'a> {
-    Value(&'a NvValue),
-    Element(&'a NvList),
+enum Node<'r, 'a> {
+    Value(&'r NvValue<'a>),
+    Element(&'r NvList<'a>),
 }
 
 /// One step of a lookup. The recursion depth is bounded by the number of `.` and `[` in the
 /// caller's path, never by the decoded data.
-fn lookup_in<'a>(list: &'a NvList, path: &str) -> Option<Node<'a>> {
+fn lookup_in<'r, 'a>(list: &'r NvList<'a>, path: &str) -> Option<Node<'r, 'a>> {
     // Candidates in `get` order (last first), so an unambiguous path behaves exactly like
     // chained `get` calls; an earlier pair of a name already seen is shadowed, as in `get`.
     let mut seen: Vec<&str> = Vec::new();
     for pair in list.pairs.iter().rev() {
-        if seen.contains(&pair.name.as_str()) {
+        if seen.contains(&&*pair.name) {
             continue;
         }
         seen.push(&pair.name);
-        let Some(rest) = path.strip_prefix(pair.name.as_str()) else {
+        let Some(rest) = path.strip_prefix(&*pair.name) else {
             continue;
         };
         if !(rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')) {
@@ -505,7 +508,7 @@ fn lookup_in<'a>(list: &'a NvList, path: &str) -> Option<Node<'a>> {
 }
 
 /// Applies what follows a matched name: nothing, `[i]` (then nothing or `.rest`), or `.rest`.
-fn follow<'a>(value: &'a NvValue, rest: &str) -> Option<Node<'a>> {
+fn follow<'r, 'a>(value: &'r NvValue<'a>, rest: &str) -> Option<Node<'r, 'a>> {
     if rest.is_empty() {
         return Some(Node::Value(value));
     }
@@ -523,9 +526,9 @@ fn follow<'a>(value: &'a NvValue, rest: &str) -> Option<Node<'a>> {
     lookup_in(value.as_nvlist()?, rest.strip_prefix('.')?)
 }
 
-impl<'a> IntoIterator for &'a NvList {
-    type Item = &'a NvPair;
-    type IntoIter = std::slice::Iter<'a, NvPair>;
+impl<'r, 'a> IntoIterator for &'r NvList<'a> {
+    type Item = &'r NvPair<'a>;
+    type IntoIter = std::slice::Iter<'r, NvPair<'a>>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.pairs.iter()

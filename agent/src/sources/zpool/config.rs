@@ -343,6 +343,6 @@ pub fn pool_names(configs: &NvList) -> Vec<String> {
     configs
         .iter()
         .filter(|p| matches!(p.value, NvValue::NvList(_)))
-        .map(|p| p.name.clone())
+        .map(|p| p.name.to_string())
         .collect()
 }

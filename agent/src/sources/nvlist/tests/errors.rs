@@ -29,10 +29,10 @@ fn one(name: &str, value: NvValue) -> Vec<u8> {
 }
 
 /// A small vdev-like tree whose pairs the tests corrupt.
-fn tree() -> NvList {
+fn tree() -> NvList<'static> {
     let leaf = |p: &str| {
         NvList::new()
-            .with("path", NvValue::String(p.into()))
+            .with("path", NvValue::String(p.to_owned().into()))
             .with("vdev_stats", NvValue::Uint64Array(vec![1, 7, 0, 4096]))
     };
     NvList::new()
@@ -263,7 +263,8 @@ fn name_checks() {
     embedded_nul[at + 17] = 0;
     assert_eq!(kind(&embedded_nul), NvErrorKind::BadName);
     // An empty name (name_sz 1) is valid, as in libnvpair.
-    let empty = decode(&one("", NvValue::Uint64(9))).unwrap();
+    let bytes = one("", NvValue::Uint64(9));
+    let empty = decode(&bytes).unwrap();
     assert_eq!(empty.u64(""), Some(9));
 }
 
@@ -320,7 +321,7 @@ fn embedded_version_must_be_0() {
 }
 
 /// `depth` lists nested through NVLIST (or NVLIST_ARRAY) pairs named `l`.
-fn nested(depth: usize, via_array: bool) -> NvList {
+fn nested(depth: usize, via_array: bool) -> NvList<'static> {
     let mut list = NvList::new().with("leaf", NvValue::Uint64(depth as u64));
     for _ in 0..depth {
         let value = if via_array {
@@ -336,7 +337,8 @@ fn nested(depth: usize, via_array: bool) -> NvList {
 #[test]
 fn depth_limit() {
     for via_array in [false, true] {
-        let ok = decode(&encode(&nested(MAX_DEPTH, via_array), Endian::Little)).unwrap();
+        let bytes = encode(&nested(MAX_DEPTH, via_array), Endian::Little);
+        let ok = decode(&bytes).unwrap();
         let path = if via_array { "l[0]" } else { "l" };
         let deepest = vec![path; MAX_DEPTH].join(".") + ".leaf";
         assert_eq!(

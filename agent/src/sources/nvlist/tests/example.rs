@@ -98,7 +98,7 @@ fn worked_example() -> Vec<u8> {
     d.0
 }
 
-fn expected() -> NvList {
+fn expected() -> NvList<'static> {
     NvList::new()
         .with("a", NvValue::Uint64(A))
         .with(
@@ -127,7 +127,8 @@ fn worked_example_is_420_bytes() {
 
 #[test]
 fn worked_example_decodes() {
-    let list = decode(&worked_example()).unwrap();
+    let bytes = worked_example();
+    let list = decode(&bytes).unwrap();
     assert_eq!(list, expected());
     assert_eq!(list.nvflag(), NV_UNIQUE_NAME);
     assert_eq!(list.u64("a"), Some(A));
@@ -148,10 +149,7 @@ fn worked_example_decodes() {
         Some(true)
     );
     assert_eq!(list.lookup_list("children[1]").map(NvList::len), Some(1));
-    assert_eq!(
-        list.str_array("sa"),
-        Some(&["x".to_string(), "yz".into()][..])
-    );
+    assert_eq!(list.str_array("sa"), Some(&["x".into(), "yz".into()][..]));
     assert_eq!(list.u64("z"), Some(Z));
 }
 

@@ -171,7 +171,7 @@ fn get_prop<'a>(get: &'a str, prop: &str) -> &'a str {
         .unwrap()
 }
 
-fn stats(vdev: &NvList) -> &[u64] {
+fn stats<'r>(vdev: &'r NvList<'_>) -> &'r [u64] {
     vdev.u64_array("vdev_stats").unwrap()
 }
 
@@ -192,7 +192,7 @@ fn replies_decode_and_match_reported_size() {
 fn pool_configs_lists_tank_without_stats() {
     for c in &CAPTURES {
         let all = decode(c.configs).unwrap();
-        let names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
+        let names: Vec<&str> = all.iter().map(|p| &*p.name).collect();
         assert_eq!(names, ["tank"]);
         let tank = all.nvlist("tank").unwrap();
         assert_eq!(tank.str("name"), Some("tank"));

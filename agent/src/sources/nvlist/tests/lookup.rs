@@ -2,7 +2,7 @@
 
 use super::super::*;
 
-fn sample() -> NvList {
+fn sample() -> NvList<'static> {
     NvList::new()
         .with("n", NvValue::Uint64(1))
         .with("n", NvValue::Uint64(2))

@@ -12,7 +12,7 @@ fn c_string() -> impl Strategy<Value = String> {
     "[^\\x00]{0,12}"
 }
 
-fn scalar() -> impl Strategy<Value = NvValue> {
+fn scalar() -> impl Strategy<Value = NvValue<'static>> {
     prop_oneof![
         Just(NvValue::Boolean),
         any::<bool>().prop_map(NvValue::BooleanValue),
@@ -30,11 +30,11 @@ fn scalar() -> impl Strategy<Value = NvValue> {
         any::<f64>()
             .prop_filter("not NaN", |f| !f.is_nan())
             .prop_map(NvValue::Double),
-        c_string().prop_map(NvValue::String),
+        c_string().prop_map(|s| NvValue::String(s.into())),
     ]
 }
 
-fn array() -> impl Strategy<Value = NvValue> {
+fn array() -> impl Strategy<Value = NvValue<'static>> {
     const N: std::ops::Range<usize> = 0..12;
     prop_oneof![
         vec(any::<u8>(), N).prop_map(NvValue::ByteArray),
@@ -47,11 +47,12 @@ fn array() -> impl Strategy<Value = NvValue> {
         vec(any::<u32>(), N).prop_map(NvValue::Uint32Array),
         vec(any::<i64>(), N).prop_map(NvValue::Int64Array),
         vec(any::<u64>(), N).prop_map(NvValue::Uint64Array),
-        vec(c_string(), 0..5).prop_map(NvValue::StringArray),
+        vec(c_string(), 0..5)
+            .prop_map(|v| NvValue::StringArray(v.into_iter().map(Into::into).collect())),
     ]
 }
 
-fn make_list(nvflag: u32, pairs: Vec<(String, NvValue)>) -> NvList {
+fn make_list(nvflag: u32, pairs: Vec<(String, NvValue<'static>)>) -> NvList<'static> {
     pairs
         .into_iter()
         .fold(NvList::with_nvflag(nvflag), |l, (n, v)| l.with(n, v))
@@ -59,7 +60,7 @@ fn make_list(nvflag: u32, pairs: Vec<(String, NvValue)>) -> NvList {
 
 /// Random nested lists: leaves of every type, NVLIST and NVLIST_ARRAY (empty ones too) up
 /// to a few levels, duplicate names possible, any nvflag.
-fn list() -> impl Strategy<Value = NvList> {
+fn list() -> impl Strategy<Value = NvList<'static>> {
     let leaf_value = prop_oneof![scalar(), array()];
     let leaf = (0u32..4, vec((c_string(), leaf_value.clone()), 0..6))
         .prop_map(|(f, pairs)| make_list(f, pairs));
@@ -148,7 +149,8 @@ proptest! {
         if let Ok(l) = decode_checked(&reply) {
             // Whatever decoded must survive a round trip of its own. (Debug, not ==: a flip
             // can turn a value into a NaN double.)
-            let again = decode(&encode(&l, Endian::Little)).unwrap();
+            let bytes = encode(&l, Endian::Little);
+            let again = decode(&bytes).unwrap();
             prop_assert_eq!(format!("{again:?}"), format!("{l:?}"));
         }
     }

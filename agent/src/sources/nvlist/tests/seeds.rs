@@ -8,7 +8,7 @@ use super::super::*;
 const SEEDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/seeds/nvlist_decode");
 
 /// One pair of every type, nested lists and arrays included.
-pub(super) fn all_types() -> NvList {
+pub(super) fn all_types() -> NvList<'static> {
     let inner = NvList::new()
         .with("type", NvValue::String("disk".into()))
         .with("vdev_stats", NvValue::Uint64Array(vec![1, 7, 0, 4096]));
@@ -51,7 +51,7 @@ pub(super) fn all_types() -> NvList {
 
 /// Lists nested exactly [`MAX_DEPTH`] deep, alternating `NVLIST` and `NVLIST_ARRAY`, so the
 /// fuzzer starts next to the depth limit (random mutation rarely builds 64 levels).
-fn deepest() -> NvList {
+fn deepest() -> NvList<'static> {
     (0..MAX_DEPTH).fold(
         NvList::new().with("leaf", NvValue::Uint64(1)),
         |inner, i| {
@@ -65,7 +65,7 @@ fn deepest() -> NvList {
     )
 }
 
-fn synthetic() -> [(&'static str, NvList, Vec<u8>); 3] {
+fn synthetic() -> [(&'static str, NvList<'static>, Vec<u8>); 3] {
     [
         (
             "all-types-le.nvlist",
