@@ -79,7 +79,7 @@ fn endian() -> impl Strategy<Value = Endian> {
 }
 
 /// Whatever the outcome, an error must point inside the input.
-fn decode_checked(bytes: &[u8]) -> Result<NvList, NvError> {
+fn decode_checked(bytes: &[u8]) -> Result<NvList<'_>, NvError> {
     let result = decode(bytes);
     if let Err(e) = &result {
         assert!(
