@@ -304,19 +304,22 @@ fn parse_header(
 /// `dmu_tx_assign`), and STRING values may contain spaces (dataset names).
 fn parse_named_row(line: &str, n: usize) -> Result<(String, KstatValue), ParseError> {
     let err = |m: String| ParseError::new("kstat", m).at_line(n);
-    let spans: Vec<(usize, usize)> = token_spans(line).collect();
     // Spans end on ASCII white space or the end of the line, so slicing is on char boundaries.
-    let second_as_type = spans
-        .get(1)
-        .and_then(|&(s, e)| Some((type_code(&line[s..e])?, e)));
-    let (name, code, value) = match (spans.first(), second_as_type) {
-        (Some(&(name_start, name_end)), Some((code, type_end))) => (
+    // Only the first two are needed for a usual row: no list of them is built.
+    let mut tokens = token_spans(line);
+    let first = tokens.next();
+    let second_as_type = tokens
+        .next()
+        .and_then(|(s, e)| Some((type_code(&line[s..e])?, e)));
+    let (name, code, value) = match (first, second_as_type) {
+        (Some((name_start, name_end)), Some((code, type_end))) => (
             &line[name_start..name_end],
             code,
             line[type_end..].trim_start(),
         ),
         _ => {
             // A name with spaces: the type and value are the last two fields.
+            let spans: Vec<(usize, usize)> = token_spans(line).collect();
             let [_, .., (type_start, type_end), (value_start, value_end)] = spans[..] else {
                 return Err(err(format!(
                     "expected `name type value`, found `{}`",

@@ -8,6 +8,7 @@
 //! (`sys/block/<disk>/<part>/`): the name rule alone decides, and partitions have no size.
 
 use crate::sources::{ParseError, Root};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io;
 use zpulse_proto::snapshot::SourceIssue;
@@ -59,11 +60,16 @@ pub fn whole_disk(name: &str, is_known: impl Fn(&str) -> bool) -> Option<&str> {
 /// The directory name sysfs uses for a device: the kernel turns `/` into `!`
 /// (`cciss/c0d0` → `cciss!c0d0`). `None` for names that would leave the directory they are
 /// joined to, since a capture's diskstats may hold anything.
-pub fn sysfs_name(name: &str) -> Option<String> {
+pub fn sysfs_name(name: &str) -> Option<Cow<'_, str>> {
     if name.is_empty() || name == "." || name == ".." || name.contains('\0') {
         return None;
     }
-    Some(name.replace('/', "!"))
+    // Almost every name has no `/`: no copy for those (a snapshot asks for each disk's).
+    Some(if name.contains('/') {
+        Cow::Owned(name.replace('/', "!"))
+    } else {
+        Cow::Borrowed(name)
+    })
 }
 
 /// `queue/rotational`: `1` spinning, `0` not.
