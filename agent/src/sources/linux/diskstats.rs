@@ -66,12 +66,20 @@ pub fn parse(bytes: &[u8]) -> (Vec<DiskstatsLine>, Vec<ParseError>) {
 }
 
 fn parse_line(line: &[u8]) -> Result<DiskstatsLine, String> {
-    let fields: Vec<&[u8]> = line
+    // At most 20 fields are valid: the first 21 are kept (in place, no allocation per line)
+    // and the rest only counted, for the message.
+    let mut fields: [&[u8]; 21] = [&[]; 21];
+    let mut n = 0;
+    for field in line
         .split(|b| b.is_ascii_whitespace())
         .filter(|f| !f.is_empty())
-        .collect();
-    let n = fields.len();
-    let [major, minor, name, counters @ ..] = fields.as_slice() else {
+    {
+        if let Some(slot) = fields.get_mut(n) {
+            *slot = field;
+        }
+        n += 1;
+    }
+    let [major, minor, name, counters @ ..] = &fields[..n.min(fields.len())] else {
         return Err(format!("{n} fields, expected 14, 18 or 20"));
     };
     if !matches!(n, 14 | 18 | 20) {
@@ -110,17 +118,18 @@ fn parse_line(line: &[u8]) -> Result<DiskstatsLine, String> {
     })
 }
 
-/// Plain ASCII digits: `str::parse` would also take a leading `+`, which no kernel prints and
-/// which would hide a corrupted line.
-fn decimal<T: std::str::FromStr>(field: &[u8], what: &str) -> Result<T, String> {
+/// [`super::decimal`] as a `T`, with the field named in the message.
+fn decimal<T: TryFrom<u64>>(field: &[u8], what: &str) -> Result<T, String> {
     let shown = || String::from_utf8_lossy(&field[..field.len().min(32)]).into_owned();
-    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
-        return Err(format!("{what}: {:?} is not a decimal number", shown()));
+    match super::decimal(field) {
+        Err(super::BadDecimal::NotDigits) => {
+            Err(format!("{what}: {:?} is not a decimal number", shown()))
+        }
+        n => n
+            .ok()
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| format!("{what}: {} is out of range", shown())),
     }
-    std::str::from_utf8(field)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("{what}: {} is out of range", shown()))
 }
 
 /// Fills `snap.disks`, in diskstats order, with each device's sysfs facts. A file that cannot

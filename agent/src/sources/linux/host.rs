@@ -80,7 +80,9 @@ pub fn parse_meminfo(bytes: &[u8]) -> Result<Memory, ParseError> {
             .split(|b| b.is_ascii_whitespace())
             .filter(|f| !f.is_empty());
         let kib = match (rest.next(), rest.next(), rest.next()) {
-            (Some(v), Some([b'k', b'B']), None) => decimal(v).ok_or_else(|| err("not a number"))?,
+            (Some(v), Some([b'k', b'B']), None) => {
+                super::decimal(v).map_err(|_| err("not a number"))?
+            }
             _ => return Err(err("expected `<number> kB`")),
         };
         found[k] = Some(kib.checked_mul(1024).ok_or_else(|| err("too large"))?);
@@ -160,14 +162,6 @@ fn procfs_error(what: &'static str, e: ProcError) -> ParseError {
         other => other.to_string(),
     };
     ParseError::new(what, format!("malformed: {detail}"))
-}
-
-/// Plain ASCII digits only; `str::parse` would also take a leading `+`.
-fn decimal(field: &[u8]) -> Option<u64> {
-    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(field).ok()?.parse().ok()
 }
 
 #[cfg(test)]

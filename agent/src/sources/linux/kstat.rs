@@ -419,18 +419,17 @@ fn single(value: &str) -> Result<&str, String> {
     Ok(value)
 }
 
-/// Decimal digits only: `str::parse` would also take a leading `+`, which the kernel never
-/// prints, and we want "too large" rather than a silent wrap.
+/// [`super::decimal`], with "too large" said rather than a silent wrap.
 fn unsigned(token: &str) -> Result<u64, String> {
-    if token.is_empty() || !token.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
+    super::decimal(token.as_bytes()).map_err(|e| match e {
+        super::BadDecimal::NotDigits => format!(
             "`{}` is not an unsigned decimal number",
             token.escape_debug()
-        ));
-    }
-    token
-        .parse()
-        .map_err(|_| format!("{token} is larger than an unsigned 64-bit value can hold"))
+        ),
+        super::BadDecimal::TooLarge => {
+            format!("{token} is larger than an unsigned 64-bit value can hold")
+        }
+    })
 }
 
 fn signed(token: &str) -> Result<i64, String> {

@@ -13,6 +13,31 @@ use super::{ParseError, Root};
 use std::io;
 use zpulse_proto::Snapshot;
 
+/// Why a field is not a plain decimal number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BadDecimal {
+    /// Empty, or a byte that is not an ASCII digit (a sign, a space, garbage).
+    NotDigits,
+    /// More than a `u64` holds.
+    TooLarge,
+}
+
+/// A field of ASCII digits only, as the kernel prints every counter and size: `str::parse`
+/// would also take a leading `+`, which no kernel prints and which would hide a corrupted
+/// field. The value is accumulated from the digits directly (no UTF-8 check and second scan:
+/// a snapshot parses some two thousand of them).
+pub(crate) fn decimal(field: &[u8]) -> Result<u64, BadDecimal> {
+    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
+        return Err(BadDecimal::NotDigits);
+    }
+    field
+        .iter()
+        .try_fold(0u64, |n, &d| {
+            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        })
+        .ok_or(BadDecimal::TooLarge)
+}
+
 /// Fills `snap` with everything a Linux root offers.
 pub fn collect(root: &Root, snap: &mut Snapshot) {
     zfs::read(root, snap);
@@ -59,6 +84,36 @@ fn read_parsed<T>(
         Err(e) => {
             snap.note(rel, e.to_string());
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod decimal_tests {
+    use super::{BadDecimal, decimal};
+
+    #[test]
+    fn digits_only_and_the_whole_u64_range() {
+        assert_eq!(decimal(b"0"), Ok(0));
+        assert_eq!(decimal(b"007"), Ok(7));
+        // u64::MAX is 18446744073709551615: the last value, then one more.
+        assert_eq!(decimal(b"18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(decimal(b"18446744073709551616"), Err(BadDecimal::TooLarge));
+        assert_eq!(
+            decimal(b"99999999999999999999999"),
+            Err(BadDecimal::TooLarge)
+        );
+        for bad in [
+            &b""[..],
+            b"+1",
+            b"-1",
+            b" 1",
+            b"1 ",
+            b"1e3",
+            b"0x10",
+            b"\xff",
+        ] {
+            assert_eq!(decimal(bad), Err(BadDecimal::NotDigits), "{bad:?}");
         }
     }
 }

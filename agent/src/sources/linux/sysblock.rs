@@ -239,12 +239,11 @@ fn issue(source: &str, message: String) -> SourceIssue {
     }
 }
 
-/// Plain ASCII digits only: `str::parse` would also take a leading `+`, which no kernel prints.
-fn decimal<T: std::str::FromStr>(s: &str) -> Option<T> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
+/// [`super::decimal`] as a `T`.
+fn decimal<T: TryFrom<u64>>(s: &str) -> Option<T> {
+    super::decimal(s.as_bytes())
+        .ok()
+        .and_then(|n| T::try_from(n).ok())
 }
 
 /// Keeps messages about garbage files short.
