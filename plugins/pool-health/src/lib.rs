@@ -263,8 +263,17 @@ impl PoolHealth {
                 let rate = rates.get(subject.as_str()).copied();
                 let counts = [stats.read_errors, stats.write_errors, stats.checksum_errors];
                 let new = rate.map(|r| r.new_errors);
-                let (verdict, report) = self.error_verdict(&pool.name, v, &subject, counts, rate);
-                events.extend(self.errors.observe(now, &subject, verdict, report));
+                if counts.iter().all(|&n| n == 0) {
+                    // The usual case: nothing to raise, and the text only if one was raised.
+                    self.counts.remove(&subject);
+                    events.extend(self.errors.observe_with(now, &subject, Verdict::Clear, || {
+                        Report::new(format!("{subject}: error counters are zero again"))
+                    }));
+                } else {
+                    let (verdict, report) =
+                        self.error_verdict(&pool.name, v, &subject, counts, rate);
+                    events.extend(self.errors.observe(now, &subject, verdict, report));
+                }
 
                 let slow_new = new.and_then(|n| n.slow_ios).unwrap_or(0);
                 let slow_total = stats.slow_ios.unwrap_or(0);
@@ -275,22 +284,24 @@ impl PoolHealth {
                 } else {
                     Verdict::Borderline
                 };
-                let report = Report::new(format!(
-                    "{subject}{}: {slow_new} I/Os slower than zfs_deadman_ziotime_ms in {} \
-                     ({slow_total} since the counters were last cleared)",
-                    disk_note(v),
-                    rate.map_or_else(
-                        || "this interval".into(),
-                        |r| sdk::text::duration(r.seconds)
+                let report = || {
+                    Report::new(format!(
+                        "{subject}{}: {slow_new} I/Os slower than zfs_deadman_ziotime_ms in {} \
+                         ({slow_total} since the counters were last cleared)",
+                        disk_note(v),
+                        rate.map_or_else(
+                            || "this interval".into(),
+                            |r| sdk::text::duration(r.seconds)
+                        )
+                    ))
+                    .with("slow_ios", slow_total)
+                    .with("new_slow_ios", slow_new)
+                    .advice(
+                        "A device that stalls I/O for this long is failing or overloaded: check \
+                         its SMART data and its cabling and controller, then `zpool clear` it",
                     )
-                ))
-                .with("slow_ios", slow_total)
-                .with("new_slow_ios", slow_new)
-                .advice(
-                    "A device that stalls I/O for this long is failing or overloaded: check its \
-                     SMART data and its cabling and controller, then `zpool clear` it",
-                );
-                events.extend(self.slow.observe(now, &subject, verdict, report));
+                };
+                events.extend(self.slow.observe_with(now, &subject, verdict, report));
 
                 // Errors on a leaf while a resilver rebuilds another leaf of the same
                 // top-level vdev: the copy that would repair them is the one being rebuilt.
@@ -372,6 +383,8 @@ impl PoolHealth {
         }
     }
 
+    /// The verdict and report of a vdev with at least one error counted (`counts` is not all
+    /// zeros: the caller handles that cheaper, usual case itself).
     fn error_verdict(
         &mut self,
         pool: &str,
@@ -380,13 +393,6 @@ impl PoolHealth {
         counts: [u64; 3],
         rate: Option<&VdevRates>,
     ) -> (Verdict, Report) {
-        if counts.iter().all(|&n| n == 0) {
-            self.counts.remove(subject);
-            return (
-                Verdict::Clear,
-                Report::new(format!("{subject}: error counters are zero again")),
-            );
-        }
         // Without rates the vdev is new in this interval or was reopened in it (its counters
         // reset, e.g. by an export and import): everything it counts happened in the interval.
         let new = rate

@@ -127,14 +127,37 @@ impl Findings {
         verdict: Verdict,
         report: Report,
     ) -> Option<Event> {
+        self.observe_with(now, subject, verdict, || report)
+    }
+
+    /// [`Findings::observe`] with the report made only when the state machine needs it: not
+    /// for a subject that is quiet and stays quiet (no finding raised and the condition not
+    /// holding), which is most subjects in most samples. A check whose report formats text
+    /// saves that work, and the subject is not even looked up twice.
+    pub fn observe_with(
+        &mut self,
+        now: f64,
+        subject: &str,
+        verdict: Verdict,
+        report: impl FnOnce() -> Report,
+    ) -> Option<Event> {
+        let raised = matches!(self.subjects.get(subject), Some((Track::Raised { .. }, _)));
+        if !raised && !matches!(verdict, Verdict::Holds(_)) {
+            // Quiet stays quiet and a streak ends: exactly what `step` would decide, without
+            // the report or an entry for the subject.
+            self.subjects.remove(subject);
+            return None;
+        }
+        let report = report();
         let rules = self.rules;
-        let (track, seen) = self
-            .subjects
-            .entry(subject.to_owned())
-            .or_insert((Track::Quiet { streak: 0 }, false));
+        // A subject already tracked (a raised finding, most often) is not copied again.
+        if !self.subjects.contains_key(subject) {
+            let quiet = (Track::Quiet { streak: 0 }, false);
+            self.subjects.insert(subject.to_owned(), quiet);
+        }
+        let (track, seen) = self.subjects.get_mut(subject)?;
         *seen = true;
-        let (next, event) = step(track, rules, now, verdict, &report);
-        *track = next;
+        let event = step(track, rules, now, verdict, &report);
         if matches!(track, Track::Quiet { streak: 0 }) {
             // Nothing to remember: keeps the map as small as what is going on.
             self.subjects.remove(subject);
@@ -201,65 +224,59 @@ impl Findings {
     }
 }
 
-/// One transition: the next track and the event (state, severity) to send.
+/// One transition, in place (a raised finding that stays as it is, the usual case, is not
+/// copied with its figures): the event (state, severity) to send, if any.
 fn step(
-    track: &Track,
+    track: &mut Track,
     rules: Rules,
     now: f64,
     verdict: Verdict,
     report: &Report,
-) -> (Track, Option<(State, Severity)>) {
-    match (track, verdict) {
+) -> Option<(State, Severity)> {
+    match (&mut *track, verdict) {
         (Track::Quiet { streak }, Verdict::Holds(severity)) => {
             let streak = streak.saturating_add(1);
             if streak >= rules.raise_after.max(1) {
-                let raised = Track::Raised {
+                *track = Track::Raised {
                     since: now,
                     severity,
                     sent: report.data.clone(),
                 };
-                (raised, Some((State::Raised, severity)))
+                Some((State::Raised, severity))
             } else {
-                (Track::Quiet { streak }, None)
+                *track = Track::Quiet { streak };
+                None
             }
         }
-        (Track::Quiet { .. }, _) => (Track::Quiet { streak: 0 }, None),
+        (Track::Quiet { .. }, _) => {
+            *track = Track::Quiet { streak: 0 };
+            None
+        }
         (
             Track::Raised {
                 since, severity, ..
             },
             Verdict::Clear,
         ) => {
-            if now - since >= rules.min_hold.as_secs_f64() {
-                (
-                    Track::Quiet { streak: 0 },
-                    Some((State::Cleared, *severity)),
-                )
+            if now - *since >= rules.min_hold.as_secs_f64() {
+                let severity = *severity;
+                *track = Track::Quiet { streak: 0 };
+                Some((State::Cleared, severity))
             } else {
-                (track.clone(), None)
+                None
             }
         }
-        (
-            Track::Raised {
-                since,
-                severity,
-                sent,
-            },
-            Verdict::Holds(_) | Verdict::Borderline,
-        ) => {
+        (Track::Raised { severity, sent, .. }, Verdict::Holds(_) | Verdict::Borderline) => {
             let new_severity = match verdict {
                 Verdict::Holds(s) => s,
                 _ => *severity,
             };
             if new_severity != *severity || material(sent, &report.data, rules.material_change) {
-                let updated = Track::Raised {
-                    since: *since,
-                    severity: new_severity,
-                    sent: report.data.clone(),
-                };
-                (updated, Some((State::Updated, new_severity)))
+                *severity = new_severity;
+                sent.clone_from(&report.data);
+                Some((State::Updated, new_severity))
             } else {
-                (track.clone(), None)
+                None
             }
         }
     }
@@ -419,6 +436,34 @@ mod tests {
         assert_eq!(f.raised("sda"), Some(Severity::Warning));
         let e = f.observe(30.0, "sda", W, report(95.0));
         assert!(e.is_none());
+    }
+
+    #[test]
+    fn observe_with_makes_the_report_only_when_a_finding_may_change() {
+        let mut f = Findings::new("busy", rules(2, 0, 0.2));
+        let mut made = Vec::new();
+        let mut step = |f: &mut Findings, t: f64, v: Verdict| {
+            f.observe_with(t, "sda", v, || {
+                made.push(t);
+                report(95.0)
+            })
+            .map(|e| e.state.unwrap().as_str())
+        };
+        // Quiet and clear or borderline: nothing to raise, so no report.
+        assert_eq!(step(&mut f, 0.0, Verdict::Clear), None);
+        assert_eq!(step(&mut f, 1.0, Verdict::Borderline), None);
+        // Holding: counted towards raise_after (the report is made: the raise may come).
+        assert_eq!(step(&mut f, 2.0, W), None);
+        // A clear in between restarts the count, as with `observe`.
+        assert_eq!(step(&mut f, 3.0, Verdict::Clear), None);
+        assert_eq!(step(&mut f, 4.0, W), None);
+        assert_eq!(step(&mut f, 5.0, W), Some("raised"));
+        // Raised: every verdict needs the figures (material change, clear).
+        assert_eq!(step(&mut f, 6.0, Verdict::Borderline), None);
+        assert_eq!(step(&mut f, 7.0, Verdict::Clear), Some("cleared"));
+        assert_eq!(step(&mut f, 8.0, Verdict::Clear), None);
+        assert_eq!(made, [2.0, 4.0, 5.0, 6.0, 7.0]);
+        assert_eq!(f.raised_subjects().count(), 0);
     }
 
     #[test]

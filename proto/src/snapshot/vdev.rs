@@ -32,14 +32,15 @@ impl VdevClass {
     /// The subject naming this class of `pool` in findings: `pool/class`, e.g. `tank/log`;
     /// [`Vdev::subject_of`] names the vdevs below it.
     pub fn subject_in(self, pool: &str) -> String {
-        format!("{pool}/{}", self.as_str())
+        [pool, "/", self.as_str()].concat()
     }
 
     /// The subject naming the top-level vdev `top` of this class: `pool/class/top`, e.g.
     /// `tank/special/mirror-1` (what [`Vdev::subject_of`] gives a top-level vdev, for callers
     /// that hold only its name, such as a disk's [`super::DiskRole`]).
     pub fn top_subject(self, pool: &str, top: &str) -> String {
-        format!("{}/{top}", self.subject_in(pool))
+        // One allocation (checks name several subjects per vdev per sample).
+        [pool, "/", self.as_str(), "/", top].concat()
     }
 }
 
@@ -208,14 +209,11 @@ impl Vdev {
     /// rates: `pool/class/top-level[/vdev]`, e.g. `tank/special/mirror-1/sdc`. Stable across
     /// samples and unique in the pool.
     pub fn subject_of(&self, pool: &str, v: &Vdev) -> String {
-        let top = self
-            .class
-            .unwrap_or(VdevClass::Normal)
-            .top_subject(pool, &self.name);
+        let class = self.class.unwrap_or(VdevClass::Normal);
         if std::ptr::eq(self, v) {
-            top
+            class.top_subject(pool, &self.name)
         } else {
-            format!("{top}/{}", v.name)
+            [pool, "/", class.as_str(), "/", &self.name, "/", &v.name].concat()
         }
     }
 }
