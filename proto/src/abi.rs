@@ -390,6 +390,7 @@ model_sources!(
     "sample/mod.rs",
     "sample/parts.rs",
     "sample/pool.rs",
+    "sample/shared.rs",
     "sample/stream.rs",
     "sample/vdev.rs",
     "snapshot/disk.rs",

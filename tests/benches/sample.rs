@@ -129,13 +129,13 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
     });
     let prev: Snapshot = capture::load(&d0).expect("synthetic capture 000");
     let sample_cost = cpu_per_call(mode, |_| {
-        let cur = capture::load(&d1).expect("capture 001");
-        std::hint::black_box(Sample::between(&prev, &cur).ok());
+        let cur = Arc::new(capture::load(&d1).expect("capture 001"));
+        std::hint::black_box(Sample::following(&prev, cur).ok());
     });
     let mut host = start_shipped_checks(profile, &prev.host.hostname);
     let with_checks = cpu_per_call(mode, |k| {
-        let cur = capture::load(&d1).expect("capture 001");
-        let sample = Sample::between(&prev, &cur).expect("a sample");
+        let cur = Arc::new(capture::load(&d1).expect("capture 001"));
+        let sample = Sample::following(&prev, cur).expect("a sample");
         std::hint::black_box(host.run(&shifted(sample, k)));
     });
     host.shutdown();
@@ -331,8 +331,8 @@ fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
                 std::hint::black_box(capture::load(&d1).ok());
             }
             _ => {
-                let cur = capture::load(&d1).unwrap();
-                let sample = Sample::between(&prev, &cur).unwrap();
+                let cur = Arc::new(capture::load(&d1).unwrap());
+                let sample = Sample::following(&prev, cur).unwrap();
                 if let Some(h) = host.as_mut() {
                     std::hint::black_box(h.run(&shifted(sample, k)));
                 }

@@ -71,7 +71,7 @@ pub fn run(
     let mut runner = Runner::start(plugin_args, &first.host.hostname, format)?;
     std::thread::sleep(Duration::from_secs_f64(seconds));
     let second = snapshot()?;
-    let sample = Arc::new(Sample::between(&first, &second).map_err(|e| e.to_string())?);
+    let sample = Arc::new(Sample::following(&first, Arc::new(second)).map_err(|e| e.to_string())?);
     let events = runner.run(&sample);
     emit(&match format {
         Format::Text => report::sample_text(&sample) + &events,

@@ -389,7 +389,8 @@ fn sampler_loop(
             c.dropped += 1;
         }
         if let Some(before) = &prev {
-            match Sample::between(before, &snap) {
+            // The sample shares the snapshot the history and the next interval keep.
+            match Sample::following(before, Arc::clone(&snap)) {
                 Ok(sample) => {
                     if stage.try_send(StageMsg::Sample(Box::new(sample))).is_err() {
                         c.dropped += 1;

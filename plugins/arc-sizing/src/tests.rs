@@ -89,7 +89,8 @@ fn sample(a: &A, end: f64) -> Sample {
             },
             tunables,
             ..Snapshot::default()
-        },
+        }
+        .into(),
         ..Sample::default()
     }
 }

@@ -146,7 +146,7 @@ fn sample(world: &World, end: f64, disks: &[D]) -> Sample {
                 ..DiskRates::default()
             })
             .collect(),
-        snapshot: snap,
+        snapshot: snap.into(),
         ..Sample::default()
     }
 }

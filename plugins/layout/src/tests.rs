@@ -86,7 +86,8 @@ fn sample(tops: Vec<Vdev>, disks: Vec<Disk>) -> Sample {
             }],
             disks,
             ..Snapshot::default()
-        },
+        }
+        .into(),
         ..Sample::default()
     }
 }

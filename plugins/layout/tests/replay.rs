@@ -14,7 +14,7 @@ fn run(rels: &[&str]) -> Vec<Event> {
         .into_iter()
         .map(|snapshot| zpulse_proto::Sample {
             end: snapshot.taken_at,
-            snapshot,
+            snapshot: snapshot.into(),
             ..Default::default()
         })
         .flat_map(|s| check.observe(&s))

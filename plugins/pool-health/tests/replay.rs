@@ -293,7 +293,7 @@ fn a_degraded_mirror_clears_once_resilvered() {
     let snaps = snapshots(&["health/hm"]);
     let first = zpulse_proto::Sample {
         end: snaps[0].taken_at,
-        snapshot: snaps[0].clone(),
+        snapshot: snaps[0].clone().into(),
         ..Default::default()
     };
     let mut events = check.observe(&first);

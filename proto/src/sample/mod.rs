@@ -12,6 +12,7 @@ mod disk;
 mod host;
 mod parts;
 mod pool;
+mod shared;
 mod stream;
 mod vdev;
 
@@ -20,6 +21,7 @@ pub use disk::DiskRates;
 pub use host::{CpuRates, NetRates};
 pub use parts::PartEncoder;
 pub use pool::{DatasetRates, PoolRates};
+pub use shared::SharedSnapshot;
 pub use stream::{Pairing, SampleStream};
 pub use vdev::{NewErrors, VdevRates, histogram_average, pool_vdev_rates, vdev_rates};
 
@@ -28,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
+use std::sync::Arc;
 
 /// `items` by key, the first of each key kept (what a linear `find` returns): the previous
 /// snapshot's objects are looked up this way, so that a sample is linear in disks and vdevs.
@@ -67,8 +70,9 @@ pub struct Sample {
     /// Objects whose counters went backwards in this interval, and so have no rates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resets: Vec<String>,
-    /// The later snapshot: absolute values (sizes, states, configuration).
-    pub snapshot: Snapshot,
+    /// The later snapshot: absolute values (sizes, states, configuration), shared with
+    /// whoever took it rather than copied.
+    pub snapshot: SharedSnapshot,
 }
 
 /// Why two snapshots cannot make a sample.
@@ -100,6 +104,12 @@ impl std::error::Error for SampleError {}
 impl Sample {
     /// The sample over the interval from `prev` to `cur`.
     pub fn between(prev: &Snapshot, cur: &Snapshot) -> Result<Sample, SampleError> {
+        Sample::following(prev, Arc::new(cur.clone()))
+    }
+
+    /// [`Sample::between`] `prev` and `cur`, sharing `cur` instead of copying it: what the
+    /// agent and every series reader use, since they keep the snapshot anyway.
+    pub fn following(prev: &Snapshot, cur: Arc<Snapshot>) -> Result<Sample, SampleError> {
         if prev.host.os != cur.host.os {
             return Err(SampleError::OsMismatch);
         }
@@ -111,12 +121,13 @@ impl Sample {
             return Err(SampleError::NonPositiveInterval { seconds: interval });
         }
         let mut resets = Vec::new();
-        let arc = arc::arc_rates(prev, cur, interval, &mut resets);
-        let zil = arc::zil_rates(prev, cur, interval, &mut resets);
-        let pools = pool::pool_rates(prev, cur, interval, &mut resets);
-        let disks = disk::disk_rates(prev, cur, interval, &mut resets);
-        let cpu = host::cpu_rates(prev, cur);
-        let net = host::net_rates(prev, cur, interval, &mut resets);
+        let cur_ref: &Snapshot = &cur;
+        let arc = arc::arc_rates(prev, cur_ref, interval, &mut resets);
+        let zil = arc::zil_rates(prev, cur_ref, interval, &mut resets);
+        let pools = pool::pool_rates(prev, cur_ref, interval, &mut resets);
+        let disks = disk::disk_rates(prev, cur_ref, interval, &mut resets);
+        let cpu = host::cpu_rates(prev, cur_ref);
+        let net = host::net_rates(prev, cur_ref, interval, &mut resets);
         Ok(Sample {
             start: prev.taken_at,
             end: cur.taken_at,
@@ -128,7 +139,7 @@ impl Sample {
             cpu,
             net,
             resets,
-            snapshot: cur.clone(),
+            snapshot: cur.into(),
         })
     }
 

@@ -66,7 +66,8 @@ impl Sample {
                 memory: self.snapshot.memory,
                 net: Vec::new(),
                 issues: self.snapshot.issues.clone(),
-            },
+            }
+            .into(),
         };
         let snap = &self.snapshot;
         if !has(PART_SNAPSHOT_DISKS) {

@@ -10,6 +10,7 @@
 
 use super::{Sample, SampleError};
 use crate::Snapshot;
+use std::sync::Arc;
 
 /// The samples between consecutive snapshots of `snapshots`, in order.
 ///
@@ -28,7 +29,8 @@ pub struct SampleStream<I> {
 /// becomes the start of the next interval either way.
 #[derive(Debug, Default)]
 pub struct Pairing {
-    previous: Option<Snapshot>,
+    /// Shared with the last sample made (its `snapshot`), not copied.
+    previous: Option<Arc<Snapshot>>,
 }
 
 impl Pairing {
@@ -40,21 +42,21 @@ impl Pairing {
     /// The first interval starting at `previous`.
     pub fn after(previous: Snapshot) -> Self {
         Pairing {
-            previous: Some(previous),
+            previous: Some(Arc::new(previous)),
         }
     }
 
     /// `None` for the first snapshot (it only starts the first interval); else the sample
     /// since the previous one, or the error why that pair cannot make one.
     pub fn push(&mut self, snapshot: Snapshot) -> Option<Result<Sample, SampleError>> {
-        let prev = self.previous.replace(snapshot)?;
-        let cur = self.previous.as_ref().expect("just stored");
-        Some(Sample::between(&prev, cur))
+        let cur = Arc::new(snapshot);
+        let prev = self.previous.replace(Arc::clone(&cur))?;
+        Some(Sample::following(&prev, cur))
     }
 
     /// The latest snapshot pushed: where the next interval starts.
     pub fn previous(&self) -> Option<&Snapshot> {
-        self.previous.as_ref()
+        self.previous.as_deref()
     }
 }
 
