@@ -49,17 +49,31 @@ pub fn kstat_deltas(
     {
         return None;
     }
-    let mut out = BTreeMap::new();
+    // Both maps are sorted by name: one walk through them side by side finds each row's
+    // previous value (no lookup per row), and the deltas come out sorted, so the map is
+    // built in one pass.
+    let mut previous = prev.fields.iter().peekable();
+    let mut out = Vec::new();
     for (name, value) in &cur.fields {
         if !keep(name) {
             continue;
         }
-        let (KstatValue::Unsigned(now), Some(before)) = (value, prev.u64(name)) else {
+        let KstatValue::Unsigned(now) = value else {
             continue;
         };
-        out.insert(name.clone(), delta(before, *now)?);
+        while previous
+            .next_if(|(p, _)| p.as_str() < name.as_str())
+            .is_some()
+        {}
+        let Some(before) = previous
+            .next_if(|(p, _)| *p == name)
+            .and_then(|(_, v)| v.as_u64())
+        else {
+            continue;
+        };
+        out.push((name.clone(), delta(before, *now)?));
     }
-    Some(out)
+    Some(BTreeMap::from_iter(out))
 }
 
 /// `part / whole`, or `None` when `whole` is zero: a ratio over nothing is unknown, not 0.
@@ -127,6 +141,32 @@ mod tests {
                 .unwrap()
                 .contains_key("zil_new")
         );
+    }
+
+    #[test]
+    fn each_row_is_paired_with_its_own_name_whatever_the_other_rows() {
+        let mut a = Kstat::default();
+        let mut b = Kstat::default();
+        // Rows only in one reading, on both sides of the shared ones; a text row and a
+        // non-negative signed one (which counts as unsigned, as `Kstat::u64` reads it).
+        for (n, v) in [("aa_gone", 1), ("b", 10), ("d", 40), ("zz_gone", 9)] {
+            a.insert(n, KstatValue::Unsigned(v));
+        }
+        a.insert("c", KstatValue::Signed(25));
+        a.insert("e", KstatValue::Text("x".into()));
+        for (n, v) in [
+            ("a_new", 5),
+            ("b", 12),
+            ("c", 30),
+            ("d", 41),
+            ("e", 3),
+            ("f", 8),
+        ] {
+            b.insert(n, KstatValue::Unsigned(v));
+        }
+        let d = kstat_deltas(&a, &b, |_| true).unwrap();
+        let got: Vec<(&str, u64)> = d.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        assert_eq!(got, [("b", 2), ("c", 5), ("d", 1)]);
     }
 
     #[test]

@@ -44,14 +44,21 @@ pub struct Kstat {
     pub fields: BTreeMap<String, KstatValue>,
 }
 
-impl Kstat {
+impl KstatValue {
     /// An unsigned value; a signed one that is not negative is accepted too.
-    pub fn u64(&self, name: &str) -> Option<u64> {
-        match self.fields.get(name)? {
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
             KstatValue::Unsigned(v) => Some(*v),
             KstatValue::Signed(v) => u64::try_from(*v).ok(),
             KstatValue::Text(_) => None,
         }
+    }
+}
+
+impl Kstat {
+    /// An unsigned value; a signed one that is not negative is accepted too.
+    pub fn u64(&self, name: &str) -> Option<u64> {
+        self.fields.get(name)?.as_u64()
     }
 
     pub fn i64(&self, name: &str) -> Option<i64> {
