@@ -85,8 +85,8 @@ fn main() {
     for series in ["basic", "vdevs/rz", "storm/series"] {
         let dirs = zpulse_agent::capture::series(&lab.join(series)).unwrap();
         let (a, b) = (
-            sources::System::Linux(Root::new(&dirs[0])),
-            sources::System::Linux(Root::new(&dirs[1])),
+            sources::System::linux(Root::new(&dirs[0])),
+            sources::System::linux(Root::new(&dirs[1])),
         );
         let sample_time = cpu_time(n, || {
             let s0 = sources::snapshot(&a, Default::default());

@@ -10,6 +10,10 @@
 //!   the previous one;
 //! * **+ checks** — the same with every shipped check (the `plugins/` shared objects)
 //!   loaded through the real plugin host, which encodes and dispatches the sample;
+//! * **live snapshot**, **live + checks** — the snapshot and the interval with every check as
+//!   the live agent makes them: one reader kept across snapshots (`capture::Reader`, as the
+//!   daemon keeps its `System`), so the disks' static sysfs facts are read once and kept
+//!   (`sysblock::KeptFacts`) instead of every interval, and no capture manifest is read;
 //! * **node_exporter** — when Debian's `prometheus-node-exporter` is installed, its CPU per
 //!   scrape of the same capture (`--path.procfs`, `--path.sysfs`, collectors `zfs` and
 //!   `diskstats` only, scraped over loopback).
@@ -107,6 +111,13 @@ struct Costs {
     snapshot: f64,
     sample: f64,
     checks: f64,
+    /// The snapshot and the interval with every check as the live agent makes them: one
+    /// reader for every snapshot, which keeps the disks' sysfs facts (`KeptFacts`).
+    kept_snapshot: f64,
+    kept_checks: f64,
+    /// The floor of what a live reader reads each interval: the files less the disks' sysfs
+    /// attributes it keeps and the capture's manifest.
+    kept_floor: f64,
     node_exporter: Option<f64>,
 }
 
@@ -138,12 +149,32 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         let sample = Sample::following(&prev, cur).expect("a sample");
         std::hint::black_box(host.run(&shifted(sample, k)));
     });
+    let per_interval: Vec<&PathBuf> = list
+        .iter()
+        .filter(|f| !f.starts_with(d1.join("sys/block")) && !f.ends_with(capture::MANIFEST))
+        .collect();
+    let kept_floor = cpu_per_call(mode, |_| {
+        for f in &per_interval {
+            std::hint::black_box(std::fs::read(f).ok());
+        }
+    });
+    let reader = capture::Reader::open(&d1).expect("capture 001");
+    let kept_snapshot = cpu_per_call(mode, |_| {
+        std::hint::black_box(reader.load());
+    });
+    let kept_checks = cpu_per_call(mode, |k| {
+        let sample = Sample::following(&prev, Arc::new(reader.load())).expect("a sample");
+        std::hint::black_box(host.run(&shifted(sample, k)));
+    });
     host.shutdown();
     Costs {
         floor: us(floor),
         snapshot: us(snapshot),
         sample: us(sample_cost),
         checks: us(with_checks),
+        kept_snapshot: us(kept_snapshot),
+        kept_checks: us(kept_checks),
+        kept_floor: us(kept_floor),
         node_exporter: None,
     }
 }
@@ -320,6 +351,7 @@ fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
     let mut list = Vec::new();
     files(&d1, &mut list);
     let mut host = (name == "checks").then(|| start_shipped_checks(profile, &prev.host.hostname));
+    let reader = capture::Reader::open(&d1).unwrap();
     for k in 0..iterations {
         match name {
             "floor" => {
@@ -329,6 +361,9 @@ fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
             }
             "snapshot" => {
                 std::hint::black_box(capture::load(&d1).ok());
+            }
+            "live-snapshot" => {
+                std::hint::black_box(reader.load());
             }
             _ => {
                 let cur = Arc::new(capture::load(&d1).unwrap());
@@ -440,23 +475,36 @@ fn main() {
         &format!("sample + {} shipped checks", SHIPPED_CHECKS.len()),
         c.checks,
     );
+    // A live agent reads one system for every snapshot and keeps its disks' sysfs facts.
+    row("snapshot, disk facts kept (live)", c.kept_snapshot);
+    row("+ checks, disk facts kept (live)", c.kept_checks);
+    println!(
+        "  each interval the live reader reads every file but the disks' sysfs attributes: \
+         reading only those costs {:.1} µs; live snapshot {:.2} ×, live + checks {:.2} × that",
+        c.kept_floor,
+        c.kept_snapshot / c.kept_floor,
+        c.kept_checks / c.kept_floor
+    );
     match ne {
         Some((plain, gzip)) => {
             row("node_exporter scrape (zfs+diskstats)", plain);
             row("node_exporter scrape, gzip", gzip);
             println!(
-                "  node_exporter's plain scrape costs {:.2}× zpulse's interval with every check",
-                plain / c.checks
+                "  node_exporter's plain scrape costs {:.2}× zpulse's interval with every check \
+                 ({:.2}× the live one)",
+                plain / c.checks,
+                plain / c.kept_checks
             );
         }
         None => println!("  node_exporter: {NODE_EXPORTER} not installed, not compared"),
     }
     if mode.callgrind {
         let n = if quick { 2 } else { 10 };
-        let ir: Vec<(&str, Option<u64>)> = ["floor", "snapshot", "sample", "checks"]
-            .iter()
-            .map(|p| (*p, instructions(p, &lab, n, &profile)))
-            .collect();
+        let ir: Vec<(&str, Option<u64>)> =
+            ["floor", "snapshot", "live-snapshot", "sample", "checks"]
+                .iter()
+                .map(|p| (*p, instructions(p, &lab, n, &profile)))
+                .collect();
         match ir[0].1 {
             Some(floor) => {
                 println!("  instructions (callgrind) per iteration:");
@@ -482,8 +530,16 @@ fn main() {
     };
     println!("\nscaling (synthetic captures grown from the lab's), µs per interval");
     println!(
-        "  {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9}",
-        "capture", "floor", "snapshot", "sample", "+ checks", "snap/fl", "chk/fl"
+        "  {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9} {:>11} {:>11}",
+        "capture",
+        "floor",
+        "snapshot",
+        "sample",
+        "+ checks",
+        "snap/fl",
+        "chk/fl",
+        "live snap",
+        "live chk"
     );
     let mut axis_rows: Vec<(&str, Vec<(usize, Costs)>)> = Vec::new();
     for (label, sizes, make) in [
@@ -495,14 +551,16 @@ fn main() {
             let dir = synthetic_series(&work, make(n));
             let c = measure(&mode, &dir, &profile);
             println!(
-                "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.2} {:>9.2}",
+                "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.2} {:>9.2} {:>11.1} {:>11.1}",
                 format!("{n} {label}"),
                 c.floor,
                 c.snapshot,
                 c.sample,
                 c.checks,
                 c.snapshot / c.floor,
-                c.checks / c.floor
+                c.checks / c.floor,
+                c.kept_snapshot,
+                c.kept_checks
             );
             rows.push((n, c));
             let _ = std::fs::remove_dir_all(&dir);
@@ -515,13 +573,15 @@ fn main() {
         let (a, b) = (rows[rows.len() - 2], rows[rows.len() - 1]);
         let e = |f: fn(&Costs) -> f64| exponent((a.0 as f64, b.0 as f64), (f(&a.1), f(&b.1)));
         println!(
-            "  growth exponent in {label}, {}→{}: floor {:.2}, snapshot {:.2}, sample {:.2}, + checks {:.2}",
+            "  growth exponent in {label}, {}→{}: floor {:.2}, snapshot {:.2}, sample {:.2}, + checks {:.2}; live: snapshot {:.2}, + checks {:.2}",
             a.0,
             b.0,
             e(|c| c.floor),
             e(|c| c.snapshot),
             e(|c| c.sample),
-            e(|c| c.checks)
+            e(|c| c.checks),
+            e(|c| c.kept_snapshot),
+            e(|c| c.kept_checks)
         );
     }
 

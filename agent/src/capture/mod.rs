@@ -12,7 +12,7 @@ mod tests;
 mod write;
 
 pub use manifest::{MANIFEST, Manifest};
-pub use read::{load, series};
+pub use read::{Reader, load, series};
 pub use write::{CaptureStats, capture_into, refuse_existing};
 
 use std::fmt;

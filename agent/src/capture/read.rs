@@ -8,18 +8,40 @@ use zpulse_proto::snapshot::HostIdentity;
 
 /// The snapshot a capture holds, read through the same parsers as the live system.
 pub fn load(dir: &Path) -> Result<Snapshot, CaptureError> {
-    let manifest = Manifest::read(dir)?;
-    let system = System::capture(dir, manifest.os);
-    let identity = HostIdentity {
-        hostname: manifest.hostname.clone(),
-        os: manifest.os,
-        kernel: manifest.kernel.clone(),
-        zfs_version: manifest.zfs_version.clone(),
-    };
-    let mut snap = sources::snapshot(&system, identity);
-    snap.taken_at = manifest.captured_at;
-    snap.monotonic = None;
-    Ok(snap)
+    Ok(Reader::open(dir)?.load())
+}
+
+/// A capture opened once and read as often as wanted, the way the live agent reads its
+/// system: one [`System`] for every snapshot, so what a live reader keeps across snapshots
+/// (the disks' sysfs facts) is kept here too. The benchmark measures a live interval so.
+pub struct Reader {
+    system: System,
+    manifest: Manifest,
+}
+
+impl Reader {
+    pub fn open(dir: &Path) -> Result<Reader, CaptureError> {
+        let manifest = Manifest::read(dir)?;
+        Ok(Reader {
+            system: System::capture(dir, manifest.os),
+            manifest,
+        })
+    }
+
+    /// The capture's snapshot, stamped with its capture time.
+    pub fn load(&self) -> Snapshot {
+        let m = &self.manifest;
+        let identity = HostIdentity {
+            hostname: m.hostname.clone(),
+            os: m.os,
+            kernel: m.kernel.clone(),
+            zfs_version: m.zfs_version.clone(),
+        };
+        let mut snap = sources::snapshot(&self.system, identity);
+        snap.taken_at = m.captured_at;
+        snap.monotonic = None;
+        snap
+    }
 }
 
 /// The captures of a series, in name order. A single capture is a series of one.

@@ -219,7 +219,7 @@ fn a_live_sysfs_replays_as_it_was_read() {
         "2048\n",
     )
     .unwrap();
-    let system = System::Linux(crate::sources::Root::new(&live));
+    let system = System::linux(crate::sources::Root::new(&live));
     let identity = system.identity();
     let dest = tmp.path().join("copy");
     capture_into(&system, &identity, &dest).unwrap();

@@ -18,7 +18,7 @@ pub fn run(dir: &Path, count: u32, interval: f64, root: Option<&Path>) -> Result
         // A capture keeps the system it came from; any other directory is a Linux root.
         Some(r) => match capture::Manifest::read(r) {
             Ok(m) => System::capture(r, m.os),
-            Err(_) => System::Linux(Root::new(r)),
+            Err(_) => System::linux(Root::new(r)),
         },
         None => System::live(),
     };

@@ -31,8 +31,9 @@ use zpulse_proto::snapshot::{HostIdentity, Os};
 
 /// Where a snapshot's bytes come from.
 pub enum System {
-    /// `/proc` and `/sys` below a root: `/` live, or a capture directory.
-    Linux(Root),
+    /// `/proc` and `/sys` below a root: `/` live, or a capture directory; and the disks'
+    /// sysfs facts this reader keeps across its snapshots.
+    Linux(Root, linux::sysblock::KeptFacts),
     /// Sysctls: live, or `sysctl/<name>` files in a capture. `root` is `/` live (for
     /// `/dev/zfs`) or the capture directory (for its `zfs-ioctl/` replies).
     Freebsd {
@@ -53,14 +54,14 @@ impl System {
         }
         #[cfg(not(target_os = "freebsd"))]
         {
-            System::Linux(Root::live())
+            System::linux(Root::live())
         }
     }
 
     /// A capture directory of the given operating system.
     pub fn capture(dir: &Path, os: Os) -> System {
         match os {
-            Os::Linux => System::Linux(Root::new(dir)),
+            Os::Linux => System::linux(Root::new(dir)),
             Os::Freebsd => System::Freebsd {
                 sysctl: Box::new(freebsd::CaptureSysctl::new(Root::new(dir))),
                 root: Root::new(dir),
@@ -68,9 +69,14 @@ impl System {
         }
     }
 
+    /// The Linux system below `root`, nothing kept yet.
+    pub fn linux(root: Root) -> System {
+        System::Linux(root, linux::sysblock::KeptFacts::default())
+    }
+
     pub fn os(&self) -> Os {
         match self {
-            System::Linux(_) => Os::Linux,
+            System::Linux(..) => Os::Linux,
             System::Freebsd { .. } => Os::Freebsd,
         }
     }
@@ -78,7 +84,7 @@ impl System {
     /// Host name and kernel release as the running kernel reports them.
     pub fn identity(&self) -> HostIdentity {
         match self {
-            System::Linux(root) => HostIdentity {
+            System::Linux(root, _) => HostIdentity {
                 hostname: root
                     .read_trimmed("proc/sys/kernel/hostname")
                     .unwrap_or_default(),
@@ -99,7 +105,7 @@ impl System {
 /// Reads every source of `system` into one snapshot stamped with the current time.
 pub fn snapshot(system: &System, identity: HostIdentity) -> Snapshot {
     match system {
-        System::Linux(root) => read(Through::Linux(root), identity),
+        System::Linux(root, kept) => read(Through::Linux(root, Some(kept)), identity),
         System::Freebsd { sysctl, root } => read(Through::Freebsd(sysctl.as_ref(), root), identity),
     }
 }
@@ -109,7 +115,8 @@ pub fn snapshot(system: &System, identity: HostIdentity) -> Snapshot {
 pub fn recorded_snapshot(system: &System, identity: HostIdentity) -> (Snapshot, record::Recording) {
     let recorder = record::Recorder::new();
     let snap = match system {
-        System::Linux(root) => read(Through::Linux(&root.recorded(&recorder)), identity),
+        // A capture records a full read: nothing kept is used.
+        System::Linux(root, _) => read(Through::Linux(&root.recorded(&recorder), None), identity),
         System::Freebsd { sysctl, root } => {
             let sysctl = record::RecordingSysctl::new(sysctl.as_ref(), &recorder);
             read(
@@ -123,8 +130,9 @@ pub fn recorded_snapshot(system: &System, identity: HostIdentity) -> (Snapshot, 
 
 /// What one snapshot is read through: a [`System`]'s parts, or the same recorded.
 enum Through<'a> {
-    /// Files below the root (and `/dev/zfs` or a capture's replies).
-    Linux(&'a Root),
+    /// Files below the root (and `/dev/zfs` or a capture's replies), and the sysfs facts
+    /// kept from earlier snapshots, if they may be used.
+    Linux(&'a Root, Option<&'a linux::sysblock::KeptFacts>),
     /// Sysctls, and the root for `/dev/zfs` or a capture's replies.
     Freebsd(&'a dyn freebsd::Sysctl, &'a Root),
 }
@@ -137,8 +145,8 @@ fn read(through: Through<'_>, identity: HostIdentity) -> Snapshot {
         ..Snapshot::default()
     };
     match through {
-        Through::Linux(root) => {
-            linux::collect(root, &mut snap);
+        Through::Linux(root, kept) => {
+            linux::collect(root, kept, &mut snap);
             zpool::read::read(root, zfs_ioctl::Platform::Linux, None, &mut snap);
         }
         Through::Freebsd(sysctl, root) => {

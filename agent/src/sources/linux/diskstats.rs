@@ -132,9 +132,10 @@ fn decimal<T: TryFrom<u64>>(field: &[u8], what: &str) -> Result<T, String> {
     }
 }
 
-/// Fills `snap.disks`, in diskstats order, with each device's sysfs facts. A file that cannot
-/// be read is one issue and no disks; bad lines are issues and the other lines still count.
-pub fn read(root: &Root, snap: &mut Snapshot) {
+/// Fills `snap.disks`, in diskstats order, with each device's sysfs facts (from `kept` when
+/// they still hold). A file that cannot be read is one issue and no disks; bad lines are
+/// issues and the other lines still count.
+pub fn read(root: &Root, kept: Option<&sysblock::KeptFacts>, snap: &mut Snapshot) {
     let bytes = match root.read(SOURCE) {
         Ok(b) => b,
         Err(e) => {
@@ -171,7 +172,16 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
     });
 
     let names: Vec<&str> = lines.iter().map(|l| l.name.as_str()).collect();
-    let (infos, issues) = sysblock::describe(root, &names);
+    let (infos, issues) = match kept {
+        Some(kept) => {
+            let progress: Vec<u64> = lines
+                .iter()
+                .map(|l| l.stats.reads.saturating_add(l.stats.writes))
+                .collect();
+            kept.describe(root, &names, &progress)
+        }
+        None => sysblock::describe(root, &names),
+    };
     snap.issues.extend(issues);
     snap.disks = lines
         .into_iter()
@@ -513,7 +523,11 @@ mod tests {
     #[test]
     fn read_lab_capture() {
         let mut snap = Snapshot::default();
-        read(&Root::new(format!("{FIXTURES}/lab/basic/000")), &mut snap);
+        read(
+            &Root::new(format!("{FIXTURES}/lab/basic/000")),
+            None,
+            &mut snap,
+        );
         assert!(snap.issues.is_empty(), "{:?}", snap.issues);
         assert_eq!(snap.disks.len(), 28);
         let d = |n: &str| snap.disk(n).unwrap_or_else(|| panic!("{n}"));
@@ -543,7 +557,11 @@ mod tests {
     #[test]
     fn read_missing_file_is_one_issue() {
         let mut snap = Snapshot::default();
-        read(&Root::new(format!("{FIXTURES}/does-not-exist")), &mut snap);
+        read(
+            &Root::new(format!("{FIXTURES}/does-not-exist")),
+            None,
+            &mut snap,
+        );
         assert!(snap.disks.is_empty());
         assert_eq!(snap.issues.len(), 1);
         assert_eq!(snap.issues[0].source, "proc/diskstats");
@@ -561,7 +579,7 @@ mod tests {
         }
         std::fs::write(dir.join("proc/diskstats"), text).expect("write");
         let mut snap = Snapshot::default();
-        read(&Root::new(dir), &mut snap);
+        read(&Root::new(dir), None, &mut snap);
         assert_eq!(snap.disks.len(), 1);
         // Five bad lines, one summary, one duplicate.
         assert_eq!(snap.issues.len(), MAX_LINE_ISSUES + 2, "{:?}", snap.issues);

@@ -38,11 +38,12 @@ pub(crate) fn decimal(field: &[u8]) -> Result<u64, BadDecimal> {
         .ok_or(BadDecimal::TooLarge)
 }
 
-/// Fills `snap` with everything a Linux root offers.
-pub fn collect(root: &Root, snap: &mut Snapshot) {
+/// Fills `snap` with everything a Linux root offers; the disks' sysfs facts from `kept` when
+/// they still hold (a live reader's, see [`sysblock::KeptFacts`]), else read.
+pub fn collect(root: &Root, kept: Option<&sysblock::KeptFacts>, snap: &mut Snapshot) {
     zfs::read(root, snap);
     snap.tunables = tunables::read(root, snap);
-    diskstats::read(root, snap);
+    diskstats::read(root, kept, snap);
     host::read(root, snap);
 }
 
