@@ -29,17 +29,28 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{HostIdentity, Os};
 
-/// Where a snapshot's bytes come from.
+/// Where a snapshot's bytes come from, and what its reader keeps across its snapshots.
 pub enum System {
-    /// `/proc` and `/sys` below a root: `/` live, or a capture directory; and the disks'
-    /// sysfs facts this reader keeps across its snapshots.
-    Linux(Root, linux::sysblock::KeptFacts),
+    /// `/proc` and `/sys` below a root: `/` live, or a capture directory.
+    Linux(Root, Kept),
     /// Sysctls: live, or `sysctl/<name>` files in a capture. `root` is `/` live (for
     /// `/dev/zfs`) or the capture directory (for its `zfs-ioctl/` replies).
     Freebsd {
         sysctl: Box<dyn freebsd::Sysctl + Send>,
         root: Root,
+        kept: Kept,
     },
+}
+
+/// What one [`System`] keeps from a snapshot for the next: what does not change while a
+/// device stays, and what makes the next round of ioctls cheaper. A recorded snapshot (a
+/// capture) uses none of it.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The disks' sysfs facts (Linux).
+    pub disks: linux::sysblock::KeptFacts,
+    /// Each pool's last POOL_STATS reply size (live).
+    pub replies: zpool::read::ReplySizes,
 }
 
 impl System {
@@ -50,6 +61,7 @@ impl System {
             System::Freebsd {
                 sysctl: Box::new(freebsd::sysctl::LiveSysctl),
                 root: Root::live(),
+                kept: Kept::default(),
             }
         }
         #[cfg(not(target_os = "freebsd"))]
@@ -65,13 +77,14 @@ impl System {
             Os::Freebsd => System::Freebsd {
                 sysctl: Box::new(freebsd::CaptureSysctl::new(Root::new(dir))),
                 root: Root::new(dir),
+                kept: Kept::default(),
             },
         }
     }
 
     /// The Linux system below `root`, nothing kept yet.
     pub fn linux(root: Root) -> System {
-        System::Linux(root, linux::sysblock::KeptFacts::default())
+        System::Linux(root, Kept::default())
     }
 
     pub fn os(&self) -> Os {
@@ -106,7 +119,10 @@ impl System {
 pub fn snapshot(system: &System, identity: HostIdentity) -> Snapshot {
     match system {
         System::Linux(root, kept) => read(Through::Linux(root, Some(kept)), identity),
-        System::Freebsd { sysctl, root } => read(Through::Freebsd(sysctl.as_ref(), root), identity),
+        System::Freebsd { sysctl, root, kept } => read(
+            Through::Freebsd(sysctl.as_ref(), root, Some(kept)),
+            identity,
+        ),
     }
 }
 
@@ -117,10 +133,10 @@ pub fn recorded_snapshot(system: &System, identity: HostIdentity) -> (Snapshot, 
     let snap = match system {
         // A capture records a full read: nothing kept is used.
         System::Linux(root, _) => read(Through::Linux(&root.recorded(&recorder), None), identity),
-        System::Freebsd { sysctl, root } => {
+        System::Freebsd { sysctl, root, .. } => {
             let sysctl = record::RecordingSysctl::new(sysctl.as_ref(), &recorder);
             read(
-                Through::Freebsd(&sysctl, &root.recorded(&recorder)),
+                Through::Freebsd(&sysctl, &root.recorded(&recorder), None),
                 identity,
             )
         }
@@ -130,11 +146,11 @@ pub fn recorded_snapshot(system: &System, identity: HostIdentity) -> (Snapshot, 
 
 /// What one snapshot is read through: a [`System`]'s parts, or the same recorded.
 enum Through<'a> {
-    /// Files below the root (and `/dev/zfs` or a capture's replies), and the sysfs facts
-    /// kept from earlier snapshots, if they may be used.
-    Linux(&'a Root, Option<&'a linux::sysblock::KeptFacts>),
-    /// Sysctls, and the root for `/dev/zfs` or a capture's replies.
-    Freebsd(&'a dyn freebsd::Sysctl, &'a Root),
+    /// Files below the root (and `/dev/zfs` or a capture's replies), and what was kept from
+    /// earlier snapshots, if it may be used.
+    Linux(&'a Root, Option<&'a Kept>),
+    /// Sysctls, the root for `/dev/zfs` or a capture's replies, and what was kept.
+    Freebsd(&'a dyn freebsd::Sysctl, &'a Root, Option<&'a Kept>),
 }
 
 fn read(through: Through<'_>, identity: HostIdentity) -> Snapshot {
@@ -146,13 +162,15 @@ fn read(through: Through<'_>, identity: HostIdentity) -> Snapshot {
     };
     match through {
         Through::Linux(root, kept) => {
-            linux::collect(root, kept, &mut snap);
-            zpool::read::read(root, zfs_ioctl::Platform::Linux, None, &mut snap);
+            linux::collect(root, kept.map(|k| &k.disks), &mut snap);
+            let sizes = kept.map(|k| &k.replies);
+            zpool::read::read(root, zfs_ioctl::Platform::Linux, None, sizes, &mut snap);
         }
-        Through::Freebsd(sysctl, root) => {
+        Through::Freebsd(sysctl, root, kept) => {
             freebsd::collect(sysctl, &mut snap);
             let abi = sysctl.u64("vfs.zfs.version.ioctl").ok();
-            zpool::read::read(root, zfs_ioctl::Platform::Freebsd, abi, &mut snap);
+            let sizes = kept.map(|k| &k.replies);
+            zpool::read::read(root, zfs_ioctl::Platform::Freebsd, abi, sizes, &mut snap);
         }
     }
     snap

@@ -353,6 +353,7 @@ mod tests {
         let system = System::Freebsd {
             sysctl: Box::new(source),
             root: Root::new(empty.path()),
+            kept: Default::default(),
         };
         let identity = system.identity();
         let tmp = tempfile::tempdir().unwrap();

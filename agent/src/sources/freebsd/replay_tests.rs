@@ -219,6 +219,7 @@ fn capture_and_replay(mut kernel: Kernel) -> zpulse_proto::Snapshot {
     let system = System::Freebsd {
         sysctl: Box::new(kernel),
         root: Root::new(replies),
+        kept: Default::default(),
     };
     let identity = system.identity();
     let dest_dir = tempfile::tempdir().unwrap();

@@ -17,4 +17,7 @@ pub mod layout;
 pub mod protocol;
 
 pub use layout::Platform;
-pub use protocol::{Ioctl, IoctlError, PoolConfigs, PoolStats, pool_configs, pool_stats};
+pub use protocol::{
+    Ioctl, IoctlError, PoolConfigs, PoolStats, STATS_START, pool_configs, pool_stats,
+    stats_buffer_after,
+};

@@ -14,7 +14,8 @@ pub trait Ioctl {
 
 /// libzfs starts POOL_CONFIGS at 256 KiB and POOL_STATS at 64 KiB.
 const CONFIGS_START: usize = 256 << 10;
-const STATS_START: usize = 64 << 10;
+/// The buffer of a pool's first POOL_STATS call, when nothing better is known.
+pub const STATS_START: usize = 64 << 10;
 /// ENOMEM can be a real allocation failure, not only "buffer too small": never follow a
 /// size request past this, nor retry forever.
 pub const MAX_REPLY: usize = 64 << 20;
@@ -132,12 +133,22 @@ pub fn pool_configs(dev: &mut dyn Ioctl, generation: u64) -> Result<PoolConfigs,
     }
 }
 
-/// The configuration and statistics of one pool.
-pub fn pool_stats(dev: &mut dyn Ioctl, pool: &str) -> Result<PoolStats, IoctlError> {
+/// The buffer to start a pool's POOL_STATS call with when its last reply was `last` bytes:
+/// that and an eighth more (a reply grows with a scan's progress, the error log, a new vdev).
+/// A buffer too small costs a second call, and the kernel builds the pool's whole config
+/// again for it (`spa_get_stats` on each try): a pool of 15 vdevs already replies with
+/// 77,632 bytes (the lab capture), more than [`STATS_START`].
+pub fn stats_buffer_after(last: usize) -> usize {
+    last.saturating_add(last / 8).clamp(STATS_START, MAX_REPLY)
+}
+
+/// The configuration and statistics of one pool, asked with a `start`-byte buffer first
+/// ([`STATS_START`], or [`stats_buffer_after`] its last reply).
+pub fn pool_stats(dev: &mut dyn Ioctl, pool: &str, start: usize) -> Result<PoolStats, IoctlError> {
     if pool.contains('\0') || pool.len() >= dev.platform().name_capacity() {
         return Err(IoctlError::BadPoolName(pool.to_string()));
     }
-    match call_growing(dev, Request::PoolStats, pool, 0, STATS_START) {
+    match call_growing(dev, Request::PoolStats, pool, 0, start.clamp(1, MAX_REPLY)) {
         Ok((packed, cmd)) => {
             let altroot = cmd.value();
             Ok(PoolStats {
@@ -290,7 +301,7 @@ mod tests {
     #[test]
     fn enomem_grows_to_the_size_the_kernel_asks_for() {
         let mut k = kernel(300_000);
-        let stats = pool_stats(&mut k, "tank").unwrap();
+        let stats = pool_stats(&mut k, "tank", STATS_START).unwrap();
         assert_eq!(stats.packed, k.reply);
         assert_eq!(
             k.calls.iter().map(|c| c.1).collect::<Vec<_>>(),
@@ -320,7 +331,7 @@ mod tests {
     fn absurd_sizes_are_refused() {
         let mut k = kernel(MAX_REPLY + 1);
         assert!(matches!(
-            pool_stats(&mut k, "tank"),
+            pool_stats(&mut k, "tank", STATS_START),
             Err(IoctlError::ReplyTooLarge { .. })
         ));
     }
@@ -329,7 +340,7 @@ mod tests {
     fn a_vanished_pool_is_named() {
         let mut k = kernel(10);
         k.errno = Some(libc::ENOENT);
-        let e = pool_stats(&mut k, "gone").unwrap_err();
+        let e = pool_stats(&mut k, "gone", STATS_START).unwrap_err();
         assert_eq!(e.to_string(), "pool gone disappeared while being read");
     }
 
@@ -337,11 +348,11 @@ mod tests {
     fn names_that_cannot_reach_the_kernel_are_refused() {
         let mut k = kernel(10);
         assert!(matches!(
-            pool_stats(&mut k, "a\0b"),
+            pool_stats(&mut k, "a\0b", STATS_START),
             Err(IoctlError::BadPoolName(_))
         ));
         assert!(matches!(
-            pool_stats(&mut k, &"x".repeat(5000)),
+            pool_stats(&mut k, &"x".repeat(5000), STATS_START),
             Err(IoctlError::BadPoolName(_))
         ));
         assert!(k.calls.is_empty());

@@ -7,7 +7,8 @@ use crate::sources::nvlist;
 use crate::sources::record::Recorder;
 use crate::sources::zfs_ioctl::{self, Ioctl, Platform, PoolConfigs};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::Pool;
 
@@ -36,18 +37,28 @@ pub struct RawPool {
     pub altroot: Option<String>,
 }
 
-/// One round of ioctls on the live `/dev/zfs`.
-pub fn fetch_live(platform: Platform, freebsd_abi: Option<u64>) -> Result<RawReplies, String> {
+/// What a live reader remembers of its last round of ioctls: each pool's POOL_STATS reply
+/// size, so that the next call's buffer fits the first time ([`zfs_ioctl::stats_buffer_after`]).
+#[derive(Debug, Default)]
+pub struct ReplySizes(Mutex<HashMap<String, usize>>);
+
+/// One round of ioctls on the live `/dev/zfs`, sized from `sizes` when given.
+pub fn fetch_live(
+    platform: Platform,
+    freebsd_abi: Option<u64>,
+    sizes: Option<&ReplySizes>,
+) -> Result<RawReplies, String> {
     let mut dev = zfs_ioctl::device::ZfsDevice::open(
         std::path::Path::new(zfs_ioctl::device::DEVICE),
         platform,
         freebsd_abi,
     )
     .map_err(|e| e.to_string())?;
-    fetch(&mut dev)
+    fetch(&mut dev, sizes)
 }
 
-fn fetch(dev: &mut dyn Ioctl) -> Result<RawReplies, String> {
+fn fetch(dev: &mut dyn Ioctl, sizes: Option<&ReplySizes>) -> Result<RawReplies, String> {
+    let mut known = sizes.map(|s| s.0.lock().unwrap_or_else(|p| p.into_inner()));
     let configs = match zfs_ioctl::pool_configs(dev, 0).map_err(|e| e.to_string())? {
         PoolConfigs::Changed { packed, .. } => packed,
         // Generation 0 always returns data; "unchanged" would be a kernel bug.
@@ -57,14 +68,29 @@ fn fetch(dev: &mut dyn Ioctl) -> Result<RawReplies, String> {
         config::pool_names(&nvlist::decode(&configs).map_err(|e| format!("pool list: {e}"))?);
     let mut pools = Vec::new();
     let mut failed = Vec::new();
+    if let Some(known) = known.as_mut() {
+        // An exported pool's size is of no use to a pool imported later under its name.
+        known.retain(|pool, _| names.contains(pool));
+    }
     for name in names {
-        match zfs_ioctl::pool_stats(dev, &name) {
-            Ok(s) => pools.push(RawPool {
-                name,
-                packed: s.packed,
-                error: s.error,
-                altroot: s.altroot,
-            }),
+        let start = known
+            .as_ref()
+            .and_then(|k| k.get(&name))
+            .map_or(zfs_ioctl::STATS_START, |&last| {
+                zfs_ioctl::stats_buffer_after(last)
+            });
+        match zfs_ioctl::pool_stats(dev, &name, start) {
+            Ok(s) => {
+                if let Some(known) = known.as_mut() {
+                    known.insert(name.clone(), s.packed.len());
+                }
+                pools.push(RawPool {
+                    name,
+                    packed: s.packed,
+                    error: s.error,
+                    altroot: s.altroot,
+                })
+            }
             // Exported or destroyed between the two calls (ENOENT): simply not there any more.
             Err(zfs_ioctl::IoctlError::PoolGone(_)) => {}
             // One pool's failure costs that pool only.
@@ -290,7 +316,13 @@ fn apply_live(
 }
 
 /// Reads pools from `root`: live ioctls when `root` is `/`, the recorded replies otherwise.
-pub fn read(root: &Root, platform: Platform, freebsd_abi: Option<u64>, snap: &mut Snapshot) {
+pub fn read(
+    root: &Root,
+    platform: Platform,
+    freebsd_abi: Option<u64>,
+    sizes: Option<&ReplySizes>,
+    snap: &mut Snapshot,
+) {
     if root.is_live() {
         if !snap.zfs_loaded {
             return; // the snapshot already says the module is not loaded
@@ -301,7 +333,7 @@ pub fn read(root: &Root, platform: Platform, freebsd_abi: Option<u64>, snap: &mu
                 .map(|t| t.display().to_string())
         };
         apply_live(
-            fetch_live(platform, freebsd_abi),
+            fetch_live(platform, freebsd_abi, sizes),
             &canonical,
             root.recorder(),
             snap,
@@ -360,6 +392,66 @@ mod tests {
             .unwrap_or_default()
     }
 
+    /// Counts the POOL_STATS calls and the buffer each was given, and answers as `inner`.
+    struct Counting {
+        inner: FakeKernel,
+        stats_buffers: Vec<u64>,
+    }
+
+    impl Ioctl for Counting {
+        fn platform(&self) -> Platform {
+            self.inner.platform()
+        }
+        fn call(
+            &mut self,
+            request: zfs_ioctl::layout::Request,
+            cmd: &mut zfs_ioctl::layout::CmdBuffer,
+        ) -> Result<(), i32> {
+            if matches!(request, zfs_ioctl::layout::Request::PoolStats) {
+                self.stats_buffers.push(cmd.nvlist_dst_size());
+            }
+            self.inner.call(request, cmd)
+        }
+    }
+
+    #[test]
+    fn a_live_reader_sizes_each_pool_s_buffer_from_its_last_reply() {
+        // The lab's 15-vdev pool: 77,632 bytes, more than the first buffer of 64 KiB.
+        let tank = std::fs::read(lab("basic/001/zfs-ioctl/pool_stats/tank.nvlist")).unwrap();
+        assert_eq!(tank.len(), 77_632);
+        let mut kernel = Counting {
+            inner: FakeKernel {
+                configs: configs(&["tank"]),
+                stats: BTreeMap::from([("tank".to_string(), Ok(tank.clone()))]),
+            },
+            stats_buffers: Vec::new(),
+        };
+        let sizes = ReplySizes::default();
+        let first = fetch(&mut kernel, Some(&sizes)).unwrap();
+        // ENOMEM, then the size asked or twice the buffer, whichever is larger.
+        assert_eq!(kernel.stats_buffers, [65_536, 131_072]);
+        kernel.stats_buffers.clear();
+        let second = fetch(&mut kernel, Some(&sizes)).unwrap();
+        assert_eq!(
+            kernel.stats_buffers,
+            [77_632 + 77_632 / 8],
+            "one call: it fits"
+        );
+        assert_eq!(first.pools[0].packed, tank);
+        assert_eq!(second.pools[0].packed, tank);
+        // Without a memory (a capture's full read), every round starts small.
+        kernel.stats_buffers.clear();
+        fetch(&mut kernel, None).unwrap();
+        assert_eq!(kernel.stats_buffers, [65_536, 131_072]);
+        // An exported pool is forgotten: imported again, it starts from the first buffer.
+        kernel.inner.configs = configs(&[]);
+        fetch(&mut kernel, Some(&sizes)).unwrap();
+        kernel.inner.configs = configs(&["tank"]);
+        kernel.stats_buffers.clear();
+        fetch(&mut kernel, Some(&sizes)).unwrap();
+        assert_eq!(kernel.stats_buffers, [65_536, 131_072]);
+    }
+
     #[test]
     fn a_failing_pool_stats_ioctl_costs_only_that_pool() {
         let mut kernel = FakeKernel {
@@ -371,7 +463,7 @@ mod tests {
                 ("rz".to_string(), Ok(real_reply("rz"))),
             ]),
         };
-        let raw = fetch(&mut kernel).unwrap();
+        let raw = fetch(&mut kernel, None).unwrap();
         let mut snap = Snapshot::default();
         apply(&raw, &mut snap, &|_| None);
         // zpool status of the same replies (tests/fixtures/lab/vdevs/*/000/cli).
@@ -406,7 +498,13 @@ mod tests {
                 std::fs::write(stats.join("rz.nvlist"), &rz[..rz.len() / 2]).unwrap();
             }
             let mut snap = Snapshot::default();
-            read(&Root::new(dir.path()), Platform::Linux, None, &mut snap);
+            read(
+                &Root::new(dir.path()),
+                Platform::Linux,
+                None,
+                None,
+                &mut snap,
+            );
             assert_eq!(top_names(&snap, "deg"), ["mirror-0", "sdc"], "{damage}");
             let rz = snap.pool("rz").expect("the damaged pool is still listed");
             assert!(rz.config.is_none(), "{damage}");
@@ -444,7 +542,12 @@ mod tests {
         let resolve = |p: &str| Some(if p == "/dev/sda1" { "/dev/dm-0" } else { p }.to_string());
         let recorder = Recorder::new();
         let mut live = before.clone();
-        apply_live(fetch(&mut kernel), &resolve, Some(&recorder), &mut live);
+        apply_live(
+            fetch(&mut kernel, None),
+            &resolve,
+            Some(&recorder),
+            &mut live,
+        );
         let recording = recorder.take();
         assert_eq!(
             recording.failed.keys().collect::<Vec<_>>(),
@@ -462,7 +565,13 @@ mod tests {
             std::fs::write(path, bytes).unwrap();
         }
         let mut replayed = before.clone();
-        read(&Root::new(dir.path()), Platform::Linux, None, &mut replayed);
+        read(
+            &Root::new(dir.path()),
+            Platform::Linux,
+            None,
+            None,
+            &mut replayed,
+        );
         assert_eq!(replayed.pools, live.pools);
         assert_eq!(replayed.disks, live.disks);
         let deg = live.pool("deg").and_then(|p| p.config.as_ref()).unwrap();
