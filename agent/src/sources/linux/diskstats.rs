@@ -121,15 +121,10 @@ fn parse_line(line: &[u8]) -> Result<DiskstatsLine, String> {
 /// [`super::decimal`] as a `T`, with the field named in the message.
 fn decimal<T: TryFrom<u64>>(field: &[u8], what: &str) -> Result<T, String> {
     let shown = || String::from_utf8_lossy(&field[..field.len().min(32)]).into_owned();
-    match super::decimal(field) {
-        Err(super::BadDecimal::NotDigits) => {
-            Err(format!("{what}: {:?} is not a decimal number", shown()))
-        }
-        n => n
-            .ok()
-            .and_then(|n| T::try_from(n).ok())
-            .ok_or_else(|| format!("{what}: {} is out of range", shown())),
-    }
+    super::decimal(field).map_err(|e| match e {
+        super::BadDecimal::NotDigits => format!("{what}: {:?} is not a decimal number", shown()),
+        super::BadDecimal::TooLarge => format!("{what}: {} is out of range", shown()),
+    })
 }
 
 /// Fills `snap.disks`, in diskstats order, with each device's sysfs facts (from `kept` when

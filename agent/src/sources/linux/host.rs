@@ -81,7 +81,7 @@ pub fn parse_meminfo(bytes: &[u8]) -> Result<Memory, ParseError> {
             .filter(|f| !f.is_empty());
         let kib = match (rest.next(), rest.next(), rest.next()) {
             (Some(v), Some([b'k', b'B']), None) => {
-                super::decimal(v).map_err(|_| err("not a number"))?
+                super::decimal::<u64>(v).map_err(|_| err("not a number"))?
             }
             _ => return Err(err("expected `<number> kB`")),
         };

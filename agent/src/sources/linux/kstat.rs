@@ -421,7 +421,7 @@ fn single(value: &str) -> Result<&str, String> {
 
 /// [`super::decimal`], with "too large" said rather than a silent wrap.
 fn unsigned(token: &str) -> Result<u64, String> {
-    super::decimal(token.as_bytes()).map_err(|e| match e {
+    super::decimal::<u64>(token.as_bytes()).map_err(|e| match e {
         super::BadDecimal::NotDigits => format!(
             "`{}` is not an unsigned decimal number",
             token.escape_debug()
@@ -433,16 +433,21 @@ fn unsigned(token: &str) -> Result<u64, String> {
 }
 
 fn signed(token: &str) -> Result<i64, String> {
-    let digits = token.strip_prefix('-').unwrap_or(token);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
+    let (negative, digits) = match token.strip_prefix('-') {
+        Some(digits) => (true, digits),
+        None => (false, token),
+    };
+    let outside = || format!("{token} is outside the range of a signed 64-bit value");
+    match super::decimal::<u64>(digits.as_bytes()) {
+        Err(super::BadDecimal::NotDigits) => Err(format!(
             "`{}` is not a signed decimal number",
             token.escape_debug()
-        ));
+        )),
+        Err(super::BadDecimal::TooLarge) => Err(outside()),
+        // i64::MIN's magnitude is one more than i64::MAX: subtracting from 0 reaches it.
+        Ok(magnitude) if negative => 0i64.checked_sub_unsigned(magnitude).ok_or_else(outside),
+        Ok(magnitude) => i64::try_from(magnitude).map_err(|_| outside()),
     }
-    token
-        .parse()
-        .map_err(|_| format!("{token} is outside the range of a signed 64-bit value"))
 }
 
 /// What a `txgs` column fills, decided once from the column header.
@@ -904,6 +909,29 @@ a_name_that_is_longer_than_thirty_one_columns 4 42
             KstatValue::Unsigned(42)
         );
         assert_eq!(f.len(), 9);
+    }
+
+    #[test]
+    fn signed_values_hold_the_whole_i64_range_and_no_more() {
+        assert_eq!(signed("-9223372036854775808"), Ok(i64::MIN));
+        assert_eq!(signed("9223372036854775807"), Ok(i64::MAX));
+        assert_eq!(signed("-0"), Ok(0));
+        for outside in [
+            "9223372036854775808",
+            "-9223372036854775809",
+            "-99999999999999999999",
+        ] {
+            assert!(
+                signed(outside).unwrap_err().contains("outside the range"),
+                "{outside}"
+            );
+        }
+        for bad in ["", "-", "+1", "--1", "1-", " 1"] {
+            assert!(
+                signed(bad).unwrap_err().contains("not a signed decimal"),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -18,15 +18,15 @@ use zpulse_proto::Snapshot;
 pub(crate) enum BadDecimal {
     /// Empty, or a byte that is not an ASCII digit (a sign, a space, garbage).
     NotDigits,
-    /// More than a `u64` holds.
+    /// More than the type asked for holds.
     TooLarge,
 }
 
 /// A field of ASCII digits only, as the kernel prints every counter and size: `str::parse`
 /// would also take a leading `+`, which no kernel prints and which would hide a corrupted
 /// field. The value is accumulated from the digits directly (no UTF-8 check and second scan:
-/// a snapshot parses some two thousand of them).
-pub(crate) fn decimal(field: &[u8]) -> Result<u64, BadDecimal> {
+/// a snapshot parses some two thousand of them), then taken as a `T`.
+pub(crate) fn decimal<T: TryFrom<u64>>(field: &[u8]) -> Result<T, BadDecimal> {
     if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
         return Err(BadDecimal::NotDigits);
     }
@@ -35,6 +35,7 @@ pub(crate) fn decimal(field: &[u8]) -> Result<u64, BadDecimal> {
         .try_fold(0u64, |n, &d| {
             n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
         })
+        .and_then(|n| T::try_from(n).ok())
         .ok_or(BadDecimal::TooLarge)
 }
 
@@ -95,15 +96,21 @@ mod decimal_tests {
 
     #[test]
     fn digits_only_and_the_whole_u64_range() {
-        assert_eq!(decimal(b"0"), Ok(0));
-        assert_eq!(decimal(b"007"), Ok(7));
+        assert_eq!(decimal::<u64>(b"0"), Ok(0));
+        assert_eq!(decimal::<u64>(b"007"), Ok(7));
         // u64::MAX is 18446744073709551615: the last value, then one more.
         assert_eq!(decimal(b"18446744073709551615"), Ok(u64::MAX));
-        assert_eq!(decimal(b"18446744073709551616"), Err(BadDecimal::TooLarge));
         assert_eq!(
-            decimal(b"99999999999999999999999"),
+            decimal::<u64>(b"18446744073709551616"),
             Err(BadDecimal::TooLarge)
         );
+        assert_eq!(
+            decimal::<u64>(b"99999999999999999999999"),
+            Err(BadDecimal::TooLarge)
+        );
+        // A narrower type: u32::MAX is 4294967295.
+        assert_eq!(decimal(b"4294967295"), Ok(u32::MAX));
+        assert_eq!(decimal::<u32>(b"4294967296"), Err(BadDecimal::TooLarge));
         for bad in [
             &b""[..],
             b"+1",
@@ -114,7 +121,7 @@ mod decimal_tests {
             b"0x10",
             b"\xff",
         ] {
-            assert_eq!(decimal(bad), Err(BadDecimal::NotDigits), "{bad:?}");
+            assert_eq!(decimal::<u64>(bad), Err(BadDecimal::NotDigits), "{bad:?}");
         }
     }
 }

@@ -87,7 +87,7 @@ pub fn parse_rotational(text: &str) -> Result<bool, ParseError> {
 
 /// `queue/logical_block_size` and `queue/physical_block_size`, in bytes.
 pub fn parse_block_size(text: &str) -> Result<u32, ParseError> {
-    decimal::<u32>(text.trim()).ok_or_else(|| {
+    super::decimal::<u32>(text.trim().as_bytes()).map_err(|_| {
         ParseError::new(
             WHAT,
             format!("block size {:?} is not a number", clip(text.trim())),
@@ -98,8 +98,8 @@ pub fn parse_block_size(text: &str) -> Result<u32, ParseError> {
 /// `size`: 512-byte sectors whatever the device's block size; returns bytes.
 pub fn parse_size(text: &str) -> Result<u64, ParseError> {
     let t = text.trim();
-    let sectors = decimal::<u64>(t)
-        .ok_or_else(|| ParseError::new(WHAT, format!("size {:?} is not a number", clip(t))))?;
+    let sectors = super::decimal::<u64>(t.as_bytes())
+        .map_err(|_| ParseError::new(WHAT, format!("size {:?} is not a number", clip(t))))?;
     sectors
         .checked_mul(512)
         .ok_or_else(|| ParseError::new(WHAT, format!("size of {sectors} sectors overflows bytes")))
@@ -304,13 +304,6 @@ fn issue(source: &str, message: String) -> SourceIssue {
         source: source.to_string(),
         message,
     }
-}
-
-/// [`super::decimal`] as a `T`.
-fn decimal<T: TryFrom<u64>>(s: &str) -> Option<T> {
-    super::decimal(s.as_bytes())
-        .ok()
-        .and_then(|n| T::try_from(n).ok())
 }
 
 /// Keeps messages about garbage files short.
