@@ -121,13 +121,12 @@ impl Sample {
             return Err(SampleError::NonPositiveInterval { seconds: interval });
         }
         let mut resets = Vec::new();
-        let cur_ref: &Snapshot = &cur;
-        let arc = arc::arc_rates(prev, cur_ref, interval, &mut resets);
-        let zil = arc::zil_rates(prev, cur_ref, interval, &mut resets);
-        let pools = pool::pool_rates(prev, cur_ref, interval, &mut resets);
-        let disks = disk::disk_rates(prev, cur_ref, interval, &mut resets);
-        let cpu = host::cpu_rates(prev, cur_ref);
-        let net = host::net_rates(prev, cur_ref, interval, &mut resets);
+        let arc = arc::arc_rates(prev, &cur, interval, &mut resets);
+        let zil = arc::zil_rates(prev, &cur, interval, &mut resets);
+        let pools = pool::pool_rates(prev, &cur, interval, &mut resets);
+        let disks = disk::disk_rates(prev, &cur, interval, &mut resets);
+        let cpu = host::cpu_rates(prev, &cur);
+        let net = host::net_rates(prev, &cur, interval, &mut resets);
         Ok(Sample {
             start: prev.taken_at,
             end: cur.taken_at,

@@ -133,7 +133,7 @@ impl Findings {
     /// [`Findings::observe`] with the report made only when the state machine needs it: not
     /// for a subject that is quiet and stays quiet (no finding raised and the condition not
     /// holding), which is most subjects in most samples. A check whose report formats text
-    /// saves that work, and the subject is not even looked up twice.
+    /// saves that work.
     pub fn observe_with(
         &mut self,
         now: f64,
@@ -141,27 +141,36 @@ impl Findings {
         verdict: Verdict,
         report: impl FnOnce() -> Report,
     ) -> Option<Event> {
-        let raised = matches!(self.subjects.get(subject), Some((Track::Raised { .. }, _)));
-        if !raised && !matches!(verdict, Verdict::Holds(_)) {
-            // Quiet stays quiet and a streak ends: exactly what `step` would decide, without
-            // the report or an entry for the subject.
-            self.subjects.remove(subject);
-            return None;
-        }
-        let report = report();
+        let holds = matches!(verdict, Verdict::Holds(_));
         let rules = self.rules;
-        // A subject already tracked (a raised finding, most often) is not copied again.
-        if !self.subjects.contains_key(subject) {
-            let quiet = (Track::Quiet { streak: 0 }, false);
-            self.subjects.insert(subject.to_owned(), quiet);
-        }
-        let (track, seen) = self.subjects.get_mut(subject)?;
-        *seen = true;
-        let event = step(track, rules, now, verdict, &report);
-        if matches!(track, Track::Quiet { streak: 0 }) {
-            // Nothing to remember: keeps the map as small as what is going on.
-            self.subjects.remove(subject);
-        }
+        // One lookup of the subject: most are quiet and stay so, the rest mostly raised.
+        let (event, report) = match self.subjects.get_mut(subject) {
+            // Quiet and not holding: the streak ends, nothing is remembered, no report.
+            Some((Track::Quiet { .. }, _)) if !holds => {
+                self.subjects.remove(subject);
+                return None;
+            }
+            None if !holds => return None,
+            Some((track, seen)) => {
+                *seen = true;
+                let report = report();
+                let event = step(track, rules, now, verdict, &report);
+                if matches!(track, Track::Quiet { streak: 0 }) {
+                    // Nothing to remember: keeps the map as small as what is going on.
+                    self.subjects.remove(subject);
+                }
+                (event, report)
+            }
+            None => {
+                let report = report();
+                let mut track = Track::Quiet { streak: 0 };
+                let event = step(&mut track, rules, now, verdict, &report);
+                if !matches!(track, Track::Quiet { streak: 0 }) {
+                    self.subjects.insert(subject.to_owned(), (track, true));
+                }
+                (event, report)
+            }
+        };
         event.map(|(state, severity)| self.event(state, severity, subject, report))
     }
 
