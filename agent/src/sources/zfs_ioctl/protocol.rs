@@ -299,6 +299,15 @@ mod tests {
     }
 
     #[test]
+    fn a_remembered_reply_size_never_asks_for_less_than_the_start_or_more_than_the_limit() {
+        assert_eq!(stats_buffer_after(0), STATS_START);
+        assert_eq!(stats_buffer_after(77_632), 77_632 + 9_704);
+        // A kernel that once claimed an absurd size cannot make every later call allocate it.
+        assert_eq!(stats_buffer_after(MAX_REPLY), MAX_REPLY);
+        assert_eq!(stats_buffer_after(usize::MAX), MAX_REPLY);
+    }
+
+    #[test]
     fn enomem_grows_to_the_size_the_kernel_asks_for() {
         let mut k = kernel(300_000);
         let stats = pool_stats(&mut k, "tank", STATS_START).unwrap();

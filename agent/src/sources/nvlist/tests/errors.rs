@@ -235,6 +235,29 @@ fn pair_size_checks() {
     ));
 }
 
+/// A name or string that is not UTF-8 (a hostile or corrupted reply) decodes with the bad
+/// byte replaced, as `String::from_utf8_lossy` would; valid text is borrowed from the reply.
+#[test]
+fn bytes_that_are_not_utf8_are_replaced_not_refused() {
+    let good = one("abc", NvValue::String("xyz".into()));
+    let at = pair_at(&good, "abc");
+    let mut bad = good.clone();
+    bad[at + 16 + 1] = 0xff; // the name's `b`
+    bad[at + 24 + 1] = 0xfe; // the value's `y`, at the next multiple of 8 after the name
+    let list = decode(&bad).unwrap();
+    let pair = &list.pairs()[0];
+    assert_eq!(&*pair.name, "a\u{fffd}c");
+    assert_eq!(pair.value.as_str(), Some("x\u{fffd}z"));
+    assert!(matches!(pair.name, std::borrow::Cow::Owned(_)));
+    let list = decode(&good).unwrap();
+    let pair = &list.pairs()[0];
+    assert!(matches!(pair.name, std::borrow::Cow::Borrowed("abc")));
+    assert!(matches!(
+        &pair.value,
+        NvValue::String(std::borrow::Cow::Borrowed("xyz"))
+    ));
+}
+
 #[test]
 fn name_checks() {
     let good = one("abc", NvValue::Uint64(1));
