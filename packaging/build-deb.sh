@@ -25,12 +25,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 rel=$target/release
-plugins="pool_health layout hdd_saturation arc_sizing special_fill slog_usage l2arc_value"
 
 if [ $build = 1 ]; then
-	(cd "$top" && cargo build --release --locked -p zpulse-agent \
-		-p zpulse-check-pool-health -p zpulse-check-layout -p zpulse-check-hdd-saturation -p zpulse-check-arc-sizing -p zpulse-check-special-fill \
-		-p zpulse-check-slog-usage -p zpulse-check-l2arc-value)
+	(cd "$top" && cargo build --release --locked -p zpulse-agent -p zpulse-checks)
 	if [ -f "$top/collector/Cargo.toml" ]; then
 		(cd "$top" && cargo build --release --locked -p zpulse-collector) ||
 			echo "build-deb: the collector did not build; its package will be skipped" >&2
@@ -107,16 +104,15 @@ finish() {
 }
 
 # --- zpulse -----------------------------------------------------------------------------
-for f in "$rel/zpulse" $(for p in $plugins; do echo "$rel/libzpulse_check_$p.so"; done); do
+for f in "$rel/zpulse" "$rel/libzpulse_checks.so"; do
 	[ -f "$f" ] || { echo "build-deb: $f is missing: build it first (cargo build --release)" >&2; exit 1; }
 done
 r=$work/zpulse
 install_file 0755 "$rel/zpulse" "$r/usr/bin/zpulse"
 strip_elf "$r/usr/bin/zpulse"
-for p in $plugins; do
-	install_file 0644 "$rel/libzpulse_check_$p.so" "$r/usr/lib/zpulse/plugins/libzpulse_check_$p.so"
-	strip_elf "$r/usr/lib/zpulse/plugins/libzpulse_check_$p.so"
-done
+# Every shipped check, in one bundle (plugins/checks).
+install_file 0644 "$rel/libzpulse_checks.so" "$r/usr/lib/zpulse/plugins/libzpulse_checks.so"
+strip_elf "$r/usr/lib/zpulse/plugins/libzpulse_checks.so"
 install_file 0644 "$here/conf/zpulse.toml" "$r/etc/zpulse/zpulse.toml"
 install_file 0644 "$here/systemd/zpulse.service" "$r/lib/systemd/system/zpulse.service"
 man_gz "$here/man/zpulse.8" "$r/usr/share/man/man8/zpulse.8.gz"
@@ -134,11 +130,12 @@ Description: ZFS telemetry agent: ARC, ZIL, pools and disks, checked by plugins
  zpulse reads ARC and ZIL counters from the kernel's kstats, per-vdev statistics
  from /dev/zfs and disk statistics from /proc/diskstats, without ever spawning a
  process, and turns two readings into rates. Check plugins diagnose what they
- see (saturated HDDs, a too-small ARC, a filling special vdev, SLOG and L2ARC
- usage) and their findings go to a Fluent Forward collector, syslog or stdout.
+ see (a degraded, failing or full pool, layout mistakes, saturated HDDs, a
+ too-small ARC, a filling special vdev, SLOG and L2ARC usage) and their
+ findings go to a Fluent Forward collector, syslog or stdout.
  .
  This package ships the agent as a systemd service running as the unprivileged
- user zpulse, the five check plugins, and /etc/zpulse/zpulse.toml.
+ user zpulse, the seven checks (one plugin file), and /etc/zpulse/zpulse.toml.
 EOF
 )"
 

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use zpulse_tests::peer::{Collector, http_get};
 use zpulse_tests::{build_bin, build_into_test_target, fixture};
 
-use zpulse_tests::SHIPPED_CHECKS as CHECKS;
+use zpulse_tests::{CHECKS_LIBRARY, CHECKS_PACKAGE};
 
 /// (host name given to the agent, lab series it replays).
 const FLEET: [(&str, &str); 4] = [
@@ -51,8 +51,7 @@ fn json(cmd: &mut Command) -> Value {
 
 #[test]
 fn a_fleet_of_replayed_agents_reports_into_one_collector() {
-    let packages: Vec<&str> = CHECKS.iter().map(|c| c.0).collect();
-    let profile = build_into_test_target(&packages);
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
     let collector_bin = build_bin("zpulse-collector", "zpulse-collector");
     let tmp = tempfile::Builder::new()
         .prefix("zpulse-fleet-")
@@ -62,19 +61,14 @@ fn a_fleet_of_replayed_agents_reports_into_one_collector() {
     let db = dir.join("events.db");
     let (_collector, port, http) = Collector::serve(&collector_bin, &db);
 
-    let plugins: Vec<String> = CHECKS
-        .iter()
-        .map(|c| format!("{:?}", profile.join(c.1).display().to_string()))
-        .collect();
-    let plugin_flags: Vec<String> = CHECKS
-        .iter()
-        .flat_map(|c| {
-            [
-                "--plugin".to_string(),
-                profile.join(c.1).display().to_string(),
-            ]
-        })
-        .collect();
+    let plugins = [format!(
+        "{:?}",
+        profile.join(CHECKS_LIBRARY).display().to_string()
+    )];
+    let plugin_flags = [
+        "--plugin".to_string(),
+        profile.join(CHECKS_LIBRARY).display().to_string(),
+    ];
     let mut agents = Vec::new();
     let mut expected: BTreeMap<String, BTreeMap<(String, String), String>> = BTreeMap::new();
     for (host, series) in FLEET {

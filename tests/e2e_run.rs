@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use zpulse_tests::{build_into_test_target, fixture, workspace};
 
-use zpulse_tests::SHIPPED_CHECKS as CHECKS;
+use zpulse_tests::{CHECKS_LIBRARY, CHECKS_PACKAGE, SHIPPED_CHECKS};
 
 /// A directory removed when the test ends, whether it passes or not.
 fn temp(name: &str) -> tempfile::TempDir {
@@ -108,15 +108,14 @@ fn same_events(forwarded: &[Value], syslogged: &[String]) {
 
 #[test]
 fn findings_and_heartbeat_reach_forward_and_syslog() {
-    let packages: Vec<&str> = CHECKS.iter().map(|c| c.0).collect();
-    let profile = build_into_test_target(&packages);
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
     let tmp = temp("run");
     let dir = tmp.path().to_path_buf();
     let peers = Peers::start(&dir);
-    let paths: Vec<String> = CHECKS
-        .iter()
-        .map(|c| format!("{:?}", profile.join(c.1).display().to_string()))
-        .collect();
+    let paths = [format!(
+        "{:?}",
+        profile.join(CHECKS_LIBRARY).display().to_string()
+    )];
     let config = dir.join("zpulse.toml");
     std::fs::write(
         &config,
@@ -149,7 +148,7 @@ fn findings_and_heartbeat_reach_forward_and_syslog() {
     assert_eq!(heartbeat["tag"], "zpulse.agent");
     assert_eq!(
         heartbeat["record"]["data"]["plugins_running"],
-        CHECKS.len() as u64
+        SHIPPED_CHECKS.len() as u64
     );
     // The pool's special class is one disk beside a mirror: losing it loses the pool.
     let special = forwarded

@@ -15,36 +15,24 @@
 
 use std::path::Path;
 use std::process::Command;
-use zpulse_tests::{SHIPPED_CHECKS, build_into_test_target, fixture, workspace};
+use zpulse_tests::{
+    CHECKS_LIBRARY, CHECKS_PACKAGE, SHIPPED_CHECKS, build_into_test_target, disable_checks_but,
+    fixture, workspace,
+};
 
 /// Every lab directory whose captures form one series (`lab/checks` itself holds separate
 /// scenarios, out of time order, and is not one).
 /// The checks the golden record was made with: the five shipped before issue #14, in the
 /// order they are loaded (the order of their records). Checks shipped since (pool-health,
-/// layout) are not in it; what they raise on the lab captures is asserted by their own replay
-/// tests (`plugins/*/tests/replay.rs`).
+/// layout) are not in it, and are turned off here; what they raise on the lab captures is
+/// asserted by their own replay tests (`plugins/*/tests/replay.rs`).
 const RECORDED_WITH: [&str; 5] = [
-    "zpulse-check-hdd-saturation",
-    "zpulse-check-arc-sizing",
-    "zpulse-check-special-fill",
-    "zpulse-check-slog-usage",
-    "zpulse-check-l2arc-value",
+    "hdd-saturation",
+    "arc-sizing",
+    "special-fill",
+    "slog-usage",
+    "l2arc-value",
 ];
-
-/// The shipped checks among [`RECORDED_WITH`]: (package, shared object), in shipping order.
-fn recorded_checks() -> Vec<(&'static str, &'static str)> {
-    let checks: Vec<_> = SHIPPED_CHECKS
-        .iter()
-        .filter(|c| RECORDED_WITH.contains(&c.0))
-        .copied()
-        .collect();
-    assert_eq!(
-        checks.iter().map(|c| c.0).collect::<Vec<_>>(),
-        RECORDED_WITH,
-        "every check of the golden record is still shipped, in the same order"
-    );
-    checks
-}
 
 const SERIES: [&str; 9] = [
     "basic",
@@ -58,15 +46,13 @@ const SERIES: [&str; 9] = [
     "vdevs/rz-zpulse",
 ];
 
-fn replay(zpulse: &Path, profile: &Path, series: &str) -> Vec<String> {
+fn replay(zpulse: &Path, profile: &Path, config: &Path, series: &str) -> Vec<String> {
     let out = Command::new(zpulse)
-        .args(["replay", "--format", "json"])
+        .args(["replay", "--format", "json", "--config"])
+        .arg(config)
         .arg(fixture(&format!("lab/{series}")))
-        .args(
-            recorded_checks()
-                .iter()
-                .flat_map(|c| ["--plugin".into(), profile.join(c.1)]),
-        )
+        .arg("--plugin")
+        .arg(profile.join(CHECKS_LIBRARY))
         .output()
         .expect("running zpulse replay");
     assert!(
@@ -83,12 +69,25 @@ fn replay(zpulse: &Path, profile: &Path, series: &str) -> Vec<String> {
 
 #[test]
 fn the_shipped_checks_raise_the_same_findings_on_every_lab_series() {
-    let packages: Vec<&str> = recorded_checks().iter().map(|c| c.0).collect();
-    let profile = build_into_test_target(&packages);
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
     let zpulse = profile.join("zpulse");
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("zpulse.toml");
+    let only = disable_checks_but(&RECORDED_WITH);
+    std::fs::write(&config, format!("[plugins]\ndirs = []\n{only}\n")).unwrap();
+    // The bundle still holds every recorded check, in the recorded order.
+    let kept: Vec<_> = SHIPPED_CHECKS
+        .iter()
+        .filter(|c| RECORDED_WITH.contains(c))
+        .copied()
+        .collect();
+    assert_eq!(
+        kept, RECORDED_WITH,
+        "every recorded check shipped, in order"
+    );
     let mut got = Vec::new();
     for series in SERIES {
-        got.extend(replay(&zpulse, &profile, series));
+        got.extend(replay(&zpulse, &profile, &config, series));
     }
     // Every check loaded and ran: the agent said nothing about its plugins.
     for line in &got {

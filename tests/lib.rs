@@ -81,22 +81,33 @@ pub fn build_bin(package: &str, bin: &str) -> PathBuf {
     profile_dir.join(bin)
 }
 
-/// The checks the agent ships: (package, shared object built from it).
-pub const SHIPPED_CHECKS: [(&str, &str); 7] = [
-    ("zpulse-check-pool-health", "libzpulse_check_pool_health.so"),
-    ("zpulse-check-layout", "libzpulse_check_layout.so"),
-    (
-        "zpulse-check-hdd-saturation",
-        "libzpulse_check_hdd_saturation.so",
-    ),
-    ("zpulse-check-arc-sizing", "libzpulse_check_arc_sizing.so"),
-    (
-        "zpulse-check-special-fill",
-        "libzpulse_check_special_fill.so",
-    ),
-    ("zpulse-check-slog-usage", "libzpulse_check_slog_usage.so"),
-    ("zpulse-check-l2arc-value", "libzpulse_check_l2arc_value.so"),
+/// The package that builds the checks the agent ships, as one plugin bundle (ABI 1.5).
+pub const CHECKS_PACKAGE: &str = "zpulse-checks";
+
+/// The shared object [`CHECKS_PACKAGE`] builds, which the packages install.
+pub const CHECKS_LIBRARY: &str = "libzpulse_checks.so";
+
+/// The checks the agent ships (one page each in `docs/checks/`), by plugin name, in the order
+/// the bundle holds them: the order they are loaded in and their events come in.
+pub const SHIPPED_CHECKS: [&str; 7] = [
+    "pool-health",
+    "layout",
+    "hdd-saturation",
+    "arc-sizing",
+    "special-fill",
+    "slog-usage",
+    "l2arc-value",
 ];
+
+/// `[plugins] disable` naming every shipped check but `keep`, as a config line.
+pub fn disable_checks_but(keep: &[&str]) -> String {
+    let off: Vec<String> = SHIPPED_CHECKS
+        .iter()
+        .filter(|c| !keep.contains(c))
+        .map(|c| format!("{c:?}"))
+        .collect();
+    format!("disable = [{}]", off.join(", "))
+}
 
 /// Every shipped check built into `profile`, started by the real plugin host (no config,
 /// no plugin directory), each asserted loaded; what loading said is taken out.
@@ -112,12 +123,18 @@ pub fn start_shipped_checks(
     };
     let extra = Extra {
         dirs: Vec::new(),
-        paths: SHIPPED_CHECKS.iter().map(|c| profile.join(c.1)).collect(),
+        paths: vec![profile.join(CHECKS_LIBRARY)],
     };
     let mut host = PluginHost::start(&settings, &extra, hostname);
     let _ = host.take_output();
-    for p in host.plugins() {
-        assert_eq!(p.status, Status::Loaded, "{}", p.path.display());
+    let plugins = host.plugins();
+    let names: Vec<_> = plugins.iter().filter_map(|p| p.name.as_deref()).collect();
+    assert_eq!(
+        names, SHIPPED_CHECKS,
+        "the bundle holds every shipped check, in order"
+    );
+    for p in plugins {
+        assert_eq!(p.status, Status::Loaded, "{p:?}");
     }
     host
 }

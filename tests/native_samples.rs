@@ -9,7 +9,7 @@ use zpulse_agent::plugins::PluginHost;
 use zpulse_proto::Entry;
 use zpulse_proto::event::Kind;
 use zpulse_tests::raw::{load, samples};
-use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture, start_shipped_checks};
+use zpulse_tests::{CHECKS_PACKAGE, build_libs_into_test_target, fixture, start_shipped_checks};
 
 /// Every lab directory holding a numbered series (`000`, `001`, …).
 fn lab_series() -> Vec<PathBuf> {
@@ -47,8 +47,7 @@ fn replay(host: &mut PluginHost, series: &Path) -> Vec<Entry> {
 
 #[test]
 fn a_native_sample_and_its_messagepack_raise_the_same_findings_on_every_lab_series() {
-    let packages: Vec<&str> = SHIPPED_CHECKS.iter().map(|c| c.0).collect();
-    let profile = build_libs_into_test_target(&packages, false);
+    let profile = build_libs_into_test_target(&[CHECKS_PACKAGE], false);
     let mut native = start_shipped_checks(&profile, "lab");
     let mut messagepack = start_shipped_checks(&profile, "lab");
     messagepack.messagepack_only();

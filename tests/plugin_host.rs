@@ -28,6 +28,11 @@ struct Built {
     hello_c_layout_hang: PathBuf,
     /// The guide's C example that reads the sample with msgpack-c.
     busy_disks_c: PathBuf,
+    /// ABI 1.5 bundles built from the C plugin: hello-c, hello-c-twin and a bad name; one that
+    /// never answers null; one exporting the entry point too.
+    hello_c_bundle: PathBuf,
+    hello_c_bundle_endless: PathBuf,
+    hello_c_both: PathBuf,
 }
 
 fn built() -> &'static Built {
@@ -67,6 +72,12 @@ fn built() -> &'static Built {
         );
         let hello_c_layout_hang = c_dir.join("libhello_c_layout_hang.so");
         compile(&hello_c_layout_hang, &["-DHELLO_LAYOUT_HANG"]);
+        let hello_c_bundle = c_dir.join("libhello_c_bundle.so");
+        compile(&hello_c_bundle, &["-DHELLO_BUNDLE"]);
+        let hello_c_bundle_endless = c_dir.join("libhello_c_bundle_endless.so");
+        compile(&hello_c_bundle_endless, &["-DHELLO_BUNDLE_ENDLESS"]);
+        let hello_c_both = c_dir.join("libhello_c_both.so");
+        compile(&hello_c_both, &["-DHELLO_BOTH"]);
         // As docs/plugin-authoring.md builds it: msgpack-c's flags from pkg-config.
         let msgpack = Command::new("pkg-config")
             .args(["--cflags", "--libs", "msgpack"])
@@ -96,6 +107,9 @@ fn built() -> &'static Built {
             hello_c_abi2,
             hello_c_layout_hang,
             busy_disks_c,
+            hello_c_bundle,
+            hello_c_bundle_endless,
+            hello_c_both,
         }
     })
 }
@@ -977,4 +991,122 @@ fn sections_past_the_limit_are_left_out_and_that_is_said_once() {
     assert_eq!(truncated[0].event.data["dropped"], Value::UInt(40 - 32));
     assert!(agent(&out, "plugin.rate-limited").is_empty());
     assert_eq!(status_of(&host, "noisy"), Status::Loaded);
+}
+
+/// ABI 1.5: a bundle's plugins are plugins of their own — each created with its own state,
+/// each with its own thread and log source — and a bad one among them costs only itself.
+#[test]
+fn each_plugin_of_a_bundle_runs_on_its_own_and_a_bad_one_costs_only_itself() {
+    let b = built();
+    let dir = PluginDir::new(&[(&b.hello_c_bundle, "libhello_c_bundle.so")]);
+    let mut host = dir.start("");
+    let infos = host.plugins();
+    let labels: Vec<String> = infos.iter().map(|p| p.label()).collect();
+    assert_eq!(
+        labels,
+        ["hello-c", "hello-c-twin", "libhello_c_bundle.so[2]"],
+        "hello.c's bundle, in its order"
+    );
+    assert_eq!(infos[0].status, Status::Loaded);
+    assert_eq!(infos[1].status, Status::Loaded);
+    assert_eq!(infos[0].path, infos[1].path, "one file");
+    let Status::Refused(why) = &infos[2].status else {
+        panic!("{:?}", infos[2])
+    };
+    assert!(
+        why.starts_with("plugin 2 of the bundle: ") && why.contains("not a name"),
+        "{why}"
+    );
+
+    let out = host.run(&sample());
+    // hello.c emits under the check name hello-c whatever its descriptor's name: two events,
+    // each counting the samples of its own state.
+    let hello = from(&out, "hello-c");
+    assert_eq!(hello.len(), 2, "{:?}", out.events);
+    for e in &hello {
+        assert_eq!(e.event.data["samples"], Value::UInt(1));
+    }
+    let mut said: Vec<&str> = out
+        .logs
+        .iter()
+        .filter(|l| l.message == "hello from C")
+        .map(|l| l.source.as_str())
+        .collect();
+    said.sort();
+    assert_eq!(said, ["hello-c", "hello-c-twin"], "each created on its own");
+    let refused = agent(&out, "plugin.refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].event.subject, "libhello_c_bundle.so[2]");
+    let out = host.run(&sample_n(1));
+    for e in &from(&out, "hello-c") {
+        assert_eq!(e.event.data["samples"], Value::UInt(2));
+    }
+    host.shutdown();
+}
+
+/// A bundle that never answers null is refused at the ABI's bound instead of being asked
+/// forever, and a file exporting both the entry point and a bundle is refused: which of the
+/// two it means cannot be told. Neither stops the plugin beside it.
+#[test]
+fn an_endless_bundle_and_a_file_with_both_entries_are_refused() {
+    let b = built();
+    let dir = PluginDir::new(&[
+        (&b.hello_c_bundle_endless, "libendless.so"),
+        (&b.hello_c_both, "libboth.so"),
+        (&b.hello_c, "libhello_c.so"),
+    ]);
+    let mut host = dir.start("");
+    let Status::Refused(why) = status_of(&host, "libendless.so") else {
+        panic!("{:?}", host.plugins())
+    };
+    assert!(
+        why.contains(&format!("more than {} plugins", abi::BUNDLE_MAX)),
+        "{why}"
+    );
+    let Status::Refused(why) = status_of(&host, "libboth.so") else {
+        panic!("{:?}", host.plugins())
+    };
+    assert!(
+        why.contains("zpulse_plugin_entry") && why.contains("zpulse_plugin_bundle"),
+        "{why}"
+    );
+    assert_eq!(host.plugins().len(), 3, "one entry per refused file");
+    let out = host.run(&sample());
+    assert_hello(&out, 1);
+    host.shutdown();
+}
+
+/// `[plugins] disable`: a plugin of a bundle that the config names is listed as off and never
+/// created; the others run; a name that matches nothing is said once.
+#[test]
+fn disable_turns_off_one_plugin_of_a_bundle() {
+    let b = built();
+    let dir = PluginDir::new(&[(&b.hello_c_bundle, "libhello_c_bundle.so")]);
+    let mut host = dir.start("disable = [\"hello-c-twin\", \"no-such-check\"]\n");
+    assert_eq!(status_of(&host, "hello-c"), Status::Loaded);
+    assert_eq!(status_of(&host, "hello-c-twin"), Status::Off);
+    assert!(!Status::Off.is_trouble());
+    let out = host.run(&sample());
+    assert_hello(&out, 1);
+    let sources: Vec<&str> = out.logs.iter().map(|l| l.source.as_str()).collect();
+    assert!(
+        !sources.contains(&"hello-c-twin"),
+        "never created: {:?}",
+        out.logs
+    );
+    let mentions = |what: &str| out.logs.iter().filter(|l| l.message.contains(what)).count();
+    assert_eq!(mentions("hello-c-twin ("), 1, "{:?}", out.logs);
+    assert_eq!(
+        mentions("plugins.disable names no-such-check"),
+        1,
+        "{:?}",
+        out.logs
+    );
+    assert!(
+        agent(&out, "plugin.refused")
+            .iter()
+            .all(|e| e.event.subject != "hello-c-twin"),
+        "off is not refused"
+    );
+    host.shutdown();
 }

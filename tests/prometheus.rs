@@ -20,7 +20,9 @@ use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{Vdev, VdevClass};
 use zpulse_tests::peer::free_port;
 use zpulse_tests::raw;
-use zpulse_tests::{build_into_test_target, workspace};
+use zpulse_tests::{
+    CHECKS_LIBRARY, CHECKS_PACKAGE, build_into_test_target, disable_checks_but, workspace,
+};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("zpulse-prom-{}-{name}", std::process::id()));
@@ -356,7 +358,7 @@ fn quantile(q: f64, counts: &[u64]) -> Option<f64> {
 
 #[test]
 fn prometheus_scrapes_replaying_agents_and_promql_matches_the_captures() {
-    let profile = build_into_test_target(&["zpulse-check-special-fill"]);
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
     let dir = temp("e2e");
     let mut agents: Vec<Agent> = ["basic", "vdevs/deg"]
         .into_iter()
@@ -371,7 +373,8 @@ fn prometheus_scrapes_replaying_agents_and_promql_matches_the_captures() {
         })
         .collect();
     let prom = Prometheus::start(&dir, &agents.iter().map(|a| a.port).collect::<Vec<_>>());
-    let plugin = profile.join("libzpulse_check_special_fill.so");
+    let plugin = profile.join(CHECKS_LIBRARY);
+    let only_special_fill = disable_checks_but(&["special-fill"]);
     let children: Vec<Child> = agents
         .iter_mut()
         .map(|a| {
@@ -379,7 +382,7 @@ fn prometheus_scrapes_replaying_agents_and_promql_matches_the_captures() {
             std::fs::write(
                 &config,
                 format!(
-                    "[plugins]\ndirs = []\npaths = [{:?}]\n\n[[sink]]\ntype = \"prometheus\"\nlisten = \"127.0.0.1:{}\"\n",
+                    "[plugins]\ndirs = []\npaths = [{:?}]\n{only_special_fill}\n\n[[sink]]\ntype = \"prometheus\"\nlisten = \"127.0.0.1:{}\"\n",
                     plugin.display().to_string(),
                     a.port
                 ),

@@ -9,20 +9,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use zpulse_tests::raw::{self, close};
-use zpulse_tests::{SHIPPED_CHECKS, build_into_test_target};
+use zpulse_tests::{CHECKS_LIBRARY, CHECKS_PACKAGE, build_into_test_target};
 
 fn zpulse_with_checks() -> (PathBuf, Vec<String>) {
-    let packages: Vec<&str> = SHIPPED_CHECKS.iter().map(|c| c.0).collect();
-    let profile = build_into_test_target(&packages);
-    let plugins = SHIPPED_CHECKS
-        .iter()
-        .flat_map(|c| {
-            [
-                "--plugin".to_string(),
-                profile.join(c.1).display().to_string(),
-            ]
-        })
-        .collect();
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
+    let plugins = vec![
+        "--plugin".to_string(),
+        profile.join(CHECKS_LIBRARY).display().to_string(),
+    ];
     (profile.join("zpulse"), plugins)
 }
 

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Links the FreeBSD build of the agent (and one plugin) on Linux and checks that the results
-# are FreeBSD executables: zig's FreeBSD 14 libc stubs as linker and C compiler (ring's C
+# Links the FreeBSD build of the agent (and the checks' plugin bundle) on Linux and checks
+# that the results are FreeBSD executables: zig's FreeBSD 14 libc stubs as linker and C compiler (ring's C
 # parts), then readelf on the binary. It cannot run them; it proves that every symbol the
 # build needs exists in FreeBSD's libc/libthr/libm, that nothing else is needed, and that
 # the kernel will accept the files (ABI note, interpreter).
@@ -63,7 +63,7 @@ under=$(echo "$target" | tr '-' '_')
 env "CARGO_TARGET_${upper}_LINKER=$tmp/cc" "CC_$under=$tmp/cc" "AR_$under=$tmp/ar" \
 	"CARGO_TARGET_${upper}_RUSTFLAGS=-L $tmp" \
 	cargo build --locked --quiet --target "$target" $cargo_profile \
-	--manifest-path "$top/Cargo.toml" -p zpulse-agent -p zpulse-check-arc-sizing
+	--manifest-path "$top/Cargo.toml" -p zpulse-agent -p zpulse-checks
 
 out=${CARGO_TARGET_DIR:-$top/target}/$target/$profile
 fails=0
@@ -105,5 +105,5 @@ check() { # file exe|lib
 	fi
 }
 check "$out/zpulse" exe
-check "$out/libzpulse_check_arc_sizing.so" lib
+check "$out/libzpulse_checks.so" lib
 [ $fails -eq 0 ]

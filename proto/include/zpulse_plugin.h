@@ -1,5 +1,5 @@
 /*
- * zpulse_plugin.h — the zpulse plugin ABI, version 1.4, for plugins written in C.
+ * zpulse_plugin.h — the zpulse plugin ABI, version 1.5, for plugins written in C.
  *
  * The same contract as zpulse-proto's `abi` module (Rust plugins use its SDK instead).
  *
@@ -10,6 +10,14 @@
  * returning a pointer to a static descriptor. The agent opens the object with
  * RTLD_NOW | RTLD_LOCAL, reads the descriptor's version first, refuses another major version
  * (naming both), and never unloads the object.
+ *
+ * Since ABI 1.5 one object may hold several plugins (a bundle) and export instead
+ *
+ *     const zpulse_plugin_descriptor *zpulse_plugin_bundle(size_t index);
+ *
+ * returning the descriptor of plugin `index` (0, 1, ...) and NULL for the first index past
+ * the last. Each is a plugin of its own (name, table, state, thread); they share the file and
+ * the code in it. At most ZPULSE_BUNDLE_MAX; an object exporting both symbols is refused.
  *
  * Rules
  *  - Payloads are MessagePack, maps with string keys:
@@ -54,8 +62,10 @@ extern "C" {
 #endif
 
 #define ZPULSE_ABI_MAJOR 1
-#define ZPULSE_ABI_MINOR 4
+#define ZPULSE_ABI_MINOR 5
 #define ZPULSE_ENTRY_SYMBOL "zpulse_plugin_entry"
+#define ZPULSE_BUNDLE_SYMBOL "zpulse_plugin_bundle"
+#define ZPULSE_BUNDLE_MAX 64
 
 /* Descriptor flags (ABI 1.1). The agent refuses a plugin that sets this one: its code aborts
  * the process on an internal error instead of returning ZPULSE_STATUS_PANIC. */
@@ -151,8 +161,9 @@ typedef struct zpulse_plugin_descriptor {
     int32_t (*on_sample_native)(void *state, const void *sample);
 } zpulse_plugin_descriptor;
 
-/* The one symbol a plugin exports. */
+/* The symbol a plugin exports: one of these two. */
 const zpulse_plugin_descriptor *zpulse_plugin_entry(void);
+const zpulse_plugin_descriptor *zpulse_plugin_bundle(size_t index); /* ABI 1.5 */
 
 #if defined(__LP64__) && !defined(__cplusplus)
 _Static_assert(sizeof(zpulse_str) == 16, "zpulse_str layout");

@@ -1,4 +1,4 @@
-//! Plugin ABI v1 (1.4): the C-compatible contract between the agent and a plugin shared object.
+//! Plugin ABI v1 (1.5): the C-compatible contract between the agent and a plugin shared object.
 //!
 //! `proto/include/zpulse_plugin.h` states the same contract for C. Plugin authors writing Rust
 //! use [`crate::sdk`] and never touch this module; it is public for the agent, for the SDK's
@@ -7,7 +7,12 @@
 //! # The contract
 //!
 //! * A plugin exports one function, [`ENTRY_SYMBOL`] (`zpulse_plugin_entry`), taking nothing
-//!   and returning a pointer to a static [`PluginDescriptor`].
+//!   and returning a pointer to a static [`PluginDescriptor`]. Since 1.5 a shared object may
+//!   instead hold several plugins (a *bundle*) and export [`BUNDLE_SYMBOL`]
+//!   (`zpulse_plugin_bundle`): the descriptor at an index, null past the last (see
+//!   [`BundleFn`]). Each plugin of a bundle is a plugin like any other (its own name, table,
+//!   state and thread); they only share the file, and so one copy of their code and of the
+//!   libraries linked into it. A file exporting both symbols is refused.
 //! * The descriptor starts with [`DescriptorHeader`] (ABI major, minor, struct size), which
 //!   never changes, so that the agent can read the version of any plugin and refuse a different
 //!   major with a message naming both. Minor versions only append fields: the agent reads
@@ -49,7 +54,8 @@ pub const ABI_MAJOR: u32 = 1;
 /// [`PluginDescriptor::unread`]. 1.2: [`PluginDescriptor::report`] and [`HostApi::section`].
 /// 1.3: the parts [`PART_ARC`], [`PART_POOL_CONFIGS`] and [`PART_POOL_RATES`].
 /// 1.4: [`PluginDescriptor::sample_layout`] and [`PluginDescriptor::on_sample_native`].
-pub const ABI_MINOR: u32 = 4;
+/// 1.5: bundles, [`BUNDLE_SYMBOL`].
+pub const ABI_MINOR: u32 = 5;
 
 /// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
 /// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
@@ -95,6 +101,18 @@ pub const ENTRY_SYMBOL: &std::ffi::CStr = c"zpulse_plugin_entry";
 
 /// The entry point: returns the plugin's static descriptor.
 pub type EntryFn = unsafe extern "C" fn() -> *const PluginDescriptor;
+
+/// ABI 1.5: the symbol a bundle exports instead of [`ENTRY_SYMBOL`].
+pub const BUNDLE_SYMBOL: &std::ffi::CStr = c"zpulse_plugin_bundle";
+
+/// ABI 1.5, `zpulse_plugin_bundle(index)`: the static descriptor of the bundle's plugin at
+/// `index` (from 0), or null for the first index past the last plugin. The agent asks 0, 1,
+/// 2, … until null, and refuses a bundle that answers [`BUNDLE_MAX`] indexes without one.
+/// The same index always gives the same descriptor.
+pub type BundleFn = unsafe extern "C" fn(index: usize) -> *const PluginDescriptor;
+
+/// The most plugins one bundle may hold: a bound on a bundle that never answers null.
+pub const BUNDLE_MAX: usize = 64;
 
 /// Return value of `create` and `on_sample`.
 pub type Status = i32;
@@ -696,6 +714,10 @@ mod tests {
         };
         assert_eq!(define("ZPULSE_ABI_MAJOR"), Some(ABI_MAJOR.to_string()));
         assert_eq!(define("ZPULSE_ABI_MINOR"), Some(ABI_MINOR.to_string()));
+        let quoted = |c: &std::ffi::CStr| Some(format!("{:?}", c.to_str().unwrap()));
+        assert_eq!(define("ZPULSE_ENTRY_SYMBOL"), quoted(ENTRY_SYMBOL));
+        assert_eq!(define("ZPULSE_BUNDLE_SYMBOL"), quoted(BUNDLE_SYMBOL));
+        assert_eq!(define("ZPULSE_BUNDLE_MAX"), Some(BUNDLE_MAX.to_string()));
         let parts = [
             ("SNAPSHOT_DISKS", PART_SNAPSHOT_DISKS),
             ("TXGS", PART_TXGS),

@@ -41,7 +41,10 @@ use std::time::{Duration, Instant};
 use zpulse_agent::capture;
 use zpulse_proto::{Sample, Snapshot};
 use zpulse_tests::synthetic::{Axis, LAB, copy_tree, synthetic_series};
-use zpulse_tests::{SHIPPED_CHECKS, build_libs_into_test_target, fixture, start_shipped_checks};
+use zpulse_tests::{
+    CHECKS_LIBRARY, CHECKS_PACKAGE, SHIPPED_CHECKS, build_libs_into_test_target, fixture,
+    start_shipped_checks,
+};
 
 /// Process CPU time (all threads).
 fn cpu_now() -> Duration {
@@ -266,13 +269,12 @@ fn node_exporter(mode: &Mode, dir: &Path) -> Option<(f64, f64)> {
 /// polled from /proc while it runs.
 fn run_rss(profile: &Path, series: &Path, work: &Path) -> Rss {
     let config = work.join("rss.toml");
-    let paths: Vec<String> = SHIPPED_CHECKS
-        .iter()
-        .map(|c| format!("{:?}", profile.join(c.1).display().to_string()))
-        .collect();
     std::fs::write(
         &config,
-        format!("[plugins]\ndirs = []\npaths = [{}]\n", paths.join(", ")),
+        format!(
+            "[plugins]\ndirs = []\npaths = [{:?}]\n",
+            profile.join(CHECKS_LIBRARY).display().to_string()
+        ),
     )
     .unwrap();
     let mut child = Command::new(profile.join("zpulse"))
@@ -431,7 +433,7 @@ fn main() {
     }
     // `--no-rss`: no `zpulse run` memory figures, and so no release build of the binary.
     let rss = !args.iter().any(|a| a == "--no-rss");
-    let profile = build_libs_into_test_target(&SHIPPED_CHECKS.map(|c| c.0), rss);
+    let profile = build_libs_into_test_target(&[CHECKS_PACKAGE], rss);
     let benchmarking = args.iter().any(|a| a == "--bench");
     let quick = !benchmarking || args.iter().any(|a| a == "--quick");
     let mode = Mode {

@@ -87,7 +87,7 @@ impl Runner {
         self.host.shutdown();
         let bad: Vec<String> = plugins
             .iter()
-            .filter(|p| p.status != Status::Loaded)
+            .filter(|p| p.status.is_trouble())
             .map(|p| {
                 format!(
                     "{} {}: {}",
@@ -125,10 +125,7 @@ pub fn list(args: &PluginArgs, format: Format) -> Result<(), String> {
         }
     })?;
     host.shutdown();
-    let bad = plugins
-        .iter()
-        .filter(|p| p.status != Status::Loaded)
-        .count();
+    let bad = plugins.iter().filter(|p| p.status.is_trouble()).count();
     if bad > 0 {
         return Err(format!(
             "{bad} of {} plugins are not running",

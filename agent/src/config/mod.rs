@@ -13,6 +13,7 @@
 //! [plugins]
 //! dirs = ["/usr/lib/zpulse/plugins"]   # every *.so there is loaded
 //! paths = ["/opt/checks/libmine.so"]   # and these files
+//! disable = ["l2arc-value"]            # plugins found there that are not started
 //! budget = "2s"                        # time an on_sample call may take before it is hung
 //! max_failures = 3                     # failures in a row before a plugin is disabled
 //! max_events_per_sample = 1000         # events one plugin may emit per sample
@@ -93,6 +94,9 @@ pub struct PluginSettings {
     pub default_dirs: bool,
     /// Plugin files loaded in addition to the directories.
     pub paths: Vec<PathBuf>,
+    /// Plugins, by name, that are found but not started (one check of a bundle, or a
+    /// plugin in the shared directory that this host does not want).
+    pub disable: Vec<String>,
     /// How long one call may take before the plugin is marked hung.
     pub budget: Duration,
     /// Failed calls in a row after which a plugin is disabled.
@@ -111,6 +115,7 @@ impl Default for PluginSettings {
             dirs: vec![default_plugin_dir().to_path_buf()],
             default_dirs: true,
             paths: Vec::new(),
+            disable: Vec::new(),
             budget: Duration::from_secs(2),
             max_failures: 3,
             max_events_per_sample: 1000,
@@ -246,6 +251,15 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     if let Some(paths) = p.paths {
         settings.paths = paths.into_inner().into_iter().map(resolve).collect();
     }
+    if let Some(disable) = p.disable {
+        let at = origin(Some(disable.span()));
+        for name in disable.get_ref() {
+            if let Err(e) = zpulse_proto::abi::check_name(name) {
+                return Err(format!("{at}: plugins.disable: {name:?}: {e}"));
+            }
+        }
+        settings.disable = disable.into_inner();
+    }
     if let Some(budget) = p.budget {
         let d = budget.get_ref().0;
         if d.is_zero() || d > Duration::from_secs(600) {
@@ -342,6 +356,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
 const PLUGIN_KEYS: &[&str] = &[
     "dirs",
     "paths",
+    "disable",
     "budget",
     "max_failures",
     "max_events_per_sample",
@@ -424,6 +439,7 @@ impl<'de> Deserialize<'de> for TomlDuration {
 struct RawPlugins {
     dirs: Option<Spanned<Vec<PathBuf>>>,
     paths: Option<Spanned<Vec<PathBuf>>>,
+    disable: Option<Spanned<Vec<String>>>,
     budget: Option<Spanned<TomlDuration>>,
     max_failures: Option<Spanned<u64>>,
     max_events_per_sample: Option<Spanned<u64>>,
@@ -445,6 +461,7 @@ impl<'de> Deserialize<'de> for RawPlugins {
                     match key.as_str() {
                         "dirs" => p.dirs = Some(map.next_value()?),
                         "paths" => p.paths = Some(map.next_value()?),
+                        "disable" => p.disable = Some(map.next_value()?),
                         "budget" => p.budget = Some(map.next_value()?),
                         "max_failures" => p.max_failures = Some(map.next_value()?),
                         "max_events_per_sample" => {

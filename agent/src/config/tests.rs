@@ -162,7 +162,27 @@ fn a_misspelt_agent_setting_in_plugins_is_an_error() {
         err.starts_with("/etc/zpulse/zpulse.toml:2: plugins.dir: unknown setting"),
         "{err}"
     );
-    assert!(err.contains("dirs, paths, budget"), "{err}");
+    assert!(err.contains("dirs, paths, disable, budget"), "{err}");
+}
+
+#[test]
+fn disable_names_plugins_and_refuses_what_cannot_be_a_name() {
+    let p = parse_ok("[plugins]\ndisable = [\"l2arc-value\", \"layout\"]\n").plugins;
+    assert_eq!(p.disable, ["l2arc-value", "layout"]);
+    assert!(
+        parse_ok("").plugins.disable.is_empty(),
+        "nothing off by default"
+    );
+    let err = parse_err("[plugins]\n\ndisable = [\"l2arc value\"]\n");
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:3: plugins.disable: \"l2arc value\": "),
+        "{err}"
+    );
+    let err = parse_err("[plugins]\ndisable = \"layout\"\n");
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:2: plugins.disable: invalid type"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -566,7 +566,7 @@ impl Stage {
                 .iter()
                 .filter(|p| p.status == Status::Loaded)
                 .count(),
-            plugins_total: plugins.len(),
+            plugins_total: plugins.iter().filter(|p| p.status != Status::Off).count(),
             sinks: self.sinks.iter().map(SinkWorker::report).collect(),
             now: me,
             before: self.last_heartbeat.map(|(at, s)| (s, now - at)),

@@ -3,6 +3,8 @@
 //! a complete ELF shared object for this machine); then that same descriptor is loaded
 //! (`dlopen("/proc/self/fd/N")` on Linux, `fdlopen` on FreeBSD) with
 //! `RTLD_NOW | RTLD_LOCAL`, and the descriptor's version is read before anything else in it.
+//! A file holds one plugin (`zpulse_plugin_entry`) or a bundle of them (ABI 1.5,
+//! `zpulse_plugin_bundle`), each read and checked on its own.
 //!
 //! Libraries are leaked on purpose: a plugin is never unloaded (`dlclose` with live
 //! thread-locals or threads crashes or is a no-op, depending on the libc), so its code and
@@ -12,7 +14,8 @@ use super::{elf, perms};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use zpulse_proto::abi::{
-    self, CreateFn, DescriptorHeader, DestroyFn, EntryFn, OnSampleFn, PluginDescriptor, StrRef,
+    self, BundleFn, CreateFn, DescriptorHeader, DestroyFn, EntryFn, OnSampleFn, PluginDescriptor,
+    StrRef,
 };
 
 /// Where to look.
@@ -93,8 +96,10 @@ impl From<String> for Refusal {
     }
 }
 
-/// Checks, loads and reads one plugin file.
-pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
+/// Checks and loads one plugin file and reads what it holds: one plugin, or each plugin of a
+/// bundle (ABI 1.5), in the bundle's order. `Err` refuses the whole file; an `Err` in the list
+/// refuses that plugin of the bundle only.
+pub(super) fn open(path: &Path, euid: u32) -> Result<Vec<Result<Opened, Refusal>>, Refusal> {
     // Before dlopen: loading runs the library's initialisers, so the trust decision comes first.
     let file = perms::open_checked(path, euid)?;
     let len = file
@@ -108,22 +113,98 @@ pub(super) fn open(path: &Path, euid: u32) -> Result<Opened, Refusal> {
     let library = load_descriptor(file)?;
     // Never unloaded: see the module documentation.
     let library: &'static libloading::os::unix::Library = Box::leak(Box::new(library));
-    // SAFETY: the symbol is looked up with the ABI's type for it; a library exporting
-    // `zpulse_plugin_entry` with another type breaks the ABI, which no check can detect.
-    let entry: EntryFn = *unsafe { library.get::<EntryFn>(abi::ENTRY_SYMBOL) }.map_err(|_| {
-        "it exports no `zpulse_plugin_entry`: not a zpulse plugin (or built without \
-         `zpulse_proto::export_plugin!`)"
+    // SAFETY: each symbol is looked up with the ABI's type for it; a library exporting one
+    // of these names with another type breaks the ABI, which no check can detect.
+    let entry = unsafe { library.get::<EntryFn>(abi::ENTRY_SYMBOL) }
+        .ok()
+        .map(|f| *f);
+    // SAFETY: as above.
+    let bundle = unsafe { library.get::<BundleFn>(abi::BUNDLE_SYMBOL) }
+        .ok()
+        .map(|f| *f);
+    let descriptors = descriptors_of(entry, bundle)?;
+    let in_bundle = bundle.is_some();
+    Ok(descriptors
+        .into_iter()
+        .enumerate()
+        .map(|(index, descriptor)| {
+            // SAFETY: `descriptors_of` returns only non-null pointers from the entry point or
+            // the bundle, which point to static descriptors (ABI contract).
+            unsafe { read(descriptor) }.map_err(|refusal| match in_bundle {
+                true => Refusal {
+                    reason: format!("plugin {index} of the bundle: {}", refusal.reason),
+                    ..refusal
+                },
+                false => refusal,
+            })
+        })
+        .collect())
+}
+
+/// The descriptors a file offers: its entry point's, or each of its bundle's (ABI 1.5) until
+/// the bundle answers null. Never a null pointer.
+fn descriptors_of(
+    entry: Option<EntryFn>,
+    bundle: Option<BundleFn>,
+) -> Result<Vec<*const PluginDescriptor>, Refusal> {
+    match (entry, bundle) {
+        (Some(_), Some(_)) => Err("it exports both `zpulse_plugin_entry` and \
+             `zpulse_plugin_bundle`: a plugin file exports one of them"
             .to_string()
-    })?;
-    // SAFETY: the ABI's entry point takes nothing and returns a pointer to static data.
-    let descriptor = unsafe { entry() };
-    if descriptor.is_null() {
-        return Err("its zpulse_plugin_entry returned no descriptor"
+            .into()),
+        (None, None) => Err("it exports no `zpulse_plugin_entry` (nor a \
+             `zpulse_plugin_bundle`): not a zpulse plugin (or built without \
+             `zpulse_proto::export_plugin!`)"
             .to_string()
-            .into());
+            .into()),
+        (Some(entry), None) => {
+            // SAFETY: the ABI's entry point takes nothing and returns a pointer to static data.
+            let descriptor = unsafe { entry() };
+            if descriptor.is_null() {
+                return Err("its zpulse_plugin_entry returned no descriptor"
+                    .to_string()
+                    .into());
+            }
+            Ok(vec![descriptor])
+        }
+        (None, Some(bundle)) => {
+            let mut descriptors = Vec::new();
+            loop {
+                // SAFETY: the ABI's bundle function takes any index and returns null or a
+                // pointer to static data.
+                let descriptor = unsafe { bundle(descriptors.len()) };
+                if descriptor.is_null() {
+                    break;
+                }
+                if descriptors.len() == abi::BUNDLE_MAX {
+                    return Err(format!(
+                        "its zpulse_plugin_bundle offers more than {} plugins (it never \
+                         answered null): a bundle holds at most {}",
+                        abi::BUNDLE_MAX,
+                        abi::BUNDLE_MAX
+                    )
+                    .into());
+                }
+                descriptors.push(descriptor);
+            }
+            if descriptors.is_empty() {
+                return Err("its zpulse_plugin_bundle holds no plugin"
+                    .to_string()
+                    .into());
+            }
+            Ok(descriptors)
+        }
     }
+}
+
+/// Reads and checks one descriptor, the version first.
+///
+/// # Safety
+/// `descriptor` must be non-null and point to static data at least as large as the header
+/// (what the ABI requires of an entry point's or a bundle's answer).
+unsafe fn read(descriptor: *const PluginDescriptor) -> Result<Opened, Refusal> {
     // SAFETY: a non-null descriptor points to static data at least as large as the header,
-    // which has the same layout in every ABI version.
+    // which has the same layout in every ABI version (the caller's guarantee).
     let header = unsafe { std::ptr::read(descriptor.cast::<DescriptorHeader>()) };
     let abi = Some((header.abi_major, header.abi_minor));
     abi::check_header(&header).map_err(|reason| Refusal { abi, reason })?;

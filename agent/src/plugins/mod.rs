@@ -99,6 +99,8 @@ pub enum Status {
     Hung(String),
     /// Stopped after failing too often.
     Disabled(String),
+    /// Found, and not started: `[plugins] disable` names it.
+    Off,
 }
 
 impl Status {
@@ -108,12 +110,19 @@ impl Status {
             Status::Refused(_) => "refused",
             Status::Hung(_) => "hung",
             Status::Disabled(_) => "disabled",
+            Status::Off => "off",
         }
+    }
+
+    /// Whether it is not running although the config wants it to: refused, hung or
+    /// disabled (not a plugin the config turned off).
+    pub fn is_trouble(&self) -> bool {
+        !matches!(self, Status::Loaded | Status::Off)
     }
 
     pub fn reason(&self) -> Option<&str> {
         match self {
-            Status::Loaded => None,
+            Status::Loaded | Status::Off => None,
             Status::Refused(r) | Status::Hung(r) | Status::Disabled(r) => Some(r),
         }
     }
@@ -129,6 +138,8 @@ pub struct PluginInfo {
     /// (major, minor) of the plugin's ABI, when its descriptor header could be read.
     pub abi: Option<(u32, u32)>,
     pub build_info: Option<String>,
+    /// Its place in the file when the file is a bundle (ABI 1.5) of several plugins.
+    pub in_bundle: Option<usize>,
     pub status: Status,
     /// Whether it is given the agent's own sample (ABI 1.4, a plugin built with the agent:
     /// the layouts agree) rather than MessagePack; known once `create` returned.
@@ -141,13 +152,18 @@ impl PluginInfo {
         if self.native { "native" } else { "messagepack" }
     }
 
-    /// The name, or the file name when the plugin could not say.
+    /// The name, or the file name when the plugin could not say (with the plugin's place in
+    /// it, `libchecks.so[2]`, for a bundle's).
     pub fn label(&self) -> String {
         self.name.clone().unwrap_or_else(|| {
-            self.path.file_name().map_or_else(
+            let file = self.path.file_name().map_or_else(
                 || self.path.display().to_string(),
                 |f| f.to_string_lossy().into(),
-            )
+            );
+            match self.in_bundle {
+                Some(index) => format!("{file}[{index}]"),
+                None => file,
+            }
         })
     }
 }
@@ -275,7 +291,19 @@ impl PluginHost {
         let euid = perms::effective_uid();
         let mut names: BTreeMap<String, PathBuf> = BTreeMap::new();
         for path in files {
-            host.load_one(&path, euid, settings, &mut names);
+            host.load_file(&path, euid, settings, &mut names);
+        }
+        for name in &settings.disable {
+            if !names.contains_key(name) {
+                host.log(
+                    Level::Warn,
+                    "plugins",
+                    format!(
+                        "plugins.disable names {name}, which is not loaded (a misspelt name, \
+                         or a plugin missing from the plugin directories)"
+                    ),
+                );
+            }
         }
         for (name, table) in &settings.tables {
             if !names.contains_key(name) {
@@ -295,29 +323,52 @@ impl PluginHost {
         host
     }
 
-    fn load_one(
+    /// Loads the plugin, or each plugin of the bundle, in `path`.
+    fn load_file(
         &mut self,
         path: &Path,
         euid: u32,
         settings: &PluginSettings,
         names: &mut BTreeMap<String, PathBuf>,
     ) {
-        let mut info = PluginInfo {
+        let info = |in_bundle| PluginInfo {
             path: path.to_path_buf(),
             name: None,
             version: None,
             abi: None,
             build_info: None,
+            in_bundle,
             status: Status::Loaded,
             native: false,
         };
-        let opened = match load::open(path, euid) {
-            Ok(opened) => opened,
+        let plugins = match load::open(path, euid) {
+            Ok(plugins) => plugins,
             Err(refusal) => {
+                let mut info = info(None);
                 info.abi = refusal.abi;
                 return self.refuse(info, refusal.reason);
             }
         };
+        let bundle = plugins.len() > 1;
+        for (index, opened) in plugins.into_iter().enumerate() {
+            let mut info = info(bundle.then_some(index));
+            match opened {
+                Ok(opened) => self.load_one(info, opened, settings, names),
+                Err(refusal) => {
+                    info.abi = refusal.abi;
+                    self.refuse(info, refusal.reason);
+                }
+            }
+        }
+    }
+
+    fn load_one(
+        &mut self,
+        mut info: PluginInfo,
+        opened: load::Opened,
+        settings: &PluginSettings,
+        names: &mut BTreeMap<String, PathBuf>,
+    ) {
         info.name = Some(opened.name.clone());
         info.version = Some(opened.version.clone());
         info.abi = Some(opened.abi);
@@ -330,7 +381,21 @@ impl PluginHost {
             );
             return self.refuse(info, why);
         }
-        names.insert(opened.name.clone(), path.to_path_buf());
+        names.insert(opened.name.clone(), info.path.clone());
+        if settings.disable.contains(&opened.name) {
+            info.status = Status::Off;
+            self.log(
+                Level::Info,
+                "plugins",
+                format!(
+                    "{} ({}) is not started: plugins.disable names it",
+                    opened.name,
+                    info.path.display()
+                ),
+            );
+            self.slots.push(Slot { info, run: None });
+            return;
+        }
 
         let table = settings.tables.get(&opened.name);
         let config = match table {
@@ -949,11 +1014,13 @@ pub fn check_tables(
     let mut errors = Vec::new();
     let mut notes = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for path in files {
-        let Ok(opened) = load::open(&path, euid) else {
-            continue;
-        };
-        if !seen.insert(opened.name.clone()) {
+    let opened = files.iter().filter_map(|path| {
+        let plugins = load::open(path, euid).ok()?;
+        Some(plugins.into_iter().flatten().map(move |p| (path, p)))
+    });
+    for (path, opened) in opened.flatten() {
+        // The first of a name is the one loaded; one that `disable` names is not started.
+        if !seen.insert(opened.name.clone()) || settings.disable.contains(&opened.name) {
             continue;
         }
         let Some(table) = settings.tables.get(&opened.name) else {

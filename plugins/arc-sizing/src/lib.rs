@@ -687,7 +687,5 @@ pub fn bytes(b: f64) -> String {
     }
 }
 
-zpulse_proto::export_plugin!(ArcSizing);
-
 #[cfg(test)]
 mod tests;

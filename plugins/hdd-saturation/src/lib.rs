@@ -850,7 +850,5 @@ fn pct(x: f64) -> String {
     }
 }
 
-zpulse_proto::export_plugin!(HddSaturation);
-
 #[cfg(test)]
 mod tests;

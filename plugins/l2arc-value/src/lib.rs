@@ -559,7 +559,5 @@ impl Check for L2arcValue {
     }
 }
 
-zpulse_proto::export_plugin!(L2arcValue);
-
 #[cfg(test)]
 mod tests;

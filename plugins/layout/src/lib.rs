@@ -452,7 +452,5 @@ impl Check for Layout {
     }
 }
 
-zpulse_proto::export_plugin!(Layout);
-
 #[cfg(test)]
 mod tests;

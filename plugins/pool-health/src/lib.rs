@@ -848,7 +848,5 @@ impl Check for PoolHealth {
     }
 }
 
-zpulse_proto::export_plugin!(PoolHealth);
-
 #[cfg(test)]
 mod tests;

@@ -1018,7 +1018,5 @@ impl Check for SlogUsage {
     }
 }
 
-zpulse_proto::export_plugin!(SlogUsage);
-
 #[cfg(test)]
 mod tests;

@@ -729,7 +729,5 @@ impl Check for SpecialFill {
     }
 }
 
-zpulse_proto::export_plugin!(SpecialFill);
-
 #[cfg(test)]
 mod tests;

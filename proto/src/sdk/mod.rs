@@ -106,18 +106,28 @@ pub trait Plugin: Sized + Send + 'static {
     }
 }
 
-/// Exports a [`Plugin`] as the shared object's `zpulse_plugin_entry`. Use once per `cdylib`.
+/// For [`export_plugin!`] and [`export_plugins!`]: evaluated in the crate that builds the
+/// shared object, whose panic strategy is the plugin's. A panic must unwind to the SDK's
+/// `catch_unwind`; under `panic = "abort"` it would take the whole agent down.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! export_plugin {
-    ($plugin:ty) => {
-        // Evaluated in the plugin's crate: a panic there must unwind to the SDK's
-        // catch_unwind; under `panic = "abort"` it would take the whole agent down.
+macro_rules! __unwind_required {
+    () => {
         #[cfg(panic = "abort")]
         compile_error!(
             "zpulse plugins must be built with panic = \"unwind\" (the default): with \
              panic = \"abort\" the plugin's first panic would abort the agent. Remove \
              `panic = \"abort\"` from the [profile] that builds this plugin."
         );
+    };
+}
+
+/// Exports a [`Plugin`] as the shared object's `zpulse_plugin_entry`. Use once per `cdylib`
+/// (or [`export_plugins!`] for several).
+#[macro_export]
+macro_rules! export_plugin {
+    ($plugin:ty) => {
+        $crate::__unwind_required!();
         /// The plugin's entry point for the zpulse agent (ABI v1).
         #[unsafe(no_mangle)]
         pub extern "C" fn zpulse_plugin_entry() -> *const $crate::abi::PluginDescriptor {
@@ -128,6 +138,41 @@ macro_rules! export_plugin {
                     env!("CARGO_PKG_VERSION")
                 ));
             &DESCRIPTOR
+        }
+    };
+}
+
+/// Exports several [`Plugin`]s from one `cdylib`, as the shared object's
+/// `zpulse_plugin_bundle` (ABI 1.5): each is loaded as a plugin of its own (its name, its
+/// `[plugins.<name>]` table, its thread), and the file holds one copy of the code they share
+/// — the SDK, serde, the standard library — instead of one per plugin. The checks zpulse
+/// ships are one bundle (`plugins/checks`). Use once per `cdylib`, instead of
+/// [`export_plugin!`]; at most [`abi::BUNDLE_MAX`] plugins, with different names.
+#[macro_export]
+macro_rules! export_plugins {
+    ($($plugin:ty),+ $(,)?) => {
+        $crate::__unwind_required!();
+        /// The bundle's entry point for the zpulse agent (ABI 1.5): the descriptor of
+        /// plugin `index`, null past the last.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn zpulse_plugin_bundle(
+            index: usize,
+        ) -> *const $crate::abi::PluginDescriptor {
+            static DESCRIPTORS: &[$crate::abi::PluginDescriptor] = &[$(
+                $crate::sdk::export::descriptor::<$plugin>(concat!(
+                    env!("CARGO_PKG_NAME"),
+                    " ",
+                    env!("CARGO_PKG_VERSION")
+                )),
+            )+];
+            const _: () = assert!(
+                DESCRIPTORS.len() <= $crate::abi::BUNDLE_MAX,
+                "a bundle holds at most abi::BUNDLE_MAX plugins"
+            );
+            match DESCRIPTORS.get(index) {
+                Some(descriptor) => descriptor,
+                None => ::std::ptr::null(),
+            }
         }
     };
 }

@@ -10,6 +10,10 @@
  * With -DHELLO_ABI_MAJOR=2 it claims another ABI major, which the agent must refuse; with
  * -DHELLO_FLAGS=ZPULSE_DESCRIPTOR_PANIC_ABORT it says it aborts on panic, refused as well;
  * with -DHELLO_LAYOUT_HANG its ABI 1.4 sample_layout never returns, which must cost only it.
+ * ABI 1.5 bundles: with -DHELLO_BUNDLE it exports zpulse_plugin_bundle instead of the entry,
+ * holding hello-c, hello-c-twin (the same code under another name) and one descriptor whose
+ * name is not a valid name, which must cost only that one; with -DHELLO_BUNDLE_ENDLESS the
+ * bundle never answers NULL; with -DHELLO_BOTH it exports the entry and the bundle.
  */
 #ifdef HELLO_LAYOUT_HANG
 #define _POSIX_C_SOURCE 200809L
@@ -193,24 +197,48 @@ static int32_t native_never(void *state, const void *sample) {
 }
 #endif
 
-static const zpulse_plugin_descriptor descriptor = {
-    .abi_major = HELLO_ABI_MAJOR,
-    .abi_minor = HELLO_ABI_MINOR,
-    .struct_size = sizeof(zpulse_plugin_descriptor),
-    .flags = HELLO_FLAGS,
-    .name = {"hello-c", 7},
-    .version = {"1.0.0", 5},
-    .build_info = {"hello.c", 7},
-    .create = create,
-    .on_sample = on_sample,
-    .destroy = destroy,
-    /* ABI 1.1 fields left zero: no check_config (NULL), and unread 0: it is sent the whole
-     * sample, as a 1.0 plugin is. */
-    .report = report,
+/* One descriptor of this plugin's code under the name NAME (a string literal). */
 #ifdef HELLO_LAYOUT_HANG
-    .sample_layout = layout_hangs,
-    .on_sample_native = native_never,
+#define HELLO_NATIVE .sample_layout = layout_hangs, .on_sample_native = native_never,
+#else
+#define HELLO_NATIVE
 #endif
+#define HELLO_DESCRIPTOR(NAME)                                                                 \
+    {                                                                                          \
+        .abi_major = HELLO_ABI_MAJOR,                                                          \
+        .abi_minor = HELLO_ABI_MINOR,                                                          \
+        .struct_size = sizeof(zpulse_plugin_descriptor),                                       \
+        .flags = HELLO_FLAGS,                                                                  \
+        .name = {NAME, sizeof(NAME) - 1},                                                      \
+        .version = {"1.0.0", 5},                                                               \
+        .build_info = {"hello.c", 7},                                                          \
+        .create = create,                                                                      \
+        .on_sample = on_sample,                                                                \
+        .destroy = destroy,                                                                    \
+        /* ABI 1.1 fields left zero: no check_config (NULL), and unread 0: it is sent the     \
+         * whole sample, as a 1.0 plugin is. */                                                \
+        .report = report,                                                                      \
+        HELLO_NATIVE                                                                           \
+    }
+
+#if defined(HELLO_BUNDLE) || defined(HELLO_BUNDLE_ENDLESS) || defined(HELLO_BOTH)
+static const zpulse_plugin_descriptor bundle[] = {
+    HELLO_DESCRIPTOR("hello-c"),
+    HELLO_DESCRIPTOR("hello-c-twin"),
+    HELLO_DESCRIPTOR("not a name"),
 };
 
+const zpulse_plugin_descriptor *zpulse_plugin_bundle(size_t index) {
+#ifdef HELLO_BUNDLE_ENDLESS
+    return &bundle[index % 2];
+#else
+    return index < sizeof(bundle) / sizeof(bundle[0]) ? &bundle[index] : NULL;
+#endif
+}
+#endif
+
+#if !defined(HELLO_BUNDLE) && !defined(HELLO_BUNDLE_ENDLESS)
+static const zpulse_plugin_descriptor descriptor = HELLO_DESCRIPTOR("hello-c");
+
 const zpulse_plugin_descriptor *zpulse_plugin_entry(void) { return &descriptor; }
+#endif
