@@ -62,7 +62,7 @@ impl HddSaturation {
             stats.saturated_samples = per.iter().filter(|u| **u >= saturation).count();
             stats.saturated_share = stats.saturated_samples as f64 / n as f64;
         };
-        let judged = judge.judge_adjusted(whole, &distribution);
+        let judged = judge.judge_adjusted(whole, &distribution, &|_, _| true);
         let mut sections = Vec::new();
         let mut idle = Vec::new();
         for j in judged {

@@ -416,15 +416,18 @@ impl HddSaturation {
     /// Every subject with enough samples, judged over its window as of `sample` (the
     /// newest one recorded): what the findings are fed.
     pub fn judge(&self, sample: &Sample) -> Vec<Judgement> {
-        self.judge_adjusted(sample, &|_, _| {})
+        self.judge_adjusted(sample, &|_, _| {}, &|_, _| true)
     }
 
     /// [`judge`](Self::judge), with each subject's statistics passed through `adjust`
-    /// (given the subject's disks) before they are judged.
+    /// (given the subject's disks) before they are judged, and a report only for the
+    /// subjects `wants` (subject, verdict) names: the others' is empty (a quiet subject's,
+    /// which its finding does not read).
     fn judge_adjusted(
         &self,
         sample: &Sample,
         adjust: &dyn Fn(&[String], &mut Stats),
+        wants: &dyn Fn(&str, Verdict) -> bool,
     ) -> Vec<Judgement> {
         let min = self.config.min_samples.max(1) as usize;
         let meta = self.metadata_share();
@@ -440,12 +443,16 @@ impl HddSaturation {
                 };
                 adjust(std::slice::from_ref(name), &mut stats);
                 let assessment = self.assess(stats, 1);
-                let roles = disk_roles(by_name.get(name.as_str()).copied());
-                let subject = Subject::Disk {
-                    name,
-                    roles: &roles,
+                let report = if wants(name, assessment.verdict) {
+                    let roles = disk_roles(by_name.get(name.as_str()).copied());
+                    let subject = Subject::Disk {
+                        name,
+                        roles: &roles,
+                    };
+                    self.describe(&subject, &assessment, sample, meta)
+                } else {
+                    Report::default()
                 };
-                let report = self.describe(&subject, &assessment, sample, meta);
                 judged.push(Judgement {
                     subject: name.clone(),
                     assessment,
@@ -463,7 +470,11 @@ impl HddSaturation {
             };
             adjust(&track.members, &mut stats);
             let assessment = self.assess(stats, track.members.len());
-            let report = self.describe(&Subject::Vdev(track), &assessment, sample, meta);
+            let report = if wants(subject, assessment.verdict) {
+                self.describe(&Subject::Vdev(track), &assessment, sample, meta)
+            } else {
+                Report::default()
+            };
             judged.push(Judgement {
                 subject: subject.clone(),
                 assessment,
@@ -475,12 +486,16 @@ impl HddSaturation {
 
     fn evaluate(&mut self, sample: &Sample) -> Vec<Event> {
         let mut events = Vec::new();
-        for j in self.judge(sample) {
-            events.extend(self.findings.observe(
+        let findings = &self.findings;
+        let judged = self.judge_adjusted(sample, &|_, _| {}, &|subject, verdict| {
+            findings.wants_report(subject, verdict)
+        });
+        for j in judged {
+            events.extend(self.findings.observe_with(
                 sample.end,
                 &j.subject,
                 j.assessment.verdict,
-                j.report,
+                || j.report,
             ));
         }
         // Subjects whose window has run dry (a disk pulled, a pool exported, a long gap).

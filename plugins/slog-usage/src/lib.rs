@@ -424,18 +424,19 @@ impl SlogUsage {
                 .map(|s| s.space)
                 .sum();
 
-            // The verdict, once the window holds enough samples.
-            let summary = window
-                .filter(|w| w.len() >= self.config.min_samples)
-                .map(summarize);
-            if let Some(win) = &summary {
+            // The window summed up once: the verdict reads it once it holds enough samples,
+            // the size whatever there is.
+            let seen = window.filter(|w| !w.is_empty()).map(summarize);
+            let summary = seen
+                .as_ref()
+                .filter(|w| w.samples >= self.config.min_samples);
+            if let Some(win) = summary {
                 let (verdict, report) = self.verdict_report(&subject, &layout, win, pool);
                 events.extend(self.verdict.observe(now, &subject, verdict, report));
             }
 
             // Size against what it can hold; the peak use over whatever window there is.
             if let Some((dirty, basis)) = dirty {
-                let seen = window.filter(|w| !w.is_empty()).map(summarize);
                 let (verdict, report) =
                     self.size_report(&subject, &layout, space, dirty, basis, seen.as_ref());
                 events.extend(self.size.observe(now, &subject, verdict, report));

@@ -174,6 +174,15 @@ impl Findings {
         event.map(|(state, severity)| self.event(state, severity, subject, report))
     }
 
+    /// Whether [`Findings::observe_with`] of `subject` with `verdict` would make its report:
+    /// false for a subject that is quiet and stays quiet. For a check that works out its
+    /// verdicts and their reports in one pass over its state (which `observe_with`'s
+    /// `&mut self` cannot borrow): ask this during the pass, build only the reports wanted.
+    pub fn wants_report(&self, subject: &str, verdict: Verdict) -> bool {
+        matches!(verdict, Verdict::Holds(_))
+            || matches!(self.subjects.get(subject), Some((track, _)) if !matches!(track, Track::Quiet { .. }))
+    }
+
     /// "No news about `subject` this sample": the kernel gave no figure to judge it by (a
     /// counter reset, a source missing for one interval). Its finding keeps its state and
     /// sends nothing, and [`Findings::clear_unseen`] does not take it for gone.
@@ -451,7 +460,11 @@ mod tests {
     fn observe_with_makes_the_report_only_when_a_finding_may_change() {
         let mut f = Findings::new("busy", rules(2, 0, 0.2));
         let mut made = Vec::new();
+        let mut wanted = Vec::new();
         let mut step = |f: &mut Findings, t: f64, v: Verdict| {
+            if f.wants_report("sda", v) {
+                wanted.push(t);
+            }
             f.observe_with(t, "sda", v, || {
                 made.push(t);
                 report(95.0)
@@ -472,6 +485,7 @@ mod tests {
         assert_eq!(step(&mut f, 7.0, Verdict::Clear), Some("cleared"));
         assert_eq!(step(&mut f, 8.0, Verdict::Clear), None);
         assert_eq!(made, [2.0, 4.0, 5.0, 6.0, 7.0]);
+        assert_eq!(wanted, made, "wants_report says what observe_with does");
         assert_eq!(f.raised_subjects().count(), 0);
     }
 
