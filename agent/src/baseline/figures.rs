@@ -51,6 +51,7 @@ pub struct DiskFigures {
 /// loop and RAM devices store nothing of their own).
 pub fn disks(window: &ReportWindow) -> Vec<DiskFigures> {
     let whole = &window.whole;
+    let by_name = whole.snapshot.disks_by_name();
     whole
         .disks
         .iter()
@@ -66,7 +67,7 @@ pub fn disks(window: &ReportWindow) -> Vec<DiskFigures> {
             for u in busy {
                 histogram[((u / 10.0).floor() as usize).min(9)] += 1;
             }
-            let disk = whole.snapshot.disk(&d.name);
+            let disk = by_name.get(d.name.as_str()).copied();
             DiskFigures {
                 name: d.name.clone(),
                 kind: kind(d.rotational).to_owned(),

@@ -295,7 +295,7 @@ impl HddSaturation {
         }
 
         // Looked up by key: a scan per member or per vdev would be quadratic in disks and vdevs.
-        let by_name = disks_by_name(sample);
+        let by_name = sample.snapshot.disks_by_name();
         let mut vdev_rates: HashMap<(&str, &str), &zpulse_proto::sample::VdevRates> =
             HashMap::new();
         for p in &sample.pools {
@@ -432,7 +432,7 @@ impl HddSaturation {
         let min = self.config.min_samples.max(1) as usize;
         let meta = self.metadata_share();
         let mut judged = Vec::new();
-        let by_name = disks_by_name(sample);
+        let by_name = sample.snapshot.disks_by_name();
         if self.config.per_disk {
             for (name, window) in &self.disks {
                 if window.len() < min {
@@ -781,15 +781,6 @@ pub fn combine(a: Verdict, b: Verdict) -> Verdict {
         (Verdict::Clear, Verdict::Clear) => Verdict::Clear,
         _ => Verdict::Borderline,
     }
-}
-
-/// The snapshot's disks by name; the first of a name wins, as `Snapshot::disk` finds it.
-fn disks_by_name(sample: &Sample) -> HashMap<&str, &zpulse_proto::snapshot::Disk> {
-    let mut by_name = HashMap::with_capacity(sample.snapshot.disks.len());
-    for d in &sample.snapshot.disks {
-        by_name.entry(d.name.as_str()).or_insert(d);
-    }
-    by_name
 }
 
 /// The pools, classes and top-level vdevs a disk serves.

@@ -27,7 +27,7 @@ use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sdk::section::judge_afresh;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::serde::{Deserialize, Serialize};
-use zpulse_proto::snapshot::{Disk, Pool, Redundancy, Snapshot, Vdev, VdevClass};
+use zpulse_proto::snapshot::{Disk, DisksByName, Pool, Redundancy, Vdev, VdevClass};
 
 /// The `[plugins.layout]` table.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -66,10 +66,10 @@ pub struct Layout {
 }
 
 /// The disk a leaf lives on, and the whole disk behind a partition.
-fn disks_of<'a>(snap: &'a Snapshot, leaf: &Vdev) -> (Option<&'a Disk>, Option<&'a Disk>) {
-    let disk = leaf.disk.as_deref().and_then(|d| snap.disk(d));
+fn disks_of<'a>(disks: &DisksByName<'a>, leaf: &Vdev) -> (Option<&'a Disk>, Option<&'a Disk>) {
+    let disk = leaf.disk.as_deref().and_then(|d| disks.get(d).copied());
     let whole = disk.map(|d| match &d.whole_disk {
-        Some(w) => snap.disk(w).unwrap_or(d),
+        Some(w) => disks.get(w.as_str()).copied().unwrap_or(d),
         None => d,
     });
     (disk, whole)
@@ -77,11 +77,11 @@ fn disks_of<'a>(snap: &'a Snapshot, leaf: &Vdev) -> (Option<&'a Disk>, Option<&'
 
 /// A leaf's physical sector size in bytes: what ZFS saw at open (`vs_physical_ashift`,
 /// OpenZFS 2.0+), else what the kernel's disk statistics say.
-fn physical_sector(snap: &Snapshot, leaf: &Vdev) -> Option<u64> {
+fn physical_sector(disks: &DisksByName, leaf: &Vdev) -> Option<u64> {
     if let Some(a) = leaf.stats.as_ref().and_then(|s| s.physical_ashift) {
         return Some(1 << a.min(63));
     }
-    let (disk, whole) = disks_of(snap, leaf);
+    let (disk, whole) = disks_of(disks, leaf);
     let sector = |d: Option<&Disk>| d.and_then(|d| d.physical_block_size).map(u64::from);
     sector(disk).or(sector(whole))
 }
@@ -117,6 +117,8 @@ impl Layout {
     pub fn observe(&mut self, sample: &Sample) -> Vec<Event> {
         let now = sample.end;
         let snap = &sample.snapshot;
+        // One index a sample: every helper looks disks up by leaf.
+        let disks = snap.disks_by_name();
         let mut events = Vec::new();
         for pool in &snap.pools {
             if !(self.config.pools.is_empty() || self.config.pools.contains(&pool.name)) {
@@ -126,21 +128,21 @@ impl Layout {
             for top in &cfg.root.children {
                 let subject = top.subject_of(&pool.name, top);
                 let leaves = top.leaves();
-                if let Some(r) = ashift(snap, pool, top, &leaves) {
+                if let Some(r) = ashift(&disks, pool, top, &leaves) {
                     events.extend(self.ashift.observe(now, &subject, r.0, r.1));
                 }
-                if let Some(r) = self.raidz_width(snap, pool, top, &leaves) {
+                if let Some(r) = self.raidz_width(&disks, pool, top, &leaves) {
                     events.extend(self.raidz_width.observe(now, &subject, r.0, r.1));
                 }
-                if let Some(r) = shared_disk(snap, pool, top, &leaves) {
+                if let Some(r) = shared_disk(&disks, pool, top, &leaves) {
                     events.extend(self.shared_disk.observe(now, &subject, r.0, r.1));
                 }
-                if let Some(r) = mixed_media(snap, pool, top, &leaves) {
+                if let Some(r) = mixed_media(&disks, pool, top, &leaves) {
                     events.extend(self.mixed_media.observe(now, &subject, r.0, r.1));
                 }
                 for leaf in &leaves {
                     let leaf_subject = top.subject_of(&pool.name, leaf);
-                    if let Some(r) = alignment(snap, pool, leaf, &leaf_subject) {
+                    if let Some(r) = alignment(&disks, pool, leaf, &leaf_subject) {
                         events.extend(self.alignment.observe(now, &leaf_subject, r.0, r.1));
                     }
                     if let Some(r) = virtual_device(pool, top, leaf) {
@@ -165,7 +167,7 @@ impl Layout {
 
     fn raidz_width(
         &self,
-        snap: &Snapshot,
+        disks: &DisksByName,
         pool: &Pool,
         top: &Vdev,
         leaves: &[&Vdev],
@@ -176,7 +178,7 @@ impl Layout {
         let width = top.children.len();
         let hdd_sizes: Vec<u64> = leaves
             .iter()
-            .filter_map(|l| disks_of(snap, l).1)
+            .filter_map(|l| disks_of(disks, l).1)
             .filter(|d| d.rotational == Some(true))
             .filter_map(|d| d.size)
             .collect();
@@ -225,7 +227,12 @@ impl Layout {
 }
 
 /// A top-level vdev whose own ashift is below a member's physical sector.
-fn ashift(snap: &Snapshot, pool: &Pool, top: &Vdev, leaves: &[&Vdev]) -> Option<(Verdict, Report)> {
+fn ashift(
+    disks: &DisksByName,
+    pool: &Pool,
+    top: &Vdev,
+    leaves: &[&Vdev],
+) -> Option<(Verdict, Report)> {
     let configured = top
         .ashift
         .or_else(|| top.stats.as_ref().and_then(|s| s.configured_ashift))?;
@@ -233,7 +240,7 @@ fn ashift(snap: &Snapshot, pool: &Pool, top: &Vdev, leaves: &[&Vdev]) -> Option<
     let subject = top.subject_of(&pool.name, top);
     let larger: Vec<(String, u64)> = leaves
         .iter()
-        .filter_map(|l| Some((l.name.clone(), physical_sector(snap, l)?)))
+        .filter_map(|l| Some((l.name.clone(), physical_sector(disks, l)?)))
         .filter(|(_, p)| *p > block)
         .collect();
     let Some(physical) = larger.iter().map(|(_, p)| *p).max() else {
@@ -264,13 +271,16 @@ fn ashift(snap: &Snapshot, pool: &Pool, top: &Vdev, leaves: &[&Vdev]) -> Option<
 
 /// A partition that does not start on a multiple of its disk's physical sector.
 fn alignment(
-    snap: &Snapshot,
+    disks: &DisksByName,
     pool: &Pool,
     leaf: &Vdev,
     subject: &str,
 ) -> Option<(Verdict, Report)> {
-    let (_, whole) = disks_of(snap, leaf);
-    let part = leaf.partition.as_deref().and_then(|p| snap.disk(p))?;
+    let (_, whole) = disks_of(disks, leaf);
+    let part = leaf
+        .partition
+        .as_deref()
+        .and_then(|p| disks.get(p).copied())?;
     let offset = part.offset?;
     let physical = whole.and_then(|w| w.physical_block_size).map(u64::from)?;
     if physical == 0 {
@@ -307,7 +317,7 @@ fn alignment(
 
 /// Two members of one top-level vdev on the same physical disk.
 fn shared_disk(
-    snap: &Snapshot,
+    disks: &DisksByName,
     pool: &Pool,
     top: &Vdev,
     leaves: &[&Vdev],
@@ -317,7 +327,7 @@ fn shared_disk(
     }
     let mut by_disk: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
     for leaf in leaves {
-        if let (_, Some(whole)) = disks_of(snap, leaf) {
+        if let (_, Some(whole)) = disks_of(disks, leaf) {
             by_disk
                 .entry(whole.name.clone())
                 .or_default()
@@ -351,7 +361,7 @@ fn shared_disk(
 
 /// A top-level vdev mixing spinning and solid-state members.
 fn mixed_media(
-    snap: &Snapshot,
+    disks: &DisksByName,
     pool: &Pool,
     top: &Vdev,
     leaves: &[&Vdev],
@@ -359,7 +369,7 @@ fn mixed_media(
     if leaves.len() < 2 {
         return None;
     }
-    let kind = |l: &Vdev| disks_of(snap, l).1.and_then(|d| d.rotational);
+    let kind = |l: &Vdev| disks_of(disks, l).1.and_then(|d| d.rotational);
     let hdds: Vec<&str> = leaves
         .iter()
         .filter(|l| kind(l) == Some(true))

@@ -3,6 +3,7 @@
 
 use super::*;
 use zpulse_proto::sdk::State;
+use zpulse_proto::snapshot::Snapshot;
 use zpulse_proto::snapshot::VdevStats;
 
 fn leaf(name: &str, disk: &str) -> Vdev {
