@@ -33,6 +33,8 @@ struct Built {
     hello_c_bundle: PathBuf,
     hello_c_bundle_endless: PathBuf,
     hello_c_both: PathBuf,
+    /// The bundle whose first plugin sleeps 1.5 s in its first sample.
+    hello_c_bundle_sleepy: PathBuf,
 }
 
 fn built() -> &'static Built {
@@ -78,6 +80,11 @@ fn built() -> &'static Built {
         compile(&hello_c_bundle_endless, &["-DHELLO_BUNDLE_ENDLESS"]);
         let hello_c_both = c_dir.join("libhello_c_both.so");
         compile(&hello_c_both, &["-DHELLO_BOTH"]);
+        let hello_c_bundle_sleepy = c_dir.join("libhello_c_bundle_sleepy.so");
+        compile(
+            &hello_c_bundle_sleepy,
+            &["-DHELLO_BUNDLE", "-DHELLO_BUNDLE_FIRST_SLEEPS_MS=1500"],
+        );
         // As docs/plugin-authoring.md builds it: msgpack-c's flags from pkg-config.
         let msgpack = Command::new("pkg-config")
             .args(["--cflags", "--libs", "msgpack"])
@@ -110,6 +117,7 @@ fn built() -> &'static Built {
             hello_c_bundle,
             hello_c_bundle_endless,
             hello_c_both,
+            hello_c_bundle_sleepy,
         }
     })
 }
@@ -1041,6 +1049,92 @@ fn each_plugin_of_a_bundle_runs_on_its_own_and_a_bad_one_costs_only_itself() {
     for e in &from(&out, "hello-c") {
         assert_eq!(e.event.data["samples"], Value::UInt(2));
     }
+    host.shutdown();
+}
+
+/// Threads of this process named `name` (`/proc/self/task/*/comm`).
+fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .count()
+}
+
+/// A bundle's plugins share one thread (one wake-up a sample for all of them), and one that
+/// hangs keeps that thread to itself: the plugins behind it go on on a new one, at once, and
+/// the hung one is skipped until it returns, as a plugin of its own file would be.
+#[test]
+fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
+    let b = built();
+    // A file name of this test's own: lanes are named after it, and tests share a process.
+    let dir = PluginDir::new(&[(&b.hello_c_bundle_sleepy, "libsleepy_bundle.so")]);
+    let budget = Duration::from_millis(400);
+    let sleep = Duration::from_millis(1500);
+    let mut host = dir.start("budget = \"400ms\"\n");
+    assert_eq!(status_of(&host, "hello-c"), Status::Loaded);
+    assert_eq!(status_of(&host, "hello-c-twin"), Status::Loaded);
+    assert_eq!(threads_named("sleepy_bundle"), 1, "two plugins, one thread");
+    let samples_seen = |out: &Output| -> Vec<u64> {
+        let mut seen: Vec<u64> = from(out, "hello-c")
+            .iter()
+            .filter(|e| e.event.kind == Kind::Metrics)
+            .map(|e| match e.event.data["samples"] {
+                Value::UInt(n) => n,
+                ref v => panic!("samples: {v:?}"),
+            })
+            .collect();
+        seen.sort();
+        seen
+    };
+
+    // Sample 1: hello-c sleeps with hello-c-twin queued behind it; at the budget hello-c is
+    // hung and the twin moves to a thread of its own.
+    let start = Instant::now();
+    let out1 = host.run(&sample_n(0));
+    let took = start.elapsed();
+    assert!(
+        took >= budget && took < budget + Duration::from_millis(800),
+        "{took:?}"
+    );
+    let hung = agent(&out1, "plugin.hung");
+    assert_eq!(hung.len(), 1, "{:?}", out1.events);
+    assert_eq!(hung[0].event.subject, "hello-c");
+    assert!(matches!(status_of(&host, "hello-c"), Status::Hung(_)));
+    assert_eq!(
+        status_of(&host, "hello-c-twin"),
+        Status::Loaded,
+        "queued is not hung"
+    );
+    // A new thread names itself once it runs: give it the time to.
+    let named = Instant::now() + Duration::from_secs(10);
+    while threads_named("sleepy_bundle") < 2 && Instant::now() < named {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(threads_named("sleepy_bundle"), 2, "split");
+
+    // Sample 2, at once: the twin answers without waiting for hello-c; over the two samples
+    // only the twin has emitted (its samples 1 and 2), hello-c nothing.
+    let start = Instant::now();
+    let out2 = host.run(&sample_n(1));
+    assert!(start.elapsed() < budget, "waited: {:?}", start.elapsed());
+    let mut both = samples_seen(&out1);
+    both.extend(samples_seen(&out2));
+    both.sort();
+    assert_eq!(both, [1, 2], "{:?} {:?}", out1.events, out2.events);
+    assert!(agent(&out2, "plugin.hung").is_empty());
+
+    // After hello-c returns: its late sample 1, then its sample 2 (the newest sample), and the
+    // twin's sample 3; the hung finding clears.
+    std::thread::sleep(sleep);
+    let out3 = host.run(&sample_n(2));
+    assert_eq!(samples_seen(&out3), [1, 2, 3], "{:?}", out3.events);
+    let hung = agent(&out3, "plugin.hung");
+    assert_eq!(hung.len(), 1, "{:?}", out3.events);
+    assert_eq!(hung[0].event.state, Some(State::Cleared));
+    assert_eq!(status_of(&host, "hello-c"), Status::Loaded);
     host.shutdown();
 }
 

@@ -16,8 +16,10 @@
  *     const zpulse_plugin_descriptor *zpulse_plugin_bundle(size_t index);
  *
  * returning the descriptor of plugin `index` (0, 1, ...) and NULL for the first index past
- * the last. Each is a plugin of its own (name, table, state, thread); they share the file and
- * the code in it. At most ZPULSE_BUNDLE_MAX; an object exporting both symbols is refused.
+ * the last. Each is a plugin of its own (name, table, state); they share the file, the code
+ * in it and one thread of the agent, which calls them one after another (one wake-up a
+ * sample for all of them). At most ZPULSE_BUNDLE_MAX; an object exporting both symbols is
+ * refused.
  *
  * Rules
  *  - Payloads are MessagePack, maps with string keys:
@@ -39,9 +41,11 @@
  *  - Nobody frees memory the other side allocated. Pointers passed to a function are valid
  *    during that call only; copy what you keep. The host copies whatever you pass to its
  *    callbacks before they return. The descriptor and its strings must be static.
- *  - create, on_sample and destroy of one state are never called concurrently (each plugin
- *    has its own thread in the agent). Host callbacks are thread-safe; the host API and its
- *    ctx stay valid for the life of the process.
+ *  - create, on_sample and destroy of one state are never called concurrently. The agent
+ *    runs the plugins of one file on one thread of their own; when one of them hangs, the
+ *    others go on on a new thread, so do not tie a state to the thread that created it.
+ *    Host callbacks are thread-safe; the host API and its ctx stay valid for the life of
+ *    the process.
  *  - A failing call returns a non-zero status and may first call host->set_error with the
  *    reason. ZPULSE_STATUS_CONFIG from create refuses the plugin (its config is invalid);
  *    failures of on_sample are counted, and a plugin that keeps failing is disabled.

@@ -10,9 +10,10 @@
 //!   and returning a pointer to a static [`PluginDescriptor`]. Since 1.5 a shared object may
 //!   instead hold several plugins (a *bundle*) and export [`BUNDLE_SYMBOL`]
 //!   (`zpulse_plugin_bundle`): the descriptor at an index, null past the last (see
-//!   [`BundleFn`]). Each plugin of a bundle is a plugin like any other (its own name, table,
-//!   state and thread); they only share the file, and so one copy of their code and of the
-//!   libraries linked into it. A file exporting both symbols is refused.
+//!   [`BundleFn`]). Each plugin of a bundle is a plugin like any other (its own name, table
+//!   and state); they share the file, and so one copy of their code and of the libraries
+//!   linked into it, and one thread of the agent, which calls them one after another. A file
+//!   exporting both symbols is refused.
 //! * The descriptor starts with [`DescriptorHeader`] (ABI major, minor, struct size), which
 //!   never changes, so that the agent can read the version of any plugin and refuse a different
 //!   major with a message naming both. Minor versions only append fields: the agent reads
@@ -22,9 +23,11 @@
 //! * **Nobody frees what the other side allocated.** Pointers handed to a function are valid
 //!   for the duration of that call only; the receiver copies what it keeps. The descriptor and
 //!   its strings are static. The plugin's `state` is the plugin's: only `destroy` frees it.
-//! * `create`, `on_sample` and `destroy` of one state are never called concurrently (the agent
-//!   runs each plugin on its own thread). Host callbacks are thread-safe, and their `ctx` and
-//!   the [`HostApi`] stay valid for the life of the process.
+//! * `create`, `on_sample` and `destroy` of one state are never called concurrently. The
+//!   agent runs the plugins of one file on one thread of their own, one call after another;
+//!   when one hangs, the others go on on a new thread, so a state must not be tied to the
+//!   thread that made it. Host callbacks are thread-safe, and their `ctx` and the
+//!   [`HostApi`] stay valid for the life of the process.
 //! * A failing call returns a non-zero [`Status`]; before returning it may call
 //!   [`HostApi::set_error`] with the reason, which the agent reports with the failure.
 //! * Nothing may unwind across the boundary (a Rust panic escaping `extern "C"` aborts the

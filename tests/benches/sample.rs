@@ -352,7 +352,8 @@ fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
     let prev = capture::load(&d0).unwrap();
     let mut list = Vec::new();
     files(&d1, &mut list);
-    let mut host = (name == "checks").then(|| start_shipped_checks(profile, &prev.host.hostname));
+    let with_checks = name == "checks" || name == "live-checks";
+    let mut host = with_checks.then(|| start_shipped_checks(profile, &prev.host.hostname));
     let reader = capture::Reader::open(&d1).unwrap();
     for k in 0..iterations {
         match name {
@@ -366,6 +367,12 @@ fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
             }
             "live-snapshot" => {
                 std::hint::black_box(reader.load());
+            }
+            "live-checks" => {
+                let sample = Sample::following(&prev, Arc::new(reader.load())).unwrap();
+                if let Some(h) = host.as_mut() {
+                    std::hint::black_box(h.run(&shifted(sample, k)));
+                }
             }
             _ => {
                 let cur = Arc::new(capture::load(&d1).unwrap());
@@ -502,11 +509,17 @@ fn main() {
     }
     if mode.callgrind {
         let n = if quick { 2 } else { 10 };
-        let ir: Vec<(&str, Option<u64>)> =
-            ["floor", "snapshot", "live-snapshot", "sample", "checks"]
-                .iter()
-                .map(|p| (*p, instructions(p, &lab, n, &profile)))
-                .collect();
+        let ir: Vec<(&str, Option<u64>)> = [
+            "floor",
+            "snapshot",
+            "live-snapshot",
+            "sample",
+            "checks",
+            "live-checks",
+        ]
+        .iter()
+        .map(|p| (*p, instructions(p, &lab, n, &profile)))
+        .collect();
         match ir[0].1 {
             Some(floor) => {
                 println!("  instructions (callgrind) per iteration:");

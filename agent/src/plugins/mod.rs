@@ -5,11 +5,13 @@
 //!   explicit path, after StrictModes-like ownership and permission checks (`perms`), with
 //!   `dlopen(RTLD_NOW | RTLD_LOCAL)`, never unloaded. A plugin with another ABI major, a bad
 //!   descriptor, a duplicate name or a config it rejects is refused.
-//! * **Running** ([`PluginHost::run`]): each plugin has its own thread; the sample is encoded
-//!   once and handed to every idle plugin; the caller waits at most the budget (2 s by
-//!   default). A plugin still busy then is **hung** and gets no samples until its call
-//!   returns; a call that fails or overruns counts as a failure, and `max_failures` in a row
-//!   **disable** the plugin.
+//! * **Running** ([`PluginHost::run`]): the plugins of each file share a thread (a
+//!   [`lane`]), which takes each sample's calls for all of them in one batch; the sample is
+//!   encoded once and handed to every idle plugin; the caller waits at most the budget (2 s by
+//!   default). A plugin whose call is still running then is **hung** and gets no samples
+//!   until its call returns, and its lane is its own from then on: the file's other plugins
+//!   go on on a new one. A call that fails or overruns counts as a failure, and
+//!   `max_failures` in a row **disable** the plugin.
 //! * **Events** from plugins are validated (well-formed record, size limit, per-sample rate
 //!   limit), stamped with the sample's time and the host name, and returned with the sample.
 //!
@@ -18,8 +20,8 @@
 //! plugin that works again clears its finding.
 
 mod elf;
+mod lane;
 mod load;
-mod mailbox;
 pub(crate) mod perms;
 mod worker;
 
@@ -27,14 +29,14 @@ pub use perms::{check_plugin_file, effective_uid};
 
 use crate::config::PluginSettings;
 use crossbeam_channel::{Receiver, Sender};
+use lane::{Lane, Queued};
 use load::Source;
-use mailbox::Post;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
-use worker::{Done, Job, Limits, Shared};
+use worker::{Call, Done, Job, Limits, Member, Shared};
 use zpulse_proto::abi;
 use zpulse_proto::event::{Data, Entry, Event, EventTime, Kind, Severity, State, Value};
 use zpulse_proto::report::{ReportWindow, Section};
@@ -194,10 +196,12 @@ struct Raised {
     logs_dropped: bool,
 }
 
-/// A plugin that passed loading: its thread and bookkeeping.
+/// A plugin that passed loading: its instance, its lane and bookkeeping.
 struct Running {
-    /// `None` once disabled: dropping the sender stops the worker.
-    jobs: Option<Post<Job>>,
+    /// The lane its calls go to (an index into `PluginHost::lanes`); `None` once it is
+    /// stopped (disabled, or the host is shutting down): it gets no more calls.
+    lane: Option<usize>,
+    member: Arc<Mutex<Member>>,
     shared: Arc<Shared>,
     busy: Option<Busy>,
     created: bool,
@@ -223,13 +227,23 @@ struct Budget {
     limits: Limits,
 }
 
-/// The loaded plugins and their threads.
+/// A lane of plugin calls and the name its threads get.
+struct PluginLane {
+    lane: Lane<Call, Done>,
+    name: String,
+}
+
+/// The loaded plugins and their lanes.
 pub struct PluginHost {
     budget: Budget,
     hostname: String,
     slots: Vec<Slot>,
-    done_tx: Sender<(usize, Done)>,
-    done_rx: Receiver<(usize, Done)>,
+    /// One per plugin file with a running plugin, and one more each time a bundle's lane is
+    /// split away from a call that outran the budget. Never removed: indices stay valid.
+    lanes: Vec<PluginLane>,
+    /// Lanes say here, by index, that their queue ran dry.
+    done_tx: Sender<usize>,
+    done_rx: Receiver<usize>,
     /// Output produced outside `run` (loading, late returns), given with the next one.
     pending: Output,
     /// Disconnected when the agent is stopping: no more waiting for plugins.
@@ -268,6 +282,7 @@ impl PluginHost {
             },
             hostname: hostname.to_owned(),
             slots: Vec::new(),
+            lanes: Vec::new(),
             done_tx,
             done_rx,
             pending: Output::default(),
@@ -350,10 +365,12 @@ impl PluginHost {
             }
         };
         let bundle = plugins.len() > 1;
+        // The file's plugins share one lane (see `lane`), made for the first that runs.
+        let mut file_lane = None;
         for (index, opened) in plugins.into_iter().enumerate() {
             let mut info = info(bundle.then_some(index));
             match opened {
-                Ok(opened) => self.load_one(info, opened, settings, names),
+                Ok(opened) => self.load_one(info, opened, settings, names, &mut file_lane),
                 Err(refusal) => {
                     info.abi = refusal.abi;
                     self.refuse(info, refusal.reason);
@@ -368,6 +385,7 @@ impl PluginHost {
         opened: load::Opened,
         settings: &PluginSettings,
         names: &mut BTreeMap<String, PathBuf>,
+        file_lane: &mut Option<usize>,
     ) {
         info.name = Some(opened.name.clone());
         info.version = Some(opened.version.clone());
@@ -412,26 +430,40 @@ impl PluginHost {
             EventTime::from_system_time(SystemTime::now()),
             &self.hostname,
         );
-        let index = self.slots.len();
-        let jobs = match worker::spawn(
-            index,
-            opened.calls,
-            Arc::clone(&shared),
-            self.done_tx.clone(),
-        ) {
-            Ok(jobs) => jobs,
-            Err(e) => return self.refuse(info, format!("cannot start its thread: {e}")),
+        let lane = match *file_lane {
+            Some(lane) => lane,
+            None => {
+                let name = match info.in_bundle {
+                    // Thread names are cut at 15 bytes: the file's stem says the most.
+                    Some(_) => lane_name_of_file(&info.path),
+                    None => format!("plugin-{}", opened.name),
+                };
+                match self.new_lane(name) {
+                    Ok(lane) => *file_lane.insert(lane),
+                    Err(e) => return self.refuse(info, format!("cannot start its thread: {e}")),
+                }
+            }
         };
-        // The channel is empty: a new worker has taken no job yet.
-        let _ = jobs.try_send(Job::Create(config));
+        let index = self.slots.len();
+        let member = Arc::new(Mutex::new(Member::new(opened.calls, &shared)));
+        let since = Instant::now();
+        self.lanes[lane].lane.post([Queued {
+            owner: index,
+            posted: since,
+            job: Call {
+                member: Arc::clone(&member),
+                job: Job::Create(config),
+            },
+        }]);
         self.slots.push(Slot {
             info,
             run: Some(Running {
-                jobs: Some(jobs),
+                lane: Some(lane),
+                member,
                 shared,
                 busy: Some(Busy {
                     call: "create",
-                    since: Instant::now(),
+                    since,
                     hung: false,
                 }),
                 created: false,
@@ -520,22 +552,33 @@ impl PluginHost {
     ) {
         self.collect();
         let now = Instant::now();
-        for slot in &mut self.slots {
+        // One batch a lane, so that each lane is woken once.
+        let mut batches: Vec<Vec<Queued<Call>>> = self.lanes.iter().map(|_| Vec::new()).collect();
+        for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(run) = slot.run.as_mut() else {
                 continue;
             };
             if run.busy.is_some() || !run.created {
                 continue;
             }
-            let Some(jobs) = &run.jobs else { continue };
+            let Some(lane) = run.lane else { continue };
             run.shared.begin_sample(time, &self.hostname);
-            if jobs.try_send(job(run.unread, slot.info.native)).is_ok() {
-                run.busy = Some(Busy {
-                    call,
-                    since: now,
-                    hung: false,
-                });
-            }
+            batches[lane].push(Queued {
+                owner: index,
+                posted: now,
+                job: Call {
+                    member: Arc::clone(&run.member),
+                    job: job(run.unread, slot.info.native),
+                },
+            });
+            run.busy = Some(Busy {
+                call,
+                since: now,
+                hung: false,
+            });
+        }
+        for (lane, batch) in self.lanes.iter().zip(batches) {
+            lane.lane.post(batch);
         }
         self.wait(now + self.budget.budget);
         self.mark_hung();
@@ -567,27 +610,78 @@ impl PluginHost {
 
     /// [`shutdown`](PluginHost::shutdown), waiting never past `deadline`.
     pub fn shutdown_by(mut self, deadline: Instant) {
-        let mut waiting = 0;
-        for slot in &mut self.slots {
-            if let Some(run) = slot.run.as_mut()
-                && run.jobs.take().is_some()
-            {
-                waiting += 1;
-            }
-        }
+        let mut waiting = self.stop_all();
         let deadline = deadline.min(Instant::now() + self.budget.budget);
+        let mut finished = Vec::new();
         while waiting > 0 {
-            match self.done_rx.recv_deadline(deadline) {
-                Ok((_, Done::Stopped)) => waiting -= 1,
-                Ok(_) => {}
-                Err(_) => break,
+            if self.done_rx.recv_deadline(deadline).is_err() {
+                break;
             }
+            for lane in &self.lanes {
+                lane.lane.take_finished(&mut finished);
+            }
+            waiting -= finished
+                .drain(..)
+                .filter(|(_, done)| matches!(done, Done::Stopped))
+                .count();
         }
     }
 
-    /// Handles every report that has arrived, without waiting.
+    /// Posts every running plugin its last call (`destroy`) and closes the lanes, whose
+    /// threads end once they have run it (a hung call keeps its lane's thread, and what is
+    /// queued behind it, to the process's exit). Returns how many plugins were stopped.
+    fn stop_all(&mut self) -> usize {
+        let mut stopped = 0;
+        for index in 0..self.slots.len() {
+            stopped += usize::from(self.stop(index));
+        }
+        for lane in &self.lanes {
+            lane.lane.close();
+        }
+        stopped
+    }
+
+    /// Posts plugin `index` its last call, if it has a lane: it gets no more calls.
+    fn stop(&mut self, index: usize) -> bool {
+        let Some(run) = self.slots[index].run.as_mut() else {
+            return false;
+        };
+        let Some(lane) = run.lane.take() else {
+            return false;
+        };
+        self.lanes[lane].lane.post([Queued {
+            owner: index,
+            posted: Instant::now(),
+            job: Call {
+                member: Arc::clone(&run.member),
+                job: Job::Stop,
+            },
+        }]);
+        true
+    }
+
+    /// Starts a lane whose threads are named `name`.
+    fn new_lane(&mut self, name: String) -> std::io::Result<usize> {
+        let id = self.lanes.len();
+        let lane = Lane::spawn(
+            id,
+            name.clone(),
+            worker::STACK_BYTES,
+            self.done_tx.clone(),
+            |_, call| worker::work(call),
+        )?;
+        self.lanes.push(PluginLane { lane, name });
+        Ok(id)
+    }
+
+    /// Handles every outcome the lanes have finished, without waiting.
     fn collect(&mut self) {
-        while let Ok((index, done)) = self.done_rx.try_recv() {
+        while self.done_rx.try_recv().is_ok() {}
+        let mut finished = Vec::new();
+        for lane in &self.lanes {
+            lane.lane.take_finished(&mut finished);
+        }
+        for (index, done) in finished {
             self.handle(index, done);
         }
     }
@@ -605,62 +699,116 @@ impl PluginHost {
             if !waiting {
                 return;
             }
-            let report = match &self.interrupt {
+            let dry = match &self.interrupt {
                 None => self.done_rx.recv_deadline(deadline).ok(),
                 Some(stop) => crossbeam_channel::select! {
-                    recv(self.done_rx) -> report => report.ok(),
+                    recv(self.done_rx) -> dry => dry.ok(),
                     recv(stop) -> _ => None,
                     default(deadline.saturating_duration_since(Instant::now())) => None,
                 },
             };
-            match report {
-                Some((index, done)) => self.handle(index, done),
-                None => return,
+            // What finished before the deadline counts, also on a lane still busy.
+            self.collect();
+            if dry.is_none() {
+                return;
             }
         }
     }
 
-    /// Marks every call that has outrun the budget as hung: reported once, and a failure.
+    /// Marks every call in hand that has outrun the budget (counted from when it was posted)
+    /// as hung: reported once, and a failure. Its lane is left to it: the other plugins of
+    /// the lane, and what they have queued, go on on a new one. A call still queued behind
+    /// it is not hung: it has not started.
     fn mark_hung(&mut self) {
         let budget = self.budget.budget;
-        for i in 0..self.slots.len() {
-            let slot = &mut self.slots[i];
-            let Some(run) = slot.run.as_mut() else {
+        for lane in 0..self.lanes.len() {
+            let Some(in_hand) = self.lanes[lane].lane.in_hand() else {
                 continue;
             };
-            let Some(busy) = run.busy.as_mut() else {
-                continue;
-            };
-            if busy.hung || busy.since.elapsed() < budget {
+            if in_hand.posted.elapsed() < budget {
                 continue;
             }
-            busy.hung = true;
-            let call = busy.call;
-            run.failures += 1;
-            let why = format!("{call} has been running for more than {}", seconds(budget));
-            slot.info.status = Status::Hung(why.clone());
-            let first = !std::mem::replace(&mut run.raised.hung, true);
-            let name = slot.info.label();
-            if first {
-                let summary = format!(
-                    "plugin {name}: {why} (plugins.budget); it gets no samples until the call \
-                     returns"
-                );
-                let data = data(&[
-                    ("call", call.into()),
-                    ("budget_s", budget.as_secs_f64().into()),
-                ]);
-                self.report(
-                    "plugin.hung",
-                    Severity::Warning,
-                    State::Raised,
-                    &name,
-                    summary,
-                    data,
-                );
-            }
-            self.maybe_disable(i);
+            self.split(lane, in_hand.owner);
+            self.mark_one_hung(in_hand.owner);
         }
+    }
+
+    /// Moves every plugin of lane `lane` but `owner`, and their queued calls, to a new lane.
+    fn split(&mut self, lane: usize, owner: usize) {
+        let others: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| {
+                i != owner
+                    && self.slots[i]
+                        .run
+                        .as_ref()
+                        .is_some_and(|r| r.lane == Some(lane))
+            })
+            .collect();
+        let moved = self.lanes[lane].lane.take_queued_except(owner);
+        if others.is_empty() && moved.is_empty() {
+            return;
+        }
+        let name = self.lanes[lane].name.clone();
+        match self.new_lane(name) {
+            Ok(new) => {
+                for i in others {
+                    if let Some(run) = self.slots[i].run.as_mut() {
+                        run.lane = Some(new);
+                    }
+                }
+                self.lanes[new].lane.post(moved);
+            }
+            Err(e) => {
+                // They wait behind the hung call, as they would on a thread of their own.
+                self.lanes[lane].lane.post(moved);
+                let why = format!(
+                    "cannot start a thread for the plugins beside a hung one; they wait for \
+                     it: {e}"
+                );
+                self.log(Level::Warn, "plugins", why);
+            }
+        }
+    }
+
+    /// Plugin `i`'s call in hand has outrun the budget.
+    fn mark_one_hung(&mut self, i: usize) {
+        let budget = self.budget.budget;
+        let slot = &mut self.slots[i];
+        let Some(run) = slot.run.as_mut() else {
+            return;
+        };
+        let Some(busy) = run.busy.as_mut() else {
+            return;
+        };
+        if busy.hung {
+            return;
+        }
+        busy.hung = true;
+        let call = busy.call;
+        run.failures += 1;
+        let why = format!("{call} has been running for more than {}", seconds(budget));
+        slot.info.status = Status::Hung(why.clone());
+        let first = !std::mem::replace(&mut run.raised.hung, true);
+        let name = slot.info.label();
+        if first {
+            let summary = format!(
+                "plugin {name}: {why} (plugins.budget); it gets no samples until the call \
+                 returns"
+            );
+            let data = data(&[
+                ("call", call.into()),
+                ("budget_s", budget.as_secs_f64().into()),
+            ]);
+            self.report(
+                "plugin.hung",
+                Severity::Warning,
+                State::Raised,
+                &name,
+                summary,
+                data,
+            );
+        }
+        self.maybe_disable(i);
     }
 
     fn handle(&mut self, index: usize, done: Done) {
@@ -717,7 +865,7 @@ impl PluginHost {
             (abi::STATUS_PANIC, _) => format!("create {why}"),
             _ => format!("create failed: {why}"),
         };
-        // The worker ends by itself after a failed create.
+        // Its lane sends it nothing more (it has no state to destroy).
         slot.run = None;
         slot.info.status = Status::Refused(why.clone());
         let summary = format!("plugin {} was not loaded: {why}", slot.info.path.display());
@@ -805,12 +953,10 @@ impl PluginHost {
         let max = self.budget.max_failures;
         let slot = &mut self.slots[index];
         let name = slot.info.label();
-        let Some(run) = slot.run.as_mut() else { return };
-        if run.failures < max || run.jobs.is_none() {
+        let Some(run) = slot.run.as_ref() else { return };
+        if run.failures < max || run.lane.is_none() {
             return;
         }
-        // Dropping the sender ends the worker once its current call returns.
-        run.jobs = None;
         let last = if run.last_error.is_empty() {
             match &slot.info.status {
                 Status::Hung(why) => why.clone(),
@@ -821,6 +967,8 @@ impl PluginHost {
         };
         let why = format!("{max} failures in a row; the last: {last}");
         slot.info.status = Status::Disabled(why.clone());
+        // Its last call, behind the one in hand if it is hung.
+        self.stop(index);
         let summary =
             format!("plugin {name} was disabled after {why}. Fix it and restart the agent");
         let data = data(&[("failures", u64::from(max).into())]);
@@ -948,14 +1096,20 @@ impl PluginHost {
 
 impl Drop for PluginHost {
     fn drop(&mut self) {
-        // Dropping the senders stops idle workers (each destroys its state); a hung one ends
-        // with the process.
-        for slot in &mut self.slots {
-            if let Some(run) = slot.run.as_mut() {
-                run.jobs = None;
-            }
-        }
+        // Idle plugins destroy their states and the lanes end; a hung call keeps its lane to
+        // the process's exit.
+        self.stop_all();
     }
+}
+
+/// A bundle's lane name: its file's stem without `lib` (`libzpulse_checks.so`:
+/// `zpulse_checks`).
+fn lane_name_of_file(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    stem.strip_prefix("lib").unwrap_or(&stem).to_owned()
 }
 
 fn data(pairs: &[(&str, Value)]) -> Data {

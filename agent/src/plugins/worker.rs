@@ -1,14 +1,14 @@
-//! One thread per plugin, and the callbacks it gives the plugin.
+//! A plugin's calls as its lane makes them ([`Member`], [`work`]), and the callbacks it gives
+//! the plugin.
 //!
-//! The host talks to a worker through a [`mailbox`] of one job and hears back on a shared
-//! channel, so it never waits on a plugin longer than it chooses to: a call that hangs only
-//! blocks its own thread. Everything a plugin passes to a callback is checked and copied
-//! into [`Shared`], which the host drains after each sample.
+//! The host posts jobs to a plugin's [`lane`](super::lane) and hears back when the lane's
+//! queue runs dry, so it never waits on a plugin longer than it chooses to: a call that hangs
+//! only blocks its own lane, whose other plugins the host moves to a new one. Everything a
+//! plugin passes to a callback is checked and copied into [`Shared`], which the host drains
+//! after each sample.
 
 use super::load::Calls;
-use super::mailbox::{self, Inbox, Post};
 use super::{Level, LogLine};
-use crossbeam_channel::Sender;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,6 +17,8 @@ use zpulse_proto::abi::{self, HostApi, Status};
 use zpulse_proto::event::{Entry, Event, EventTime, Kind};
 use zpulse_proto::report::{SECTIONS_PER_PLUGIN, Section};
 
+/// A lane's stack: plugins decode a whole sample, so more room than the 2 MiB default.
+pub(super) const STACK_BYTES: usize = 8 << 20;
 /// A log line longer than this is cut: it is meant for people.
 const LOG_LINE_BYTES: usize = 4096;
 /// Log lines a plugin may write per sample; more are dropped (and that is said once).
@@ -60,6 +62,8 @@ pub(super) enum Job {
     NativeSample(Arc<Sample>),
     /// One encoded report window (`zpulse report`).
     Report(Arc<[u8]>),
+    /// Destroy the state (if `create` made one): the plugin gets no more calls.
+    Stop,
 }
 
 pub(super) enum Done {
@@ -78,7 +82,7 @@ pub(super) enum Done {
         status: Status,
         error: Option<String>,
     },
-    /// The worker has destroyed the state (if any) and ended.
+    /// The state (if any) is destroyed: the plugin's last call.
     Stopped,
 }
 
@@ -334,104 +338,115 @@ impl Api {
     }
 }
 
-/// Starts the worker of plugin number `index`. Dropping the returned sender stops it: it
-/// finishes its current call (if any), destroys the state and says [`Done::Stopped`].
-pub(super) fn spawn(
-    index: usize,
-    calls: Calls,
-    shared: Arc<Shared>,
-    done: Sender<(usize, Done)>,
-) -> std::io::Result<Post<Job>> {
-    let (jobs, rx) = mailbox::mailbox::<Job>();
-    let api = Api::for_plugin(&shared);
-    std::thread::Builder::new()
-        .name(format!("plugin-{}", shared.name))
-        // Plugins decode a whole sample; give them more room than the 2 MiB default.
-        .stack_size(8 << 20)
-        .spawn(move || run(index, calls, api, &shared, &rx, &done))?;
-    Ok(jobs)
-}
-
-fn run(
-    index: usize,
+/// One plugin's instance as a lane calls it: its functions, callbacks and state.
+pub(super) struct Member {
     calls: Calls,
     api: Api,
-    shared: &Shared,
-    jobs: &Inbox<Job>,
-    done: &Sender<(usize, Done)>,
-) {
-    let mut state: *mut c_void = std::ptr::null_mut();
-    let mut created = false;
-    // The plugin's `on_sample_native`, once `create` succeeded and its layout is the agent's.
-    let mut native: Option<abi::OnSampleNativeFn> = None;
-    while let Some(job) = jobs.recv() {
-        shared.lock().error = None;
-        let report = match job {
-            Job::Create(config) => {
-                // SAFETY: the API lives forever, the config is valid for the call, and
-                // `state` is a writable pointer; this thread is the plugin's only caller.
-                let status =
-                    unsafe { (calls.create)(api.0, config.as_ptr(), config.len(), &mut state) };
-                created = status == abi::STATUS_OK;
-                native = calls
-                    .native
-                    .filter(|(layout, _)| {
-                        // SAFETY: an ABI 1.4 function taking nothing; asked on this thread, where
-                        // a plugin that hangs in it is caught like one hanging in `create`.
-                        created && (unsafe { layout() }) == abi::sample_layout()
-                    })
-                    .map(|(_, on_sample)| on_sample);
-                Done::Created {
-                    status,
-                    error: shared.lock().error.take(),
-                    native: native.is_some(),
-                }
-            }
-            Job::Sample(sample) if created => {
-                // SAFETY: `state` came from a successful `create` and is not destroyed; the
-                // sample is valid for the call; calls on it are serial (this thread only).
-                let status = unsafe { (calls.on_sample)(state, sample.as_ptr(), sample.len()) };
-                Done::Sampled {
-                    status,
-                    error: shared.lock().error.take(),
-                }
-            }
-            Job::NativeSample(sample) => {
-                // Only after a `create` that said so (the host sends no other).
-                let Some(on_sample) = native else { continue };
-                // SAFETY: as for `on_sample`; the plugin's layout fingerprint is the agent's,
-                // so it reads `Sample` as this build lays it out; the Arc keeps it alive and
-                // unchanged until the call returns.
-                let status = unsafe { on_sample(state, Arc::as_ptr(&sample).cast()) };
-                Done::Sampled {
-                    status,
-                    error: shared.lock().error.take(),
-                }
-            }
-            Job::Report(window) if created => {
-                let status = match calls.report {
-                    // SAFETY: as for `on_sample`; the window is valid for the call.
-                    Some(report) => unsafe { report(state, window.as_ptr(), window.len()) },
-                    None => abi::STATUS_OK,
-                };
-                Done::Reported {
-                    status,
-                    error: shared.lock().error.take(),
-                }
-            }
-            Job::Sample(_) | Job::Report(_) => continue,
-        };
-        let failed_create =
-            matches!(report, Done::Created { status, .. } if status != abi::STATUS_OK);
-        if done.send((index, report)).is_err() || failed_create {
-            break;
+    state: *mut c_void,
+    created: bool,
+    /// The plugin's `on_sample_native`, once `create` succeeded and its layout is the agent's.
+    native: Option<abi::OnSampleNativeFn>,
+    shared: Arc<Shared>,
+}
+
+// SAFETY: the state pointer is only used by the lane holding the member's lock, one call at a
+// time, which is the ABI's rule (calls on one state are never concurrent); the ABI does not
+// tie a state to a thread. `Api` is Send, and the rest are function pointers and an Arc.
+unsafe impl Send for Member {}
+
+impl Member {
+    pub fn new(calls: Calls, shared: &Arc<Shared>) -> Member {
+        Member {
+            calls,
+            api: Api::for_plugin(shared),
+            state: std::ptr::null_mut(),
+            created: false,
+            native: None,
+            shared: Arc::clone(shared),
         }
     }
-    if created {
-        // SAFETY: the state from `create`, destroyed once, by the thread that used it.
-        unsafe { (calls.destroy)(state) };
-    }
-    let _ = done.send((index, Done::Stopped));
+}
+
+/// What a lane is asked to do: `job` on `member`.
+pub(super) struct Call {
+    pub member: Arc<Mutex<Member>>,
+    pub job: Job,
+}
+
+/// Runs one call on the lane's thread. `None` for a job the plugin cannot take (a sample
+/// before a successful `create`): the host sends none, and nothing is said.
+pub(super) fn work(call: Call) -> Option<Done> {
+    // The lock is never contended (the host posts one call per plugin at a time and keeps a
+    // plugin's calls on one lane); it makes that a guarantee.
+    let mut member = call.member.lock().unwrap_or_else(|p| p.into_inner());
+    member.shared.lock().error = None;
+    let m = &mut *member;
+    let done = match call.job {
+        Job::Create(config) => {
+            // SAFETY: the API lives forever, the config is valid for the call, and `state` is
+            // a writable pointer; the member's lock makes this its only caller.
+            let status =
+                unsafe { (m.calls.create)(m.api.0, config.as_ptr(), config.len(), &mut m.state) };
+            m.created = status == abi::STATUS_OK;
+            let created = m.created;
+            m.native = m
+                .calls
+                .native
+                .filter(|(layout, _)| {
+                    // SAFETY: an ABI 1.4 function taking nothing; asked on the lane, where a
+                    // plugin that hangs in it is caught like one hanging in `create`.
+                    created && (unsafe { layout() }) == abi::sample_layout()
+                })
+                .map(|(_, on_sample)| on_sample);
+            Done::Created {
+                status,
+                error: m.shared.lock().error.take(),
+                native: m.native.is_some(),
+            }
+        }
+        Job::Sample(sample) if m.created => {
+            // SAFETY: `state` came from a successful `create` and is not destroyed; the sample
+            // is valid for the call; the member's lock makes calls on it serial.
+            let status = unsafe { (m.calls.on_sample)(m.state, sample.as_ptr(), sample.len()) };
+            Done::Sampled {
+                status,
+                error: m.shared.lock().error.take(),
+            }
+        }
+        Job::NativeSample(sample) => {
+            // Only after a `create` that said so (the host sends no other).
+            let on_sample = m.native?;
+            // SAFETY: as for `on_sample`; the plugin's layout fingerprint is the agent's, so
+            // it reads `Sample` as this build lays it out; the Arc keeps it alive and
+            // unchanged until the call returns.
+            let status = unsafe { on_sample(m.state, Arc::as_ptr(&sample).cast()) };
+            Done::Sampled {
+                status,
+                error: m.shared.lock().error.take(),
+            }
+        }
+        Job::Report(window) if m.created => {
+            let status = match m.calls.report {
+                // SAFETY: as for `on_sample`; the window is valid for the call.
+                Some(report) => unsafe { report(m.state, window.as_ptr(), window.len()) },
+                None => abi::STATUS_OK,
+            };
+            Done::Reported {
+                status,
+                error: m.shared.lock().error.take(),
+            }
+        }
+        Job::Sample(_) | Job::Report(_) => return None,
+        Job::Stop => {
+            if std::mem::take(&mut m.created) {
+                // SAFETY: the state from `create`, destroyed once (`created` is now false),
+                // under the member's lock.
+                unsafe { (m.calls.destroy)(m.state) };
+            }
+            Done::Stopped
+        }
+    };
+    Some(done)
 }
 
 /// Calls a plugin's `check_config` on a thread of its own, waiting at most `within`. Only

@@ -13,10 +13,13 @@
  * ABI 1.5 bundles: with -DHELLO_BUNDLE it exports zpulse_plugin_bundle instead of the entry,
  * holding hello-c, hello-c-twin (the same code under another name) and one descriptor whose
  * name is not a valid name, which must cost only that one; with -DHELLO_BUNDLE_ENDLESS the
- * bundle never answers NULL; with -DHELLO_BOTH it exports the entry and the bundle.
+ * bundle never answers NULL; with -DHELLO_BOTH it exports the entry and the bundle. With
+ * -DHELLO_BUNDLE_FIRST_SLEEPS_MS=N as well, the bundle's first plugin (hello-c) sleeps N ms
+ * in its first on_sample, with hello-c-twin queued behind it on the bundle's thread.
  */
-#ifdef HELLO_LAYOUT_HANG
+#if defined(HELLO_LAYOUT_HANG) || defined(HELLO_BUNDLE_FIRST_SLEEPS_MS)
 #define _POSIX_C_SOURCE 200809L
+#include <time.h>
 #include <unistd.h>
 #endif
 #include <stdlib.h>
@@ -182,6 +185,21 @@ static int32_t report(void *state, const uint8_t *window, size_t window_len) {
 
 static void destroy(void *state) { free(state); }
 
+#ifdef HELLO_BUNDLE_FIRST_SLEEPS_MS
+static int32_t on_sample_first_sleeps(void *state, const uint8_t *sample, size_t sample_len) {
+    struct state *s = state;
+    if (s->samples == 0) {
+        struct timespec t = {HELLO_BUNDLE_FIRST_SLEEPS_MS / 1000,
+                             (HELLO_BUNDLE_FIRST_SLEEPS_MS % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+    }
+    return on_sample(state, sample, sample_len);
+}
+#define HELLO_FIRST_ON_SAMPLE on_sample_first_sleeps
+#else
+#define HELLO_FIRST_ON_SAMPLE on_sample
+#endif
+
 #ifdef HELLO_LAYOUT_HANG
 /* Asked after create, on the plugin's thread: the agent must treat it as a create that hangs. */
 static uint64_t layout_hangs(void) {
@@ -203,7 +221,7 @@ static int32_t native_never(void *state, const void *sample) {
 #else
 #define HELLO_NATIVE
 #endif
-#define HELLO_DESCRIPTOR(NAME)                                                                 \
+#define HELLO_DESCRIPTOR_WITH(NAME, ON_SAMPLE)                                                 \
     {                                                                                          \
         .abi_major = HELLO_ABI_MAJOR,                                                          \
         .abi_minor = HELLO_ABI_MINOR,                                                          \
@@ -213,17 +231,18 @@ static int32_t native_never(void *state, const void *sample) {
         .version = {"1.0.0", 5},                                                               \
         .build_info = {"hello.c", 7},                                                          \
         .create = create,                                                                      \
-        .on_sample = on_sample,                                                                \
+        .on_sample = ON_SAMPLE,                                                                \
         .destroy = destroy,                                                                    \
         /* ABI 1.1 fields left zero: no check_config (NULL), and unread 0: it is sent the     \
          * whole sample, as a 1.0 plugin is. */                                                \
         .report = report,                                                                      \
         HELLO_NATIVE                                                                           \
     }
+#define HELLO_DESCRIPTOR(NAME) HELLO_DESCRIPTOR_WITH(NAME, on_sample)
 
 #if defined(HELLO_BUNDLE) || defined(HELLO_BUNDLE_ENDLESS) || defined(HELLO_BOTH)
 static const zpulse_plugin_descriptor bundle[] = {
-    HELLO_DESCRIPTOR("hello-c"),
+    HELLO_DESCRIPTOR_WITH("hello-c", HELLO_FIRST_ON_SAMPLE),
     HELLO_DESCRIPTOR("hello-c-twin"),
     HELLO_DESCRIPTOR("not a name"),
 };
