@@ -418,6 +418,9 @@ fn load_average() -> String {
         .unwrap_or_default()
 }
 
+/// Instructions per interval at one size: (size, live snapshot, live + checks).
+type Counted = (usize, Option<u64>, Option<u64>);
+
 /// Growth exponent between two sizes.
 fn exponent(size: (f64, f64), cost: (f64, f64)) -> f64 {
     (cost.1 / cost.0).ln() / (size.1 / size.0).ln()
@@ -557,14 +560,26 @@ fn main() {
         "live chk"
     );
     let mut axis_rows: Vec<(&str, Vec<(usize, Costs)>)> = Vec::new();
+    // With `--callgrind`: user-space instructions of the live snapshot and of the live
+    // interval with every check at the two largest sizes of each axis, whose growth is that
+    // of zpulse's own code, without the kernel's share of the floor.
+    let mut axis_instructions: Vec<(&str, Vec<Counted>)> = Vec::new();
     for (label, sizes, make) in [
         ("disks", disk_sizes, Axis::Disks as fn(usize) -> Axis),
         ("vdevs", vdev_sizes, Axis::Vdevs as fn(usize) -> Axis),
     ] {
         let mut rows = Vec::new();
-        for &n in sizes {
+        let mut counted = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
             let dir = synthetic_series(&work, make(n));
             let c = measure(&mode, &dir, &profile);
+            if mode.callgrind && i + 2 >= sizes.len() {
+                counted.push((
+                    n,
+                    instructions("live-snapshot", &dir, 1, &profile),
+                    instructions("live-checks", &dir, 1, &profile),
+                ));
+            }
             println!(
                 "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.2} {:>9.2} {:>11.1} {:>11.1}",
                 format!("{n} {label}"),
@@ -581,6 +596,7 @@ fn main() {
             let _ = std::fs::remove_dir_all(&dir);
         }
         axis_rows.push((label, rows));
+        axis_instructions.push((label, counted));
     }
     for (label, rows) in &axis_rows {
         // Between the two largest sizes, where the lab's own share no longer hides the growth
@@ -598,6 +614,17 @@ fn main() {
             e(|c| c.kept_snapshot),
             e(|c| c.kept_checks)
         );
+    }
+    for (label, counted) in &axis_instructions {
+        if let [(a, Some(sa), Some(ca)), (b, Some(sb), Some(cb))] = counted[..] {
+            let size = (a as f64, b as f64);
+            println!(
+                "  instructions (callgrind, user space) in {label}: live snapshot {sa} → {sb}, \
+                 growth {:.2}; live + checks {ca} → {cb}, growth {:.2}",
+                exponent(size, (sa as f64, sb as f64)),
+                exponent(size, (ca as f64, cb as f64))
+            );
+        }
     }
 
     if !rss {
