@@ -18,9 +18,11 @@
 //!   scrape of the same capture (`--path.procfs`, `--path.sysfs`, collectors `zfs` and
 //!   `diskstats` only, scraped over loopback).
 //!
-//! CPU time is the whole process's (every thread: plugin workers included), as ratios to the
-//! floor. The growth exponent of each column is the slope of log(cost) over log(size) between
-//! the smallest and the largest synthetic capture. Memory per disk and per vdev is the slope of
+//! CPU time is the whole process's (every thread: the plugins' lanes included), as ratios to
+//! the floor. Every stage of a capture is measured in five interleaved rounds and its median
+//! kept, so that a machine whose speed drifts during the run moves all stages alike. The
+//! growth exponent of each column is the slope of log(cost) over log(size) between the two
+//! largest synthetic captures of an axis. Memory per disk and per vdev is the slope of
 //! the resident set of `zpulse run --replay` (all checks) over a synthetic series.
 //!
 //! `--quick` (what CI runs) and `cargo test` do a few iterations of everything: a smoke run
@@ -71,6 +73,7 @@ fn cpu_per_call(mode: &Mode, mut f: impl FnMut(u32)) -> Duration {
     (cpu_now() - start) / n
 }
 
+#[derive(Clone, Copy)]
 struct Mode {
     quick: bool,
     iterations: u32,
@@ -128,57 +131,103 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// Measures the four stages on series `dir` (two captures, `000` then `001`).
+/// Measures every stage on series `dir` (two captures, `000` then `001`) in interleaved
+/// rounds, each stage a share of the CPU budget in every round, and keeps each stage's median:
+/// a machine whose speed drifts during the run (a VM's neighbours, the page cache) then moves
+/// every stage alike, and the ratios to the floor stay true.
 fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
     let (d0, d1) = (dir.join("000"), dir.join("001"));
     let mut list = Vec::new();
     files(&d1, &mut list);
-    let floor = cpu_per_call(mode, |_| {
-        for f in &list {
-            std::hint::black_box(std::fs::read(f).ok());
-        }
-    });
-    let snapshot = cpu_per_call(mode, |_| {
-        std::hint::black_box(capture::load(&d1).ok());
-    });
     let prev: Snapshot = capture::load(&d0).expect("synthetic capture 000");
-    let sample_cost = cpu_per_call(mode, |_| {
-        let cur = Arc::new(capture::load(&d1).expect("capture 001"));
-        std::hint::black_box(Sample::following(&prev, cur).ok());
-    });
-    let mut host = start_shipped_checks(profile, &prev.host.hostname);
-    let with_checks = cpu_per_call(mode, |k| {
-        let cur = Arc::new(capture::load(&d1).expect("capture 001"));
-        let sample = Sample::following(&prev, cur).expect("a sample");
-        std::hint::black_box(host.run(&shifted(sample, k)));
-    });
     let per_interval: Vec<&PathBuf> = list
         .iter()
         .filter(|f| !f.starts_with(d1.join("sys/block")) && !f.ends_with(capture::MANIFEST))
         .collect();
-    let kept_floor = cpu_per_call(mode, |_| {
-        for f in &per_interval {
-            std::hint::black_box(std::fs::read(f).ok());
-        }
-    });
     let reader = capture::Reader::open(&d1).expect("capture 001");
-    let kept_snapshot = cpu_per_call(mode, |_| {
-        std::hint::black_box(reader.load());
-    });
-    let kept_checks = cpu_per_call(mode, |k| {
-        let sample = Sample::following(&prev, Arc::new(reader.load())).expect("a sample");
-        std::hint::black_box(host.run(&shifted(sample, k)));
-    });
+    let mut host = start_shipped_checks(profile, &prev.host.hostname);
+    let rounds = if mode.quick { 1 } else { ROUNDS };
+    let round = Mode {
+        iterations: (mode.iterations / rounds).max(1),
+        min_cpu: mode.min_cpu / rounds,
+        max_wall: mode.max_wall / rounds,
+        ..*mode
+    };
+    // The checks see one interval after another across every round and stage, as live.
+    let mut interval = 0u32;
+    let mut next = || {
+        interval += 1;
+        interval
+    };
+    let mut stages: [Vec<f64>; 7] = Default::default();
+    for _ in 0..rounds {
+        let costs = [
+            cpu_per_call(&round, |_| {
+                for f in &list {
+                    std::hint::black_box(std::fs::read(f).ok());
+                }
+            }),
+            cpu_per_call(&round, |_| {
+                std::hint::black_box(capture::load(&d1).ok());
+            }),
+            cpu_per_call(&round, |_| {
+                let cur = Arc::new(capture::load(&d1).expect("capture 001"));
+                std::hint::black_box(Sample::following(&prev, cur).ok());
+            }),
+            cpu_per_call(&round, |_| {
+                let cur = Arc::new(capture::load(&d1).expect("capture 001"));
+                let sample = Sample::following(&prev, cur).expect("a sample");
+                std::hint::black_box(host.run(&shifted(sample, next())));
+            }),
+            cpu_per_call(&round, |_| {
+                for f in &per_interval {
+                    std::hint::black_box(std::fs::read(f).ok());
+                }
+            }),
+            cpu_per_call(&round, |_| {
+                std::hint::black_box(reader.load());
+            }),
+            cpu_per_call(&round, |_| {
+                let sample = Sample::following(&prev, Arc::new(reader.load())).expect("a sample");
+                std::hint::black_box(host.run(&shifted(sample, next())));
+            }),
+        ];
+        for (stage, cost) in stages.iter_mut().zip(costs) {
+            stage.push(us(cost));
+        }
+    }
     host.shutdown();
+    let [
+        floor,
+        snapshot,
+        sample,
+        checks,
+        kept_floor,
+        kept_snapshot,
+        kept_checks,
+    ] = stages.map(|mut v| median(&mut v));
     Costs {
-        floor: us(floor),
-        snapshot: us(snapshot),
-        sample: us(sample_cost),
-        checks: us(with_checks),
-        kept_snapshot: us(kept_snapshot),
-        kept_checks: us(kept_checks),
-        kept_floor: us(kept_floor),
+        floor,
+        snapshot,
+        sample,
+        checks,
+        kept_snapshot,
+        kept_checks,
+        kept_floor,
         node_exporter: None,
+    }
+}
+
+/// Rounds of [`measure`] outside quick mode.
+const ROUNDS: u32 = 5;
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
     }
 }
 
