@@ -428,11 +428,16 @@ fn a_group_writable_plugin_directory_is_refused() {
 #[test]
 fn a_panicking_plugin_is_disabled_after_max_failures_and_reported_once_each() {
     let b = built();
+    // A file name of this test's own: its plugin's thread is named after it.
     let dir = PluginDir::new(&[
-        (&rust_plugin("zpulse_test_plugin_panics"), "libpanics.so"),
+        (
+            &rust_plugin("zpulse_test_plugin_panics"),
+            "libpanics_disabled.so",
+        ),
         (&b.hello_c, "libhello_c.so"),
     ]);
     let mut host = dir.start("max_failures = 3\n");
+    assert_eq!(threads_named("panics_disabled"), 1);
     assert_eq!(status_of(&host, "panics"), Status::Loaded);
     let mut outs = Vec::new();
     for n in 0..6 {
@@ -470,6 +475,8 @@ fn a_panicking_plugin_is_disabled_after_max_failures_and_reported_once_each() {
         panic!()
     };
     assert!(why.contains("panicked"), "{why}");
+    // Its last call destroyed the state, and its file's thread ended.
+    assert_threads_named("panics_disabled", 0);
     host.shutdown();
 }
 
@@ -477,7 +484,10 @@ fn a_panicking_plugin_is_disabled_after_max_failures_and_reported_once_each() {
 fn a_plugin_that_panics_in_create_is_refused() {
     let b = built();
     let dir = PluginDir::new(&[
-        (&rust_plugin("zpulse_test_plugin_panics"), "libpanics.so"),
+        (
+            &rust_plugin("zpulse_test_plugin_panics"),
+            "libpanics_create.so",
+        ),
         (&b.hello_c, "libhello_c.so"),
     ]);
     let mut host = dir.start("[plugins.panics]\nin_create = true\n");
@@ -488,6 +498,8 @@ fn a_plugin_that_panics_in_create_is_refused() {
     let out = host.run(&sample());
     assert_eq!(agent(&out, "plugin.refused").len(), 1);
     assert_hello(&out, 1);
+    // A file whose only plugin was refused keeps no thread.
+    assert_threads_named("panics_create", 0);
 }
 
 /// A plugin whose ABI 1.4 layout query never returns is a plugin whose `create` hangs: it is
@@ -1063,6 +1075,16 @@ fn threads_named(name: &str) -> usize {
         .count()
 }
 
+/// Waits (up to 10 s) until this process has `count` threads named `name`, then checks: a
+/// thread names itself once it runs, and ends a little after it is told to.
+fn assert_threads_named(name: &str, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads_named(name) != count && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(threads_named(name), count, "threads named {name}");
+}
+
 /// A bundle's plugins share one thread (one wake-up a sample for all of them), and one that
 /// hangs keeps that thread to itself: the plugins behind it go on on a new one, at once, and
 /// the hung one is skipped until it returns, as a plugin of its own file would be.
@@ -1108,12 +1130,7 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
         Status::Loaded,
         "queued is not hung"
     );
-    // A new thread names itself once it runs: give it the time to.
-    let named = Instant::now() + Duration::from_secs(10);
-    while threads_named("sleepy_bundle") < 2 && Instant::now() < named {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(threads_named("sleepy_bundle"), 2, "split");
+    assert_threads_named("sleepy_bundle", 2);
 
     // Sample 2, at once: the twin answers without waiting for hello-c; over the two samples
     // only the twin has emitted (its samples 1 and 2), hello-c nothing.

@@ -432,17 +432,10 @@ impl PluginHost {
         );
         let lane = match *file_lane {
             Some(lane) => lane,
-            None => {
-                let name = match info.in_bundle {
-                    // Thread names are cut at 15 bytes: the file's stem says the most.
-                    Some(_) => lane_name_of_file(&info.path),
-                    None => format!("plugin-{}", opened.name),
-                };
-                match self.new_lane(name) {
-                    Ok(lane) => *file_lane.insert(lane),
-                    Err(e) => return self.refuse(info, format!("cannot start its thread: {e}")),
-                }
-            }
+            None => match self.new_lane(lane_name_of_file(&info.path)) {
+                Ok(lane) => *file_lane.insert(lane),
+                Err(e) => return self.refuse(info, format!("cannot start its thread: {e}")),
+            },
         };
         let index = self.slots.len();
         let member = Arc::new(Mutex::new(Member::new(opened.calls, &shared)));
@@ -639,6 +632,18 @@ impl PluginHost {
             lane.lane.close();
         }
         stopped
+    }
+
+    /// Closes lane `lane` once no plugin has it: a file whose plugins are all refused or
+    /// disabled keeps no thread (what is queued, a last call, still runs).
+    fn close_if_unused(&self, lane: usize) {
+        let used = self
+            .slots
+            .iter()
+            .any(|s| s.run.as_ref().is_some_and(|r| r.lane == Some(lane)));
+        if !used {
+            self.lanes[lane].lane.close();
+        }
     }
 
     /// Posts plugin `index` its last call, if it has a lane: it gets no more calls.
@@ -866,10 +871,14 @@ impl PluginHost {
             _ => format!("create failed: {why}"),
         };
         // Its lane sends it nothing more (it has no state to destroy).
+        let lane = run.lane;
         slot.run = None;
         slot.info.status = Status::Refused(why.clone());
         let summary = format!("plugin {} was not loaded: {why}", slot.info.path.display());
         let data = data(&[("path", slot.info.path.display().to_string().into())]);
+        if let Some(lane) = lane {
+            self.close_if_unused(lane);
+        }
         self.report(
             "plugin.refused",
             Severity::Warning,
@@ -968,7 +977,11 @@ impl PluginHost {
         let why = format!("{max} failures in a row; the last: {last}");
         slot.info.status = Status::Disabled(why.clone());
         // Its last call, behind the one in hand if it is hung.
+        let lane = run.lane;
         self.stop(index);
+        if let Some(lane) = lane {
+            self.close_if_unused(lane);
+        }
         let summary =
             format!("plugin {name} was disabled after {why}. Fix it and restart the agent");
         let data = data(&[("failures", u64::from(max).into())]);
@@ -1102,8 +1115,8 @@ impl Drop for PluginHost {
     }
 }
 
-/// A bundle's lane name: its file's stem without `lib` (`libzpulse_checks.so`:
-/// `zpulse_checks`).
+/// A lane's thread name: its file's stem without `lib` (`libzpulse_checks.so`:
+/// `zpulse_checks`), which the 15 bytes a thread name keeps say the most of.
 fn lane_name_of_file(path: &Path) -> String {
     let stem = path
         .file_stem()
