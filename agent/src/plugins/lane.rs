@@ -69,13 +69,13 @@ pub(super) struct Lane<T, R> {
 
 impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
     /// Starts a lane's thread, named `name`, which runs each job with `work` and, whenever
-    /// its queue runs dry, sends `id` to `done`.
+    /// its queue runs dry, sends `id` to `done`. An outcome is filed under its job's owner.
     pub fn spawn(
         id: usize,
         name: String,
         stack_size: usize,
         done: Sender<usize>,
-        mut work: impl FnMut(usize, T) -> Option<R> + Send + 'static,
+        mut work: impl FnMut(T) -> Option<R> + Send + 'static,
     ) -> std::io::Result<Lane<T, R>> {
         let inner = Arc::new(Inner {
             queue: Mutex::new(Queue {
@@ -92,7 +92,7 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
             .stack_size(stack_size)
             .spawn(move || {
                 while let Some(Queued { owner, job, .. }) = next(&theirs) {
-                    let outcome = work(owner, job);
+                    let outcome = work(job);
                     let mut queue = theirs.lock();
                     queue.in_hand = None;
                     if let Some(outcome) = outcome {
@@ -190,7 +190,7 @@ mod tests {
 
     /// A lane that doubles each job; `gate` holds it inside job 0 until a message arrives.
     fn doubling(done: Sender<usize>, gate: crossbeam_channel::Receiver<()>) -> Lane<u32, u32> {
-        Lane::spawn(7, "lane-test".into(), 1 << 16, done, move |_, job| {
+        Lane::spawn(7, "lane-test".into(), 1 << 16, done, move |job| {
             if job == 0 {
                 let _ = gate.recv();
             }

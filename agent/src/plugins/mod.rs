@@ -605,16 +605,13 @@ impl PluginHost {
     pub fn shutdown_by(mut self, deadline: Instant) {
         let mut waiting = self.stop_all();
         let deadline = deadline.min(Instant::now() + self.budget.budget);
-        let mut finished = Vec::new();
         while waiting > 0 {
             if self.done_rx.recv_deadline(deadline).is_err() {
                 break;
             }
-            for lane in &self.lanes {
-                lane.lane.take_finished(&mut finished);
-            }
-            waiting -= finished
-                .drain(..)
+            waiting -= self
+                .take_finished()
+                .into_iter()
                 .filter(|(_, done)| matches!(done, Done::Stopped))
                 .count();
         }
@@ -634,19 +631,26 @@ impl PluginHost {
         stopped
     }
 
+    /// The plugins whose calls go to lane `lane`.
+    fn plugins_on(&self, lane: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.slots.len()).filter(move |&i| {
+            self.slots[i]
+                .run
+                .as_ref()
+                .is_some_and(|r| r.lane == Some(lane))
+        })
+    }
+
     /// Closes lane `lane` once no plugin has it: a file whose plugins are all refused or
     /// disabled keeps no thread (what is queued, a last call, still runs).
     fn close_if_unused(&self, lane: usize) {
-        let used = self
-            .slots
-            .iter()
-            .any(|s| s.run.as_ref().is_some_and(|r| r.lane == Some(lane)));
-        if !used {
+        if self.plugins_on(lane).next().is_none() {
             self.lanes[lane].lane.close();
         }
     }
 
-    /// Posts plugin `index` its last call, if it has a lane: it gets no more calls.
+    /// Posts plugin `index` its last call, if it has a lane: it gets no more calls, and its
+    /// lane ends once no other plugin has it.
     fn stop(&mut self, index: usize) -> bool {
         let Some(run) = self.slots[index].run.as_mut() else {
             return false;
@@ -662,6 +666,7 @@ impl PluginHost {
                 job: Job::Stop,
             },
         }]);
+        self.close_if_unused(lane);
         true
     }
 
@@ -673,20 +678,25 @@ impl PluginHost {
             name.clone(),
             worker::STACK_BYTES,
             self.done_tx.clone(),
-            |_, call| worker::work(call),
+            worker::work,
         )?;
         self.lanes.push(PluginLane { lane, name });
         Ok(id)
     }
 
-    /// Handles every outcome the lanes have finished, without waiting.
-    fn collect(&mut self) {
-        while self.done_rx.try_recv().is_ok() {}
+    /// Every outcome the lanes have finished, as (plugin, outcome).
+    fn take_finished(&self) -> Vec<(usize, Done)> {
         let mut finished = Vec::new();
         for lane in &self.lanes {
             lane.lane.take_finished(&mut finished);
         }
-        for (index, done) in finished {
+        finished
+    }
+
+    /// Handles every outcome the lanes have finished, without waiting.
+    fn collect(&mut self) {
+        while self.done_rx.try_recv().is_ok() {}
+        for (index, done) in self.take_finished() {
             self.handle(index, done);
         }
     }
@@ -740,15 +750,7 @@ impl PluginHost {
 
     /// Moves every plugin of lane `lane` but `owner`, and their queued calls, to a new lane.
     fn split(&mut self, lane: usize, owner: usize) {
-        let others: Vec<usize> = (0..self.slots.len())
-            .filter(|&i| {
-                i != owner
-                    && self.slots[i]
-                        .run
-                        .as_ref()
-                        .is_some_and(|r| r.lane == Some(lane))
-            })
-            .collect();
+        let others: Vec<usize> = self.plugins_on(lane).filter(|&i| i != owner).collect();
         let moved = self.lanes[lane].lane.take_queued_except(owner);
         if others.is_empty() && moved.is_empty() {
             return;
@@ -977,11 +979,7 @@ impl PluginHost {
         let why = format!("{max} failures in a row; the last: {last}");
         slot.info.status = Status::Disabled(why.clone());
         // Its last call, behind the one in hand if it is hung.
-        let lane = run.lane;
         self.stop(index);
-        if let Some(lane) = lane {
-            self.close_if_unused(lane);
-        }
         let summary =
             format!("plugin {name} was disabled after {why}. Fix it and restart the agent");
         let data = data(&[("failures", u64::from(max).into())]);

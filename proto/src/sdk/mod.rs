@@ -144,7 +144,8 @@ macro_rules! export_plugin {
 
 /// Exports several [`Plugin`]s from one `cdylib`, as the shared object's
 /// `zpulse_plugin_bundle` (ABI 1.5): each is loaded as a plugin of its own (its name, its
-/// `[plugins.<name>]` table, its thread), and the file holds one copy of the code they share
+/// `[plugins.<name>]` table, its state; the agent runs them on one thread, one call after
+/// another), and the file holds one copy of the code they share
 /// — the SDK, serde, the standard library — instead of one per plugin. The checks zpulse
 /// ships are one bundle (`plugins/checks`). Use once per `cdylib`, instead of
 /// [`export_plugin!`]; at most [`abi::BUNDLE_MAX`] plugins, with different names.
