@@ -1075,6 +1075,31 @@ fn threads_named(name: &str) -> usize {
         .count()
 }
 
+/// `Cpus_allowed_list` of a `/proc` status file (`/proc/self/status`, a task's).
+fn cpus_allowed(status: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list")
+        .trim()
+        .to_string()
+}
+
+/// The CPUs each thread named `name` may run on, sorted.
+fn cpus_allowed_of_threads_named(name: &str) -> Vec<String> {
+    let mut lists: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .map(|s| cpus_allowed(&s))
+        .collect();
+    lists.sort();
+    lists
+}
+
 /// Waits (up to 10 s) until this process has `count` threads named `name`, then checks: a
 /// thread names itself once it runs, and ends a little after it is told to.
 fn assert_threads_named(name: &str, count: usize) {
@@ -1142,6 +1167,22 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
     both.sort();
     assert_eq!(both, [1, 2], "{:?} {:?}", out1.events, out2.events);
     assert!(agent(&out2, "plugin.hung").is_empty());
+    // Each post holds a lane's thread to the poster's CPU (plugins::placement); the hung
+    // call's thread is let go to every CPU the process may use, so a call that spins is not
+    // held to one. (On a machine of one CPU the two cannot be told apart.)
+    let anywhere = cpus_allowed(&std::fs::read_to_string("/proc/self/status").unwrap());
+    let lanes = cpus_allowed_of_threads_named("sleepy_bundle");
+    assert_eq!(lanes.len(), 2, "{lanes:?}");
+    assert!(
+        lanes.contains(&anywhere),
+        "the hung lane: {lanes:?}, process {anywhere}"
+    );
+    if anywhere.contains([',', '-']) {
+        assert!(
+            lanes.iter().any(|l| l.parse::<usize>().is_ok()),
+            "the twin's lane is held to the poster's CPU: {lanes:?}"
+        );
+    }
 
     // After hello-c returns: its late sample 1, then its sample 2 (the newest sample), and the
     // twin's sample 3; the hung finding clears.

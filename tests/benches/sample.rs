@@ -490,6 +490,19 @@ fn main() {
         phase(&name, &series, n, &profile);
         return;
     }
+    // `--synthetic disks|vdevs N DIR`: writes that synthetic series into DIR and stops, for
+    // profiling a size by hand (`--phase NAME --series DIR/disks-N`).
+    if let Some(i) = args.iter().position(|a| a == "--synthetic") {
+        let [axis, n, dir] = [1, 2, 3].map(|k| args.get(i + k).expect("--synthetic AXIS N DIR"));
+        let n: usize = n.parse().expect("--synthetic: N is a number");
+        let axis = match axis.as_str() {
+            "disks" => Axis::Disks(n),
+            "vdevs" => Axis::Vdevs(n),
+            other => panic!("--synthetic: no axis {other:?} (disks or vdevs)"),
+        };
+        println!("{}", synthetic_series(Path::new(dir), axis).display());
+        return;
+    }
     // `--no-rss`: no `zpulse run` memory figures, and so no release build of the binary.
     let rss = !args.iter().any(|a| a == "--no-rss");
     let profile = build_libs_into_test_target(&[CHECKS_PACKAGE], rss);

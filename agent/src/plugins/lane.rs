@@ -18,13 +18,18 @@
 //! each plugin had a channel of its own). An idle lane sleeps on a condition variable at
 //! once, and the host wakes it with one `futex` call per batch of jobs.
 //!
+//! Before it wakes a lane, the host moves the lane's thread to its own CPU
+//! ([`placement`](super::placement)): the plugins then read the sample from the caches it was
+//! written into.
+//!
 //! A lane tells the host only when its queue runs dry (one message a batch, on the host's
 //! channel), and keeps each call's outcome in its `finished` list until the host takes it, so
 //! the outcomes of the calls before one that hangs are there for the host at its deadline.
 
+use super::placement::Placement;
 use crossbeam_channel::Sender;
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 /// A job for the plugin numbered `owner`, posted at `posted` (the budget runs from then).
@@ -53,6 +58,8 @@ struct Queue<T, R> {
 struct Inner<T, R> {
     queue: Mutex<Queue<T, R>>,
     posted: Condvar,
+    /// The lane thread's, set as it starts.
+    placement: OnceLock<Placement>,
 }
 
 impl<T, R> Inner<T, R> {
@@ -85,12 +92,14 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
                 open: true,
             }),
             posted: Condvar::new(),
+            placement: OnceLock::new(),
         });
         let theirs = Arc::clone(&inner);
         std::thread::Builder::new()
             .name(name)
             .stack_size(stack_size)
             .spawn(move || {
+                let _ = theirs.placement.set(Placement::of_current_thread());
                 while let Some(Queued { owner, job, .. }) = next(&theirs) {
                     let outcome = work(job);
                     let mut queue = theirs.lock();
@@ -110,7 +119,7 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
         Ok(Lane { inner })
     }
 
-    /// Queues `jobs` behind the lane's others and wakes its thread once.
+    /// Queues `jobs` behind the lane's others and wakes its thread once, on the caller's CPU.
     pub fn post(&self, jobs: impl IntoIterator<Item = Queued<T>>) {
         let mut queue = self.inner.lock();
         let before = queue.jobs.len();
@@ -118,7 +127,17 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
         let any = queue.jobs.len() > before;
         drop(queue);
         if any {
+            if let Some(placement) = self.inner.placement.get() {
+                placement.follow_caller();
+            }
             self.inner.posted.notify_one();
+        }
+    }
+
+    /// Lets the lane's thread run on any CPU again: for a lane left to a hung call.
+    pub fn release_placement(&self) {
+        if let Some(placement) = self.inner.placement.get() {
+            placement.release();
         }
     }
 
@@ -178,6 +197,7 @@ fn next<T, R>(inner: &Inner<T, R>) -> Option<Queued<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugins::placement;
     use std::time::Duration;
 
     fn queued(owner: usize, job: u32) -> Queued<u32> {
@@ -248,6 +268,34 @@ mod tests {
         let mut got = Vec::new();
         lane.take_finished(&mut got);
         assert_eq!(got, [(2, 0), (2, 16)]);
+        lane.close();
+    }
+
+    #[test]
+    fn each_post_moves_the_lane_to_the_posters_cpu() {
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let (_open, gate) = crossbeam_channel::bounded(0);
+        let lane = doubling(done_tx, gate);
+        let usable = placement::tests::usable_cpus();
+        // The first post may come before the thread has said where it is: after it, it has.
+        lane.post([queued(1, 1)]);
+        assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)), Ok(7));
+        let theirs = lane
+            .inner
+            .placement
+            .get()
+            .expect("the lane thread's placement");
+        for (round, &cpu) in usable.iter().rev().chain(&usable).enumerate() {
+            placement::tests::hold_current_thread_to(cpu);
+            lane.post([queued(1, round as u32 + 1)]);
+            assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)), Ok(7));
+            assert_eq!(theirs.allowed(), [cpu], "round {round}");
+        }
+        lane.release_placement();
+        assert_eq!(theirs.allowed(), usable, "released: anywhere again");
+        let mut got = Vec::new();
+        lane.take_finished(&mut got);
+        assert_eq!(got.len(), 1 + 2 * usable.len());
         lane.close();
     }
 

@@ -23,6 +23,7 @@ mod elf;
 mod lane;
 mod load;
 pub(crate) mod perms;
+mod placement;
 mod worker;
 
 pub use perms::{check_plugin_file, effective_uid};
@@ -743,6 +744,8 @@ impl PluginHost {
             if in_hand.posted.elapsed() < budget {
                 continue;
             }
+            // A call that spins is not held to the CPU the host was on when it posted.
+            self.lanes[lane].lane.release_placement();
             self.split(lane, in_hand.owner);
             self.mark_one_hung(in_hand.owner);
         }
