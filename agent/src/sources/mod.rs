@@ -43,14 +43,14 @@ pub enum System {
 }
 
 /// What one [`System`] keeps from a snapshot for the next: what does not change while a
-/// device stays, and what makes the next round of ioctls cheaper. A recorded snapshot (a
-/// capture) uses none of it.
+/// device stays, and what makes the next round of ioctls (or of a capture's replies) cheaper.
+/// A recorded snapshot (a capture being made) uses none of it.
 #[derive(Debug, Default)]
 pub struct Kept {
     /// The disks' sysfs facts (Linux).
     pub disks: linux::sysblock::KeptFacts,
-    /// Each pool's last POOL_STATS reply size (live).
-    pub replies: zpool::read::ReplySizes,
+    /// Each pool's last POOL_STATS reply, whose size and memory the next one starts from.
+    pub replies: zpool::read::KeptReplies,
 }
 
 impl System {
@@ -163,14 +163,14 @@ fn read(through: Through<'_>, identity: HostIdentity) -> Snapshot {
     match through {
         Through::Linux(root, kept) => {
             linux::collect(root, kept.map(|k| &k.disks), &mut snap);
-            let sizes = kept.map(|k| &k.replies);
-            zpool::read::read(root, zfs_ioctl::Platform::Linux, None, sizes, &mut snap);
+            let replies = kept.map(|k| &k.replies);
+            zpool::read::read(root, zfs_ioctl::Platform::Linux, None, replies, &mut snap);
         }
         Through::Freebsd(sysctl, root, kept) => {
             freebsd::collect(sysctl, &mut snap);
             let abi = sysctl.u64("vfs.zfs.version.ioctl").ok();
-            let sizes = kept.map(|k| &k.replies);
-            zpool::read::read(root, zfs_ioctl::Platform::Freebsd, abi, sizes, &mut snap);
+            let replies = kept.map(|k| &k.replies);
+            zpool::read::read(root, zfs_ioctl::Platform::Freebsd, abi, replies, &mut snap);
         }
     }
     snap

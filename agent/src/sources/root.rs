@@ -94,6 +94,21 @@ impl Root {
         result
     }
 
+    /// [`Root::read`] into `buf`, which is cleared first and keeps its memory: for a file
+    /// read every interval whose size would otherwise be allocated anew each time (a pool's
+    /// `/dev/zfs` reply in a capture; see `zpool::read::KeptReplies`). On failure `buf` is
+    /// empty.
+    pub fn read_into(&self, rel: &str, buf: &mut Vec<u8>) -> io::Result<()> {
+        buf.clear();
+        if self.recorder.is_some() {
+            // A recording keeps what it reads anyway (and `read` records it).
+            *buf = self.read(rel)?;
+            return Ok(());
+        }
+        let path = self.inside(rel)?;
+        read_regular_into(&path, MAX_FILE_BYTES, buf)
+    }
+
     /// A small text file with surrounding white space removed (sysfs attributes, `state`).
     pub fn read_trimmed(&self, rel: &str) -> io::Result<String> {
         let bytes = self.read(rel)?;
@@ -151,6 +166,22 @@ impl Root {
 /// `/sys` files are regular files whose size reads as 0 or 4096, so the size is only known
 /// once read.
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    read_regular_into(path, limit, &mut buf)?;
+    Ok(buf)
+}
+
+/// [`read_regular`] into `buf`, cleared first (its capacity is kept); empty on failure.
+pub fn read_regular_into(path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    let result = read_regular_appending(path, limit, buf);
+    if result.is_err() {
+        buf.clear();
+    }
+    result
+}
+
+fn read_regular_appending(path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -167,15 +198,15 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     }
     // Sized from the file as `fs::read` does: one read for a capture or a sysfs file instead
     // of a probe and a read per doubling of the buffer (a /proc file says 0: grown as read).
-    let mut buf = Vec::with_capacity(meta.len().min(limit) as usize + 1);
-    file.take(limit + 1).read_to_end(&mut buf)?;
+    buf.reserve(meta.len().min(limit) as usize + 1);
+    file.take(limit + 1).read_to_end(buf)?;
     if buf.len() as u64 > limit {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!("larger than {limit} bytes"),
         ));
     }
-    Ok(buf)
+    Ok(())
 }
 
 /// The note for a source file that exists but holds nothing: the kernel never writes an
@@ -225,5 +256,33 @@ mod tests {
             err.to_string().contains(&(64u64 << 20).to_string()),
             "{err}"
         );
+    }
+
+    #[test]
+    fn read_into_reuses_the_buffer_and_leaves_it_empty_on_any_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::write(dir.path().join("reply"), b"0123456789").unwrap();
+        std::fs::write(dir.path().join("short"), b"ab").unwrap();
+        let mut buf = Vec::with_capacity(4096);
+        let memory = buf.as_ptr();
+        root.read_into("reply", &mut buf).unwrap();
+        assert_eq!(buf, b"0123456789");
+        root.read_into("short", &mut buf).unwrap();
+        assert_eq!(buf, b"ab", "cleared first, not overwritten in place");
+        assert_eq!(buf.as_ptr(), memory, "the same memory");
+        // The attacks read() refuses: a FIFO (no hang), a directory, a path out of the root,
+        // a missing file, a file over the limit. Nothing of the last read stays behind.
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo (coreutils)");
+        std::fs::create_dir(dir.path().join("dir")).unwrap();
+        let over = std::fs::File::create(dir.path().join("over")).unwrap();
+        over.set_len((64 << 20) + 1).unwrap();
+        for rel in ["fifo", "dir", "../etc/passwd", "missing", "over"] {
+            root.read_into("reply", &mut buf).unwrap();
+            assert!(root.read_into(rel, &mut buf).is_err(), "{rel}");
+            assert!(buf.is_empty(), "{rel}: {} bytes left", buf.len());
+        }
     }
 }

@@ -19,5 +19,5 @@ pub mod protocol;
 pub use layout::Platform;
 pub use protocol::{
     Ioctl, IoctlError, PoolConfigs, PoolStats, STATS_START, pool_configs, pool_stats,
-    stats_buffer_after,
+    pool_stats_into, stats_buffer_after,
 };

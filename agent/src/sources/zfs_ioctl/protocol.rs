@@ -123,7 +123,14 @@ pub struct PoolStats {
 
 /// Lists the imported pools; `generation` is what the last call returned (0 the first time).
 pub fn pool_configs(dev: &mut dyn Ioctl, generation: u64) -> Result<PoolConfigs, IoctlError> {
-    match call_growing(dev, Request::PoolConfigs, "", generation, CONFIGS_START) {
+    match call_growing(
+        dev,
+        Request::PoolConfigs,
+        "",
+        generation,
+        CONFIGS_START,
+        Vec::new(),
+    ) {
         Ok((packed, cmd)) => Ok(PoolConfigs::Changed {
             generation: cmd.cookie(),
             packed,
@@ -145,10 +152,22 @@ pub fn stats_buffer_after(last: usize) -> usize {
 /// The configuration and statistics of one pool, asked with a `start`-byte buffer first
 /// ([`STATS_START`], or [`stats_buffer_after`] its last reply).
 pub fn pool_stats(dev: &mut dyn Ioctl, pool: &str, start: usize) -> Result<PoolStats, IoctlError> {
+    pool_stats_into(dev, pool, start, Vec::new())
+}
+
+/// [`pool_stats`] into `buffer`, whose memory the reply reuses (its bytes are overwritten):
+/// a reader that keeps each pool's last reply hands it back here.
+pub fn pool_stats_into(
+    dev: &mut dyn Ioctl,
+    pool: &str,
+    start: usize,
+    buffer: Vec<u8>,
+) -> Result<PoolStats, IoctlError> {
     if pool.contains('\0') || pool.len() >= dev.platform().name_capacity() {
         return Err(IoctlError::BadPoolName(pool.to_string()));
     }
-    match call_growing(dev, Request::PoolStats, pool, 0, start.clamp(1, MAX_REPLY)) {
+    let start = start.clamp(1, MAX_REPLY);
+    match call_growing(dev, Request::PoolStats, pool, 0, start, buffer) {
         Ok((packed, cmd)) => {
             let altroot = cmd.value();
             Ok(PoolStats {
@@ -166,13 +185,16 @@ pub fn pool_stats(dev: &mut dyn Ioctl, pool: &str, start: usize) -> Result<PoolS
 
 /// Issues `request`, growing the reply buffer as the kernel asks (ENOMEM with the needed size
 /// in `zc_nvlist_dst_size`). Each try starts from a fresh command, so the cookie the kernel
-/// overwrote before failing is reset.
+/// overwrote before failing is reset. The reply is written into `dst`'s memory: only the
+/// bytes past its length are zeroed when it is sized for a try, so a buffer kept from the
+/// last reply costs no allocation and no page faults.
 fn call_growing(
     dev: &mut dyn Ioctl,
     request: Request,
     name: &str,
     cookie: u64,
     start: usize,
+    mut dst: Vec<u8>,
 ) -> Result<(Vec<u8>, CmdBuffer), IoctlError> {
     let call = match request {
         Request::PoolConfigs => "ZFS_IOC_POOL_CONFIGS",
@@ -180,7 +202,7 @@ fn call_growing(
     };
     let mut size = start;
     for _ in 0..MAX_TRIES {
-        let mut dst = vec![0u8; size];
+        dst.resize(size, 0);
         let mut cmd = CmdBuffer::new(dev.platform(), name, dst.as_mut_ptr(), size, cookie);
         let result = dev.call(request, &mut cmd);
         let reported = cmd.nvlist_dst_size();
