@@ -610,7 +610,7 @@ fn main() {
     };
     println!("\nscaling (synthetic captures grown from the lab's), µs per interval");
     println!(
-        "  {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9} {:>11} {:>11}",
+        "  {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9} {:>11} {:>11} {:>11}",
         "capture",
         "floor",
         "snapshot",
@@ -618,6 +618,7 @@ fn main() {
         "+ checks",
         "snap/fl",
         "chk/fl",
+        "live floor",
         "live snap",
         "live chk"
     );
@@ -643,7 +644,7 @@ fn main() {
                 ));
             }
             println!(
-                "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.2} {:>9.2} {:>11.1} {:>11.1}",
+                "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.2} {:>9.2} {:>11.1} {:>11.1} {:>11.1}",
                 format!("{n} {label}"),
                 c.floor,
                 c.snapshot,
@@ -651,6 +652,7 @@ fn main() {
                 c.checks,
                 c.snapshot / c.floor,
                 c.checks / c.floor,
+                c.kept_floor,
                 c.kept_snapshot,
                 c.kept_checks
             );
@@ -675,6 +677,13 @@ fn main() {
             e(|c| c.checks),
             e(|c| c.kept_snapshot),
             e(|c| c.kept_checks)
+        );
+        // What the kernel and the memory hierarchy charge for the bytes alone grows as the
+        // live floor does; what zpulse adds to reading them is the rest.
+        println!(
+            "    live: floor {:.2}; zpulse's share above it (live + checks − live floor) {:.2}",
+            e(|c| c.kept_floor),
+            e(|c| (c.kept_checks - c.kept_floor).max(f64::MIN_POSITIVE))
         );
     }
     for (label, counted) in &axis_instructions {

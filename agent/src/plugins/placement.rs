@@ -144,7 +144,8 @@ mod os {
     }
 
     pub fn current_cpu() -> Option<usize> {
-        // SAFETY: sched_getcpu (FreeBSD 13) has no preconditions; it returns -1 on failure.
+        // SAFETY: sched_getcpu (in libc since 2021: FreeBSD 13.1, 14.0) has no preconditions;
+        // it returns -1 on failure.
         usize::try_from(unsafe { libc::sched_getcpu() }).ok()
     }
 
