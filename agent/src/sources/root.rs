@@ -146,6 +146,35 @@ impl Root {
         result
     }
 
+    /// [`Root::list`] with whether each entry is a directory (following links, as
+    /// [`Root::is_dir`]), told by the listing itself where the file system gives entry
+    /// types (procfs, sysfs, ext4, tmpfs do): no `stat` per entry, which for the ~20 entries of
+    /// `/proc/spl/kstat/zfs` was 3 % of a live interval. A link, or an entry of unknown
+    /// type, is looked up as `is_dir` would.
+    pub fn entries(&self, rel: &str) -> io::Result<Vec<(String, bool)>> {
+        let result = self.inside(rel).and_then(|path| {
+            let mut entries: Vec<(String, bool)> = std::fs::read_dir(path)?
+                .filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let is_dir = match e.file_type() {
+                        Ok(kind) if !kind.is_symlink() => kind.is_dir(),
+                        _ => e.path().is_dir(),
+                    };
+                    Some((e.file_name().into_string().ok()?, is_dir))
+                })
+                .collect();
+            entries.sort();
+            Ok(entries)
+        });
+        if let Some(r) = &self.recorder {
+            r.list(rel, &result);
+            for (name, _) in result.iter().flatten().filter(|(_, is_dir)| *is_dir) {
+                r.dir(&format!("{}/{name}", rel.trim_end_matches('/')));
+            }
+        }
+        result
+    }
+
     /// Whether `rel` is a directory, following links (as `Path::is_dir`).
     pub fn is_dir(&self, rel: &str) -> bool {
         let is_dir = self.inside(rel).is_ok_and(|path| path.is_dir());
@@ -284,5 +313,40 @@ mod tests {
             assert!(root.read_into(rel, &mut buf).is_err(), "{rel}");
             assert!(buf.is_empty(), "{rel}: {} bytes left", buf.len());
         }
+    }
+
+    #[test]
+    fn entries_tell_directories_as_is_dir_does_and_are_recorded_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let kstat = dir.path().join("kstat");
+        std::fs::create_dir_all(kstat.join("tank")).unwrap();
+        std::fs::write(kstat.join("arcstats"), b"").unwrap();
+        std::os::unix::fs::symlink("tank", kstat.join("link-to-dir")).unwrap();
+        std::os::unix::fs::symlink("arcstats", kstat.join("link-to-file")).unwrap();
+        std::os::unix::fs::symlink("nowhere", kstat.join("dangling")).unwrap();
+        let recorder = crate::sources::record::Recorder::new();
+        let root = Root::new(dir.path()).recorded(&recorder);
+        let entries = root.entries("kstat").unwrap();
+        for (name, is_dir) in &entries {
+            assert_eq!(*is_dir, kstat.join(name).is_dir(), "{name}");
+        }
+        let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "arcstats",
+                "dangling",
+                "link-to-dir",
+                "link-to-file",
+                "tank"
+            ]
+        );
+        let dirs: Vec<String> = recorder.take().dirs.into_iter().collect();
+        assert_eq!(dirs, ["kstat", "kstat/link-to-dir", "kstat/tank"]);
+        assert!(root.entries("../outside").is_err());
+        assert_eq!(
+            root.entries("missing").unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
     }
 }

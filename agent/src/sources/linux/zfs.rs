@@ -48,7 +48,7 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
     )
     .map(ZilStats);
 
-    let entries = match root.list(KSTAT_DIR) {
+    let entries = match root.entries(KSTAT_DIR) {
         Ok(entries) => entries,
         Err(e) => {
             snap.note(KSTAT_DIR, format!("cannot list the directory: {e}"));
@@ -57,14 +57,13 @@ pub fn read(root: &Root, snap: &mut Snapshot) {
     };
     // The global kstats are files; every directory beside them is an imported pool.
     let mut pools: Vec<Pool> = Vec::new();
-    for name in entries {
-        let rel = format!("{KSTAT_DIR}/{name}");
-        if !root.is_dir(&rel) {
+    for (name, is_dir) in entries {
+        if !is_dir {
             continue;
         }
         if GLOBAL_KSTATS.contains(&name.as_str()) {
             snap.note(
-                &rel,
+                format!("{KSTAT_DIR}/{name}"),
                 "a directory where the kernel keeps a kstat file: not a pool, and its figures \
                  are missing",
             );
