@@ -25,7 +25,7 @@
 //! field alone.
 
 use super::error::{NvError, NvErrorKind};
-use super::value::{DataType, NvList, NvValue};
+use super::value::{DataType, NvList, NvPair, NvValue};
 use std::borrow::Cow;
 
 /// Deepest nesting of embedded lists accepted (the top-level list is depth 0). The kernel's
@@ -61,11 +61,11 @@ pub fn decode(bytes: &[u8]) -> Result<NvList<'_>, NvError> {
         };
         if size == 0 {
             pos += 4;
-            if lists.close() {
+            if let Some(root) = lists.close() {
                 if pos != bytes.len() {
                     return Err(fault(pos, NvErrorKind::TrailingBytes(bytes.len() - pos)));
                 }
-                return Ok(lists.root);
+                return Ok(root);
             }
             continue;
         }
@@ -101,14 +101,21 @@ fn list_header(input: &Input<'_>) -> Result<u32, NvError> {
 
 /// The explicit stack that replaces recursion: the top-level list and the embedded lists
 /// opened under it whose terminator has not been read yet, innermost last.
+///
+/// The pairs of the list open at depth `d` gather in `pending[d]`, a buffer kept for every
+/// list of that depth, and become the list's own vector, allocated once at its exact size,
+/// when its terminator is read. Pushed into a vector of its own, a list of 30 pairs grew
+/// through four reallocations; at 5,000 disks (7,500 vdevs) the reallocations were a tenth of
+/// an interval's CPU time.
 struct Lists<'a> {
-    root: NvList<'a>,
+    root_nvflag: u32,
     open: Vec<Open<'a>>,
+    pending: Vec<Vec<NvPair<'a>>>,
 }
 
-/// An embedded list being read: its pairs so far and where it goes when it ends.
+/// An embedded list being read: its `nvl_nvflag` and where it goes when it ends.
 struct Open<'a> {
-    list: NvList<'a>,
+    nvflag: u32,
     slot: Slot<'a>,
 }
 
@@ -127,17 +134,33 @@ enum Slot<'a> {
 impl<'a> Lists<'a> {
     fn new(nvflag: u32) -> Self {
         Lists {
-            root: NvList::with_nvflag(nvflag),
+            root_nvflag: nvflag,
             open: Vec::new(),
+            pending: vec![Vec::new()],
         }
     }
 
-    /// The list the next pair belongs to.
-    fn current(&mut self) -> &mut NvList<'a> {
-        match self.open.last_mut() {
-            Some(o) => &mut o.list,
-            None => &mut self.root,
+    /// The pairs so far of the list the next pair belongs to.
+    fn current(&mut self) -> &mut Vec<NvPair<'a>> {
+        &mut self.pending[self.open.len()]
+    }
+
+    /// Adds `value` to the current list.
+    fn push(&mut self, name: Cow<'a, str>, value: NvValue<'a>) {
+        self.current().push(NvPair { name, value });
+    }
+
+    /// Opens a list one level deeper, whose pairs follow.
+    fn open(&mut self, open: Open<'a>) {
+        self.open.push(open);
+        if self.pending.len() <= self.open.len() {
+            self.pending.push(Vec::new());
         }
+    }
+
+    /// The pairs gathered at `depth`, as a list of their own.
+    fn finish(&mut self, depth: usize, nvflag: u32) -> NvList<'a> {
+        NvList::from_pairs(nvflag, self.pending[depth].drain(..).collect())
     }
 
     /// Adds the pair that starts at byte `at`: a value goes into the current list; an
@@ -156,16 +179,16 @@ impl<'a> Lists<'a> {
             });
         }
         match parsed {
-            Parsed::Value(value) => self.current().push(name, value),
-            Parsed::Nested(nvflag) => self.open.push(Open {
-                list: NvList::with_nvflag(nvflag),
+            Parsed::Value(value) => self.push(name, value),
+            Parsed::Nested(nvflag) => self.open(Open {
+                nvflag,
                 slot: Slot::Nested { name },
             }),
             Parsed::Array(nvflags) => match nvflags.first() {
                 // An empty NVLIST_ARRAY has no element lists after it.
-                None => self.current().push(name, NvValue::NvListArray(Vec::new())),
-                Some(&first) => self.open.push(Open {
-                    list: NvList::with_nvflag(first),
+                None => self.push(name, NvValue::NvListArray(Vec::new())),
+                Some(&first) => self.open(Open {
+                    nvflag: first,
                     slot: Slot::Element {
                         name,
                         elements: Vec::with_capacity(nvflags.len()),
@@ -178,33 +201,36 @@ impl<'a> Lists<'a> {
     }
 
     /// A terminator: ends the innermost open list, attaching it to its parent (or starting
-    /// the array's next element). True when it was the top-level list, i.e. the stream ends.
-    fn close(&mut self) -> bool {
-        let Some(done) = self.open.pop() else {
-            return true;
+    /// the array's next element). The top-level list when it was that one, i.e. the stream
+    /// ends.
+    fn close(&mut self) -> Option<NvList<'a>> {
+        let Some(Open { nvflag, slot }) = self.open.pop() else {
+            return Some(self.finish(0, self.root_nvflag));
         };
-        match done.slot {
-            Slot::Nested { name } => self.current().push(name, NvValue::NvList(done.list)),
+        // Its pairs are one level below the lists still open.
+        let done = self.finish(self.open.len() + 1, nvflag);
+        match slot {
+            Slot::Nested { name } => self.push(name, NvValue::NvList(done)),
             Slot::Element {
                 name,
                 nvflags,
                 mut elements,
             } => {
-                elements.push(done.list);
+                elements.push(done);
                 match nvflags.get(elements.len()) {
-                    Some(&nvflag) => self.open.push(Open {
-                        list: NvList::with_nvflag(nvflag),
+                    Some(&nvflag) => self.open(Open {
+                        nvflag,
                         slot: Slot::Element {
                             name,
                             nvflags,
                             elements,
                         },
                     }),
-                    None => self.current().push(name, NvValue::NvListArray(elements)),
+                    None => self.push(name, NvValue::NvListArray(elements)),
                 }
             }
         }
-        false
+        None
     }
 
     /// `vdev_tree.children[0].vdev_stats`: the open lists, then the pair being read if any.

@@ -337,6 +337,11 @@ impl<'a> NvList<'a> {
         }
     }
 
+    /// A list of these pairs, in this order (the decoder builds each list whole).
+    pub(super) fn from_pairs(nvflag: u32, pairs: Vec<NvPair<'a>>) -> Self {
+        NvList { nvflag, pairs }
+    }
+
     /// The `nvl_nvflag` from the stream (1 = `NV_UNIQUE_NAME`, 2 = `NV_UNIQUE_NAME_TYPE`).
     pub fn nvflag(&self) -> u32 {
         self.nvflag
