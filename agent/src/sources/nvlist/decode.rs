@@ -25,7 +25,7 @@
 //! field alone.
 
 use super::error::{NvError, NvErrorKind};
-use super::value::{DataType, NvList, NvPair, NvValue};
+use super::value::{DataType, NvList, NvPair, NvValue, U64s};
 use std::borrow::Cow;
 
 /// Deepest nesting of embedded lists accepted (the top-level list is depth 0). The kernel's
@@ -491,7 +491,7 @@ fn fixed_width(ty: DataType) -> usize {
 
 /// Decodes a fixed-width value from exactly `count * width` bytes. A `boolean_t` other than
 /// 0/1 fails with its element index and raw value.
-fn fixed_value(ty: DataType, data: &[u8], order: Order) -> Result<NvValue<'static>, (usize, i32)> {
+fn fixed_value(ty: DataType, data: &[u8], order: Order) -> Result<NvValue<'_>, (usize, i32)> {
     use DataType::*;
     // For scalars `data` is exactly one element; the loads read its first bytes.
     let byte = data.first().copied().unwrap_or_default();
@@ -517,7 +517,8 @@ fn fixed_value(ty: DataType, data: &[u8], order: Order) -> Result<NvValue<'stati
         Int32Array => NvValue::Int32Array(data.chunks_exact(4).map(|c| order.i32(c)).collect()),
         Uint32Array => NvValue::Uint32Array(data.chunks_exact(4).map(|c| order.u32(c)).collect()),
         Int64Array => NvValue::Int64Array(data.chunks_exact(8).map(|c| order.i64(c)).collect()),
-        Uint64Array => NvValue::Uint64Array(data.chunks_exact(8).map(|c| order.u64(c)).collect()),
+        // Read when asked: most of a vdev's statistics arrays never are (see `U64s`).
+        Uint64Array => NvValue::Uint64Array(U64s::packed(data, order)),
         BooleanArray => NvValue::BooleanArray(
             data.chunks_exact(4)
                 .enumerate()
@@ -577,7 +578,7 @@ fn align8_u64(n: u64) -> u64 {
 
 /// The byte order named by the stream header's endian byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Order {
+pub(super) enum Order {
     Little,
     Big,
 }
@@ -589,7 +590,7 @@ macro_rules! loads {
     ($($fn:ident: $ty:ty;)*) => {
         impl Order {
             $(
-                fn $fn(self, bytes: &[u8]) -> $ty {
+                pub(super) fn $fn(self, bytes: &[u8]) -> $ty {
                     let mut raw = [0u8; size_of::<$ty>()];
                     let n = raw.len().min(bytes.len());
                     raw[..n].copy_from_slice(&bytes[..n]);

@@ -179,7 +179,7 @@ impl Writer {
                 xs.len()
             }
             NvValue::Uint64Array(xs) => {
-                xs.iter().for_each(|&x| v.u64(x));
+                xs.iter().for_each(|x| v.u64(x));
                 xs.len()
             }
             NvValue::StringArray(xs) => {

@@ -15,14 +15,14 @@
 //! # let config = NvList::new().with("vdev_tree", NvValue::NvList(NvList::new()
 //! #     .with("children", NvValue::NvListArray(vec![NvList::new()
 //! #         .with("type", NvValue::String("mirror".into()))
-//! #         .with("vdev_stats", NvValue::Uint64Array(vec![0, 7, 0, 4096]))]))));
+//! #         .with("vdev_stats", NvValue::Uint64Array(vec![0, 7, 0, 4096].into()))]))));
 //! let tree = config.nvlist("vdev_tree").unwrap();
 //! for top in tree.nvlist_array("children").unwrap_or_default() {
 //!     let alloc = top.u64_array("vdev_stats").and_then(|vs| vs.get(3));
 //!     println!("{:?} {:?}", top.str("type"), alloc);
 //! }
-//! assert_eq!(config.lookup("vdev_tree.children[0].vdev_stats").and_then(|v| v.as_u64_array()),
-//!            Some(&[0, 7, 0, 4096][..]));
+//! let stats = config.lookup("vdev_tree.children[0].vdev_stats").and_then(|v| v.as_u64_array());
+//! assert_eq!(stats.map(|vs| vs.iter().collect::<Vec<_>>()), Some(vec![0, 7, 0, 4096]));
 //! ```
 
 mod decode;
@@ -37,4 +37,4 @@ mod tests;
 
 pub use decode::{MAX_DEPTH, decode};
 pub use error::{NvError, NvErrorKind};
-pub use value::{DataType, NV_UNIQUE_NAME, NV_UNIQUE_NAME_TYPE, NvList, NvPair, NvValue};
+pub use value::{DataType, NV_UNIQUE_NAME, NV_UNIQUE_NAME_TYPE, NvList, NvPair, NvValue, U64s};

@@ -47,12 +47,14 @@ pub fn pool_config(
     // loaded.
     let loaded_at = config
         .u64_array("initial_load_time")
-        .and_then(|t| t.first().copied())
+        .and_then(|t| t.first())
         .filter(|&t| t > 0);
     let tree = config
         .nvlist_mut("vdev_tree")
         .ok_or("the pool config has no vdev_tree")?;
-    let scan = tree.u64_array("scan_stats").and_then(scan_stats);
+    let scan = tree
+        .take_u64_array("scan_stats")
+        .and_then(|s| scan_stats(&s));
     let mut root = vdev(tree, &pool_name, None, 0, os)?;
     root.children.clear();
     for child in tree.nvlist_array_mut("children").unwrap_or(&mut []) {

@@ -33,7 +33,10 @@ fn tree() -> NvList<'static> {
     let leaf = |p: &str| {
         NvList::new()
             .with("path", NvValue::String(p.to_owned().into()))
-            .with("vdev_stats", NvValue::Uint64Array(vec![1, 7, 0, 4096]))
+            .with(
+                "vdev_stats",
+                NvValue::Uint64Array(vec![1, 7, 0, 4096].into()),
+            )
     };
     NvList::new()
         .with("name", NvValue::String("tank".into()))
@@ -131,7 +134,7 @@ fn unknown_type_names_code_pair_and_path() {
 #[test]
 fn huge_element_counts_fail_before_allocating() {
     for (name, value) in [
-        ("u64s", NvValue::Uint64Array(vec![1, 2])),
+        ("u64s", NvValue::Uint64Array(vec![1, 2].into())),
         ("bytes", NvValue::ByteArray(vec![1, 2])),
         ("bools", NvValue::BooleanArray(vec![true])),
         ("lists", NvValue::NvListArray(vec![NvList::new()])),

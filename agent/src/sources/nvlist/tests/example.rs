@@ -106,7 +106,7 @@ fn expected() -> NvList<'static> {
             NvValue::NvList(
                 NvList::new()
                     .with("type", NvValue::String("disk".into()))
-                    .with("vs", NvValue::Uint64Array(VS.to_vec())),
+                    .with("vs", NvValue::Uint64Array(VS.to_vec().into())),
             ),
         )
         .with(
@@ -137,8 +137,10 @@ fn worked_example_decodes() {
         Some("disk")
     );
     assert_eq!(
-        list.lookup("tree.vs").and_then(NvValue::as_u64_array),
-        Some(&VS[..])
+        list.lookup("tree.vs")
+            .and_then(NvValue::as_u64_array)
+            .map(|vs| vs.clone().into_vec()),
+        Some(VS.to_vec())
     );
     assert_eq!(
         list.lookup("children[0].g").and_then(NvValue::as_u64),

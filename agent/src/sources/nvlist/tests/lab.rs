@@ -171,8 +171,8 @@ fn get_prop<'a>(get: &'a str, prop: &str) -> &'a str {
         .unwrap()
 }
 
-fn stats<'r>(vdev: &'r NvList<'_>) -> &'r [u64] {
-    vdev.u64_array("vdev_stats").unwrap()
+fn stats(vdev: &NvList<'_>) -> Vec<u64> {
+    vdev.u64_array("vdev_stats").unwrap().clone().into_vec()
 }
 
 #[test]
@@ -304,7 +304,7 @@ fn vdev_stats_match_zpool_list_and_get() {
         assert_eq!(
             pool.lookup("vdev_tree.children[0].vdev_stats")
                 .and_then(NvValue::as_u64_array)
-                .map(|vs| vs[VS_ALLOC]),
+                .and_then(|vs| vs.get(VS_ALLOC)),
             rows["mirror-0"][1]
         );
     }

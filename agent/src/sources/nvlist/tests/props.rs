@@ -46,7 +46,7 @@ fn array() -> impl Strategy<Value = NvValue<'static>> {
         vec(any::<i32>(), N).prop_map(NvValue::Int32Array),
         vec(any::<u32>(), N).prop_map(NvValue::Uint32Array),
         vec(any::<i64>(), N).prop_map(NvValue::Int64Array),
-        vec(any::<u64>(), N).prop_map(NvValue::Uint64Array),
+        vec(any::<u64>(), N).prop_map(|v| NvValue::Uint64Array(v.into())),
         vec(c_string(), 0..5)
             .prop_map(|v| NvValue::StringArray(v.into_iter().map(Into::into).collect())),
     ]

@@ -11,7 +11,10 @@ const SEEDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/seeds/nvlist_d
 pub(super) fn all_types() -> NvList<'static> {
     let inner = NvList::new()
         .with("type", NvValue::String("disk".into()))
-        .with("vdev_stats", NvValue::Uint64Array(vec![1, 7, 0, 4096]));
+        .with(
+            "vdev_stats",
+            NvValue::Uint64Array(vec![1, 7, 0, 4096].into()),
+        );
     NvList::new()
         .with("boolean", NvValue::Boolean)
         .with("boolean_value", NvValue::BooleanValue(true))
@@ -36,7 +39,7 @@ pub(super) fn all_types() -> NvList<'static> {
         .with("int32_array", NvValue::Int32Array(vec![-1, 1]))
         .with("uint32_array", NvValue::Uint32Array(vec![1, 2]))
         .with("int64_array", NvValue::Int64Array(vec![-1, 1]))
-        .with("uint64_array", NvValue::Uint64Array(vec![1, 2]))
+        .with("uint64_array", NvValue::Uint64Array(vec![1, 2].into()))
         .with(
             "string_array",
             NvValue::StringArray(vec!["x".into(), "".into(), "yz".into()]),
