@@ -1196,6 +1196,48 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
     host.shutdown();
 }
 
+/// One plugin file at work in a sample runs on the host's CPU while the host waits; two run
+/// side by side wherever the scheduler puts them, so that two heavy files do not share one
+/// CPU and each other's budget (plugins::placement).
+#[test]
+fn one_lane_at_work_follows_the_host_and_two_run_anywhere() {
+    let b = built();
+    let anywhere = cpus_allowed(&std::fs::read_to_string("/proc/self/status").unwrap());
+    // File names of this test's own: lanes are named after them, and tests share a process.
+    let dir = PluginDir::new(&[
+        (&b.hello_c, "libplaced_a.so"),
+        (&b.busy_disks_c, "libplaced_b.so"),
+    ]);
+    let mut host = dir.start("");
+    for name in ["placed_a", "placed_b"] {
+        assert_eq!(threads_named(name), 1, "{name}");
+    }
+    for n in 0..3 {
+        host.run(&sample_n(n));
+        for name in ["placed_a", "placed_b"] {
+            assert_eq!(
+                cpus_allowed_of_threads_named(name),
+                std::slice::from_ref(&anywhere),
+                "{name}"
+            );
+        }
+    }
+    host.shutdown();
+
+    let dir = PluginDir::new(&[(&b.hello_c, "libplaced_alone.so")]);
+    let mut host = dir.start("");
+    host.run(&sample_n(0));
+    let lane = cpus_allowed_of_threads_named("placed_alone");
+    assert_eq!(lane.len(), 1);
+    if anywhere.contains([',', '-']) {
+        assert!(
+            lane[0].parse::<usize>().is_ok(),
+            "held to one CPU: {lane:?}"
+        );
+    }
+    host.shutdown();
+}
+
 /// A bundle that never answers null is refused at the ABI's bound instead of being asked
 /// forever, and a file exporting both the entry point and a bundle is refused: which of the
 /// two it means cannot be told. Neither stops the plugin beside it.

@@ -32,6 +32,16 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
+/// Where a lane's thread runs the jobs posted to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    /// On the poster's CPU, while the poster waits (see [`placement`](super::placement)).
+    WithCaller,
+    /// Wherever the scheduler puts it: for lanes posted to together, which would otherwise
+    /// share one CPU.
+    Anywhere,
+}
+
 /// A job for the plugin numbered `owner`, posted at `posted` (the budget runs from then).
 pub(super) struct Queued<T> {
     pub owner: usize,
@@ -121,6 +131,11 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
 
     /// Queues `jobs` behind the lane's others and wakes its thread once, on the caller's CPU.
     pub fn post(&self, jobs: impl IntoIterator<Item = Queued<T>>) {
+        self.post_placed(jobs, Place::WithCaller);
+    }
+
+    /// [`Lane::post`], the thread woken where `place` says.
+    pub fn post_placed(&self, jobs: impl IntoIterator<Item = Queued<T>>, place: Place) {
         let mut queue = self.inner.lock();
         let before = queue.jobs.len();
         queue.jobs.extend(jobs);
@@ -128,7 +143,12 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
         drop(queue);
         if any {
             if let Some(placement) = self.inner.placement.get() {
-                placement.follow_caller();
+                match place {
+                    Place::WithCaller => {
+                        placement.follow_caller();
+                    }
+                    Place::Anywhere => placement.release(),
+                }
             }
             self.inner.posted.notify_one();
         }
@@ -291,11 +311,18 @@ mod tests {
             assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)), Ok(7));
             assert_eq!(theirs.allowed(), [cpu], "round {round}");
         }
+        lane.post_placed([queued(1, 99)], Place::Anywhere);
+        assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)), Ok(7));
+        assert_eq!(theirs.allowed(), usable, "posted anywhere: every CPU");
+        placement::tests::hold_current_thread_to(usable[0]);
+        lane.post([queued(1, 100)]);
+        assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)), Ok(7));
+        assert_eq!(theirs.allowed(), [usable[0]]);
         lane.release_placement();
         assert_eq!(theirs.allowed(), usable, "released: anywhere again");
         let mut got = Vec::new();
         lane.take_finished(&mut got);
-        assert_eq!(got.len(), 1 + 2 * usable.len());
+        assert_eq!(got.len(), 3 + 2 * usable.len());
         lane.close();
     }
 

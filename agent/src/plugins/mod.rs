@@ -30,7 +30,7 @@ pub use perms::{check_plugin_file, effective_uid};
 
 use crate::config::PluginSettings;
 use crossbeam_channel::{Receiver, Sender};
-use lane::{Lane, Queued};
+use lane::{Lane, Place, Queued};
 use load::Source;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -571,8 +571,17 @@ impl PluginHost {
                 hung: false,
             });
         }
+        // One lane at work (the shipped checks are one file) runs on the host's CPU while the
+        // host waits; several run side by side wherever the scheduler puts them, so that two
+        // heavy plugin files do not share one CPU and each other's budget.
+        let at_work = batches.iter().filter(|b| !b.is_empty()).count();
+        let place = if at_work == 1 {
+            Place::WithCaller
+        } else {
+            Place::Anywhere
+        };
         for (lane, batch) in self.lanes.iter().zip(batches) {
-            lane.lane.post(batch);
+            lane.lane.post_placed(batch, place);
         }
         self.wait(now + self.budget.budget);
         self.mark_hung();

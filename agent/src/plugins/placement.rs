@@ -10,6 +10,10 @@
 //! lane, the host moves the lane's thread to the CPU it is running on: the thread wakes there
 //! and runs while the host waits, with the sample still in that CPU's caches.
 //!
+//! Only a lane that is alone at work in a sample follows the host (the shipped checks are one
+//! file, so one lane): lanes posted to together are let run wherever the scheduler puts them,
+//! since on one CPU two heavy plugin files would share it, and each other's budget.
+//!
 //! A lane pinned this way keeps a CPU only while the host keeps posting to it: every batch
 //! moves it to the poster's CPU of the moment, and a lane left to a hung call gets the whole
 //! set of CPUs back ([`Placement::release`]), so a call that spins is not held to one CPU.
