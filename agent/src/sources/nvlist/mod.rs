@@ -6,7 +6,8 @@
 //! top-level list header, then each `nvpair_t` verbatim (size, name size, element count,
 //! type, name, value padded to 8), with embedded lists following their pair rather than
 //! inside it. [`decode`] turns those bytes into an [`NvList`] of typed [`NvValue`]s; see
-//! `decode.rs` for the layout details and every check made.
+//! `decode.rs` for the layout details and every check made. The list borrows from the
+//! bytes: names and strings, and each `UINT64_ARRAY` ([`U64s`]), read only when asked.
 //!
 //! Typical use by the pool model (docs/zfs-sources.md, "The pool config"):
 //!

@@ -4,7 +4,8 @@
 //! * [`config`] — pure: decoded nvlist → `PoolConfig` (classes, redundancy, names as
 //!   `zpool status` prints them, `vdev_stats`, latency histograms, scan state).
 //! * [`join`] — pure: a leaf's device path → the kernel disk name in the disk stats.
-//! * [`read`] — live (ioctls) or from a capture's `zfs-ioctl/` files.
+//! * [`read`] — live (ioctls) or from a capture's `zfs-ioctl/` files, into each pool's
+//!   last reply (`read::KeptReplies`) when a reader keeps them.
 
 pub mod config;
 pub mod join;
