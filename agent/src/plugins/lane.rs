@@ -110,6 +110,8 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
             .stack_size(stack_size)
             .spawn(move || {
                 let _ = theirs.placement.set(Placement::of_current_thread());
+                // However the thread ends, its id is not touched afterwards.
+                let _retire = Retire(&theirs);
                 while let Some(Queued { owner, job, .. }) = next(&theirs) {
                     let outcome = work(job);
                     let mut queue = theirs.lock();
@@ -192,6 +194,17 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
     pub fn close(&self) {
         self.inner.lock().open = false;
         self.inner.posted.notify_one();
+    }
+}
+
+/// Retires the lane thread's placement when the thread ends, unwinding or not.
+struct Retire<'i, T, R>(&'i Inner<T, R>);
+
+impl<T, R> Drop for Retire<'_, T, R> {
+    fn drop(&mut self) {
+        if let Some(placement) = self.0.placement.get() {
+            placement.retire();
+        }
     }
 }
 
@@ -339,6 +352,10 @@ mod tests {
             done_rx.recv_timeout(Duration::from_secs(10)),
             Err(crossbeam_channel::RecvTimeoutError::Disconnected)
         ));
+        // Its id may belong to another thread by now: nothing places it any more.
+        let placement = lane.inner.placement.get().expect("the thread's placement");
+        assert!(placement.retired());
+        assert_eq!(placement.follow_caller(), None);
         let mut got = Vec::new();
         lane.take_finished(&mut got);
         assert_eq!(got, [(1, 8)]);

@@ -35,46 +35,73 @@ pub(super) struct Placement {
     thread: os::Tid,
     /// The thread's affinity when it started (the process's, inherited), restored on release.
     free: Option<os::Mask>,
+    held: Mutex<Held>,
+}
+
+struct Held {
     /// The CPU the thread is held to now, if any: a post from the same CPU costs no call.
-    on: Mutex<Option<usize>>,
+    on: Option<usize>,
+    /// False once the thread is ending ([`Placement::retire`]): its id may then be given to
+    /// another thread, of any process, which no call here may touch. Every call is made
+    /// under this lock, so the thread cannot end during one.
+    alive: bool,
 }
 
 impl Placement {
-    /// The calling thread's placement (a lane thread calls it as it starts).
+    /// The calling thread's placement (a lane thread calls it as it starts, and
+    /// [`Placement::retire`] as it ends).
     pub fn of_current_thread() -> Placement {
         let thread = os::current_thread();
         Placement {
             thread,
             free: os::affinity(thread),
-            on: Mutex::new(None),
+            held: Mutex::new(Held {
+                on: None,
+                alive: true,
+            }),
         }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Holds the thread to the CPU the caller runs on, unless it is held there already.
     /// Returns the CPU it is held to.
     pub fn follow_caller(&self) -> Option<usize> {
         let cpu = os::current_cpu()?;
-        let mut on = self.on.lock().unwrap_or_else(|p| p.into_inner());
-        if *on == Some(cpu) {
+        let mut held = self.held();
+        if !held.alive {
+            return None;
+        }
+        if held.on == Some(cpu) {
             return Some(cpu);
         }
-        *on = if pin(self.thread, cpu) {
-            Some(cpu)
-        } else {
-            None
-        };
-        *on
+        held.on = pin(self.thread, cpu).then_some(cpu);
+        held.on
     }
 
     /// Lets the thread run wherever it could when it started.
     pub fn release(&self) {
-        let mut on = self.on.lock().unwrap_or_else(|p| p.into_inner());
-        if on.is_some()
+        let mut held = self.held();
+        if held.alive
+            && held.on.is_some()
             && let Some(free) = &self.free
             && os::set_affinity(self.thread, free)
         {
-            *on = None;
+            held.on = None;
         }
+    }
+
+    /// The thread is ending: no call touches its id from now on.
+    pub fn retire(&self) {
+        self.held().alive = false;
+    }
+
+    /// Whether [`Placement::retire`] was called (tests).
+    #[cfg(test)]
+    pub fn retired(&self) -> bool {
+        !self.held().alive
     }
 
     /// The CPUs the thread may run on now (tests).
@@ -221,6 +248,19 @@ pub(super) mod tests {
         assert_eq!(placement.allowed(), usable, "released to where it started");
         drop(_hold);
         lane.join().unwrap();
+    }
+
+    #[test]
+    fn a_retired_thread_is_never_touched_again() {
+        let usable = usable_cpus();
+        let me = Placement::of_current_thread();
+        me.retire();
+        hold_current_thread_to(usable[usable.len() - 1]);
+        assert_eq!(me.follow_caller(), None);
+        // Still held to the CPU the test set, not moved by the retired placement.
+        assert_eq!(me.allowed(), [usable[usable.len() - 1]]);
+        me.release();
+        assert_eq!(me.allowed(), [usable[usable.len() - 1]]);
     }
 
     #[test]
