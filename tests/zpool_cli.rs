@@ -478,3 +478,79 @@ fn status_text_equals_zpool_status() {
         assert_eq!(says_clean, clean, "{capture}");
     }
 }
+
+/// The POOL_STATS calls of each round of ioctls in an strace log of the live agent (a round
+/// starts with POOL_CONFIGS), each as what it returned: `"0"` or the errno's name.
+fn pool_stats_rounds(strace: &str) -> Vec<Vec<String>> {
+    let mut rounds: Vec<Vec<String>> = Vec::new();
+    for line in strace.lines() {
+        if line.contains("ZFS_IOC_POOL_CONFIGS") {
+            rounds.push(Vec::new());
+        } else if line.contains("ZFS_IOC_POOL_STATS") {
+            let result = line.rsplit(" = ").next().unwrap();
+            let result = match result.split_whitespace().collect::<Vec<_>>()[..] {
+                ["-1", errno, ..] => errno.to_string(),
+                [value, ..] => value.to_string(),
+                [] => panic!("no result: {line}"),
+            };
+            rounds
+                .last_mut()
+                .expect("POOL_STATS before POOL_CONFIGS")
+                .push(result);
+        }
+    }
+    rounds
+}
+
+/// The live agent on the real kernel (tests/lab/scenarios/replies.sh: `wide`, 24 mirrors of
+/// files, whose reply passes the first 64 KiB buffer, and `tank`, one SSD), traced. Each pool's
+/// reply is kept and the next round starts from its size, into its memory
+/// (zpool::read::KeptReplies): only a reader's first round asks `wide` twice (ENOMEM, then
+/// the size the kernel asked for); every later round asks each pool once, `zpulse run` over
+/// its intervals and `zpulse once --interval` for its second reading. And what that second
+/// reading decoded is the pool `zpool status` printed: every vdev, its state and its error
+/// counters.
+#[test]
+fn a_kept_reply_costs_one_ioctl_a_pool_and_decodes_as_zpool_status_says() {
+    let dir = fixture("lab/replies");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let status = read("zpool-status.txt");
+    let pools = status
+        .lines()
+        .filter(|l| l.trim_start().starts_with("pool:"))
+        .count();
+    assert_eq!(pools, 2, "{status}");
+    for (log, rounds_at_least) in [("strace.log", 4), ("once-strace.log", 2)] {
+        let rounds = pool_stats_rounds(&read(log));
+        assert!(rounds.len() >= rounds_at_least, "{log}: {rounds:?}");
+        let first = &rounds[0];
+        assert_eq!(first.len(), pools + 1, "{log}: first round {first:?}");
+        assert_eq!(first.iter().filter(|r| *r == "ENOMEM").count(), 1, "{log}");
+        for (i, round) in rounds.iter().enumerate().skip(1) {
+            assert_eq!(round, &vec!["0".to_string(); pools], "{log}: round {i}");
+        }
+    }
+
+    // `zpool status`'s config rows: name, state, READ, WRITE, CKSUM.
+    let once = read("zpulse-once.txt");
+    let mut compared = 0;
+    for line in status.lines().filter(|l| l.starts_with('\t')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 5 || f[0] == "NAME" {
+            continue;
+        }
+        let row = once
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|r| r.first() == Some(&f[0]))
+            .unwrap_or_else(|| panic!("zpulse once has no row for {}:\n{once}", f[0]));
+        let at = row
+            .iter()
+            .position(|w| *w == f[1])
+            .unwrap_or_else(|| panic!("{}: not {} in {row:?}", f[0], f[1]));
+        assert_eq!(row[at + 1..at + 4], f[2..5], "{}: READ WRITE CKSUM", f[0]);
+        compared += 1;
+    }
+    // tank and its SSD; wide, its 24 mirrors and their 48 files.
+    assert_eq!(compared, 2 + 1 + 24 + 48);
+}

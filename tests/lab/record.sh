@@ -17,6 +17,11 @@ if grep -q '\$Z\b' "$here/scenarios/$scenario.sh"; then
   (cd "$repo" && cargo build --release -q -p zpulse-agent)
   cp "$repo/target/release/zpulse" "$share/zpulse"
 fi
+# And the shipped checks, for a scenario that runs them.
+if grep -q 'libzpulse_checks.so' "$here/scenarios/$scenario.sh"; then
+  (cd "$repo" && cargo build --release -q -p zpulse-checks)
+  cp "$repo/target/release/libzpulse_checks.so" "$share/libzpulse_checks.so"
+fi
 # A scenario may ask for VM settings in one line: `# LAB_ENV: HDD_PBS=4096 MEM=2048`.
 env_line=$(sed -n 's/^# LAB_ENV: *//p' "$here/scenarios/$scenario.sh" | head -1)
 for kv in $env_line; do export "${kv?}"; done

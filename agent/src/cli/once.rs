@@ -32,13 +32,13 @@ pub fn run(
                 .into(),
         );
     }
+    // One reader for both readings, as the daemon keeps one: the second starts from what the
+    // first kept (each pool's POOL_STATS reply: one ioctl a pool, into the same memory).
+    let live = System::live();
     let snapshot = || -> Result<_, String> {
         match root {
             Some(dir) => capture::load(dir).map_err(|e| e.to_string()),
-            None => {
-                let system = System::live();
-                Ok(sources::snapshot(&system, system.identity()))
-            }
+            None => Ok(sources::snapshot(&live, live.identity())),
         }
     };
     let first = snapshot()?;
