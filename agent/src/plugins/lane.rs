@@ -18,9 +18,9 @@
 //! each plugin had a channel of its own). An idle lane sleeps on a condition variable at
 //! once, and the host wakes it with one `futex` call per batch of jobs.
 //!
-//! Before it wakes a lane, the host moves the lane's thread to its own CPU
-//! ([`placement`](super::placement)): the plugins then read the sample from the caches it was
-//! written into.
+//! Before it wakes the one lane at work in a sample, the host moves the lane's thread to its
+//! own CPU ([`placement`](super::placement), [`Place`]): the plugins then read the sample from
+//! the caches it was written into.
 //!
 //! A lane tells the host only when its queue runs dry (one message a batch, on the host's
 //! channel), and keeps each call's outcome in its `finished` list until the host takes it, so
