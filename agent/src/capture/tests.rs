@@ -272,8 +272,7 @@ fn unreadable_sources_are_reported_not_copied() {
     std::os::unix::fs::symlink("/dev/zero", source.join("proc/stat")).unwrap();
     let arcstats = source.join("proc/spl/kstat/zfs/arcstats");
     std::fs::remove_file(&arcstats).unwrap();
-    let made = std::process::Command::new("mkfifo").arg(&arcstats).status();
-    assert!(made.unwrap().success());
+    crate::sources::root::make_fifo(&arcstats);
     let dest = tmp.path().join("copy");
     let stats = recapture(&source, &dest);
     assert_eq!(stats.unreadable.len(), 2, "{:?}", stats.unreadable);

@@ -264,6 +264,14 @@ pub fn file_kind(kind: std::fs::FileType) -> &'static str {
     }
 }
 
+/// Makes a FIFO at `path` for a test's attack (mkfifoat(2), no mkfifo(1) process).
+#[cfg(test)]
+pub(crate) fn make_fifo(path: &Path) {
+    use rustix::fs::{CWD, Mode, mkfifoat};
+    mkfifoat(CWD, path, Mode::from_raw_mode(0o600))
+        .unwrap_or_else(|e| panic!("mkfifo {}: {e}", path.display()));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,9 +310,7 @@ mod tests {
         assert_eq!(buf.as_ptr(), memory, "the same memory");
         // The attacks read() refuses: a FIFO (no hang), a directory, a path out of the root,
         // a missing file, a file over the limit. Nothing of the last read stays behind.
-        let fifo = dir.path().join("fifo");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-        assert!(made.is_ok_and(|s| s.success()), "mkfifo (coreutils)");
+        make_fifo(&dir.path().join("fifo"));
         std::fs::create_dir(dir.path().join("dir")).unwrap();
         let over = std::fs::File::create(dir.path().join("over")).unwrap();
         over.set_len((64 << 20) + 1).unwrap();
