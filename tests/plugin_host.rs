@@ -1064,15 +1064,20 @@ fn each_plugin_of_a_bundle_runs_on_its_own_and_a_bad_one_costs_only_itself() {
     host.shutdown();
 }
 
-/// Threads of this process named `name` (`/proc/self/task/*/comm`).
-fn threads_named(name: &str) -> usize {
+/// The `/proc/self/task/*` directories of this process's threads named `name` (their `comm`).
+fn tasks_named(name: &str) -> impl Iterator<Item = std::path::PathBuf> + '_ {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        .map(|t| t.path())
+        .filter(move |t| {
+            std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.trim_end() == name)
         })
-        .count()
+}
+
+/// Threads of this process named `name`.
+fn threads_named(name: &str) -> usize {
+    tasks_named(name).count()
 }
 
 /// `Cpus_allowed_list` of a `/proc` status file (`/proc/self/status`, a task's).
@@ -1087,13 +1092,8 @@ fn cpus_allowed(status: &str) -> String {
 
 /// The CPUs each thread named `name` may run on, sorted.
 fn cpus_allowed_of_threads_named(name: &str) -> Vec<String> {
-    let mut lists: Vec<String> = std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
-        })
-        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+    let mut lists: Vec<String> = tasks_named(name)
+        .filter_map(|t| std::fs::read_to_string(t.join("status")).ok())
         .map(|s| cpus_allowed(&s))
         .collect();
     lists.sort();

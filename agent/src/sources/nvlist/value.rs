@@ -371,12 +371,6 @@ impl PartialEq for U64s<'_> {
     }
 }
 
-impl<const N: usize> PartialEq<[u64; N]> for U64s<'_> {
-    fn eq(&self, other: &[u64; N]) -> bool {
-        self.len() == N && self.iter().eq(other.iter().copied())
-    }
-}
-
 impl fmt::Debug for U64s<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()

@@ -92,11 +92,9 @@ fn fetch(dev: &mut dyn Ioctl, kept: Option<&KeptReplies>) -> Result<RawReplies, 
     let mut pools = Vec::new();
     let mut failed = Vec::new();
     for name in names {
+        // No reply kept: an empty one, and stats_buffer_after(0) is the first buffer.
         let last = kept.map(|k| k.take(&name)).unwrap_or_default();
-        let start = match last.len() {
-            0 => zfs_ioctl::STATS_START,
-            n => zfs_ioctl::stats_buffer_after(n),
-        };
+        let start = zfs_ioctl::stats_buffer_after(last.len());
         match zfs_ioctl::pool_stats_into(dev, &name, start, last) {
             Ok(s) => pools.push(RawPool {
                 name,
