@@ -1,5 +1,5 @@
 /*
- * zpulse_plugin.h — the zpulse plugin ABI, version 1.5, for plugins written in C.
+ * zpulse_plugin.h — the zpulse plugin ABI, version 1.6, for plugins written in C.
  *
  * The same contract as zpulse-proto's `abi` module (Rust plugins use its SDK instead).
  *
@@ -34,6 +34,13 @@
  *      window  (ABI 1.2, `report`) zpulse-proto's `ReportWindow`: from, to, intervals, whole
  *              (the window as one sample: its mean rates, all its I/O's histograms, the last
  *              snapshot), busy (per disk: name, util = %util of every interval).
+ *      zevent  (ABI 1.6, `on_event`) one kernel event (zpulse-proto's `ZEvent`): eid, class
+ *              ("ereport.fs.zfs.checksum", "resource.fs.zfs.statechange",
+ *              "sysevent.fs.zfs.resilver_finish", ...), time, before_start, pool, pool_guid,
+ *              vdev (guid, kind, path, devid, state, previous_state, error counts, parent_*),
+ *              zio (err, offset, size, objset, object, level, blkid, delay_ns, ...), checksum,
+ *              history, resilver_type, raw (every other pair by its kernel name). Absent
+ *              fields are nil or missing. At most ZPULSE_ZEVENT_MAX_BYTES.
  *      section (ABI 1.2, host->section) one conclusion: rating ("ok" | "info" | "warning" |
  *              "critical"), title, summary, advice (optional), subject (optional), figures
  *              (an array of maps: key, label, value, unit). At most 16 KiB and 32 figures;
@@ -66,10 +73,11 @@ extern "C" {
 #endif
 
 #define ZPULSE_ABI_MAJOR 1
-#define ZPULSE_ABI_MINOR 5
+#define ZPULSE_ABI_MINOR 6
 #define ZPULSE_ENTRY_SYMBOL "zpulse_plugin_entry"
 #define ZPULSE_BUNDLE_SYMBOL "zpulse_plugin_bundle"
 #define ZPULSE_BUNDLE_MAX 64
+#define ZPULSE_ZEVENT_MAX_BYTES (64 * 1024) /* ABI 1.6: the largest `zevent` on_event gets */
 
 /* Descriptor flags (ABI 1.1). The agent refuses a plugin that sets this one: its code aborts
  * the process on an internal error instead of returning ZPULSE_STATUS_PANIC. */
@@ -163,6 +171,10 @@ typedef struct zpulse_plugin_descriptor {
      * MessagePack sample through on_sample. */
     uint64_t (*sample_layout)(void);
     int32_t (*on_sample_native)(void *state, const void *sample);
+    /* ABI 1.6, may be NULL (the plugin takes no kernel events): one kernel event (see
+     * `zevent` above) as soon as the agent reads it, between samples, on the plugin's thread
+     * and within its budget; events emitted from it carry the kernel event's time. */
+    int32_t (*on_event)(void *state, const uint8_t *zevent, size_t zevent_len);
 } zpulse_plugin_descriptor;
 
 /* The symbol a plugin exports: one of these two. */
@@ -178,7 +190,8 @@ _Static_assert(offsetof(zpulse_plugin_descriptor, unread) == 96, "descriptor lay
 _Static_assert(offsetof(zpulse_plugin_descriptor, report) == 104, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, sample_layout) == 112, "descriptor layout");
 _Static_assert(offsetof(zpulse_plugin_descriptor, on_sample_native) == 120, "descriptor layout");
-_Static_assert(sizeof(zpulse_plugin_descriptor) == 128, "descriptor layout");
+_Static_assert(offsetof(zpulse_plugin_descriptor, on_event) == 128, "descriptor layout");
+_Static_assert(sizeof(zpulse_plugin_descriptor) == 136, "descriptor layout");
 _Static_assert(offsetof(zpulse_host_api, ctx) == 16, "host api layout");
 _Static_assert(offsetof(zpulse_host_api, section) == 48, "host api layout");
 _Static_assert(sizeof(zpulse_host_api) == 56, "host api layout");

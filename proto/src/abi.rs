@@ -1,4 +1,4 @@
-//! Plugin ABI v1 (1.5): the C-compatible contract between the agent and a plugin shared object.
+//! Plugin ABI v1 (1.6): the C-compatible contract between the agent and a plugin shared object.
 //!
 //! `proto/include/zpulse_plugin.h` states the same contract for C. Plugin authors writing Rust
 //! use [`crate::sdk`] and never touch this module; it is public for the agent, for the SDK's
@@ -45,6 +45,11 @@
 //!   built from the same `zpulse-proto` sources by the same compiler as the agent may be given
 //!   the agent's own [`crate::Sample`] instead of its MessagePack encoding, when the two
 //!   [`sample_layout`] fingerprints are equal (see there). Any other plugin gets MessagePack.
+//! * Since 1.6 the descriptor ends with [`PluginDescriptor::on_event`] (may be null: the
+//!   plugin takes no kernel events, and loads as before): one kernel event
+//!   ([`crate::zevent::ZEvent`], MessagePack, at most [`ZEVENT_MAX_BYTES`]) as soon as the
+//!   agent reads it from the kernel's queue, between samples. The plugin answers with
+//!   [`HostApi::emit`], as in `on_sample`; events it emits carry the kernel event's time.
 //! * The agent never unloads a plugin (`dlclose` is unsafe with thread-locals and threads), so
 //!   a plugin's statics live as long as the process.
 
@@ -57,8 +62,8 @@ pub const ABI_MAJOR: u32 = 1;
 /// [`PluginDescriptor::unread`]. 1.2: [`PluginDescriptor::report`] and [`HostApi::section`].
 /// 1.3: the parts [`PART_ARC`], [`PART_POOL_CONFIGS`] and [`PART_POOL_RATES`].
 /// 1.4: [`PluginDescriptor::sample_layout`] and [`PluginDescriptor::on_sample_native`].
-/// 1.5: bundles, [`BUNDLE_SYMBOL`].
-pub const ABI_MINOR: u32 = 5;
+/// 1.5: bundles, [`BUNDLE_SYMBOL`]. 1.6: [`PluginDescriptor::on_event`].
+pub const ABI_MINOR: u32 = 6;
 
 /// [`DescriptorHeader::flags`]: the plugin was built with `panic = "abort"`, so its first
 /// panic would abort the whole agent instead of being caught at the boundary. The SDK sets
@@ -241,8 +246,22 @@ pub type SampleLayoutFn = unsafe extern "C" fn() -> u64;
 pub type OnSampleNativeFn =
     unsafe extern "C" fn(state: *mut c_void, sample: *const c_void) -> Status;
 
-/// What a plugin exports (ABI 1.4; a 1.0 descriptor ends before `check_config`, a 1.1 one
-/// before `report`, a 1.2 or 1.3 one before `sample_layout`). Function
+/// `on_event(state, event, event_len)` (ABI 1.6): one kernel event
+/// ([`crate::zevent::ZEvent`]) as a MessagePack map, valid for the call. Called on the
+/// plugin's thread between samples, never concurrently with its other calls, within the same
+/// budget; events are given in the kernel's order (`eid`). A failure counts as one, like a
+/// failing `on_sample`.
+pub type OnEventFn =
+    unsafe extern "C" fn(state: *mut c_void, event: *const u8, event_len: usize) -> Status;
+
+/// The largest kernel event the agent hands `on_event`, in MessagePack bytes. The kernel
+/// refuses to queue an event whose nvlist is larger than `ERPT_DATA_SZ` (OpenZFS `fm.c`,
+/// `zfs_zevent_post`); the agent keeps the encoding of the fields it decoded within this.
+pub const ZEVENT_MAX_BYTES: usize = 64 << 10;
+
+/// What a plugin exports (ABI 1.6; a 1.0 descriptor ends before `check_config`, a 1.1 one
+/// before `report`, a 1.2 or 1.3 one before `sample_layout`, a 1.4 or 1.5 one before
+/// `on_event`). Function
 /// pointers are `Option` so that a null one from C is a refused plugin, not undefined
 /// behaviour. Read one with [`read_descriptor`], which knows every 1.x size.
 #[repr(C)]
@@ -270,6 +289,9 @@ pub struct PluginDescriptor {
     pub sample_layout: Option<SampleLayoutFn>,
     /// ABI 1.4: `on_sample` over the agent's own sample, when the layouts agree.
     pub on_sample_native: Option<OnSampleNativeFn>,
+    /// ABI 1.6: kernel events as they arrive; `None` (and absent before 1.6): the plugin
+    /// takes none.
+    pub on_event: Option<OnEventFn>,
 }
 
 /// The size of an ABI 1.0 descriptor: everything before `check_config`.
@@ -518,7 +540,9 @@ const _: () = {
     // 1.4 appends sample_layout and on_sample_native.
     assert!(offset_of!(PluginDescriptor, sample_layout) == 112);
     assert!(offset_of!(PluginDescriptor, on_sample_native) == 120);
-    assert!(size_of::<PluginDescriptor>() == 128);
+    // 1.6 appends on_event.
+    assert!(offset_of!(PluginDescriptor, on_event) == 128);
+    assert!(size_of::<PluginDescriptor>() == 136);
     assert!(offset_of!(HostApi, ctx) == 16);
     assert!(offset_of!(HostApi, log) == 24);
     assert!(offset_of!(HostApi, emit) == 32);
@@ -595,7 +619,12 @@ mod tests {
             report: Some(report_nothing),
             sample_layout: Some(layout_of_this_build),
             on_sample_native: None,
+            on_event: Some(event_ignored),
         }
+    }
+
+    unsafe extern "C" fn event_ignored(_: *mut c_void, _: *const u8, _: usize) -> Status {
+        STATUS_OK
     }
 
     unsafe extern "C" fn layout_of_this_build() -> u64 {
@@ -635,8 +664,14 @@ mod tests {
         let d = unsafe { read_descriptor(&raw const one_two) };
         assert!(d.report.is_some());
         assert!(d.sample_layout.is_none(), "a 1.3 plugin gets MessagePack");
-        // 1.4, and a larger one from a newer minor: every field.
-        for size in [128, 160] {
+        // 1.4 and 1.5 (128 bytes): the native sample, but no kernel events.
+        let one_five = descriptor_claiming(128);
+        // SAFETY: as above, 128 bytes.
+        let d = unsafe { read_descriptor(&raw const one_five) };
+        assert!(d.sample_layout.is_some());
+        assert!(d.on_event.is_none(), "a 1.5 plugin takes no kernel events");
+        // 1.6, and a larger one from a newer minor: every field.
+        for size in [136, 160] {
             let new = descriptor_claiming(size);
             // SAFETY: only size_of::<PluginDescriptor>() bytes are read, which `new` has.
             let d = unsafe { read_descriptor(&raw const new) };
@@ -644,6 +679,7 @@ mod tests {
             assert_eq!(d.unread, PART_TXGS);
             assert!(d.report.is_some());
             assert!(d.sample_layout.is_some());
+            assert!(d.on_event.is_some());
         }
     }
 

@@ -43,6 +43,9 @@ pub enum Kind {
     Metrics,
     /// The agent about itself (a plugin refused, hung, disabled…). Plugins may not send these.
     Agent,
+    /// A kernel event as the kernel queued it ([`crate::zevent::ZEvent::to_event`]), without
+    /// state: what checks conclude from it are findings. Plugins may not send these.
+    Zevent,
 }
 
 impl Kind {
@@ -51,6 +54,7 @@ impl Kind {
             Kind::Finding => "finding",
             Kind::Metrics => "metrics",
             Kind::Agent => "agent",
+            Kind::Zevent => "zevent",
         }
     }
 }
@@ -173,7 +177,7 @@ impl Event {
         self
     }
 
-    /// The Forward tag: `zpulse.finding`, `zpulse.metrics`, `zpulse.agent`.
+    /// The Forward tag: `zpulse.finding`, `zpulse.metrics`, `zpulse.agent`, `zpulse.zevent`.
     pub fn tag(&self) -> String {
         format!("zpulse.{}", self.kind.as_str())
     }
@@ -205,10 +209,12 @@ impl Event {
                 self.v
             ));
         }
-        let stateful = self.kind != Kind::Metrics;
+        let stateful = matches!(self.kind, Kind::Finding | Kind::Agent);
         match (stateful, self.state) {
             (true, None) => return Err(format!("state: a {} needs one", self.kind.as_str())),
-            (false, Some(_)) => return Err("state: metrics have no state".into()),
+            (false, Some(_)) => {
+                return Err(format!("state: {} have no state", self.kind.as_str()));
+            }
             _ => {}
         }
         if self.check.is_empty()

@@ -10,6 +10,7 @@
 //!   absurd rates: a reset counter yields no rate for that interval (see [`counter`]).
 //!
 //! * An [`Event`] is what checks find and what the agent says about itself ([`event`]).
+//! * A [`zevent::ZEvent`] is one kernel event (`zpool events -v`), typed.
 //! * [`report`] is what checks conclude over a whole window for `zpulse report`.
 //! * [`abi`] is the C ABI between the agent and plugin shared objects; [`sdk`] is its safe
 //!   side for plugin authors (a `Plugin` trait, an export macro, stateful findings).
@@ -24,6 +25,7 @@ pub mod sample;
 pub mod sdk;
 pub mod snapshot;
 mod sorted_map;
+pub mod zevent;
 
 pub use event::{Entry, Event, EventTime};
 pub use sample::{Sample, SampleStream};
@@ -31,3 +33,4 @@ pub use sample::{Sample, SampleStream};
 /// `#[serde(crate = "zpulse_proto::serde")]`, so that plugins depend on this crate only.
 pub use serde;
 pub use snapshot::Snapshot;
+pub use zevent::ZEvent;

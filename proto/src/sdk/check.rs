@@ -4,7 +4,7 @@
 
 use super::{Error, Host, Plugin};
 use crate::report::{ReportWindow, Section};
-use crate::{Event, Sample};
+use crate::{Event, Sample, ZEvent};
 use serde::de::DeserializeOwned;
 
 /// A check as pure logic: build it from its config, feed it samples, get events. Export it
@@ -26,6 +26,17 @@ pub trait Check: Sized + Send + 'static {
     /// The events this sample causes (raised, updated, cleared findings).
     fn observe(&mut self, sample: &Sample) -> Vec<Event>;
 
+    /// Whether the check reads kernel events ([`Check::event`]).
+    const EVENTS: bool = false;
+
+    /// The events one kernel event causes, the moment the agent reads it (a finding raised
+    /// from a resilver that finished with errors, a vdev that went OFFLINE). Called only
+    /// when [`Check::EVENTS`]; none by default.
+    fn event(&mut self, event: &ZEvent) -> Vec<Event> {
+        let _ = event;
+        Vec::new()
+    }
+
     /// `zpulse report`: the check's conclusions over a whole window (after every sample of
     /// it went through [`Check::observe`]), each a verdict with its figures and advice,
     /// independent of the alert thresholds. None by default.
@@ -44,6 +55,7 @@ impl<C: Check> Plugin for C {
     const NAME: &'static str = C::NAME;
     const VERSION: &'static str = C::VERSION;
     const READS: u64 = C::READS;
+    const TAKES_EVENTS: bool = C::EVENTS;
     type Config = C::Config;
 
     fn new(config: C::Config, host: &Host) -> Result<Self, Error> {
@@ -57,6 +69,13 @@ impl<C: Check> Plugin for C {
     fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), Error> {
         for event in self.observe(sample) {
             host.emit(&event)?;
+        }
+        Ok(())
+    }
+
+    fn on_event(&mut self, event: &ZEvent, host: &Host) -> Result<(), Error> {
+        for e in Check::event(self, event) {
+            host.emit(&e)?;
         }
         Ok(())
     }

@@ -32,6 +32,11 @@ pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor
         report: Some(report::<P>),
         sample_layout: Some(sample_layout),
         on_sample_native: Some(on_sample_native::<P>),
+        on_event: if P::TAKES_EVENTS {
+            Some(on_event::<P>)
+        } else {
+            None
+        },
     }
 }
 
@@ -165,6 +170,22 @@ unsafe extern "C" fn on_sample_native<P: Plugin>(
     unsafe {
         call::<P, _>(state, sample, "on_sample_native", |instance, sample| {
             Ok(instance.plugin.on_sample(sample, &instance.host)?)
+        })
+    }
+}
+
+unsafe extern "C" fn on_event<P: Plugin>(
+    state: *mut c_void,
+    event: *const u8,
+    event_len: usize,
+) -> Status {
+    // SAFETY: the agent passes `event_len` readable bytes, valid for this call.
+    let bytes = unsafe { abi::bytes(event, event_len) };
+    // SAFETY: the agent's state, as `call` requires.
+    unsafe {
+        call::<P, _>(state, bytes, "on_event", |instance, bytes| {
+            let event = crate::zevent::ZEvent::from_msgpack(bytes)?;
+            Ok(instance.plugin.on_event(&event, &instance.host)?)
         })
     }
 }

@@ -60,6 +60,7 @@ pub mod testing;
 pub mod text;
 
 pub use crate::Sample;
+pub use crate::zevent::{ZEvent, ZEventKind};
 pub use crate::event::{Data, Event, Kind, Severity, State, Value};
 pub use crate::report::{Figure, Rating, ReportWindow, Section};
 pub use check::Check;
@@ -96,6 +97,18 @@ pub trait Plugin: Sized + Send + 'static {
     /// Looks at one sample and emits what it finds through `host`. An error counts as a
     /// failure; several in a row disable the plugin.
     fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), Error>;
+
+    /// Whether the plugin takes kernel events ([`Plugin::on_event`], ABI 1.6). A plugin that
+    /// says no is never called with one (and the agent encodes none for it).
+    const TAKES_EVENTS: bool = false;
+
+    /// One kernel event, as soon as the agent reads it from the kernel's queue (between
+    /// samples), in the kernel's order. Events emitted here carry the kernel event's time.
+    /// Called only when [`Plugin::TAKES_EVENTS`]; an error counts as a failure.
+    fn on_event(&mut self, event: &ZEvent, host: &Host) -> Result<(), Error> {
+        let _ = (event, host);
+        Ok(())
+    }
 
     /// `zpulse report`: after every sample of the window went through `on_sample`, the
     /// plugin's conclusions over the whole window, given with [`Host::section`]. The default

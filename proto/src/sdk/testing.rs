@@ -18,7 +18,7 @@
 //! ```
 
 use super::{Event, Host, Plugin, encode_sample_for, encode_window_for, export};
-use crate::Sample;
+use crate::{Sample, ZEvent};
 use crate::abi::{self, HostApi};
 use crate::report::{ReportWindow, Section};
 use std::ffi::c_void;
@@ -119,7 +119,17 @@ impl TestHost {
         samples: &[Sample],
         native: bool,
     ) -> Result<Vec<Event>, String> {
-        self.drive::<P>(config, samples, None, native)
+        let feeds: Vec<Feed> = samples.iter().map(Feed::Sample).collect();
+        self.drive::<P>(config, &feeds, None, native)
+            .map(|()| self.take_events())
+    }
+
+    /// As [`TestHost::run`], with kernel events between the samples, in the order given:
+    /// each [`Feed::Event`] goes to the plugin's `on_event` (ABI 1.6) as the agent hands it
+    /// one the moment it is read. A plugin that takes no events ([`Plugin::TAKES_EVENTS`])
+    /// is not given them, as in the agent.
+    pub fn feed<P: Plugin>(&self, config: &[u8], feeds: &[Feed]) -> Result<Vec<Event>, String> {
+        self.drive::<P>(config, feeds, None, false)
             .map(|()| self.take_events())
     }
 
@@ -131,14 +141,15 @@ impl TestHost {
         samples: &[Sample],
         window: &ReportWindow,
     ) -> Result<(Vec<Event>, Vec<Section>), String> {
-        self.drive::<P>(config, samples, Some(window), false)
+        let feeds: Vec<Feed> = samples.iter().map(Feed::Sample).collect();
+        self.drive::<P>(config, &feeds, Some(window), false)
             .map(|()| (self.take_events(), self.take_sections()))
     }
 
     fn drive<P: Plugin>(
         &self,
         config: &[u8],
-        samples: &[Sample],
+        feeds: &[Feed],
         window: Option<&ReportWindow>,
         native: bool,
     ) -> Result<(), String> {
@@ -163,10 +174,26 @@ impl TestHost {
             return Err(self.failure(status));
         }
         let mut result = Ok(());
-        for sample in samples {
+        for feed in feeds {
+            let sample = match feed {
+                Feed::Sample(sample) => sample,
+                Feed::Event(event) => {
+                    let Some(on_event) = descriptor.on_event else {
+                        continue;
+                    };
+                    let bytes = event.to_msgpack();
+                    // SAFETY: as for `on_sample` below.
+                    let status = unsafe { on_event(state, bytes.as_ptr(), bytes.len()) };
+                    if status != abi::STATUS_OK {
+                        result = Err(self.failure(status));
+                        break;
+                    }
+                    continue;
+                }
+            };
             let status = if native {
                 // SAFETY: as below; the sample is this build's `Sample`, alive for the call.
-                unsafe { on_sample_native(state, (sample as *const Sample).cast()) }
+                unsafe { on_sample_native(state, (*sample as *const Sample).cast()) }
             } else {
                 let bytes = encode_sample_for(sample, descriptor.unread);
                 // SAFETY: `state` came from `create` and is not destroyed yet; calls are serial.
@@ -197,6 +224,13 @@ impl TestHost {
             .unwrap_or_else(|| "no reason given".into());
         format!("status {status}: {why}")
     }
+}
+
+/// What [`TestHost::feed`] hands a plugin, in order.
+#[derive(Debug, Clone, Copy)]
+pub enum Feed<'a> {
+    Sample(&'a Sample),
+    Event(&'a ZEvent),
 }
 
 /// `ctx` back to the recorder.
