@@ -386,7 +386,9 @@ impl ZEvent {
         if self.before_start {
             s.push_str(" [queued before the agent started]");
         }
-        s.chars().take(crate::event::limits::SUMMARY_CHARS).collect()
+        s.chars()
+            .take(crate::event::limits::SUMMARY_CHARS)
+            .collect()
     }
 
     /// The record the sinks send: kind `zevent` (Forward tag `zpulse.zevent`), `check` the
@@ -487,7 +489,11 @@ impl ZEvent {
             v: crate::event::EVENT_VERSION,
             kind: Kind::Zevent,
             host: String::new(),
-            check: self.class.chars().take(crate::event::limits::CHECK_CHARS).collect(),
+            check: self
+                .class
+                .chars()
+                .take(crate::event::limits::CHECK_CHARS)
+                .collect(),
             severity: self.severity(),
             state: None,
             subject: self
@@ -629,15 +635,20 @@ mod tests {
         assert_eq!(e.data["vdev_state"], Value::Str("OFFLINE".into()));
         assert_eq!(e.data["eid"], Value::UInt(12));
         // Raw pairs are kept, with control characters made printable.
-        assert_eq!(e.data["vdev_spare_guids"], Value::List(vec![Value::UInt(1)]));
+        assert_eq!(
+            e.data["vdev_spare_guids"],
+            Value::List(vec![Value::UInt(1)])
+        );
     }
 
     #[test]
     fn a_huge_raw_payload_still_makes_a_valid_record() {
         let mut z = statechange();
         for i in 0..400 {
-            z.raw.insert(format!("k{i:03}"), Value::List(vec![1u64.into(); 64]));
-            z.raw.insert(format!("s{i:03}"), Value::Str("x".repeat(5000)));
+            z.raw
+                .insert(format!("k{i:03}"), Value::List(vec![1u64.into(); 64]));
+            z.raw
+                .insert(format!("s{i:03}"), Value::Str("x".repeat(5000)));
         }
         z.raw.insert(
             "nested".into(),

@@ -17,6 +17,7 @@ pub mod linux;
 pub mod nvlist;
 pub mod record;
 pub mod root;
+pub mod zevent;
 pub mod zfs_ioctl;
 pub mod zpool;
 

@@ -60,9 +60,9 @@ pub mod testing;
 pub mod text;
 
 pub use crate::Sample;
-pub use crate::zevent::{ZEvent, ZEventKind};
 pub use crate::event::{Data, Event, Kind, Severity, State, Value};
 pub use crate::report::{Figure, Rating, ReportWindow, Section};
+pub use crate::zevent::{ZEvent, ZEventKind};
 pub use check::Check;
 pub use findings::{Findings, Report, Rules, Threshold, Verdict};
 

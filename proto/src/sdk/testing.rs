@@ -18,9 +18,9 @@
 //! ```
 
 use super::{Event, Host, Plugin, encode_sample_for, encode_window_for, export};
-use crate::{Sample, ZEvent};
 use crate::abi::{self, HostApi};
 use crate::report::{ReportWindow, Section};
+use crate::{Sample, ZEvent};
 use std::ffi::c_void;
 use std::sync::Mutex;
 

@@ -41,6 +41,14 @@ impl ZfsDevice {
     }
 }
 
+impl ZfsDevice {
+    /// The descriptor whose event cursor the events ioctls move (`zc_cleanup_fd`): each
+    /// open of `/dev/zfs` has its own, so this device's never moves anyone else's.
+    pub fn cursor_fd(&self) -> i32 {
+        self.file.as_raw_fd()
+    }
+}
+
 impl Ioctl for ZfsDevice {
     fn platform(&self) -> Platform {
         self.platform

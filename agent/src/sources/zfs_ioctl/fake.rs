@@ -40,6 +40,7 @@ impl Ioctl for FakeKernel {
                 Some(Err(errno)) => return Err(*errno),
                 None => return Err(libc::ENOENT),
             },
+            Request::EventsNext | Request::EventsSeek => return Err(libc::ENOTTY),
         };
         bytes[p.nvlist_dst_size()..p.nvlist_dst_size() + 8]
             .copy_from_slice(&(reply.len() as u64).to_ne_bytes());
@@ -51,5 +52,80 @@ impl Ioctl for FakeKernel {
         // bytes the protocol allocated for this call, and the reply fits (checked above).
         unsafe { std::ptr::copy_nonoverlapping(reply.as_ptr(), dst, reply.len()) };
         Ok(())
+    }
+}
+
+/// A kernel double of `fm.c`'s queue for one cursor: the events after it, ENOMEM with
+/// the needed size for a small buffer (the cursor stays), the dropped count once.
+pub struct FakeQueue {
+    pub events: Vec<(u64, Vec<u8>)>,
+    /// Index of the event the cursor is on; `None` before the first.
+    pub cursor: Option<usize>,
+    pub dropped: u64,
+    /// Each call: the request, `zc_guid` and the descriptor at both `zc_cleanup_fd` offsets.
+    pub calls: Vec<(Request, u64, i32, i32)>,
+    pub fail: Option<i32>,
+}
+
+impl Ioctl for FakeQueue {
+    fn platform(&self) -> Platform {
+        Platform::Linux
+    }
+
+    fn call(&mut self, request: Request, cmd: &mut CmdBuffer) -> Result<(), i32> {
+        let p = self.platform();
+        let bytes = cmd.bytes_mut();
+        let word = |b: &[u8], o: usize| u64::from_ne_bytes(b[o..o + 8].try_into().unwrap());
+        let int = |b: &[u8], o: usize| i32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
+        let [fd_a, fd_b] = p.cleanup_fd_offsets();
+        let guid = word(bytes, p.guid());
+        self.calls
+            .push((request, guid, int(bytes, fd_a), int(bytes, fd_b)));
+        if let Some(e) = self.fail {
+            return Err(e);
+        }
+        match request {
+            Request::EventsSeek => match self.events.iter().position(|(eid, _)| *eid == guid) {
+                Some(i) => {
+                    self.cursor = Some(i);
+                    Ok(())
+                }
+                None => Err(libc::ENOENT),
+            },
+            Request::EventsNext => {
+                let next = self.cursor.map_or(0, |i| i + 1);
+                let Some((_, reply)) = self.events.get(next) else {
+                    return Err(libc::ENOENT);
+                };
+                let size = word(bytes, p.nvlist_dst_size());
+                bytes[p.nvlist_dst_size()..p.nvlist_dst_size() + 8]
+                    .copy_from_slice(&(reply.len() as u64).to_ne_bytes());
+                if reply.len() as u64 > size {
+                    return Err(libc::ENOMEM);
+                }
+                let dst = word(bytes, p.nvlist_dst()) as usize as *mut u8;
+                // SAFETY: test double of copyout into the live buffer of `size` bytes
+                // the protocol passed; the reply fits (checked above).
+                unsafe { std::ptr::copy_nonoverlapping(reply.as_ptr(), dst, reply.len()) };
+                let dropped = std::mem::take(&mut self.dropped);
+                bytes[p.cookie()..p.cookie() + 8].copy_from_slice(&dropped.to_ne_bytes());
+                self.cursor = Some(next);
+                Ok(())
+            }
+            _ => Err(libc::ENOTTY),
+        }
+    }
+}
+
+impl FakeQueue {
+    /// A queue holding `events` (id, packed bytes), the cursor before the first.
+    pub fn new(events: Vec<(u64, Vec<u8>)>) -> FakeQueue {
+        FakeQueue {
+            events,
+            cursor: None,
+            dropped: 0,
+            calls: Vec::new(),
+            fail: None,
+        }
     }
 }

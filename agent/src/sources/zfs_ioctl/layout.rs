@@ -13,12 +13,23 @@ pub enum Platform {
     Freebsd,
 }
 
-/// `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS` are entries 4 and 5 of the ioctl table.
+/// `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS` are entries 4 and 5 of the ioctl table;
+/// `ZFS_IOC_EVENTS_NEXT` and `ZFS_IOC_EVENTS_SEEK` entries 0x81 and 0x83, the first of the
+/// platform range (`ZFS_IOC_PLATFORM = ZFS_IOC_FIRST + 0x80`, `include/sys/fs/zfs.h`), which
+/// `zfs_ioctl_init` registers on every platform, FreeBSD included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Request {
     PoolConfigs,
     PoolStats,
+    EventsNext,
+    EventsSeek,
 }
+
+/// `zc_guid` flag of `ZFS_IOC_EVENTS_NEXT`: answer ENOENT at once instead of waiting for an
+/// event (`ZEVENT_NONBLOCK`, `include/sys/fs/zfs.h`).
+pub const ZEVENT_NONBLOCK: u64 = 0x1;
+/// `zc_guid` of `ZFS_IOC_EVENTS_SEEK`: back to the oldest event (`ZEVENT_SEEK_START`).
+pub const ZEVENT_SEEK_START: u64 = 0;
 
 /// FreeBSD's `ZFS_IOCVER_OZFS`: the only `vfs.zfs.version.ioctl` this layout is for.
 pub const FREEBSD_IOCTL_VERSION: u32 = 15;
@@ -74,11 +85,36 @@ impl Platform {
         self.value() + 2 * self.maxpathlen() + 256 + 24
     }
 
+    /// `zc_guid` (u64): the events ioctls' flags (NEXT) and event id (SEEK).
+    pub const fn guid(self) -> usize {
+        self.value() + 2 * self.maxpathlen() + 256
+    }
+
+    /// Where `zc_cleanup_fd` (int) has been: the events ioctls take the descriptor whose
+    /// cursor they move from it. It sits after `zc_inject_record`, whose size changed once:
+    /// OpenZFS 2.3.1 alone grew `zinject_record_t` by 16 bytes (`zi_match_count`,
+    /// `zi_inject_count`) without the union 2.3.2 and 2.4 put around it to keep
+    /// `zfs_cmd_t`'s layout. So the field is at one offset in 0.8 to 2.3.0, 2.3.2 and 2.4,
+    /// and 16 bytes further in 2.3.1 (Linux 13664 and 13680, FreeBSD 4448 and 4464). The
+    /// events calls write the descriptor at both: each offset is a field the other
+    /// versions' events ioctls do not read (the first is 2.3.1's `zc_defer_destroy`, the
+    /// second the others' `zc_fromobj`), so one command is right for every version.
+    pub const fn cleanup_fd_offsets(self) -> [usize; 2] {
+        // zc_cookie, then zc_objset_type, zc_perm_action, zc_history_len,
+        // zc_history_offset, zc_obj, zc_iflags (6 × 8), zc_share (32), zc_objset_stats
+        // (288), zc_begin_record (304), zc_inject_record (352), zc_defer_destroy and zc_flags
+        // (8), zc_action_handle (8).
+        let first = self.cookie() + 8 + 6 * 8 + 32 + 288 + 304 + 352 + 8 + 8;
+        [first, first + 16]
+    }
+
     /// The ioctl request number.
     pub const fn request(self, request: Request) -> u64 {
         let index: u64 = match request {
             Request::PoolConfigs => 4,
             Request::PoolStats => 5,
+            Request::EventsNext => 0x81,
+            Request::EventsSeek => 0x83,
         };
         match self {
             // Linux: ZFS_IOC_FIRST = 'Z' << 8, no _IOWR encoding.
@@ -110,6 +146,18 @@ impl CmdBuffer {
         cmd.put(platform.nvlist_dst_size(), dst_size as u64);
         cmd.put(platform.cookie(), cookie);
         cmd
+    }
+
+    /// Sets `zc_guid`: the events ioctls' flags or event id.
+    pub fn set_guid(&mut self, value: u64) {
+        self.put(self.platform.guid(), value);
+    }
+
+    /// Sets `zc_cleanup_fd` at every offset it has had ([`Platform::cleanup_fd_offsets`]).
+    pub fn set_cleanup_fd(&mut self, fd: i32) {
+        for offset in self.platform.cleanup_fd_offsets() {
+            self.bytes[offset..offset + 4].copy_from_slice(&fd.to_ne_bytes());
+        }
     }
 
     fn put(&mut self, offset: usize, value: u64) {
@@ -190,12 +238,40 @@ mod tests {
 
     /// Request numbers: entries 4 and 5 from `('Z' << 8)` (include/sys/fs/zfs.h), on FreeBSD
     /// wrapped as `_IOWR('Z', n, zfs_iocparm_t)` (sys/sys/ioccom.h, a 24-byte argument).
+    /// `ZFS_IOC_EVENTS_NEXT` is commented `0x81` and `ZFS_IOC_EVENTS_SEEK` `0x83` beside
+    /// their enum entries there.
     #[test]
     fn request_numbers() {
         assert_eq!(Platform::Linux.request(Request::PoolConfigs), 0x5A04);
         assert_eq!(Platform::Linux.request(Request::PoolStats), 0x5A05);
         assert_eq!(Platform::Freebsd.request(Request::PoolConfigs), 0xC018_5A04);
         assert_eq!(Platform::Freebsd.request(Request::PoolStats), 0xC018_5A05);
+        assert_eq!(Platform::Linux.request(Request::EventsNext), 0x5A81);
+        assert_eq!(Platform::Linux.request(Request::EventsSeek), 0x5A83);
+        assert_eq!(Platform::Freebsd.request(Request::EventsNext), 0xC018_5A81);
+    }
+
+    /// `offsetof(zfs_cmd_t, zc_guid)` and `offsetof(zfs_cmd_t, zc_cleanup_fd)` on x86_64,
+    /// counted from `include/sys/zfs_ioctl.h` of OpenZFS 2.1 (and 0.8–2.4 but 2.3.1), and of
+    /// 2.3.1 (its `zinject_record_t` 16 bytes larger); `sizeof(zfs_cmd_t)` is 13744 on Linux
+    /// (2.0 and later but 2.3.1, whose 13760 the buffer-size test above names), so the
+    /// first offset is the 80 bytes before its end that `zc_cleanup_fd` .. `zc_zoneid` take.
+    #[test]
+    fn the_events_fields_sit_where_every_version_has_them() {
+        assert_eq!(Platform::Linux.guid(), 12592);
+        assert_eq!(Platform::Freebsd.guid(), 12592 - 3 * 3072);
+        assert_eq!(Platform::Linux.cleanup_fd_offsets(), [13664, 13680]);
+        assert_eq!(13744 - 80, 13664);
+        assert_eq!(Platform::Freebsd.cleanup_fd_offsets(), [4448, 4464]);
+        let mut cmd = CmdBuffer::new(Platform::Linux, "", std::ptr::null_mut(), 0, 0);
+        cmd.set_cleanup_fd(7);
+        cmd.set_guid(ZEVENT_NONBLOCK);
+        assert_eq!(&cmd.bytes[13664..13668], &7i32.to_ne_bytes());
+        assert_eq!(&cmd.bytes[13680..13684], &7i32.to_ne_bytes());
+        assert_eq!(cmd.get(12592), 1);
+        // Nothing else was written.
+        let set = cmd.bytes.iter().filter(|&&b| b != 0).count();
+        assert_eq!(set, 3);
     }
 
     #[test]

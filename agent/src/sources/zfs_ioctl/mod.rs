@@ -6,11 +6,14 @@
 //! * [`protocol`] — the calling sequence: the ENOMEM grow-and-retry protocol (capped), the
 //!   EEXIST "namespace unchanged" answer, the pool's real error in `zc_cookie`. Written against
 //!   the [`Ioctl`] trait, so it is tested without a kernel.
+//! * [`events`] — the kernel's event queue (`ZFS_IOC_EVENTS_NEXT`/`SEEK`) read with a
+//!   cursor of this reader's own.
 //! * [`device`] — the one module with `unsafe`: opening `/dev/zfs` and the `ioctl(2)` call.
 //!
 //! Replies are packed NATIVE nvlists; [`super::nvlist`] decodes them.
 
 pub mod device;
+pub mod events;
 #[cfg(test)]
 pub mod fake;
 pub mod layout;

@@ -45,6 +45,12 @@ pub enum IoctlError {
         call: &'static str,
         errno: i32,
     },
+    /// The kernel refused the call for a reason that is not the caller's bug (a privilege,
+    /// a layout it does not know, a module going away), said in words.
+    Refused {
+        call: &'static str,
+        why: &'static str,
+    },
 }
 
 /// Who makes `/dev/zfs` mode 0666, so what to check when opening it is refused: on Linux
@@ -89,6 +95,7 @@ impl fmt::Display for IoctlError {
                 f,
                 "{call}: the kernel asked for a {needed}-byte buffer, more than the {MAX_REPLY}-byte limit"
             ),
+            IoctlError::Refused { call, why } => write!(f, "{call}: {why}"),
             IoctlError::Errno { call, errno } => write!(
                 f,
                 "{call} failed: {}",
@@ -130,6 +137,7 @@ pub fn pool_configs(dev: &mut dyn Ioctl, generation: u64) -> Result<PoolConfigs,
         generation,
         CONFIGS_START,
         Vec::new(),
+        &|_| {},
     ) {
         Ok((packed, cmd)) => Ok(PoolConfigs::Changed {
             generation: cmd.cookie(),
@@ -167,7 +175,7 @@ pub fn pool_stats_into(
         return Err(IoctlError::BadPoolName(pool.to_string()));
     }
     let start = start.clamp(1, MAX_REPLY);
-    match call_growing(dev, Request::PoolStats, pool, 0, start, buffer) {
+    match call_growing(dev, Request::PoolStats, pool, 0, start, buffer, &|_| {}) {
         Ok((packed, cmd)) => {
             let altroot = cmd.value();
             Ok(PoolStats {
@@ -184,26 +192,31 @@ pub fn pool_stats_into(
 }
 
 /// Issues `request`, growing the reply buffer as the kernel asks (ENOMEM with the needed size
-/// in `zc_nvlist_dst_size`). Each try starts from a fresh command, so the cookie the kernel
-/// overwrote before failing is reset. The reply is written into `dst`'s memory: only the
+/// in `zc_nvlist_dst_size`). Each try starts from a fresh command (`fill` sets what the
+/// request needs beyond the name, buffer and cookie), so the cookie the kernel overwrote
+/// before failing is reset. The reply is written into `dst`'s memory: only the
 /// bytes past its length are zeroed when it is sized for a try, so a buffer kept from the
 /// last reply costs no allocation and no page faults.
-fn call_growing(
+pub(super) fn call_growing(
     dev: &mut dyn Ioctl,
     request: Request,
     name: &str,
     cookie: u64,
     start: usize,
     mut dst: Vec<u8>,
+    fill: &dyn Fn(&mut CmdBuffer),
 ) -> Result<(Vec<u8>, CmdBuffer), IoctlError> {
     let call = match request {
         Request::PoolConfigs => "ZFS_IOC_POOL_CONFIGS",
         Request::PoolStats => "ZFS_IOC_POOL_STATS",
+        Request::EventsNext => "ZFS_IOC_EVENTS_NEXT",
+        Request::EventsSeek => "ZFS_IOC_EVENTS_SEEK",
     };
     let mut size = start;
     for _ in 0..MAX_TRIES {
         dst.resize(size, 0);
         let mut cmd = CmdBuffer::new(dev.platform(), name, dst.as_mut_ptr(), size, cookie);
+        fill(&mut cmd);
         let result = dev.call(request, &mut cmd);
         let reported = cmd.nvlist_dst_size();
         // FreeBSD's libzfs_core treats "success but larger than the buffer" as ENOMEM.

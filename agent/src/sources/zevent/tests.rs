@@ -1,0 +1,171 @@
+//! The reader against a double of the kernel's queue (`zfs_ioctl::fake::FakeQueue`), with
+//! events packed as the kernel packs them.
+
+use super::*;
+use crate::sources::nvlist::encode::{Endian, encode};
+use crate::sources::nvlist::{NvList, NvValue};
+use crate::sources::zfs_ioctl::fake::FakeQueue;
+
+const BOOT: &str = "boot-a";
+
+/// A statechange as `zfs_post_state_change` posts it: eid `eid`, kernel time `secs`.
+fn event(eid: u64, secs: i64) -> (u64, Vec<u8>) {
+    let l = NvList::new()
+        .with(
+            "class",
+            NvValue::String("resource.fs.zfs.statechange".into()),
+        )
+        .with("pool", NvValue::String("tank".into()))
+        .with("vdev_path", NvValue::String("/dev/sdb1".into()))
+        .with("vdev_state", NvValue::Uint64(2))
+        .with("prev_state", NvValue::Uint64(7))
+        .with("time", NvValue::Int64Array(vec![secs, 0]))
+        .with("eid", NvValue::Uint64(eid));
+    (eid, encode(&l, Endian::Little))
+}
+
+fn at(secs: u32) -> EventTime {
+    EventTime {
+        seconds: secs,
+        nanos: 0,
+    }
+}
+
+fn eids(b: &Batch) -> Vec<u64> {
+    b.events.iter().map(|e| e.eid).collect()
+}
+
+#[test]
+fn events_before_the_start_are_history_and_later_ones_are_live() {
+    let q = FakeQueue::new(vec![event(1, 100), event(2, 200), event(3, 300)]);
+    let mut r = Reader::new(q, 7, at(250));
+    assert_eq!(r.resume(None, BOOT).unwrap(), Resumed::Fresh);
+    let b = r.read(false, 10).unwrap();
+    assert_eq!(eids(&b), vec![1, 2, 3]);
+    let before: Vec<bool> = b.events.iter().map(|e| e.before_start).collect();
+    assert_eq!(before, vec![true, true, false]);
+    assert_eq!(b.packed.len(), 3);
+    assert_eq!(r.cursor(BOOT).unwrap().eid, 3);
+    // Nothing more: an empty batch, at once.
+    assert!(r.read(false, 10).unwrap().is_empty());
+}
+
+#[test]
+fn a_restart_goes_on_after_the_kept_event_and_repeats_none() {
+    let q = FakeQueue::new(vec![event(1, 100), event(2, 200), event(3, 300)]);
+    let mut r = Reader::new(q, 7, at(1000));
+    let kept = Cursor {
+        boot_id: BOOT.into(),
+        eid: 2,
+        time: at(200),
+    };
+    assert_eq!(r.resume(Some(&kept), BOOT).unwrap(), Resumed::After(2));
+    assert_eq!(eids(&r.read(false, 10).unwrap()), vec![3]);
+    // The seek named the kept event.
+    assert_eq!(r.dev.calls[0].1, 2);
+}
+
+#[test]
+fn a_cursor_of_another_boot_reads_the_whole_new_queue() {
+    let q = FakeQueue::new(vec![event(1, 100), event(2, 200)]);
+    let mut r = Reader::new(q, 7, at(150));
+    let kept = Cursor {
+        boot_id: "boot-old".into(),
+        eid: 900,
+        time: at(50),
+    };
+    assert_eq!(r.resume(Some(&kept), BOOT).unwrap(), Resumed::Fresh);
+    assert!(r.dev.calls.is_empty(), "no seek into another boot's ids");
+    assert_eq!(eids(&r.read(false, 10).unwrap()), vec![1, 2]);
+}
+
+#[test]
+fn events_dropped_while_the_agent_was_stopped_are_counted_and_the_rest_read() {
+    // Kept: event 5. The queue now starts at 9 (5..8 were pushed out while stopped).
+    let q = FakeQueue::new(vec![event(9, 900), event(10, 1000)]);
+    let mut r = Reader::new(q, 7, at(2000));
+    let kept = Cursor {
+        boot_id: BOOT.into(),
+        eid: 5,
+        time: at(500),
+    };
+    assert_eq!(r.resume(Some(&kept), BOOT).unwrap(), Resumed::Dropped(5));
+    let b = r.read(false, 10).unwrap();
+    assert_eq!(eids(&b), vec![9, 10]);
+    assert_eq!(b.missing, 3, "ids 6, 7 and 8 never came");
+}
+
+#[test]
+fn a_kept_event_gone_with_older_ones_still_queued_skips_those_only() {
+    // Kept: event 3 at t=300, no longer found by the seek (a double that lost it); the
+    // queue still holds 2 and 3's successors.
+    let mut q = FakeQueue::new(vec![event(2, 200), event(4, 400)]);
+    q.events.retain(|(eid, _)| *eid != 3);
+    let mut r = Reader::new(q, 7, at(1000));
+    let kept = Cursor {
+        boot_id: BOOT.into(),
+        eid: 3,
+        time: at(300),
+    };
+    r.resume(Some(&kept), BOOT).unwrap();
+    assert_eq!(eids(&r.read(false, 10).unwrap()), vec![4]);
+}
+
+#[test]
+fn a_reloaded_module_whose_ids_began_again_is_read_whole() {
+    // Kept: event 40 at t=500. After a module reload (same boot) the ids are 1, 2 again,
+    // but the events are newer than the kept one: nothing is skipped.
+    let q = FakeQueue::new(vec![event(1, 600), event(2, 700)]);
+    let mut r = Reader::new(q, 7, at(650));
+    let kept = Cursor {
+        boot_id: BOOT.into(),
+        eid: 40,
+        time: at(500),
+    };
+    assert_eq!(r.resume(Some(&kept), BOOT).unwrap(), Resumed::Dropped(40));
+    let b = r.read(false, 10).unwrap();
+    assert_eq!(eids(&b), vec![1, 2]);
+    assert_eq!(b.missing, 0);
+    assert_eq!(
+        b.events.iter().map(|e| e.before_start).collect::<Vec<_>>(),
+        vec![true, false]
+    );
+}
+
+#[test]
+fn gaps_and_the_kernels_dropped_count_are_reported() {
+    let mut q = FakeQueue::new(vec![event(1, 1), event(4, 4), event(5, 5)]);
+    q.dropped = 7;
+    let mut r = Reader::new(q, 7, at(0));
+    let b = r.read(false, 10).unwrap();
+    assert_eq!((b.dropped, b.missing), (7, 2));
+}
+
+#[test]
+fn a_burst_is_handed_on_in_batches_of_the_size_asked() {
+    let q = FakeQueue::new((1..=2500).map(|i| event(i, i as i64)).collect());
+    let mut r = Reader::new(q, 7, at(0));
+    let sizes: Vec<usize> = (0..4)
+        .map(|_| r.read(false, BATCH_MAX).unwrap().events.len())
+        .collect();
+    assert_eq!(sizes, vec![1024, 1024, 452, 0]);
+}
+
+#[test]
+fn an_undecodable_event_is_counted_and_reading_goes_on() {
+    let q = FakeQueue::new(vec![(1, b"garbage".to_vec()), event(2, 2)]);
+    let mut r = Reader::new(q, 7, at(0));
+    let b = r.read(false, 10).unwrap();
+    assert_eq!(eids(&b), vec![2]);
+    assert_eq!(b.undecodable.len(), 1);
+}
+
+#[test]
+fn waiting_blocks_only_for_the_first_event_of_a_batch() {
+    let q = FakeQueue::new(vec![event(1, 1), event(2, 2)]);
+    let mut r = Reader::new(q, 7, at(0));
+    r.read(true, 10).unwrap();
+    let flags: Vec<u64> = r.dev.calls.iter().map(|c| c.1).collect();
+    // The first call waits (no flag), the rest do not (ZEVENT_NONBLOCK), the last finds none.
+    assert_eq!(flags, vec![0, 1, 1]);
+}
