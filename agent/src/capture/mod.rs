@@ -2,6 +2,10 @@
 //! relative paths as on the live system, plus `zpulse-capture.toml`. A *series* is a
 //! directory of captures, taken in name order.
 //!
+//! Beside the snapshot, a capture may hold the kernel events that arrived since the capture
+//! before it (`zevents/`, [`write_zevents`]), so that a replay of a series hands the checks
+//! the events between its samples exactly as the live agent would have.
+//!
 //! A capture is what a user attaches to a bug report and what every test reads: reading a
 //! capture goes through exactly the same parsers as reading the live system.
 
@@ -12,8 +16,11 @@ mod tests;
 mod write;
 
 pub use manifest::{MANIFEST, Manifest};
-pub use read::{Reader, load, series};
-pub use write::{CaptureStats, capture_into, refuse_existing};
+pub use read::{Reader, load, load_zevents, series};
+pub use write::{CaptureStats, capture_into, refuse_existing, write_zevents};
+
+/// Where a capture keeps the kernel events that arrived since the capture before it.
+pub const ZEVENTS_DIR: &str = "zevents";
 
 use std::fmt;
 use std::path::PathBuf;

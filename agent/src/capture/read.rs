@@ -69,3 +69,58 @@ pub fn series(dir: &Path) -> Result<Vec<PathBuf>, CaptureError> {
     }
     Ok(found)
 }
+
+/// The kernel events a capture holds ([`super::write_zevents`]), in the kernel's order, with
+/// what its reader missed. A capture without events (one made before they were recorded,
+/// or of a host without them) holds none; a file that does not decode is counted in
+/// `undecodable`, with its name.
+pub fn load_zevents(dir: &Path) -> crate::sources::zevent::Batch {
+    use crate::sources::zevent::{Batch, decode};
+    let mut batch = Batch::default();
+    let events_dir = dir.join(super::ZEVENTS_DIR);
+    let Ok(entries) = std::fs::read_dir(&events_dir) else {
+        return batch;
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let path = events_dir.join(&name);
+        if name == "counts" {
+            let text = sources::root::read_regular(&path, 4096).unwrap_or_default();
+            for line in String::from_utf8_lossy(&text).lines() {
+                let mut words = line.split_whitespace();
+                let (Some(key), Some(n)) = (words.next(), words.next()) else {
+                    continue;
+                };
+                let n = n.parse::<u64>().unwrap_or(0);
+                match key {
+                    "dropped" => batch.dropped = n,
+                    "missing" => batch.missing = n,
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if !name.ends_with(".nvlist") {
+            continue;
+        }
+        let read = sources::root::read_regular(&path, zpulse_proto::abi::ZEVENT_MAX_BYTES as u64)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                decode::decode(&bytes)
+                    .map(|event| (event, bytes))
+                    .map_err(|e| e.to_string())
+            });
+        match read {
+            Ok((event, bytes)) => {
+                batch.events.push(event);
+                batch.packed.push(bytes);
+            }
+            Err(why) => batch.undecodable.push(format!("{}: {why}", path.display())),
+        }
+    }
+    batch
+}

@@ -50,6 +50,34 @@ pub fn capture_into(
     Ok(stats)
 }
 
+/// The kernel events of `batch` into the capture `dest` (written by [`capture_into`]): each
+/// as the kernel packed it, `zevents/<eid>.nvlist` (the id 20 digits wide, so the names sort
+/// in the kernel's order), and `zevents/counts`, what the reader was told it missed. A
+/// replay reads them back through the same decoder ([`super::load_zevents`]).
+pub fn write_zevents(
+    dest: &Path,
+    batch: &crate::sources::zevent::Batch,
+    stats: &mut CaptureStats,
+) -> Result<(), CaptureError> {
+    make_dirs(dest, [super::ZEVENTS_DIR])?;
+    for (event, packed) in batch.events.iter().zip(&batch.packed) {
+        let rel = format!("{}/{:020}.nvlist", super::ZEVENTS_DIR, event.eid);
+        write(dest, &rel, packed, stats)?;
+    }
+    let counts = format!(
+        "dropped {}\nmissing {}\nundecodable {}\n",
+        batch.dropped,
+        batch.missing,
+        batch.undecodable.len()
+    );
+    write(
+        dest,
+        &format!("{}/counts", super::ZEVENTS_DIR),
+        counts.as_bytes(),
+        stats,
+    )
+}
+
 /// Everything `recording` holds, below `dest`. A path that would not stay below `dest`
 /// (a name made up by a capture being re-captured, like a pool called `../../x`) is not
 /// written, and said so.

@@ -1,11 +1,20 @@
 //! `zpulse capture`.
 
 use crate::capture::{self, capture_into};
+use crate::sources::zevent::{self, BATCH_MAX, Batch, Cursor, Reader};
+use crate::sources::zfs_ioctl::device::ZfsDevice;
 use crate::sources::{Root, System};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+use zpulse_proto::event::EventTime;
 
-pub fn run(dir: &Path, count: u32, interval: f64, root: Option<&Path>) -> Result<(), String> {
+pub fn run(
+    dir: &Path,
+    count: u32,
+    interval: f64,
+    root: Option<&Path>,
+    zevent_cursor: Option<&Path>,
+) -> Result<(), String> {
     if count == 0 {
         return Err("--count must be at least 1".into());
     }
@@ -35,6 +44,11 @@ pub fn run(dir: &Path, count: u32, interval: f64, root: Option<&Path>) -> Result
     // A series goes into a new or empty directory too: numbering from 000 again would
     // overwrite the captures already there.
     capture::refuse_existing(dir).map_err(|e| e.to_string())?;
+    // The live kernel's events go with each capture: those posted since the one before.
+    let mut events = match root {
+        None => Some(LiveEvents::open(zevent_cursor)),
+        Some(_) => None,
+    };
     let start = Instant::now();
     for i in 0..count {
         // Fixed schedule: capture i is due at start + i × interval, whatever the last one cost.
@@ -47,7 +61,15 @@ pub fn run(dir: &Path, count: u32, interval: f64, root: Option<&Path>) -> Result
         } else {
             dir.join(format!("{i:03}"))
         };
-        let stats = capture_into(&system, &identity, &dest).map_err(|e| e.to_string())?;
+        let mut stats = capture_into(&system, &identity, &dest).map_err(|e| e.to_string())?;
+        if let Some(events) = &mut events {
+            match events.take() {
+                Ok(batch) => {
+                    capture::write_zevents(&dest, &batch, &mut stats).map_err(|e| e.to_string())?
+                }
+                Err(why) => stats.unreadable.push(format!("kernel events: {why}")),
+            }
+        }
         eprintln!(
             "zpulse: captured {} files ({} bytes) into {}",
             stats.files,
@@ -59,4 +81,51 @@ pub fn run(dir: &Path, count: u32, interval: f64, root: Option<&Path>) -> Result
         }
     }
     Ok(())
+}
+
+/// The live event queue as `zpulse capture` reads it: every event still queued the first
+/// time (or those after the kept cursor), then those posted since.
+struct LiveEvents {
+    reader: Result<Reader<ZfsDevice>, String>,
+    cursor: Option<(std::path::PathBuf, String)>,
+}
+
+impl LiveEvents {
+    fn open(cursor: Option<&Path>) -> LiveEvents {
+        let (platform, abi) = zevent::live_platform();
+        let started = EventTime::from_system_time(SystemTime::now());
+        let boot = zevent::boot_id();
+        let reader = zevent::open_live(platform, abi, started)
+            .map_err(|e| e.to_string())
+            .and_then(|mut r| {
+                if let Some(path) = cursor {
+                    let kept = Cursor::load(path)?;
+                    r.resume(kept.as_ref(), &boot).map_err(|e| e.to_string())?;
+                }
+                Ok(r)
+            });
+        LiveEvents {
+            reader,
+            cursor: cursor.map(|p| (p.to_path_buf(), boot)),
+        }
+    }
+
+    /// What was posted since the last call, and the cursor kept past it.
+    fn take(&mut self) -> Result<Batch, String> {
+        let reader = self.reader.as_mut().map_err(|e| e.clone())?;
+        let mut all = Batch::default();
+        loop {
+            let b = reader.read(false, BATCH_MAX).map_err(|e| e.to_string())?;
+            if b.is_empty() {
+                break;
+            }
+            all.append(b);
+        }
+        if let Some((path, boot)) = &self.cursor
+            && let Some(c) = reader.cursor(boot)
+        {
+            c.store(path)?;
+        }
+        Ok(all)
+    }
 }

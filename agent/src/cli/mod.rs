@@ -1,7 +1,8 @@
-//! The `zpulse` command line: `once`, `capture`, `replay`, `report`, `plugins`, `run`,
-//! `check-config`.
+//! The `zpulse` command line: `once`, `events`, `capture`, `replay`, `report`, `plugins`,
+//! `run`, `check-config`.
 
 mod capture;
+mod events;
 mod once;
 mod plugins;
 mod replay;
@@ -43,6 +44,22 @@ pub enum Command {
         #[command(flatten)]
         plugins: PluginArgs,
     },
+    /// Print the kernel's event queue as `zpool events` does (-v: with every pair), from the
+    /// oldest event; --follow goes on printing events as they come. Needs root (FreeBSD) or
+    /// CAP_SYS_ADMIN (Linux). Reads no event away from ZED or zfsd.
+    Events {
+        /// Read the events recorded in a capture or series instead of the live kernel.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// Keep reading: print each event as the kernel posts it (until interrupted).
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Every pair of each event, under its kernel name.
+        #[arg(long, short = 'v')]
+        verbose: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Write capture layout v1 (for bug reports and tests); a series of N when --count N > 1.
     Capture {
         /// Destination directory; with --count > 1 it holds 000, 001, … subdirectories.
@@ -55,6 +72,11 @@ pub enum Command {
         /// Capture from this Linux root instead of `/` (e.g. to re-capture a capture).
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
+        /// Keep the kernel-event cursor in FILE: each capture records the events after the
+        /// one the file names (and the file moves on), so a series made by several runs holds
+        /// every event once. Without it each run records every event still queued.
+        #[arg(long, value_name = "FILE")]
+        zevent_cursor: Option<PathBuf>,
     },
     /// Print the samples between consecutive captures of a series, timed by their captured_at.
     Replay {
@@ -113,12 +135,25 @@ pub fn main() -> ExitCode {
             format,
             plugins,
         } => once::run(root.as_deref(), interval, format, &plugins),
+        Command::Events {
+            root,
+            follow,
+            verbose,
+            format,
+        } => events::run(root.as_deref(), follow, verbose, format),
         Command::Capture {
             dir,
             count,
             interval,
             root,
-        } => capture::run(&dir, count, interval, root.as_deref()),
+            zevent_cursor,
+        } => capture::run(
+            &dir,
+            count,
+            interval,
+            root.as_deref(),
+            zevent_cursor.as_deref(),
+        ),
         Command::Replay {
             series,
             format,

@@ -24,6 +24,8 @@
 //! type = "stdout"
 //! [history]                            # see `crate::history::Config`
 //! retention = "24h"
+//! [events]                             # see `crate::sources::zevent::Config`
+//! enabled = true
 //! ```
 //!
 //! Relative paths in the file are relative to the file's directory.
@@ -70,6 +72,8 @@ pub struct Config {
     pub sinks: Vec<SinkConfig>,
     /// `[history]`: the local record of every snapshot.
     pub history: crate::history::Config,
+    /// `[events]`: the kernel's event queue.
+    pub events: crate::sources::zevent::Config,
 }
 
 impl Default for Config {
@@ -81,6 +85,7 @@ impl Default for Config {
             plugins: PluginSettings::default(),
             sinks: Vec::new(),
             history: crate::history::Config::default(),
+            events: crate::sources::zevent::Config::default(),
         }
     }
 }
@@ -330,6 +335,18 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         config.history = crate::history::Config { dir, ..history };
     }
 
+    if let Some(events) = raw.events {
+        let events = events.into_inner();
+        if let Err(e) = events.check() {
+            let keys = top("events")
+                .map(|v| KeyLines::of(&file_name, text, v))
+                .unwrap_or_default();
+            return Err(keys.locate("events", &e));
+        }
+        let cursor = events.cursor.clone().map(resolve);
+        config.events = crate::sources::zevent::Config { cursor, ..events };
+    }
+
     let sink_keys: Vec<KeyLines> = match top("sink").map(|v| v.get_ref()) {
         Some(toml::de::DeValue::Array(items)) => items
             .iter()
@@ -422,6 +439,7 @@ struct RawConfig {
     #[serde(default)]
     sink: Vec<toml::Table>,
     history: Option<Spanned<crate::history::Config>>,
+    events: Option<Spanned<crate::sources::zevent::Config>>,
 }
 
 /// A duration as TOML gives it: `"10s"`, or a number of seconds.

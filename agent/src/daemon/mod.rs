@@ -19,6 +19,12 @@
 //! after the old one has handed over (a Forward spool is never open in two sinks; its
 //! successor sends what it holds). A sink's counters in the heartbeat run across reloads.
 //! Each snapshot also goes, without waiting, to the history's own thread (`recorder`).
+//!
+//! Kernel events come from a thread of their own (`zevents`), which waits in the kernel for
+//! the next event (no polling) and hands each batch to the plugin stage as soon as it is
+//! read: the records go to the sinks and the plugins that take events judge them at once,
+//! between samples; the stage then keeps the cursor (at most once a second, and at the
+//! stop), so that a restart neither repeats nor loses an event.
 
 mod heartbeat;
 pub mod log;
@@ -26,6 +32,7 @@ mod pipeline;
 mod recorder;
 pub mod schedule;
 pub mod selfstat;
+mod zevents;
 
 use crate::config::{self, Config};
 use crate::plugins::{Extra, Level, PluginHost, Status};
@@ -39,8 +46,9 @@ use schedule::Schedule;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use zpulse_proto::Sample;
 use zpulse_proto::event::EventTime;
-use zpulse_proto::{Sample, SampleStream};
+use zpulse_proto::sample::Pairing;
 
 /// Shutdown must be complete within this, from the signal to the exit.
 const STOP_WITHIN: Duration = Duration::from_secs(5);
@@ -64,6 +72,8 @@ enum StageMsg {
     First(Box<zpulse_proto::Snapshot>),
     Sample(Box<Sample>),
     Reload(Box<Generation>),
+    /// Kernel events read since the last batch (live, or a replayed capture's).
+    Zevents(Box<crate::sources::zevent::Batch>),
     /// Replay: answered once everything sent before it has gone through the plugins, so that
     /// the replay's end (a SIGTERM) cannot overtake its last samples.
     Drained(Sender<()>),
@@ -142,13 +152,30 @@ pub fn run(options: Options) -> Result<(), String> {
 
     let (history, history_thread) =
         recorder::start(first.config.history.clone(), options.replay.is_some());
+    // Kernel events: live only (a replay's come from its captures), read for the life of
+    // the process (a reload does not reopen the queue). Not joined at the stop: it waits in
+    // the kernel, and the process's exit ends it.
+    let (zevent_tx, zevent_rx) = bounded::<StageMsg>(16);
+    let cursor = zevents::Keeper::new(&first.config.events, options.replay.is_none());
+    if first.config.events.enabled && options.replay.is_none() {
+        let stopping = stopping.clone();
+        let kept = cursor.kept();
+        std::thread::Builder::new()
+            .name("zevents".into())
+            .spawn(move || zevents::read_loop(kept, zevent_tx, stopping))
+            .map_err(|e| format!("cannot start the kernel-events thread: {e}"))?;
+    }
     let stage = {
         let counters = Arc::clone(&counters);
         let extra = options.extra.clone();
         let stopping = stopping.clone();
         std::thread::Builder::new()
             .name("plugins".into())
-            .spawn(move || plugin_stage(first, extra, stage_rx, stopping, counters))
+            .spawn(move || {
+                plugin_stage(
+                    first, extra, stage_rx, zevent_rx, cursor, stopping, counters,
+                )
+            })
             .map_err(|e| format!("cannot start the plugin thread: {e}"))?
     };
     let sampler = {
@@ -301,34 +328,44 @@ fn replay_loop(
             recv(stopping) -> _ => false,
         }
     };
-    // Each capture is loaded as the stream reaches it, so a replay holds two snapshots.
-    // Each is recorded in the history (when one is configured) as it is loaded.
-    let mut snapshots = dirs.iter().map_while(|d| match crate::capture::load(d) {
-        Ok(s) => {
-            history.send(Arc::new(s.clone()), &stopping);
-            Some(s)
-        }
-        Err(e) => {
-            log::log(Level::Error, "sampler", &e.to_string());
-            None
-        }
-    });
-    if let Some(first) = snapshots.next() {
-        if !offer(StageMsg::First(Box::new(first.clone()))) || hold() {
+    // Each capture is loaded as the loop reaches it, so a replay holds two snapshots. Each
+    // is recorded in the history (when one is configured) as it is loaded. The kernel events
+    // a capture holds were posted since the capture before it: they go to the plugins before
+    // the sample that ends there, as the live agent hands them over between samples; the
+    // first capture's were queued before the series began, and are history.
+    let mut pairing = Pairing::new();
+    for (i, d) in dirs.iter().enumerate() {
+        let snapshot = match crate::capture::load(d) {
+            Ok(s) => s,
+            Err(e) => {
+                log::log(Level::Error, "sampler", &e.to_string());
+                break;
+            }
+        };
+        history.send(Arc::new(snapshot.clone()), &stopping);
+        if i == 0 && !offer(StageMsg::First(Box::new(snapshot.clone()))) {
             return;
         }
-        for sample in SampleStream::after(first, snapshots) {
-            let sample = match sample {
-                Ok(sample) => sample,
-                Err(e) => {
-                    log::log(Level::Warn, "sampler", &e.to_string());
-                    continue;
+        let mut events = crate::capture::load_zevents(d);
+        if i == 0 {
+            events.events.iter_mut().for_each(|e| e.before_start = true);
+        }
+        if !events.is_empty() && !offer(StageMsg::Zevents(Box::new(events))) {
+            return;
+        }
+        match pairing.push(snapshot) {
+            None => {
+                if hold() {
+                    return;
                 }
-            };
-            counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
-            if !offer(StageMsg::Sample(Box::new(sample))) || hold() {
-                return;
             }
+            Some(Ok(sample)) => {
+                counters.lock().unwrap_or_else(|p| p.into_inner()).samples += 1;
+                if !offer(StageMsg::Sample(Box::new(sample))) || hold() {
+                    return;
+                }
+            }
+            Some(Err(e)) => log::log(Level::Warn, "sampler", &e.to_string()),
         }
     }
     // Wait until the plugins have seen the last sample before asking the agent to stop.
@@ -409,6 +446,8 @@ fn plugin_stage(
     first: Generation,
     extra: Extra,
     inbox: Receiver<StageMsg>,
+    mut zevent_inbox: Receiver<StageMsg>,
+    mut cursor: zevents::Keeper,
     stopping: Receiver<()>,
     counters: Arc<Mutex<SamplerCounters>>,
 ) {
@@ -420,6 +459,14 @@ fn plugin_stage(
                 Ok(msg) => msg,
                 // The agent is stopping: the sender side is gone.
                 Err(_) => StageMsg::Stop(Instant::now() + STOP_WITHIN - 2 * EXIT_MARGIN),
+            },
+            // The events thread ending (no ZFS, events off) closes this; samples go on.
+            recv(zevent_inbox) -> msg => match msg {
+                Ok(msg) => msg,
+                Err(_) => {
+                    zevent_inbox = crossbeam_channel::never();
+                    continue;
+                }
             },
         };
         // A stop outranks whatever was queued before it.
@@ -447,6 +494,11 @@ fn plugin_stage(
                 }
                 state.dispatch(events);
             }
+            StageMsg::Zevents(batch) => {
+                let events = state.zevents(&batch);
+                state.dispatch(events);
+                cursor.handled(&batch);
+            }
             StageMsg::Reload(next) => {
                 let deadline = Instant::now() + STOP_WITHIN;
                 state = state.reload(*next, &extra, &stopping, deadline);
@@ -455,6 +507,7 @@ fn plugin_stage(
                 let _ = done.send(());
             }
             StageMsg::Stop(deadline) => {
+                cursor.flush();
                 state.stop(deadline);
                 return;
             }
@@ -533,6 +586,36 @@ impl Stage {
         }
         stage.dispatch(out.events);
         stage
+    }
+
+    /// A batch of kernel events: their records, what the plugins concluded from them, and
+    /// a note of what the kernel dropped, for the sinks.
+    fn zevents(&mut self, batch: &crate::sources::zevent::Batch) -> Vec<Stamped> {
+        let mut out: Vec<Stamped> = batch
+            .events
+            .iter()
+            .map(|z| {
+                let mut event = z.to_event();
+                event.host = self.hostname.clone();
+                Stamped {
+                    time: z.time,
+                    event,
+                }
+            })
+            .collect();
+        let found = self.host.deliver(&batch.events);
+        for line in &found.logs {
+            log::line(line);
+        }
+        out.extend(found.events);
+        for why in &batch.undecodable {
+            log::log(Level::Warn, "zevents", why);
+        }
+        if let Some(mut note) = zevents::dropped_note(batch) {
+            note.event.host = self.hostname.clone();
+            out.push(note);
+        }
+        out
     }
 
     fn offer_reading(&self, reading: &Reading) {

@@ -71,6 +71,8 @@ pub(super) struct Calls {
     /// ABI 1.4: its layout fingerprint and `on_sample` over the agent's own sample, used
     /// when the fingerprint is the agent's (asked on the plugin's thread, after `create`).
     pub native: Option<(abi::SampleLayoutFn, abi::OnSampleNativeFn)>,
+    /// ABI 1.6: kernel events as they are read; `None`: the plugin takes none.
+    pub on_event: Option<abi::OnEventFn>,
 }
 
 /// An opened plugin, before `create`.
@@ -250,6 +252,7 @@ unsafe fn read(descriptor: *const PluginDescriptor) -> Result<Opened, Refusal> {
             unread: d.unread,
             report: d.report,
             native: d.sample_layout.zip(d.on_sample_native),
+            on_event: d.on_event,
         },
         check_config: d.check_config,
     })

@@ -213,6 +213,8 @@ struct Running {
     origin: Option<String>,
     /// The parts of the sample it does not read (its descriptor's `unread`).
     unread: u64,
+    /// Whether it takes kernel events (ABI 1.6 `on_event`).
+    takes_events: bool,
 }
 
 struct Slot {
@@ -466,6 +468,7 @@ impl PluginHost {
                 raised: Raised::default(),
                 origin: table.map(|t| t.origin.clone()),
                 unread: opened.calls.unread,
+                takes_events: opened.calls.on_event.is_some(),
             }),
         });
     }
@@ -499,14 +502,55 @@ impl PluginHost {
         self.dispatch(
             EventTime::from_unix(sample.end),
             "on_sample",
-            |unread, takes_native| {
-                if takes_native && native {
+            |run, takes_native| {
+                Some(if takes_native && native {
                     Job::NativeSample(Arc::clone(sample))
                 } else {
-                    Job::Sample(encoded.for_plugin(unread))
-                }
+                    Job::Sample(encoded.for_plugin(run.unread))
+                })
             },
         );
+        self.take_output()
+    }
+
+    /// Hands kernel events to every idle plugin that takes them (ABI 1.6 `on_event`), in
+    /// order, and returns within the budget what they emitted, each finding stamped with
+    /// the time of the event it came from. An event whose encoding is over
+    /// [`abi::ZEVENT_MAX_BYTES`] goes to no plugin (said in a log line); a hung plugin gets
+    /// none until it returns.
+    pub fn deliver(&mut self, events: &[zpulse_proto::ZEvent]) -> Output {
+        let takers = self
+            .slots
+            .iter()
+            .filter_map(|s| s.run.as_ref())
+            .any(|r| r.takes_events);
+        let Some(last) = events.last().filter(|_| takers) else {
+            return self.take_output();
+        };
+        let mut encoded = Vec::with_capacity(events.len());
+        for event in events {
+            let bytes = event.to_msgpack();
+            if bytes.len() > abi::ZEVENT_MAX_BYTES {
+                let why = format!(
+                    "kernel event {} ({}) is {} bytes encoded, over the {} plugins take; \
+                     no plugin sees it",
+                    event.eid,
+                    event.class,
+                    bytes.len(),
+                    abi::ZEVENT_MAX_BYTES
+                );
+                self.log(Level::Warn, "plugins", why);
+                continue;
+            }
+            encoded.push(worker::EncodedZevent {
+                time: event.time,
+                bytes,
+            });
+        }
+        let encoded: Arc<[worker::EncodedZevent]> = encoded.into();
+        self.dispatch(last.time, "on_event", |run, _| {
+            run.takes_events.then(|| Job::Events(Arc::clone(&encoded)))
+        });
         self.take_output()
     }
 
@@ -522,8 +566,8 @@ impl PluginHost {
     pub fn report_window(&mut self, window: &ReportWindow) -> (Vec<Section>, Output) {
         let mut encoded =
             worker::Encoded::new(|unread| zpulse_proto::sdk::encode_window_for(window, unread));
-        self.dispatch(EventTime::from_unix(window.to), "report", |unread, _| {
-            Job::Report(encoded.for_plugin(unread))
+        self.dispatch(EventTime::from_unix(window.to), "report", |run, _| {
+            Some(Job::Report(encoded.for_plugin(run.unread)))
         });
         let out = self.take_output();
         let sections = self
@@ -535,14 +579,14 @@ impl PluginHost {
         (sections, out)
     }
 
-    /// Gives every idle, created plugin the job `job(unread parts, takes the native sample)`
-    /// for `call`, stamped with `time`, then waits for them within the budget and marks the
-    /// late ones hung.
+    /// Gives every idle, created plugin the job `job(the plugin, takes the native sample)`
+    /// for `call` (none when it gives `None`), stamped with `time`, then waits for them
+    /// within the budget and marks the late ones hung.
     fn dispatch(
         &mut self,
         time: EventTime,
         call: &'static str,
-        mut job: impl FnMut(u64, bool) -> Job,
+        mut job: impl FnMut(&Running, bool) -> Option<Job>,
     ) {
         self.collect();
         let now = Instant::now();
@@ -556,13 +600,16 @@ impl PluginHost {
                 continue;
             }
             let Some(lane) = run.lane else { continue };
+            let Some(job) = job(run, slot.info.native) else {
+                continue;
+            };
             run.shared.begin_sample(time, &self.hostname);
             batches[lane].push(Queued {
                 owner: index,
                 posted: now,
                 job: Call {
                     member: Arc::clone(&run.member),
-                    job: job(run.unread, slot.info.native),
+                    job,
                 },
             });
             run.busy = Some(Busy {
@@ -854,7 +901,12 @@ impl PluginHost {
                 error,
                 native,
             } => self.created(index, status, error, native),
-            Done::Sampled { status, error } => self.sampled(index, status, error, late.is_some()),
+            Done::Sampled { status, error } => {
+                self.sampled(index, "on_sample", status, error, late.is_some())
+            }
+            Done::Evented { status, error } => {
+                self.sampled(index, "on_event", status, error, late.is_some())
+            }
             Done::Reported { status, error } => {
                 if status != abi::STATUS_OK {
                     let why = error.unwrap_or_else(|| format!("status {status}, no reason"));
@@ -903,8 +955,16 @@ impl PluginHost {
         );
     }
 
-    /// `on_sample` returned; `late` when it had been found hung (and counted) already.
-    fn sampled(&mut self, index: usize, status: abi::Status, error: Option<String>, late: bool) {
+    /// `call` (`on_sample`, `on_event`) returned; `late` when it had been found hung (and
+    /// counted) already.
+    fn sampled(
+        &mut self,
+        index: usize,
+        call: &str,
+        status: abi::Status,
+        error: Option<String>,
+        late: bool,
+    ) {
         if status == abi::STATUS_OK {
             if !late {
                 self.recovered(index);
@@ -915,9 +975,9 @@ impl PluginHost {
         let name = slot.info.label();
         let Some(run) = slot.run.as_mut() else { return };
         let why = match (status, error) {
-            (abi::STATUS_PANIC, Some(e)) => format!("on_sample {e}"),
-            (_, Some(e)) => format!("on_sample failed: {e}"),
-            (s, None) => format!("on_sample failed with status {s} and no reason"),
+            (abi::STATUS_PANIC, Some(e)) => format!("{call} {e}"),
+            (_, Some(e)) => format!("{call} failed: {e}"),
+            (s, None) => format!("{call} failed with status {s} and no reason"),
         };
         run.last_error = why.clone();
         if late {

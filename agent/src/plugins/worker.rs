@@ -62,8 +62,17 @@ pub(super) enum Job {
     NativeSample(Arc<Sample>),
     /// One encoded report window (`zpulse report`).
     Report(Arc<[u8]>),
+    /// Kernel events, each encoded once and shared by every plugin that takes them, in the
+    /// kernel's order (ABI 1.6 `on_event`, one call each).
+    Events(Arc<[EncodedZevent]>),
     /// Destroy the state (if `create` made one): the plugin gets no more calls.
     Stop,
+}
+
+/// A kernel event as `on_event` takes it, with the time its findings are stamped with.
+pub(super) struct EncodedZevent {
+    pub time: EventTime,
+    pub bytes: Vec<u8>,
 }
 
 pub(super) enum Done {
@@ -74,6 +83,11 @@ pub(super) enum Done {
         native: bool,
     },
     Sampled {
+        status: Status,
+        error: Option<String>,
+    },
+    /// `on_event` returned for every event of a job, or the first that failed did.
+    Evented {
         status: Status,
         error: Option<String>,
     },
@@ -141,6 +155,11 @@ impl Shared {
     /// update is one push or one counter), so poisoning is ignored.
     pub fn lock(&self) -> MutexGuard<'_, Collected> {
         self.collected.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The time given to the events emitted from now on (a kernel event's, during `on_event`).
+    fn stamp(&self, time: EventTime) {
+        self.lock().time = time;
     }
 
     /// Starts the per-sample window: new time, fresh limits.
@@ -436,7 +455,24 @@ pub(super) fn work(call: Call) -> Option<Done> {
                 error: m.shared.lock().error.take(),
             }
         }
-        Job::Sample(_) | Job::Report(_) => return None,
+        Job::Events(events) if m.created => {
+            let mut status = abi::STATUS_OK;
+            if let Some(on_event) = m.calls.on_event {
+                for event in events.iter() {
+                    m.shared.stamp(event.time);
+                    // SAFETY: as for `on_sample`; the event's bytes are valid for the call.
+                    status = unsafe { on_event(m.state, event.bytes.as_ptr(), event.bytes.len()) };
+                    if status != abi::STATUS_OK {
+                        break;
+                    }
+                }
+            }
+            Done::Evented {
+                status,
+                error: m.shared.lock().error.take(),
+            }
+        }
+        Job::Sample(_) | Job::Report(_) | Job::Events(_) => return None,
         Job::Stop => {
             if std::mem::take(&mut m.created) {
                 // SAFETY: the state from `create`, destroyed once (`created` is now false),

@@ -6,9 +6,11 @@
 mod pool;
 mod text;
 pub mod units;
+mod zevents;
 
 pub use text::{sample_text, snapshot_text};
 pub use units::utc;
+pub use zevents::zevent_text;
 
 use serde::Serialize;
 

@@ -91,6 +91,15 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Adds `other`'s events and counts after this one's.
+    pub fn append(&mut self, other: Batch) {
+        self.events.extend(other.events);
+        self.packed.extend(other.packed);
+        self.dropped += other.dropped;
+        self.missing += other.missing;
+        self.undecodable.extend(other.undecodable);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
             && self.dropped == 0

@@ -1,0 +1,272 @@
+//! The check over events made as the kernel posts them (classes and payload names of
+//! OpenZFS 2.1: `zfs_fm.c`, `fm.c`, `spa.c`, `dsl_scan.c`), fed through the SDK's test host
+//! as the agent feeds them.
+
+use super::*;
+use zpulse_proto::event::{EventTime, State};
+use zpulse_proto::sdk::testing::{Feed, TestHost};
+use zpulse_proto::zevent::{ZEventHistory, ZEventVdev, ZEventZio};
+
+fn at(secs: u32) -> EventTime {
+    EventTime {
+        seconds: 1_800_000_000 + secs,
+        nanos: 0,
+    }
+}
+
+fn ev(eid: u64, secs: u32, class: &str) -> ZEvent {
+    ZEvent {
+        eid,
+        class: class.into(),
+        time: at(secs),
+        pool: Some("tank".into()),
+        ..ZEvent::default()
+    }
+}
+
+fn on(mut z: ZEvent, path: &str) -> ZEvent {
+    z.vdev = Some(ZEventVdev {
+        path: Some(path.into()),
+        ..z.vdev.unwrap_or_default()
+    });
+    z
+}
+
+fn state(eid: u64, secs: u32, path: &str, to: u64, from: u64) -> ZEvent {
+    let mut z = on(ev(eid, secs, "resource.fs.zfs.statechange"), path);
+    let v = z.vdev.as_mut().unwrap();
+    v.state = Some(to);
+    v.previous_state = Some(from);
+    z
+}
+
+fn checksum(eid: u64, secs: u32, path: &str) -> ZEvent {
+    let mut z = on(ev(eid, secs, "ereport.fs.zfs.checksum"), path);
+    z.zio = Some(ZEventZio {
+        objset: Some(54),
+        object: Some(2),
+        offset: Some(0x40_0000),
+        ..ZEventZio::default()
+    });
+    z
+}
+
+fn history(eid: u64, secs: u32, name: &str, text: &str) -> ZEvent {
+    let mut z = ev(eid, secs, "sysevent.fs.zfs.history_event");
+    z.history = Some(ZEventHistory {
+        internal_name: Some(name.into()),
+        internal_str: Some(text.into()),
+        ..ZEventHistory::default()
+    });
+    z
+}
+
+fn run(feeds: &[Feed]) -> Vec<Event> {
+    TestHost::new().feed::<Zevents>(&[], feeds).unwrap()
+}
+
+fn states(events: &[Event]) -> Vec<(String, State, Severity, String)> {
+    events
+        .iter()
+        .map(|e| {
+            (
+                e.check.clone(),
+                e.state.unwrap(),
+                e.severity,
+                e.subject.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_flap_between_two_samples_is_raised_and_cleared_at_once() {
+    let off = state(1, 0, "/dev/sdd1", 2, 7);
+    let back = state(2, 3, "/dev/sdd1", 7, 2);
+    let events = run(&[Feed::Event(&off), Feed::Event(&back)]);
+    assert_eq!(
+        states(&events),
+        vec![
+            (
+                "zevents.vdev-state".into(),
+                State::Raised,
+                Severity::Warning,
+                "tank/sdd1".into()
+            ),
+            (
+                "zevents.vdev-state".into(),
+                State::Cleared,
+                Severity::Warning,
+                "tank/sdd1".into()
+            ),
+        ]
+    );
+    assert_eq!(events[0].summary, "tank/sdd1 is OFFLINE (was ONLINE)");
+}
+
+#[test]
+fn a_faulted_device_is_critical() {
+    let f = state(1, 0, "/dev/sdb1", 5, 7);
+    let events = run(&[Feed::Event(&f)]);
+    assert_eq!(events[0].severity, Severity::Critical);
+    assert!(
+        events[0]
+            .advice
+            .as_deref()
+            .unwrap()
+            .contains("zpool replace tank sdb1")
+    );
+}
+
+#[test]
+fn a_resilver_that_met_unrepairable_errors_and_finished_is_critical() {
+    let start = ev(1, 0, "sysevent.fs.zfs.resilver_start");
+    let c1 = checksum(2, 1, "/dev/sda1");
+    let mut d = on(ev(3, 1, "ereport.fs.zfs.data"), "/dev/sda1");
+    d.vdev = None;
+    let done = history(4, 2, "scan done", "errors=3");
+    let finish = ev(5, 2, "sysevent.fs.zfs.resilver_finish");
+    let events = run(&[
+        Feed::Event(&start),
+        Feed::Event(&c1),
+        Feed::Event(&d),
+        Feed::Event(&done),
+        Feed::Event(&finish),
+    ]);
+    let scan: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.check == "zevents.scan")
+        .collect();
+    assert_eq!(scan.len(), 1);
+    assert_eq!(scan[0].severity, Severity::Critical);
+    assert_eq!(scan[0].subject, "tank");
+    assert!(
+        scan[0].summary.contains("3 in the error log"),
+        "{}",
+        scan[0].summary
+    );
+    assert!(
+        scan[0].summary.contains("tank/sda1: 1 checksum"),
+        "{}",
+        scan[0].summary
+    );
+    // The data report on the pool is a critical error finding of its own, at once.
+    let data = events
+        .iter()
+        .find(|e| e.check == "zevents.errors" && e.subject == "tank")
+        .unwrap();
+    assert_eq!(data.severity, Severity::Critical);
+}
+
+#[test]
+fn a_clean_scrub_clears_an_earlier_cancelled_one() {
+    let a = ev(1, 0, "sysevent.fs.zfs.scrub_start");
+    let abort = ev(2, 5, "sysevent.fs.zfs.scrub_abort");
+    let b = ev(3, 10, "sysevent.fs.zfs.scrub_start");
+    let fin = ev(4, 20, "sysevent.fs.zfs.scrub_finish");
+    let events = run(&[
+        Feed::Event(&a),
+        Feed::Event(&abort),
+        Feed::Event(&b),
+        Feed::Event(&fin),
+    ]);
+    assert_eq!(
+        states(&events),
+        vec![
+            (
+                "zevents.scan".into(),
+                State::Raised,
+                Severity::Warning,
+                "tank".into()
+            ),
+            (
+                "zevents.scan".into(),
+                State::Cleared,
+                Severity::Warning,
+                "tank".into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_burst_of_ten_thousand_checksum_reports_is_one_finding() {
+    let burst: Vec<ZEvent> = (0..10_000)
+        .map(|i| checksum(i + 1, (i / 100) as u32, "/dev/sdb1"))
+        .collect();
+    let feeds: Vec<Feed> = burst.iter().map(Feed::Event).collect();
+    let events = run(&feeds);
+    assert_eq!(events[0].state, Some(State::Raised));
+    assert!(events.iter().all(|e| e.subject == "tank/sdb1"));
+    // Updated as the count doubles: 1 → 10,000 is 14 doublings at most.
+    assert!(events.len() <= 15, "{} events", events.len());
+    let last = events.last().unwrap();
+    assert!(last.data["count"].as_f64().unwrap() >= 5000.0);
+}
+
+#[test]
+fn a_quiet_device_clears_its_burst_at_the_sample_after_quiet_after() {
+    let c = checksum(1, 0, "/dev/sdb1");
+    let mut sample = Sample::default();
+    sample.end = at(599).as_f64();
+    let mut later = Sample::default();
+    later.end = at(601).as_f64();
+    let events = run(&[Feed::Event(&c), Feed::Sample(&sample), Feed::Sample(&later)]);
+    assert_eq!(
+        events.iter().map(|e| e.state.unwrap()).collect::<Vec<_>>(),
+        vec![State::Raised, State::Cleared]
+    );
+}
+
+#[test]
+fn events_queued_before_the_agent_started_raise_nothing() {
+    let mut old = state(1, 0, "/dev/sdd1", 5, 7);
+    old.before_start = true;
+    let mut old_err = checksum(2, 0, "/dev/sdd1");
+    old_err.before_start = true;
+    assert!(run(&[Feed::Event(&old), Feed::Event(&old_err)]).is_empty());
+}
+
+#[test]
+fn slow_io_reports_give_the_longest_latency() {
+    let mut a = on(ev(1, 0, "ereport.fs.zfs.delay"), "/dev/sda1");
+    a.zio = Some(ZEventZio {
+        delay_ns: Some(45_000_000),
+        ..ZEventZio::default()
+    });
+    let mut b = a.clone();
+    b.eid = 2;
+    b.zio.as_mut().unwrap().delay_ns = Some(120_000_000);
+    let events = run(&[Feed::Event(&a), Feed::Event(&b)]);
+    assert_eq!(events[0].check, "zevents.slow-io");
+    assert!(
+        events[0].summary.contains("the longest 45 ms"),
+        "{}",
+        events[0].summary
+    );
+    assert!(events.iter().all(|e| e.severity == Severity::Warning));
+}
+
+#[test]
+fn an_export_is_noted_and_the_import_clears_it() {
+    let x = ev(1, 0, "sysevent.fs.zfs.pool_export");
+    let i = ev(2, 1, "sysevent.fs.zfs.pool_import");
+    let events = run(&[Feed::Event(&x), Feed::Event(&i)]);
+    assert_eq!(
+        states(&events),
+        vec![
+            (
+                "zevents.pool".into(),
+                State::Raised,
+                Severity::Info,
+                "tank".into()
+            ),
+            (
+                "zevents.pool".into(),
+                State::Cleared,
+                Severity::Info,
+                "tank".into()
+            ),
+        ]
+    );
+}
