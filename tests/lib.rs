@@ -81,7 +81,7 @@ pub fn build_bin(package: &str, bin: &str) -> PathBuf {
     profile_dir.join(bin)
 }
 
-/// The package that builds the checks the agent ships, as one plugin bundle (ABI 1.5).
+/// The package that builds the checks the agent ships, as one plugin bundle (ABI 1.5 and on).
 pub const CHECKS_PACKAGE: &str = "zpulse-checks";
 
 /// The shared object [`CHECKS_PACKAGE`] builds, which the packages install.
@@ -89,8 +89,9 @@ pub const CHECKS_LIBRARY: &str = "libzpulse_checks.so";
 
 /// The checks the agent ships (one page each in `docs/checks/`), by plugin name, in the order
 /// the bundle holds them: the order they are loaded in and their events come in.
-pub const SHIPPED_CHECKS: [&str; 7] = [
+pub const SHIPPED_CHECKS: [&str; 8] = [
     "pool-health",
+    "zevents",
     "layout",
     "hdd-saturation",
     "arc-sizing",

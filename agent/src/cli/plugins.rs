@@ -63,6 +63,25 @@ impl Runner {
         render_events(&out.events, self.format)
     }
 
+    /// Kernel events: each one's record, then what the plugins concluded from them, rendered
+    /// for stdout (as `zpulse run`'s stdout sink would show them).
+    pub fn zevents(&mut self, events: &[zpulse_proto::ZEvent]) -> String {
+        if events.is_empty() {
+            return String::new();
+        }
+        let mut entries: Vec<Entry> = events
+            .iter()
+            .map(|z| Entry {
+                time: z.time,
+                event: z.to_event(),
+            })
+            .collect();
+        let out = self.host.deliver(events);
+        print_logs(&out);
+        entries.extend(out.events);
+        render_events(&entries, self.format)
+    }
+
     /// Runs the plugins on `sample` and returns their events as they are (log lines go to
     /// stderr).
     pub fn events(&mut self, sample: &Arc<Sample>) -> Vec<Entry> {

@@ -6,7 +6,7 @@ use crate::capture;
 use crate::report::{self, Format};
 use std::path::Path;
 use std::sync::Arc;
-use zpulse_proto::SampleStream;
+use zpulse_proto::sample::Pairing;
 
 pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<(), String> {
     let dirs = capture::series(series).map_err(|e| e.to_string())?;
@@ -20,17 +20,30 @@ pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<()
     }
     let first = capture::load(&dirs[0]).map_err(|e| e.to_string())?;
     let mut runner = Runner::start(plugin_args, &first.host.hostname, format)?;
-    // Each capture is loaded as the stream reaches it: two snapshots held, not the series.
+    let mut pairing = Pairing::after(first);
+    // The first capture's kernel events were queued before the series began: history.
+    let mut events = capture::load_zevents(&dirs[0]);
+    events.events.iter_mut().for_each(|e| e.before_start = true);
+    emit(&runner.zevents(&events.events))?;
+    // Each capture is loaded as the loop reaches it: two snapshots held, not the series.
     let mut unreadable = None;
-    let rest = dirs[1..].iter().map_while(|dir| {
-        capture::load(dir)
-            .map_err(|e| unreadable = Some(e.to_string()))
-            .ok()
-    });
-    for (i, sample) in SampleStream::after(first, rest).enumerate() {
+    for (i, dir) in dirs.iter().enumerate().skip(1) {
+        let snapshot = match capture::load(dir) {
+            Ok(s) => s,
+            Err(e) => {
+                unreadable = Some(e.to_string());
+                break;
+            }
+        };
+        // The events posted since the capture before go to the plugins before the sample
+        // that ends here, as the live agent hands them over between samples.
+        let events = capture::load_zevents(dir);
+        emit(&runner.zevents(&events.events))?;
+        let Some(sample) = pairing.push(snapshot) else {
+            continue;
+        };
         let sample = Arc::new(
-            sample
-                .map_err(|e| format!("{} → {}: {e}", dirs[i].display(), dirs[i + 1].display()))?,
+            sample.map_err(|e| format!("{} → {}: {e}", dirs[i - 1].display(), dir.display()))?,
         );
         let events = runner.run(&sample);
         emit(&match format {

@@ -25,7 +25,8 @@ modprobe zfs
 # cap PHASE/NNN POOL...: a capture with its events, and the CLI's view of the same moment.
 cap() {
   local out=$O/$1; shift
-  $Z capture "$out" --zevent-cursor $CUR 2> "$out.err" || cat "$out.err"
+  mkdir -p "$(dirname "$out")"
+  $Z capture "$out" --zevent-cursor $CUR || echo "capture $out failed"
   mkdir -p "$out/cli"
   zpool events -v > "$out/cli/zpool-events-v.txt" 2>&1
   for p in "$@"; do zpool status -v "$p" > "$out/cli/zpool-status-v.$p.txt" 2>&1; done
@@ -55,12 +56,14 @@ systemctl stop zfs-zed 2>/dev/null || pkill -x zed
 sleep 1
 
 # --- scrub: a damaged block of a named file on a pool with one copy --------------------------
-zpool create -f -O compression=off -O recordsize=128k scrubp sde
-dd if=/dev/urandom of=/scrubp/victim bs=1M count=8 status=none
+zpool create -f scrubp sde
+zfs create -o compression=off -o recordsize=128k scrubp/d
+dd if=/dev/urandom of=/scrubp/d/victim bs=1M count=8 status=none
 zpool sync scrubp
 cap scrub/000 scrubp
-obj=$(stat -c %i /scrubp/victim)
-off=$(zdb -ddddd scrubp "$obj" | awk '$2 == "L0" { print $3; exit }' | cut -d: -f2)
+obj=$(stat -c %i /scrubp/d/victim)
+off=$(zdb -ddddd scrubp/d "$obj" | awk '$2 == "L0" { print $3; exit }' | cut -d: -f2)
+echo "victim object $obj, first L0 block at $off"
 zpool export scrubp
 dd if=/dev/urandom of=/dev/sde1 bs=4096 count=32 seek=$(( (0x$off + 4194304) / 4096 )) \
   conv=notrunc oflag=direct status=none
@@ -72,13 +75,15 @@ cap scrub/001 scrubp
 zpool destroy scrubp
 
 # --- resilver: unrepairable errors, the whole resilver between two captures ------------------
-zpool create -f -O compression=off -O recordsize=128k rz mirror sda sdb
+zpool create -f rz mirror sda sdb
+zfs create -o compression=off -o recordsize=128k rz/d
 dd if=/dev/urandom of=/tmp/r bs=1M count=8 status=none
 zpool offline rz sdb
-for i in $(seq 4); do cat /tmp/r; done > /rz/new
+for i in $(seq 4); do cat /tmp/r; done > /rz/d/new
 zpool sync rz
-obj=$(stat -c %i /rz/new)
-zdb -ddddd rz "$obj" | awk '$2 == "L0" { print $3 }' | cut -d: -f2 | awk 'NR % 8 == 1' > /tmp/dvas
+obj=$(stat -c %i /rz/d/new)
+zdb -ddddd rz/d "$obj" | awk '$2 == "L0" { print $3 }' | cut -d: -f2 | awk 'NR % 8 == 1' > /tmp/dvas
+wc -l < /tmp/dvas
 zpool export rz
 while read -r off; do
   dd if=/dev/urandom of=/dev/sda1 bs=4096 count=32 seek=$(( (0x$off + 4194304) / 4096 )) \
