@@ -169,3 +169,52 @@ fn waiting_blocks_only_for_the_first_event_of_a_batch() {
     // The first call waits (no flag), the rest do not (ZEVENT_NONBLOCK), the last finds none.
     assert_eq!(flags, vec![0, 1, 1]);
 }
+
+mod attacks {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any bytes, and any cut or flip of a real event's: an error or an event, never a
+        /// panic (the decoder under the nvlist decoder's own bounds).
+        #[test]
+        fn no_bytes_make_the_decoder_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let _ = decode::decode(&bytes);
+        }
+
+        #[test]
+        fn a_damaged_real_event_is_refused_or_decoded(at in 0usize..400, bit in 0u8..8) {
+            let (_, mut bytes) = event(1, 1);
+            if at < bytes.len() {
+                bytes[at] ^= 1 << bit;
+            }
+            let _ = decode::decode(&bytes);
+            let _ = decode::decode(&bytes[..at.min(bytes.len())]);
+        }
+    }
+
+    /// A capture's `zevents/` planted with a FIFO, a file over the size limit, a link to
+    /// another file and garbage: each is counted undecodable (with its name) and the good
+    /// event is still read; nothing blocks.
+    #[test]
+    fn a_hostile_capture_costs_only_its_bad_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let z = dir.path().join(crate::capture::ZEVENTS_DIR);
+        std::fs::create_dir(&z).unwrap();
+        std::fs::write(z.join("00000000000000000001.nvlist"), event(1, 1).1).unwrap();
+        crate::sources::root::make_fifo(&z.join("00000000000000000002.nvlist"));
+        std::fs::write(
+            z.join("00000000000000000003.nvlist"),
+            vec![0u8; zpulse_proto::abi::ZEVENT_MAX_BYTES + 1],
+        )
+        .unwrap();
+        std::fs::write(z.join("00000000000000000004.nvlist"), b"not an nvlist").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", z.join("00000000000000000005.nvlist")).unwrap();
+        std::fs::write(z.join("counts"), b"dropped 7\nmissing x\n").unwrap();
+        let batch = crate::capture::load_zevents(dir.path());
+        assert_eq!(eids(&batch), vec![1]);
+        assert_eq!(batch.undecodable.len(), 4, "{:?}", batch.undecodable);
+        assert!(batch.undecodable[0].contains("00000000000000000002.nvlist"));
+        assert_eq!((batch.dropped, batch.missing), (7, 0));
+    }
+}
