@@ -13,8 +13,8 @@
 #   slow/000     HDD pool, zio_slow_io_ms=20   slow/001     after random reads: delay reports
 #   pools/000    a pool                        pools/001    exported and imported
 #                                              pools/002    destroyed
-#   overflow/000 zfs_zevent_len_max = 16       overflow/001 after 60 events while the capture
-#                                                           cursor was not reading
+#   overflow/000 a full queue, then            overflow/001 after 60 events: nothing lost
+#                zfs_zevent_len_max = 16                    (see events-overflow.sh)
 set -x
 H=/mnt/host; O=$H/out; Z=$H/zpulse
 P=/sys/module/zfs/parameters
@@ -124,6 +124,9 @@ cap pools/002
 old_len=$(cat $P/zfs_zevent_len_max)
 zpool create -f ovf sdf
 cap overflow/000 ovf
+# Lowering the limit drains nothing by itself (zfs_zevent_insert drops one old event per new
+# one): the 60 events leave a full queue of 512 and lose nothing here. The queue that
+# overflows is events-overflow.sh's.
 echo 16 > $P/zfs_zevent_len_max
 for i in $(seq 30); do zfs set "zpulse:n=$i" ovf; zpool clear ovf; done
 cap overflow/001 ovf
