@@ -357,7 +357,7 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn percent_encode(s: &str) -> String {
+pub fn percent_encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -367,6 +367,13 @@ fn percent_encode(s: &str) -> String {
         }
     }
     out
+}
+
+/// The `id` of a finding's row on the host page (and the fragment of its `generatorURL`):
+/// checks are `[A-Za-z0-9._-]`, the subject is percent-encoded, so the id has no spaces and
+/// a link to it needs no further encoding.
+pub fn finding_anchor(check: &str, subject: &str) -> String {
+    format!("finding-{check}~{}", percent_encode(subject))
 }
 
 /// Escapes text for HTML content and attribute values.
@@ -394,7 +401,7 @@ fn page(title: &str, body: &str) -> String {
          table{{border-collapse:collapse;margin:.5em 0 1.5em}}\
          th,td{{text-align:left;padding:.25em .7em;border-bottom:1px solid #ddd;vertical-align:top}}\
          .critical{{color:#b00;font-weight:bold}}.warning{{color:#a60}}.info{{color:#367}}\
-         .muted{{color:#777}}svg{{background:#fafafa;border:1px solid #ddd}}\
+         .muted{{color:#777}}.ack{{color:#06c}}tr.acked td{{opacity:.75}}svg{{background:#fafafa;border:1px solid #ddd}}\
          </style></head><body><h1><a href=\"/\">zpulse collector</a> — {}</h1>\n{}\n</body></html>\n",
         esc(title),
         esc(title),
@@ -414,7 +421,12 @@ fn findings_html(out: &mut String, rows: &[FindingRow], now: i64, with_host: boo
     out.push_str("<th>Check</th><th>Subject</th><th>Since</th><th>Summary</th></tr>\n");
     for f in rows {
         let sev = severity_name(Some(f.severity));
-        let _ = write!(out, "<tr class=\"finding\"><td class=\"{sev}\">{sev}</td>");
+        let acked = if f.ack.is_some() { " acked" } else { "" };
+        let _ = write!(
+            out,
+            "<tr class=\"finding{acked}\" id=\"{}\"><td class=\"{sev}\">{sev}</td>",
+            esc(&finding_anchor(&f.check, &f.subject))
+        );
         if with_host {
             let _ = write!(
                 out,
@@ -425,7 +437,7 @@ fn findings_html(out: &mut String, rows: &[FindingRow], now: i64, with_host: boo
         }
         let _ = writeln!(
             out,
-            "<td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}{}</td></tr>",
+            "<td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}{}{}</td></tr>",
             esc(&f.check),
             esc(&f.subject),
             utc_ns(f.raised_ts),
@@ -434,6 +446,13 @@ fn findings_html(out: &mut String, rows: &[FindingRow], now: i64, with_host: boo
             f.advice
                 .as_deref()
                 .map(|a| format!("<br><span class=\"muted\">{}</span>", esc(a)))
+                .unwrap_or_default(),
+            f.ack
+                .as_ref()
+                .map(|a| format!(
+                    "<br><span class=\"ack\">{}</span>",
+                    esc(&crate::query::ack_words(a))
+                ))
                 .unwrap_or_default()
         );
     }
@@ -480,7 +499,7 @@ impl HostFilter {
 /// page's first table.
 fn groups(open: &[FindingRow]) -> Vec<(String, i64, Vec<String>)> {
     let mut by: BTreeMap<(String, i64), Vec<String>> = BTreeMap::new();
-    for f in open.iter().filter(|f| f.acked.is_none()) {
+    for f in open.iter().filter(|f| f.ack.is_none()) {
         let hosts = by.entry((f.check.clone(), f.severity)).or_default();
         if !hosts.contains(&f.host) {
             hosts.push(f.host.clone());

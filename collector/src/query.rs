@@ -158,6 +158,14 @@ pub fn findings_json(rows: &[FindingRow]) -> Json {
                     "summary": f.summary,
                     "advice": f.advice,
                     "data": data_json(&f.data),
+                    "ack": f.ack.as_ref().map(|a| json!({
+                        "by": a.by,
+                        "reason": a.reason,
+                        "at": a.at,
+                        "at_utc": utc(a.at),
+                        "until": a.until,
+                        "until_utc": a.until.map(utc),
+                    })),
                 })
             })
             .collect(),
@@ -287,14 +295,33 @@ pub fn findings_table(rows: &[FindingRow], now: i64) -> String {
                 f.check.clone(),
                 f.subject.clone(),
                 ago(f.raised_ts.div_euclid(1_000_000_000), now),
+                f.ack
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |a| one_line(&ack_words(a), 160)),
                 one_line(&f.summary, 120),
             ]
         })
         .collect();
     table(
-        &["SEVERITY", "HOST", "CHECK", "SUBJECT", "SINCE", "SUMMARY"],
+        &[
+            "SEVERITY", "HOST", "CHECK", "SUBJECT", "SINCE", "ACK", "SUMMARY",
+        ],
         &cells,
     )
+}
+
+/// An ack in words: `acknowledged by alice at 2026-…Z until 2026-…Z: replacing sdc`.
+pub fn ack_words(a: &crate::store::Ack) -> String {
+    let until = a
+        .until
+        .map_or_else(|| " for good".to_owned(), |u| format!(" until {}", utc(u)));
+    let who = if a.by.is_empty() { "?" } else { &a.by };
+    let why = if a.reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", a.reason)
+    };
+    format!("acknowledged by {who} at {}{until}{why}", utc(a.at))
 }
 
 fn one_line(s: &str, max: usize) -> String {

@@ -206,3 +206,60 @@ fn the_webhook_queue_survives_a_collector_restart() {
     wait_until("the queue is empty", || queued() == 0);
     assert!(rx.try_recv().is_err(), "a delivery was sent twice");
 }
+
+/// Issue 29: forty changes of one finding within a second (raised, updated, cleared, raised
+/// again, …), with a resend round of a minute: forty posts, in the order sent, each the
+/// change it was (its state and its summary from the event sent).
+#[test]
+fn forty_changes_in_a_second_are_forty_posts_in_order() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    receiver(listener, tx);
+    let alerting = Alerting {
+        resend_every: Duration::from_secs(60),
+        webhooks: vec![Webhook {
+            url: url.clone(),
+            secret: SECRET.into(),
+        }],
+        ..Alerting::default()
+    };
+    let r = start(|c| c.alerting = alerting.clone());
+    zpulse_collector::alert::spawn(alerting, r.db.clone()).unwrap();
+    let cycle = [
+        State::Raised,
+        State::Updated,
+        State::Updated,
+        State::Cleared,
+    ];
+    let sent: Vec<(State, String)> = (0..40)
+        .map(|i| (cycle[i % 4], format!("change {i}")))
+        .collect();
+    let mut c = Client::connect(r.server.addr);
+    let t0 = std::time::Instant::now();
+    for (i, (state, summary)) in sent.iter().enumerate() {
+        let mut e = finding("nas1", "special-fill", "tank", *state, Severity::Critical);
+        e.summary = summary.clone();
+        c.send_acked("zpulse.finding", &e, i as u8 + 1);
+    }
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    let mut got = Vec::new();
+    while got.len() < 40 {
+        let (sig, body) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("only {} posts", got.len()));
+        assert_eq!(
+            sig,
+            zpulse_collector::alert::signature(SECRET, body.as_bytes())
+        );
+        got.push(serde_json::from_str::<serde_json::Value>(&body).unwrap());
+    }
+    for (post, (state, summary)) in got.iter().zip(&sent) {
+        assert_eq!(post["event"], state.as_str(), "{post}");
+        if *state != State::Cleared {
+            assert_eq!(post["summary"], summary.as_str(), "{post}");
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(rx.try_recv().is_err(), "more than forty posts");
+}

@@ -164,6 +164,13 @@ impl Collector {
     /// `zpulse-collector serve ARGS…`, returned once it says it listens (its log is drained
     /// in a thread).
     pub fn serve(args: &[&std::ffi::OsStr]) -> Collector {
+        Collector::serve_logged(args).0
+    }
+
+    /// [`Collector::serve`], and its log lines after "forward listening", as they come.
+    pub fn serve_logged(
+        args: &[&std::ffi::OsStr],
+    ) -> (Collector, std::sync::mpsc::Receiver<String>) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
             .arg("serve")
             .args(args)
@@ -184,8 +191,13 @@ impl Collector {
                 }
             }
         }
-        std::thread::spawn(move || for _ in lines {});
-        Collector(child)
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        (Collector(child), rx)
     }
 
     /// `kill -9`, and waits for it.

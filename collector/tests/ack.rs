@@ -1,0 +1,336 @@
+//! `zpulse-collector ack` and `unack`, the real binary against Debian's real Alertmanager on
+//! loopback: an ack is a silence of that finding (its matchers, expiry, who and why, as
+//! Alertmanager lists it), the alert stays listed, suppressed, never resolved; the webhook
+//! hears `acknowledged`, never `cleared`; `open`, `/api/open` and the page say who, when, why
+//! and until when; unack expires the silence; an unknown host, check or subject exits 1.
+
+mod common;
+
+use common::*;
+use serde_json::Value as Json;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use zpulse_proto::event::{Severity, State};
+
+const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
+
+struct Alertmanager(Child);
+
+impl Drop for Alertmanager {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).ok()?;
+    let code = reply.split_whitespace().nth(1)?.parse().ok()?;
+    let body = reply.split_once("\r\n\r\n")?.1.to_owned();
+    Some((code, body))
+}
+
+fn get_json(addr: SocketAddr, path: &str) -> Vec<Json> {
+    let (code, body) = get(addr, path).unwrap_or_else(|| panic!("GET {path}"));
+    assert_eq!(code, 200, "{body}");
+    let start = body.find('[').unwrap();
+    let end = body.rfind(']').unwrap();
+    serde_json::from_str(&body[start..=end]).unwrap()
+}
+
+/// Accepts webhook posts, answers 200, hands on each body.
+fn receiver(listener: TcpListener, tx: mpsc::Sender<Json>) {
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; len];
+            r.read_exact(&mut body).unwrap();
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = tx.send(serde_json::from_slice(&body).unwrap());
+        }
+    });
+}
+
+fn collector(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        .args(args)
+        .env_remove("SUDO_USER")
+        .output()
+        .unwrap()
+}
+
+fn the_alert(am: SocketAddr) -> Option<Json> {
+    get_json(am, "/api/v2/alerts").into_iter().find(|a| {
+        a["labels"]["host"] == "nas1"
+            && a["labels"]["check"] == "pool-health.state"
+            && a["labels"]["subject"] == "tank"
+    })
+}
+
+#[test]
+fn an_ack_is_a_silence_never_a_resolve() {
+    assert!(
+        std::path::Path::new(ALERTMANAGER).exists(),
+        "{ALERTMANAGER} is missing: apt-get install prometheus-alertmanager (.ci/run does)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let am_config = dir.path().join("alertmanager.yml");
+    std::fs::write(
+        &am_config,
+        "route:\n  receiver: 'null'\n  group_by: ['alertname', 'pool']\nreceivers:\n  - name: 'null'\n",
+    )
+    .unwrap();
+    let am = free_addr();
+    let _am = Alertmanager(
+        Command::new(ALERTMANAGER)
+            .arg(format!("--config.file={}", am_config.display()))
+            .arg(format!(
+                "--storage.path={}",
+                dir.path().join("am").display()
+            ))
+            .arg(format!("--web.listen-address={am}"))
+            .arg("--cluster.listen-address=")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("alertmanager ready", || {
+        get(am, "/-/ready").is_some_and(|(c, _)| c == 200)
+    });
+    let hook = TcpListener::bind("127.0.0.1:0").unwrap();
+    let hook_url = format!("http://{}/hook", hook.local_addr().unwrap());
+    let (tx, posts) = mpsc::channel();
+    receiver(hook, tx);
+    let db = dir.path().join("events.db");
+    let config = dir.path().join("zpulse-collector.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "db = \"events.db\"\n[alerting]\nalertmanager = [\"http://{am}\"]\n\
+             resend_every = \"60s\"\n[[alerting.webhook]]\nurl = \"{hook_url}\"\n\
+             secret = \"a webhook secret of some length\"\n"
+        ),
+    )
+    .unwrap();
+    let listen = free_addr().to_string();
+    let _serving = Collector::serve(&[
+        "--listen".as_ref(),
+        listen.as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ]);
+    let raised = finding(
+        "nas1",
+        "pool-health.state",
+        "tank",
+        State::Raised,
+        Severity::Critical,
+    )
+    .with("health", "DEGRADED");
+    Client::connect(listen.parse().unwrap()).send_acked("zpulse.finding", &raised, 1);
+    wait_until("the alert is active", || {
+        the_alert(am).is_some_and(|a| a["status"]["state"] == "active")
+    });
+    let first = posts.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(first["event"], "raised");
+
+    let cfg = config.to_str().unwrap();
+    // Unknown host, check, subject: exit 1, naming which; nothing silenced.
+    for (args, says) in [
+        (["nohost", "pool-health.state", "tank"], "no host nohost"),
+        (
+            ["nas1", "pool-health.nocheck", "tank"],
+            "no finding of check",
+        ),
+        (["nas1", "pool-health.state", "nopool"], "about nopool"),
+    ] {
+        let out = collector(&[&["ack"][..], &args, &["--reason", "x", "--config", cfg]].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert!(get_json(am, "/api/v2/silences").is_empty());
+
+    let acked_at = now_s();
+    let out = collector(&[
+        "ack",
+        "nas1",
+        "pool-health.state",
+        "tank",
+        "--reason",
+        "replacing sdc",
+        "--by",
+        "alice",
+        "--until",
+        "2h",
+        "--config",
+        cfg,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The silence, as Alertmanager lists it.
+    let silences = get_json(am, "/api/v2/silences");
+    assert_eq!(silences.len(), 1, "{silences:#?}");
+    let s = &silences[0];
+    assert_eq!(s["status"]["state"], "active");
+    assert_eq!(s["createdBy"], "alice");
+    assert_eq!(s["comment"], "replacing sdc");
+    let mut matchers: Vec<(String, String)> = s["matchers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            assert_eq!(
+                (&m["isRegex"], &m["isEqual"]),
+                (&false.into(), &true.into())
+            );
+            (
+                m["name"].as_str().unwrap().to_owned(),
+                m["value"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    matchers.sort();
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(
+        matchers,
+        [
+            pair("check", "pool-health.state"),
+            pair("host", "nas1"),
+            pair("subject", "tank")
+        ]
+    );
+    let ends = s["endsAt"].as_str().unwrap();
+    let expected = [acked_at + 7200, acked_at + 7201]
+        .map(|t| zpulse_collector::query::utc(t)[..16].to_owned());
+    assert!(
+        expected.iter().any(|e| ends.starts_with(e.as_str())),
+        "{ends} vs {expected:?}"
+    );
+    let id = s["id"].as_str().unwrap().to_owned();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&id));
+
+    // The alert stays, suppressed by that silence, for longer than a change takes to reach
+    // Alertmanager (never resolved).
+    wait_until("the alert is suppressed", || {
+        the_alert(am).is_some_and(|a| a["status"]["state"] == "suppressed")
+    });
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(3) {
+        let a = the_alert(am).expect("the acked alert is still listed");
+        assert_eq!(a["status"]["silencedBy"][0], id.as_str());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The webhook: acknowledged, with who and why; nothing else.
+    let ack = posts.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        (&ack["event"], &ack["by"], &ack["reason"]),
+        (
+            &"acknowledged".into(),
+            &"alice".into(),
+            &"replacing sdc".into()
+        )
+    );
+    assert!(posts.try_recv().is_err());
+
+    // `open` (table and JSON), and the page, say who, when, why and until when.
+    let db_arg = db.to_str().unwrap();
+    let out = collector(&["open", "--db", db_arg, "--format", "json"]);
+    let open: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let a = &open[0]["ack"];
+    assert_eq!(
+        (&a["by"], &a["reason"]),
+        (&"alice".into(), &"replacing sdc".into())
+    );
+    assert_eq!(
+        a["until"].as_i64().unwrap() - a["at"].as_i64().unwrap(),
+        7200
+    );
+    let out = collector(&["open", "--db", db_arg]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("acknowledged by alice") && table.contains("replacing sdc"),
+        "{table}"
+    );
+    let page = zpulse_collector::http::Page {
+        db: db.clone(),
+        ..Default::default()
+    };
+    for target in ["/host/nas1", "/api/open"] {
+        let (code, _, body) = zpulse_collector::http::route(target, &page, &Default::default());
+        assert_eq!(code, 200);
+        assert!(
+            body.contains("alice") && body.contains("replacing sdc"),
+            "{target}: {body}"
+        );
+    }
+
+    // Unack: the silence expires, the alert fires again, the webhook hears it.
+    let out = collector(&[
+        "unack",
+        "nas1",
+        "pool-health.state",
+        "tank",
+        "--by",
+        "bob",
+        "--config",
+        cfg,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let silences = get_json(am, "/api/v2/silences");
+    assert_eq!(silences[0]["status"]["state"], "expired");
+    wait_until("the alert is active again", || {
+        the_alert(am).is_some_and(|a| a["status"]["state"] == "active")
+    });
+    let unack = posts.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        (&unack["event"], &unack["by"]),
+        (&"unacknowledged".into(), &"bob".into())
+    );
+    let out = collector(&[
+        "unack",
+        "nas1",
+        "pool-health.state",
+        "tank",
+        "--config",
+        cfg,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a second unack: nothing to remove"
+    );
+}
