@@ -33,10 +33,12 @@ enum Format {
 
 #[derive(clap::Args)]
 struct DbArgs {
-    /// The database (default: the config file's `db`, else /var/lib/zpulse-collector/events.db).
+    /// The database (default: the config file's `db`, else /var/lib/zpulse-collector/events.db;
+    /// on FreeBSD /var/db/zpulse-collector/events.db).
     #[arg(long)]
     db: Option<PathBuf>,
-    /// The config file (default: /etc/zpulse-collector/zpulse-collector.toml when it exists).
+    /// The config file (default: /etc/zpulse-collector/zpulse-collector.toml when it exists;
+    /// on FreeBSD /usr/local/etc/zpulse-collector/zpulse-collector.toml).
     #[arg(long)]
     config: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
@@ -117,6 +119,20 @@ enum Cmd {
         db: Option<PathBuf>,
         #[arg(long)]
         config: Option<PathBuf>,
+    },
+    /// Reads the configuration as `serve` would (TLS files included) and says what is wrong,
+    /// with file and line; exits 0 when `serve` would take it.
+    CheckConfig {
+        /// Default: the system's config file (FreeBSD /usr/local/etc/zpulse-collector, else
+        /// /etc/zpulse-collector), when it exists.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// As `serve --listen` would override it.
+        #[arg(long)]
+        listen: Option<String>,
+        /// As `serve --db` would override it.
+        #[arg(long)]
+        db: Option<PathBuf>,
     },
     /// Open findings, worst first.
     Open {
@@ -404,6 +420,30 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     failed.join("; ")
                 )));
             }
+            Ok(())
+        }
+        Cmd::CheckConfig { config, listen, db } => {
+            let mut c = load_config(config.as_deref())?;
+            if let Some(l) = listen {
+                c.listen = l;
+            }
+            if let Some(d) = db {
+                c.db = d;
+            }
+            // What `serve` checks of a command line's overrides.
+            c.check()?;
+            if let Some(t) = &c.tls {
+                zpulse_collector::tls::server_config(t)?;
+            }
+            c.alerting.endpoints()?;
+            emit(&format!(
+                "ok: forward {}, database {}{}\n",
+                c.listen,
+                c.db.display(),
+                c.http
+                    .as_ref()
+                    .map_or(String::new(), |h| format!(", page {h}"))
+            ))?;
             Ok(())
         }
         Cmd::Open { db, host } => {
