@@ -651,6 +651,12 @@ impl AlertmanagerSender {
             }
         }
         alerts.extend(renamed);
+        // Forget what left the set (resolved long enough ago, or gone from the database), so
+        // that the maps hold one round's alerts, not every alert ever sent.
+        let current: BTreeSet<String> = alerts.iter().map(|a| a.labels.to_string()).collect();
+        self.told.retain(|labels, _| current.contains(labels));
+        self.labels_of
+            .retain(|_, labels| current.contains(&labels.to_string()));
         let mut send = Vec::new();
         let mut told = Vec::new();
         for a in alerts {
@@ -879,20 +885,37 @@ impl WebhookQueue {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .map_err(sql)?;
+        // Read up to the newest row now, so that the cursor can pass the rows that are no
+        // findings (metrics, heartbeats: most of the table) once, not at every look.
+        let newest = |table: &str| -> Result<i64, String> {
+            self.conn
+                .query_row(
+                    &format!("SELECT coalesce(max(id), 0) FROM {table}"),
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(sql)
+        };
+        let (events_end, acks_end) = (newest("events")?, newest("ack_log")?);
         let mut timed: Vec<(i64, u8, i64, Change)> = Vec::new();
         let mut stmt = self
             .conn
             .prepare_cached(
                 "SELECT id, received, host, check_name, subject, state, severity, summary,
                         advice, ts, data
-                 FROM events WHERE id > ?1 AND state IS NOT NULL
+                 FROM events WHERE id > ?1 AND id <= ?4 AND state IS NOT NULL
                    AND kind IN ('finding', 'agent') AND check_name != ?2
                  ORDER BY id LIMIT ?3",
             )
             .map_err(sql)?;
         let rows = stmt
             .query_map(
-                rusqlite::params![event_id, crate::store::HEARTBEAT_CHECK, FEED_BATCH],
+                rusqlite::params![
+                    event_id,
+                    crate::store::HEARTBEAT_CHECK,
+                    FEED_BATCH,
+                    events_end
+                ],
                 |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
@@ -910,20 +933,26 @@ impl WebhookQueue {
                 },
             )
             .map_err(sql)?;
+        let mut found = 0;
         for row in rows {
             let (id, received, change) = row.map_err(sql)?;
             event_id = event_id.max(id);
             timed.push((received, 0, id, change));
+            found += 1;
+        }
+        // A full batch: the rest the next time, from its last row; else all was read.
+        if found < FEED_BATCH {
+            event_id = event_id.max(events_end);
         }
         let mut stmt = self
             .conn
             .prepare_cached(
                 "SELECT id, at, action, host, check_name, subject, by, reason, until
-                 FROM ack_log WHERE id > ?1 ORDER BY id LIMIT ?2",
+                 FROM ack_log WHERE id > ?1 AND id <= ?3 ORDER BY id LIMIT ?2",
             )
             .map_err(sql)?;
         let rows = stmt
-            .query_map(rusqlite::params![ack_id, FEED_BATCH], |r| {
+            .query_map(rusqlite::params![ack_id, FEED_BATCH, acks_end], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, i64>(1)?,
@@ -940,6 +969,10 @@ impl WebhookQueue {
             .map_err(sql)?;
         for row in rows {
             let (id, at, change) = row.map_err(sql)?;
+            // With events left to read, acks wait: they may come after those events.
+            if found == FEED_BATCH {
+                break;
+            }
             ack_id = ack_id.max(id);
             timed.push((at, 1, id, change));
         }
