@@ -3,11 +3,12 @@
 //! basic or bearer authorization. What alerting needs to talk to Alertmanager and webhooks,
 //! and nothing more: no redirects, no keep-alive, bounded replies, a timeout on every step.
 
+use crate::tls::certificates;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{PrivateKeyDer, ServerName};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -133,16 +134,6 @@ pub struct TlsFiles {
     pub ca: Option<PathBuf>,
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
-}
-
-fn certificates(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{what} {}: {e}", path.display()))?;
-    if certs.is_empty() {
-        return Err(format!("{what} {}: no certificate", path.display()));
-    }
-    Ok(certs)
 }
 
 impl TlsFiles {

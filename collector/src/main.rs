@@ -45,6 +45,22 @@ struct DbArgs {
     format: Format,
 }
 
+/// One finding, who acts on it, and where it is stored (`ack`, `unack`).
+#[derive(clap::Args)]
+struct FindingArgs {
+    host: String,
+    check: String,
+    subject: String,
+    /// Who (default: $SUDO_USER, else $USER).
+    #[arg(long)]
+    by: Option<String>,
+    /// The database (default: the config file's `db`).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Receive Forward events and store them.
@@ -89,36 +105,19 @@ enum Cmd {
     /// Acknowledges one finding: marked on the page, in `open` and `/api/open`, and
     /// silenced at each Alertmanager (for good, or `--until`).
     Ack {
-        host: String,
-        check: String,
-        subject: String,
+        #[command(flatten)]
+        finding: FindingArgs,
         /// Why (Alertmanager's silence comment; shown with the finding).
         #[arg(long, short = 'm')]
         reason: String,
         /// For this long only: 90s, 15m, 1h, 7d.
         #[arg(long)]
         until: Option<String>,
-        /// Who (default: $SUDO_USER, else $USER).
-        #[arg(long)]
-        by: Option<String>,
-        /// The database (default: the config file's `db`).
-        #[arg(long)]
-        db: Option<PathBuf>,
-        #[arg(long)]
-        config: Option<PathBuf>,
     },
     /// Removes an ack, and expires its Alertmanager silences.
     Unack {
-        host: String,
-        check: String,
-        subject: String,
-        /// Who (default: $SUDO_USER, else $USER).
-        #[arg(long)]
-        by: Option<String>,
-        #[arg(long)]
-        db: Option<PathBuf>,
-        #[arg(long)]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        finding: FindingArgs,
     },
     /// Reads the configuration as `serve` would (TLS files included) and says what is wrong,
     /// with file and line; exits 0 when `serve` would take it.
@@ -330,98 +329,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }?)
         }
         Cmd::Ack {
-            host,
-            check,
-            subject,
+            finding,
             reason,
             until,
-            by,
-            db,
-            config,
-        } => {
-            let key = (host.as_str(), check.as_str(), subject.as_str());
-            let now = now_s();
-            let until = until
-                .map(|u| parse_duration(&u).map(|d| now + d.as_secs() as i64))
-                .transpose()
-                .map_err(|e| format!("--until: {e}"))?;
-            if reason.trim().is_empty() {
-                return Err(Failure::Error("--reason: say why".into()));
-            }
-            let (mut store, config) = finding_store(db, config.as_deref(), key)?;
-            let ack = zpulse_collector::store::Ack {
-                by: by.unwrap_or_else(invoking_user),
-                reason,
-                at: now,
-                until,
-            };
-            // A second ack of the same finding replaces the first, silences included.
-            if let Some(old) = store.unack(key, &ack.by, now)? {
-                for e in alert::expire_silences(&config.alerting, &old) {
-                    eprintln!("zpulse-collector: the earlier ack's silence stays: {e}");
-                }
-            }
-            store.ack(key, &ack)?;
-            let (made, failed) = alert::create_silences(&config.alerting, key, &ack)?;
-            store.set_ack_silences(
-                key,
-                &serde_json::to_string(&made).map_err(|e| e.to_string())?,
-            )?;
-            let p = query::printable;
-            emit(&format!(
-                "{} {} {}: {}\n",
-                p(&host),
-                p(&check),
-                p(&subject),
-                p(&query::ack_words(&ack))
-            ))?;
-            for (url, id) in &made {
-                emit(&format!("silence {id} at {url}\n"))?;
-            }
-            if !failed.is_empty() {
-                return Err(Failure::Refused(format!(
-                    "acknowledged in the collector, but no silence at {} (alerts still reach \
-                     the pager from there; run ack again)",
-                    failed.join("; ")
-                )));
-            }
-            Ok(())
-        }
-        Cmd::Unack {
-            host,
-            check,
-            subject,
-            by,
-            db,
-            config,
-        } => {
-            let key = (host.as_str(), check.as_str(), subject.as_str());
-            let (mut store, config) = finding_store(db, config.as_deref(), key)?;
-            let p = query::printable;
-            let Some(silences) = store.unack(key, &by.unwrap_or_else(invoking_user), now_s())?
-            else {
-                return Err(Failure::Refused(format!(
-                    "{} {} {} is not acknowledged",
-                    p(&host),
-                    p(&check),
-                    p(&subject)
-                )));
-            };
-            let failed = alert::expire_silences(&config.alerting, &silences);
-            emit(&format!(
-                "unacknowledged {} {} {}\n",
-                p(&host),
-                p(&check),
-                p(&subject)
-            ))?;
-            if !failed.is_empty() {
-                return Err(Failure::Refused(format!(
-                    "silences not expired: {}",
-                    failed.join("; ")
-                )));
-            }
-            Ok(())
-        }
+        } => ack(finding, reason, until),
+        Cmd::Unack { finding } => unack(finding),
         Cmd::CheckConfig { config, listen, db } => {
             let mut c = load_config(config.as_deref())?;
             if let Some(l) = listen {
@@ -454,6 +366,102 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }?)
         }
     }
+}
+
+/// `ack`: the finding marked, its silences made at each Alertmanager.
+fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Failure> {
+    let FindingArgs {
+        host,
+        check,
+        subject,
+        by,
+        db,
+        config,
+    } = f;
+    let key = (host.as_str(), check.as_str(), subject.as_str());
+    let now = now_s();
+    let until = until
+        .map(|u| parse_duration(&u).map(|d| now + d.as_secs() as i64))
+        .transpose()
+        .map_err(|e| format!("--until: {e}"))?;
+    if reason.trim().is_empty() {
+        return Err(Failure::Error("--reason: say why".into()));
+    }
+    let (mut store, config) = finding_store(db, config.as_deref(), key)?;
+    let ack = zpulse_collector::store::Ack {
+        by: by.unwrap_or_else(invoking_user),
+        reason,
+        at: now,
+        until,
+    };
+    // A second ack of the same finding replaces the first, silences included.
+    if let Some(old) = store.unack(key, &ack.by, now)? {
+        for e in alert::expire_silences(&config.alerting, &old) {
+            eprintln!("zpulse-collector: the earlier ack's silence stays: {e}");
+        }
+    }
+    store.ack(key, &ack)?;
+    let (made, failed) = alert::create_silences(&config.alerting, key, &ack)?;
+    store.set_ack_silences(
+        key,
+        &serde_json::to_string(&made).map_err(|e| e.to_string())?,
+    )?;
+    let p = query::printable;
+    emit(&format!(
+        "{} {} {}: {}\n",
+        p(&host),
+        p(&check),
+        p(&subject),
+        p(&query::ack_words(&ack))
+    ))?;
+    for (url, id) in &made {
+        emit(&format!("silence {id} at {url}\n"))?;
+    }
+    if !failed.is_empty() {
+        return Err(Failure::Refused(format!(
+            "acknowledged in the collector, but no silence at {} (alerts still reach \
+             the pager from there; run ack again)",
+            failed.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// `unack`: the ack removed, its silences expired.
+fn unack(f: FindingArgs) -> Result<(), Failure> {
+    let FindingArgs {
+        host,
+        check,
+        subject,
+        by,
+        db,
+        config,
+    } = f;
+    let key = (host.as_str(), check.as_str(), subject.as_str());
+    let (mut store, config) = finding_store(db, config.as_deref(), key)?;
+    let p = query::printable;
+    let Some(silences) = store.unack(key, &by.unwrap_or_else(invoking_user), now_s())? else {
+        return Err(Failure::Refused(format!(
+            "{} {} {} is not acknowledged",
+            p(&host),
+            p(&check),
+            p(&subject)
+        )));
+    };
+    let failed = alert::expire_silences(&config.alerting, &silences);
+    emit(&format!(
+        "unacknowledged {} {} {}\n",
+        p(&host),
+        p(&check),
+        p(&subject)
+    ))?;
+    if !failed.is_empty() {
+        return Err(Failure::Refused(format!(
+            "silences not expired: {}",
+            failed.join("; ")
+        )));
+    }
+    Ok(())
 }
 
 /// Runs the server until SIGTERM/SIGINT. SIGHUP reads the configuration again and builds the

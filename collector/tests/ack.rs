@@ -6,48 +6,15 @@
 
 mod common;
 
+use common::alertmanager::{Alertmanager, get_json};
 use common::*;
 use serde_json::Value as Json;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use zpulse_proto::event::{Severity, State};
-
-const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
-
-struct Alertmanager(Child);
-
-impl Drop for Alertmanager {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).ok()?;
-    let code = reply.split_whitespace().nth(1)?.parse().ok()?;
-    let body = reply.split_once("\r\n\r\n")?.1.to_owned();
-    Some((code, body))
-}
-
-fn get_json(addr: SocketAddr, path: &str) -> Vec<Json> {
-    let (code, body) = get(addr, path).unwrap_or_else(|| panic!("GET {path}"));
-    assert_eq!(code, 200, "{body}");
-    let start = body.find('[').unwrap();
-    let end = body.rfind(']').unwrap();
-    serde_json::from_str(&body[start..=end]).unwrap()
-}
 
 /// Accepts webhook posts, answers 200, hands on each body.
 fn receiver(listener: TcpListener, tx: mpsc::Sender<Json>) {
@@ -84,6 +51,15 @@ fn collector(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Asserts that a command succeeded.
+fn succeeded(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn the_alert(am: SocketAddr) -> Option<Json> {
     get_json(am, "/api/v2/alerts").into_iter().find(|a| {
         a["labels"]["host"] == "nas1"
@@ -94,35 +70,9 @@ fn the_alert(am: SocketAddr) -> Option<Json> {
 
 #[test]
 fn an_ack_is_a_silence_never_a_resolve() {
-    assert!(
-        std::path::Path::new(ALERTMANAGER).exists(),
-        "{ALERTMANAGER} is missing: apt-get install prometheus-alertmanager (.ci/run does)"
-    );
     let dir = tempfile::tempdir().unwrap();
-    let am_config = dir.path().join("alertmanager.yml");
-    std::fs::write(
-        &am_config,
-        "route:\n  receiver: 'null'\n  group_by: ['alertname', 'pool']\nreceivers:\n  - name: 'null'\n",
-    )
-    .unwrap();
-    let am = free_addr();
-    let _am = Alertmanager(
-        Command::new(ALERTMANAGER)
-            .arg(format!("--config.file={}", am_config.display()))
-            .arg(format!(
-                "--storage.path={}",
-                dir.path().join("am").display()
-            ))
-            .arg(format!("--web.listen-address={am}"))
-            .arg("--cluster.listen-address=")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_until("alertmanager ready", || {
-        get(am, "/-/ready").is_some_and(|(c, _)| c == 200)
-    });
+    let alertmanager = Alertmanager::plain(free_addr());
+    let am = alertmanager.addr;
     let hook = TcpListener::bind("127.0.0.1:0").unwrap();
     let hook_url = format!("http://{}/hook", hook.local_addr().unwrap());
     let (tx, posts) = mpsc::channel();
@@ -192,11 +142,7 @@ fn an_ack_is_a_silence_never_a_resolve() {
         "--config",
         cfg,
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     // The silence, as Alertmanager lists it.
     let silences = get_json(am, "/api/v2/silences");
     assert_eq!(silences.len(), 1, "{silences:#?}");
@@ -305,11 +251,7 @@ fn an_ack_is_a_silence_never_a_resolve() {
         "--config",
         cfg,
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let silences = get_json(am, "/api/v2/silences");
     assert_eq!(silences[0]["status"]["state"], "expired");
     wait_until("the alert is active again", || {

@@ -9,105 +9,21 @@
 
 mod common;
 
+use common::alertmanager::{Alertmanager, get_json};
 use common::*;
 use serde_json::Value as Json;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use zpulse_collector::alert::{Alerting, HOST_SILENT_CHECK};
 use zpulse_collector::store::{Batch, Row, Store};
 use zpulse_proto::event::{Event, Severity, State};
 
-const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
-/// The routing tree of the tests: one group per kind of finding and pool.
-const ROUTES: &str = "route:\n  receiver: 'null'\n  group_by: ['alertname', 'pool']\n\
-                      receivers:\n  - name: 'null'\n";
 /// "Within seconds": a change must be listed by Alertmanager this soon (the resend round of
 /// these tests is a minute).
 const PROMPT: Duration = Duration::from_secs(5);
-
-struct Alertmanager {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Alertmanager {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Alertmanager {
-    /// Started on `addr` with the test routing tree (and a web config, for TLS and auth);
-    /// returned once ready, which `ready` checks.
-    fn start(addr: SocketAddr, web_config: Option<&Path>) -> Alertmanager {
-        assert!(
-            Path::new(ALERTMANAGER).exists(),
-            "{ALERTMANAGER} is missing: apt-get install prometheus-alertmanager (.ci/run does)"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("alertmanager.yml");
-        std::fs::write(&config, ROUTES).unwrap();
-        let mut cmd = Command::new(ALERTMANAGER);
-        cmd.arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address={addr}"))
-            .arg("--cluster.listen-address=")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(w) = web_config {
-            cmd.arg(format!("--web.config.file={}", w.display()));
-        }
-        Alertmanager {
-            child: cmd.spawn().unwrap(),
-            addr,
-            _dir: dir,
-        }
-    }
-
-    fn plain(addr: SocketAddr) -> Alertmanager {
-        let am = Alertmanager::start(addr, None);
-        wait_until("alertmanager ready", || {
-            get(addr, "/-/ready").is_some_and(|(c, _)| c == 200)
-        });
-        am
-    }
-
-    fn alerts(&self) -> Vec<Json> {
-        get_json(self.addr, "/api/v2/alerts")
-    }
-}
-
-fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).ok()?;
-    let code = reply.split_whitespace().nth(1)?.parse().ok()?;
-    let body = reply.split_once("\r\n\r\n")?.1.to_owned();
-    Some((code, body))
-}
-
-/// A JSON array Alertmanager answers (chunked or not: the body's outermost brackets).
-fn get_json(addr: SocketAddr, path: &str) -> Vec<Json> {
-    let (code, body) = get(addr, path).unwrap_or_else(|| panic!("GET {path}"));
-    assert_eq!(code, 200, "{body}");
-    let start = body.find('[').unwrap();
-    let end = body.rfind(']').unwrap();
-    serde_json::from_str(&body[start..=end]).unwrap()
-}
 
 fn find<'a>(alerts: &'a [Json], host: &str, check: &str, subject: &str) -> Option<&'a Json> {
     alerts.iter().find(|a| {

@@ -36,6 +36,30 @@ fn chromium(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
+fn store_rows(s: &mut Store, rows: Vec<Row>, now: i64) {
+    s.store(
+        &[Batch {
+            rows,
+            ..Batch::default()
+        }],
+        now,
+    )
+    .unwrap();
+}
+
+/// The web page of `db` on a loopback port.
+fn serve_page(db: &Path) -> std::net::SocketAddr {
+    zpulse_collector::http::start(
+        "127.0.0.1:0",
+        Page {
+            db: db.to_owned(),
+            ..Page::default()
+        },
+        Arc::new(Stats::default()),
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_500_host_fleet_page_leads_with_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,14 +105,7 @@ fn a_500_host_fleet_page_leads_with_what_is_wrong() {
             ));
         }
     }
-    s.store(
-        &[Batch {
-            rows,
-            ..Batch::default()
-        }],
-        now,
-    )
-    .unwrap();
+    store_rows(&mut s, rows, now);
     // Three hosts last heard of an hour ago: silent (3 intervals of 60 s).
     let quiet: Vec<Row> = (0..3)
         .map(|i| {
@@ -109,15 +126,7 @@ fn a_500_host_fleet_page_leads_with_what_is_wrong() {
     )
     .unwrap();
     drop(s);
-    let addr = zpulse_collector::http::start(
-        "127.0.0.1:0",
-        Page {
-            db: db.clone(),
-            ..Page::default()
-        },
-        Arc::new(Stats::default()),
-    )
-    .unwrap();
+    let addr = serve_page(&db);
     let url = format!("http://{addr}/");
     let dom = String::from_utf8(chromium(&["--dump-dom", &url])).unwrap();
     let at = |needle: &str| {
@@ -247,14 +256,7 @@ fn on_a_390_px_phone_every_subject_and_summary_is_visible() {
         rows.push(Row::from_event("zpulse.finding", ns(now), &e, "p"));
     }
     let mut s = Store::open(&db).unwrap();
-    s.store(
-        &[Batch {
-            rows,
-            ..Batch::default()
-        }],
-        now,
-    )
-    .unwrap();
+    store_rows(&mut s, rows, now);
     let ack = zpulse_collector::store::Ack {
         by: "alice".into(),
         reason: "new disk ordered".into(),
@@ -264,15 +266,7 @@ fn on_a_390_px_phone_every_subject_and_summary_is_visible() {
     s.ack(("nas1", "special-fill", "tank/special"), &ack)
         .unwrap();
     drop(s);
-    let addr = zpulse_collector::http::start(
-        "127.0.0.1:0",
-        Page {
-            db: db.clone(),
-            ..Page::default()
-        },
-        Arc::new(Stats::default()),
-    )
-    .unwrap();
+    let addr = serve_page(&db);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/measure.mjs");
     for (path, name) in [("/host/nas1", "phone-host.png"), ("/", "phone-fleet.png")] {
         let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);

@@ -45,6 +45,21 @@ fn receiver(listener: TcpListener, tx: mpsc::Sender<(String, String)>) {
     });
 }
 
+/// A collector in-process whose alerting posts to one webhook at `url`.
+fn collector_with_webhook(url: &str, resend_every: Duration) -> Running {
+    let alerting = Alerting {
+        resend_every,
+        webhooks: vec![Webhook {
+            url: url.into(),
+            secret: SECRET.into(),
+        }],
+        ..Alerting::default()
+    };
+    let r = start(|c| c.alerting = alerting.clone());
+    zpulse_collector::alert::spawn(alerting, r.db.clone()).unwrap();
+    r
+}
+
 fn openssl_hmac(body: &str) -> String {
     let mut child = Command::new("openssl")
         .args(["dgst", "-sha256", "-hmac", SECRET])
@@ -71,16 +86,7 @@ fn a_receiver_outage_loses_nothing_and_every_delivery_is_signed() {
         .local_addr()
         .unwrap();
     let url = format!("http://{addr}/hook");
-    let alerting = Alerting {
-        resend_every: Duration::from_millis(200),
-        webhooks: vec![Webhook {
-            url: url.clone(),
-            secret: SECRET.into(),
-        }],
-        ..Alerting::default()
-    };
-    let r = start(|c| c.alerting = alerting.clone());
-    zpulse_collector::alert::spawn(alerting, r.db.clone()).unwrap();
+    let r = collector_with_webhook(&url, Duration::from_millis(200));
     let mut c = Client::connect(r.server.addr);
     let crit = finding(
         "nas1",
@@ -216,16 +222,7 @@ fn forty_changes_in_a_second_are_forty_posts_in_order() {
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let (tx, rx) = mpsc::channel();
     receiver(listener, tx);
-    let alerting = Alerting {
-        resend_every: Duration::from_secs(60),
-        webhooks: vec![Webhook {
-            url: url.clone(),
-            secret: SECRET.into(),
-        }],
-        ..Alerting::default()
-    };
-    let r = start(|c| c.alerting = alerting.clone());
-    zpulse_collector::alert::spawn(alerting, r.db.clone()).unwrap();
+    let r = collector_with_webhook(&url, Duration::from_secs(60));
     let cycle = [
         State::Raised,
         State::Updated,

@@ -1,6 +1,8 @@
 //! Helpers shared by the collector's integration tests.
 #![allow(dead_code)]
 
+pub mod alertmanager;
+
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
