@@ -486,8 +486,8 @@ pub fn round_alerts(
 
 /// Runs the alerter: a thread per Alertmanager and one per webhook, until the process ends.
 pub fn spawn(config: Alerting, db: PathBuf) -> Result<(), String> {
-    for endpoint in config.endpoints()? {
-        let mut sender = AlertmanagerSender::new(endpoint, &db)?;
+    for (url, endpoint) in config.alertmanagers.iter().zip(config.endpoints()?) {
+        let mut sender = AlertmanagerSender::new(url, endpoint, &db)?;
         let (config, db) = (config.clone(), db.clone());
         std::thread::Builder::new()
             .name("alertmanager".into())
@@ -528,6 +528,8 @@ fn now_s() -> i64 {
 /// One Alertmanager's sender: what it was last told, and whether it answers.
 struct AlertmanagerSender {
     endpoint: Endpoint,
+    /// The URL as configured: what the acks' silences are recorded under.
+    url: String,
     store: Store,
     /// Each alert's labels → its content when last sent (without the moving `endsAt`).
     told: HashMap<String, String>,
@@ -539,9 +541,10 @@ struct AlertmanagerSender {
 }
 
 impl AlertmanagerSender {
-    fn new(endpoint: Endpoint, db: &Path) -> Result<AlertmanagerSender, String> {
+    fn new(url: &str, endpoint: Endpoint, db: &Path) -> Result<AlertmanagerSender, String> {
         Ok(AlertmanagerSender {
             endpoint,
+            url: url.to_owned(),
             store: Store::open_read_only(db)?,
             told: HashMap::new(),
             labels_of: HashMap::new(),
@@ -687,7 +690,37 @@ impl AlertmanagerSender {
             ));
         }
         self.told.extend(told);
+        if whole {
+            self.make_missing_silences(db, now);
+        }
         Ok(true)
+    }
+
+    /// Acks made while this Alertmanager did not answer have no silence here: make them
+    /// now that it does (at each full round), and record them with the ack.
+    fn make_missing_silences(&mut self, db: &Path, now: i64) {
+        let missing = match self.store.acks_without_silence(&self.url, now) {
+            Ok(m) => m,
+            Err(e) => return crate::server::log(format!("alerting: acks: {e}")),
+        };
+        for ((host, check, subject), ack) in missing {
+            let key = (host.as_str(), check.as_str(), subject.as_str());
+            let made = create_silence(&self.endpoint, key, &ack).and_then(|id| {
+                if !Store::open(db)?.add_ack_silence(key, &self.url, &id)? {
+                    // Unacked meanwhile: the silence goes too.
+                    if let Some(e) = expire_silence(&self.endpoint, &self.url, &id) {
+                        crate::server::log(format!("alerting: {e}"));
+                    }
+                }
+                Ok(())
+            });
+            if let Err(e) = made {
+                crate::server::log(format!(
+                    "alerting: {}: no silence for the ack of {host} {check} {subject}: {e}",
+                    self.name()
+                ));
+            }
+        }
     }
 }
 
@@ -704,13 +737,12 @@ pub fn silence_matchers((host, check, subject): FindingKey) -> Json {
 /// The silences made for an ack: (Alertmanager URL, silence id) each.
 pub type Silences = Vec<(String, String)>;
 
-/// Creates the silence of an ack at each Alertmanager: those made, and an error for each
-/// Alertmanager that refused or could not be reached.
-pub fn create_silences(
-    config: &Alerting,
+/// Creates the silence of an ack at one Alertmanager: its id.
+fn create_silence(
+    endpoint: &Endpoint,
     key: FindingKey,
     ack: &crate::store::Ack,
-) -> Result<(Silences, Vec<String>), String> {
+) -> Result<String, String> {
     let ends = ack.until.unwrap_or(ack.at + SILENCE_FOR_GOOD_S);
     let body = json!({
         "matchers": silence_matchers(key),
@@ -720,23 +752,30 @@ pub fn create_silences(
         "comment": ack.reason,
     })
     .to_string();
+    let r = endpoint.request("POST", "/api/v2/silences", Some(body.as_bytes()), &[])?;
+    let answer: Json = serde_json::from_slice(&r.body).unwrap_or(Json::Null);
+    match answer["silenceID"].as_str() {
+        Some(id) if r.ok() => Ok(id.to_owned()),
+        _ => Err(format!(
+            "answered {}: {}",
+            r.status,
+            String::from_utf8_lossy(&r.body).trim()
+        )),
+    }
+}
+
+/// Creates the silence of an ack at each Alertmanager: those made, and an error for each
+/// Alertmanager that refused or could not be reached (the alerter makes those when the
+/// Alertmanager answers again: [`AlertmanagerSender`]).
+pub fn create_silences(
+    config: &Alerting,
+    key: FindingKey,
+    ack: &crate::store::Ack,
+) -> Result<(Silences, Vec<String>), String> {
     let mut made = Vec::new();
     let mut failed = Vec::new();
     for (url, endpoint) in config.alertmanagers.iter().zip(config.endpoints()?) {
-        let id = endpoint
-            .request("POST", "/api/v2/silences", Some(body.as_bytes()), &[])
-            .and_then(|r| {
-                let answer: Json = serde_json::from_slice(&r.body).unwrap_or(Json::Null);
-                match answer["silenceID"].as_str() {
-                    Some(id) if r.ok() => Ok(id.to_owned()),
-                    _ => Err(format!(
-                        "answered {}: {}",
-                        r.status,
-                        String::from_utf8_lossy(&r.body).trim()
-                    )),
-                }
-            });
-        match id {
+        match create_silence(&endpoint, key, ack) {
             Ok(id) => made.push((url.clone(), id)),
             Err(e) => failed.push(format!("{url}: {e}")),
         }
@@ -755,19 +794,26 @@ pub fn expire_silences(config: &Alerting, silences: &str) -> Vec<String> {
             config.alertmanager_auth.clone(),
             "alerting.alertmanager",
         );
-        let outcome = endpoint.and_then(|e| {
-            let r = e.request("DELETE", &format!("/api/v2/silence/{id}"), None, &[])?;
+        match endpoint {
+            Ok(e) => failed.extend(expire_silence(&e, &url, &id)),
+            Err(e) => failed.push(format!("{url} silence {id}: {e}")),
+        }
+    }
+    failed
+}
+
+/// `DELETE /api/v2/silence/ID` at one Alertmanager: `None` when done, else what went wrong.
+fn expire_silence(endpoint: &Endpoint, url: &str, id: &str) -> Option<String> {
+    let outcome = endpoint
+        .request("DELETE", &format!("/api/v2/silence/{id}"), None, &[])
+        .and_then(|r| {
             if r.ok() {
                 Ok(())
             } else {
                 Err(format!("answered {}", r.status))
             }
         });
-        if let Err(e) = outcome {
-            failed.push(format!("{url} silence {id}: {e}"));
-        }
-    }
-    failed
+    outcome.err().map(|e| format!("{url} silence {id}: {e}"))
 }
 
 /// `sha256=HEX`: the HMAC-SHA256 of `body` keyed with `secret`.

@@ -400,12 +400,11 @@ fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Fail
             eprintln!("zpulse-collector: the earlier ack's silence stays: {e}");
         }
     }
-    store.ack(key, &ack)?;
+    // The silences first, then the ack with them in one write: the alerter, which makes
+    // the silences an Alertmanager missed, never sees the ack without those made here.
     let (made, failed) = alert::create_silences(&config.alerting, key, &ack)?;
-    store.set_ack_silences(
-        key,
-        &serde_json::to_string(&made).map_err(|e| e.to_string())?,
-    )?;
+    let silences = serde_json::to_string(&made).map_err(|e| e.to_string())?;
+    store.ack(key, &ack, &silences)?;
     let p = query::printable;
     emit(&format!(
         "{} {} {}: {}\n",
@@ -419,8 +418,8 @@ fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Fail
     }
     if !failed.is_empty() {
         return Err(Failure::Refused(format!(
-            "acknowledged in the collector, but no silence at {} (alerts still reach \
-             the pager from there; run ack again)",
+            "acknowledged in the collector, but no silence at {} yet (the running \
+             collector makes it when that Alertmanager answers again)",
             failed.join("; ")
         )));
     }

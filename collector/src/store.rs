@@ -914,16 +914,25 @@ impl Store {
     /// Acknowledges one finding (on the page, and in alerting as a silence), until `until`
     /// (s) or for good; logged in `ack_log`. Works on a database a running collector writes
     /// to (WAL).
-    pub fn ack(&mut self, key: (&str, &str, &str), ack: &Ack) -> Result<(), String> {
+    /// `silences`: those already made for it (`[[url, id], …]`), stored with it in one
+    /// transaction, so that the alerter never sees the ack without them.
+    pub fn ack(
+        &mut self,
+        key: (&str, &str, &str),
+        ack: &Ack,
+        silences: &str,
+    ) -> Result<(), String> {
         let (host, check, subject) = key;
         let tx = self.conn.transaction().map_err(sql)?;
         tx.execute(
-            "INSERT INTO acks(host, check_name, subject, until, created, by, reason)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO acks(host, check_name, subject, until, created, by, reason, silences)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
              ON CONFLICT(host, check_name, subject) DO UPDATE SET
                until = excluded.until, created = excluded.created, by = excluded.by,
-               reason = excluded.reason",
-            params![host, check, subject, ack.until, ack.at, ack.by, ack.reason],
+               reason = excluded.reason, silences = excluded.silences",
+            params![
+                host, check, subject, ack.until, ack.at, ack.by, ack.reason, silences
+            ],
         )
         .map_err(sql)?;
         log_ack(&tx, "acknowledged", key, ack)?;
@@ -961,15 +970,71 @@ impl Store {
         Ok(silences)
     }
 
-    /// Records the Alertmanager silences made for an ack (`[[url, id], …]`).
-    pub fn set_ack_silences(&self, key: (&str, &str, &str), silences: &str) -> Result<(), String> {
-        self.conn
-            .execute(
-                "UPDATE acks SET silences = ?4 WHERE host = ?1 AND check_name = ?2 AND subject = ?3",
-                params![key.0, key.1, key.2, silences],
+    /// Acks in force (for good, or until a time after `now`) without a silence recorded at
+    /// Alertmanager `url`.
+    pub fn acks_without_silence(&self, url: &str, now: i64) -> Result<Vec<AckedFinding>, String> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT host, check_name, subject, by, reason, created, until, silences FROM acks
+                 WHERE until IS NULL OR until > ?1",
             )
             .map_err(sql)?;
-        Ok(())
+        let rows = stmt
+            .query_map([now], |r| {
+                Ok((
+                    (r.get(0)?, r.get(1)?, r.get(2)?),
+                    Ack {
+                        by: r.get(3)?,
+                        reason: r.get(4)?,
+                        at: r.get(5)?,
+                        until: r.get(6)?,
+                    },
+                    r.get::<_, String>(7)?,
+                ))
+            })
+            .map_err(sql)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (key, ack, silences) = row.map_err(sql)?;
+            let made: Vec<(String, String)> = serde_json::from_str(&silences).unwrap_or_default();
+            if !made.iter().any(|(u, _)| u == url) {
+                out.push((key, ack));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Records one more silence of an ack (`url`, `id`); false when the ack is gone (an
+    /// unack came in between).
+    pub fn add_ack_silence(
+        &mut self,
+        (host, check, subject): (&str, &str, &str),
+        url: &str,
+        id: &str,
+    ) -> Result<bool, String> {
+        let tx = self.conn.transaction().map_err(sql)?;
+        let silences: Option<String> = tx
+            .query_row(
+                "SELECT silences FROM acks WHERE host = ?1 AND check_name = ?2 AND subject = ?3",
+                params![host, check, subject],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        let Some(silences) = silences else {
+            return Ok(false);
+        };
+        let mut made: Vec<(String, String)> = serde_json::from_str(&silences).unwrap_or_default();
+        made.push((url.to_owned(), id.to_owned()));
+        let made = serde_json::to_string(&made).map_err(|e| e.to_string())?;
+        tx.execute(
+            "UPDATE acks SET silences = ?4 WHERE host = ?1 AND check_name = ?2 AND subject = ?3",
+            params![host, check, subject, made],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(true)
     }
 
     /// One finding by its key, open or cleared.
@@ -1159,6 +1224,9 @@ pub struct FindingRow {
     /// Acknowledged (`zpulse-collector ack`), and the ack is not past its `until`.
     pub ack: Option<Ack>,
 }
+
+/// A finding's key (host, check, subject) and its ack.
+pub type AckedFinding = ((String, String, String), Ack);
 
 /// An acknowledgement: who, why, when (s) and until when (s; `None` for good).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -276,3 +276,107 @@ fn an_ack_is_a_silence_never_a_resolve() {
         "a second unack: nothing to remove"
     );
 }
+
+/// An ack made while one of two Alertmanagers is down: `ack` says so (exit 1, naming it)
+/// and the one that is up has its silence at once; the other gets the same silence from
+/// the running collector once it answers again, and mutes the alert there too.
+#[test]
+fn an_ack_made_while_an_alertmanager_is_down_reaches_it_when_it_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = Alertmanager::plain(free_addr());
+    let down = free_addr();
+    let config = dir.path().join("zpulse-collector.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "db = \"events.db\"\n[alerting]\nalertmanager = [\"http://{}\", \"http://{down}\"]\n\
+             resend_every = \"2s\"\n",
+            up.addr
+        ),
+    )
+    .unwrap();
+    let listen = free_addr().to_string();
+    let _serving = Collector::serve(&[
+        "--listen".as_ref(),
+        listen.as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ]);
+    let raised = finding(
+        "nas1",
+        "pool-health.state",
+        "tank",
+        State::Raised,
+        Severity::Critical,
+    )
+    .with("health", "DEGRADED");
+    Client::connect(listen.parse().unwrap()).send_acked("zpulse.finding", &raised, 1);
+    wait_until("the alert is active", || the_alert(up.addr).is_some());
+    let cfg = config.to_str().unwrap();
+    let out = collector(&[
+        "ack",
+        "nas1",
+        "pool-health.state",
+        "tank",
+        "--reason",
+        "replacing sdc",
+        "--by",
+        "alice",
+        "--config",
+        cfg,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("no silence at http://{down}")),
+        "{err}"
+    );
+    assert_eq!(get_json(up.addr, "/api/v2/silences").len(), 1);
+
+    let back = Alertmanager::plain(down);
+    let silence = {
+        let t0 = Instant::now();
+        loop {
+            let s = get_json(back.addr, "/api/v2/silences");
+            if let Some(s) = s.into_iter().next() {
+                break s;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "no silence at the Alertmanager back up"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    assert_eq!(silence["status"]["state"], "active");
+    assert_eq!(
+        (&silence["createdBy"], &silence["comment"]),
+        (&"alice".into(), &"replacing sdc".into())
+    );
+    let mut names: Vec<(String, String)> = silence["matchers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_owned(),
+                m["value"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ("check".to_owned(), "pool-health.state".to_owned()),
+            ("host".to_owned(), "nas1".to_owned()),
+            ("subject".to_owned(), "tank".to_owned())
+        ]
+    );
+    wait_until("the alert is suppressed there", || {
+        the_alert(back.addr).is_some_and(|a| a["status"]["state"] == "suppressed")
+    });
+    // Made once: later rounds do not add more.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(get_json(back.addr, "/api/v2/silences").len(), 1);
+}

@@ -263,7 +263,7 @@ fn on_a_390_px_phone_every_subject_and_summary_is_visible() {
         at: now,
         until: Some(now + 7200),
     };
-    s.ack(("nas1", "special-fill", "tank/special"), &ack)
+    s.ack(("nas1", "special-fill", "tank/special"), &ack, "[]")
         .unwrap();
     drop(s);
     let addr = serve_page(&db);
