@@ -61,6 +61,12 @@ struct FindingArgs {
     config: Option<PathBuf>,
 }
 
+impl FindingArgs {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.host, &self.check, &self.subject)
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Receive Forward events and store them.
@@ -370,15 +376,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
 
 /// `ack`: the finding marked, its silences made at each Alertmanager.
 fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Failure> {
-    let FindingArgs {
-        host,
-        check,
-        subject,
-        by,
-        db,
-        config,
-    } = f;
-    let key = (host.as_str(), check.as_str(), subject.as_str());
+    let key = f.key();
     let now = now_s();
     let until = until
         .map(|u| parse_duration(&u).map(|d| now + d.as_secs() as i64))
@@ -387,9 +385,9 @@ fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Fail
     if reason.trim().is_empty() {
         return Err(Failure::Error("--reason: say why".into()));
     }
-    let (mut store, config) = finding_store(db, config.as_deref(), key)?;
+    let (mut store, config) = finding_store(f.db.clone(), f.config.as_deref(), key)?;
     let ack = zpulse_collector::store::Ack {
-        by: by.unwrap_or_else(invoking_user),
+        by: f.by.clone().unwrap_or_else(invoking_user),
         reason,
         at: now,
         until,
@@ -408,9 +406,9 @@ fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Fail
     let p = query::printable;
     emit(&format!(
         "{} {} {}: {}\n",
-        p(&host),
-        p(&check),
-        p(&subject),
+        p(&f.host),
+        p(&f.check),
+        p(&f.subject),
         p(&query::ack_words(&ack))
     ))?;
     for (url, id) in &made {
@@ -428,31 +426,24 @@ fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Fail
 
 /// `unack`: the ack removed, its silences expired.
 fn unack(f: FindingArgs) -> Result<(), Failure> {
-    let FindingArgs {
-        host,
-        check,
-        subject,
-        by,
-        db,
-        config,
-    } = f;
-    let key = (host.as_str(), check.as_str(), subject.as_str());
-    let (mut store, config) = finding_store(db, config.as_deref(), key)?;
+    let key = f.key();
+    let (mut store, config) = finding_store(f.db.clone(), f.config.as_deref(), key)?;
     let p = query::printable;
-    let Some(silences) = store.unack(key, &by.unwrap_or_else(invoking_user), now_s())? else {
+    let Some(silences) = store.unack(key, &f.by.clone().unwrap_or_else(invoking_user), now_s())?
+    else {
         return Err(Failure::Refused(format!(
             "{} {} {} is not acknowledged",
-            p(&host),
-            p(&check),
-            p(&subject)
+            p(&f.host),
+            p(&f.check),
+            p(&f.subject)
         )));
     };
     let failed = alert::expire_silences(&config.alerting, &silences);
     emit(&format!(
         "unacknowledged {} {} {}\n",
-        p(&host),
-        p(&check),
-        p(&subject)
+        p(&f.host),
+        p(&f.check),
+        p(&f.subject)
     ))?;
     if !failed.is_empty() {
         return Err(Failure::Refused(format!(

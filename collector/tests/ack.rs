@@ -68,28 +68,18 @@ fn the_alert(am: SocketAddr) -> Option<Json> {
     })
 }
 
-#[test]
-fn an_ack_is_a_silence_never_a_resolve() {
-    let dir = tempfile::tempdir().unwrap();
-    let alertmanager = Alertmanager::plain(free_addr());
-    let am = alertmanager.addr;
-    let hook = TcpListener::bind("127.0.0.1:0").unwrap();
-    let hook_url = format!("http://{}/hook", hook.local_addr().unwrap());
-    let (tx, posts) = mpsc::channel();
-    receiver(hook, tx);
-    let db = dir.path().join("events.db");
-    let config = dir.path().join("zpulse-collector.toml");
+/// The real collector on `dir`'s database with `[alerting]` as given, and the degraded
+/// pool finding of nas1 (the one [`the_alert`] looks for) sent to it: the collector and its
+/// config file.
+fn serve_with_a_finding(dir: &std::path::Path, alerting: &str) -> (Collector, std::path::PathBuf) {
+    let config = dir.join("zpulse-collector.toml");
     std::fs::write(
         &config,
-        format!(
-            "db = \"events.db\"\n[alerting]\nalertmanager = [\"http://{am}\"]\n\
-             resend_every = \"60s\"\n[[alerting.webhook]]\nurl = \"{hook_url}\"\n\
-             secret = \"a webhook secret of some length\"\n"
-        ),
+        format!("db = \"events.db\"\n[alerting]\n{alerting}"),
     )
     .unwrap();
     let listen = free_addr().to_string();
-    let _serving = Collector::serve(&[
+    let serving = Collector::serve(&[
         "--listen".as_ref(),
         listen.as_ref(),
         "--config".as_ref(),
@@ -104,6 +94,76 @@ fn an_ack_is_a_silence_never_a_resolve() {
     )
     .with("health", "DEGRADED");
     Client::connect(listen.parse().unwrap()).send_acked("zpulse.finding", &raised, 1);
+    (serving, config)
+}
+
+/// `ack` of nas1's degraded-pool finding by alice, "replacing sdc", with `more` options.
+fn alice_acks(config: &str, more: &[&str]) -> Output {
+    let ack = [
+        "ack",
+        "nas1",
+        "pool-health.state",
+        "tank",
+        "--reason",
+        "replacing sdc",
+        "--by",
+        "alice",
+        "--config",
+        config,
+    ];
+    collector(&[&ack[..], more].concat())
+}
+
+/// A silence's matchers as (name, value), sorted; each must be an exact match.
+fn matchers(silence: &Json) -> Vec<(String, String)> {
+    let mut m: Vec<(String, String)> = silence["matchers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            assert_eq!(
+                (&m["isRegex"], &m["isEqual"]),
+                (&false.into(), &true.into())
+            );
+            (
+                m["name"].as_str().unwrap().to_owned(),
+                m["value"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    m.sort();
+    m
+}
+
+/// The matchers of nas1's degraded-pool finding, from what was sent.
+fn the_findings_matchers() -> Vec<(String, String)> {
+    [
+        ("check", "pool-health.state"),
+        ("host", "nas1"),
+        ("subject", "tank"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .to_vec()
+}
+
+#[test]
+fn an_ack_is_a_silence_never_a_resolve() {
+    let dir = tempfile::tempdir().unwrap();
+    let alertmanager = Alertmanager::plain(free_addr());
+    let am = alertmanager.addr;
+    let hook = TcpListener::bind("127.0.0.1:0").unwrap();
+    let hook_url = format!("http://{}/hook", hook.local_addr().unwrap());
+    let (tx, posts) = mpsc::channel();
+    receiver(hook, tx);
+    let db = dir.path().join("events.db");
+    let (_serving, config) = serve_with_a_finding(
+        dir.path(),
+        &format!(
+            "alertmanager = [\"http://{am}\"]\nresend_every = \"60s\"\n\
+             [[alerting.webhook]]\nurl = \"{hook_url}\"\n\
+             secret = \"a webhook secret of some length\"\n"
+        ),
+    );
     wait_until("the alert is active", || {
         the_alert(am).is_some_and(|a| a["status"]["state"] == "active")
     });
@@ -128,20 +188,7 @@ fn an_ack_is_a_silence_never_a_resolve() {
     assert!(get_json(am, "/api/v2/silences").is_empty());
 
     let acked_at = now_s();
-    let out = collector(&[
-        "ack",
-        "nas1",
-        "pool-health.state",
-        "tank",
-        "--reason",
-        "replacing sdc",
-        "--by",
-        "alice",
-        "--until",
-        "2h",
-        "--config",
-        cfg,
-    ]);
+    let out = alice_acks(cfg, &["--until", "2h"]);
     succeeded(&out);
     // The silence, as Alertmanager lists it.
     let silences = get_json(am, "/api/v2/silences");
@@ -150,31 +197,7 @@ fn an_ack_is_a_silence_never_a_resolve() {
     assert_eq!(s["status"]["state"], "active");
     assert_eq!(s["createdBy"], "alice");
     assert_eq!(s["comment"], "replacing sdc");
-    let mut matchers: Vec<(String, String)> = s["matchers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            assert_eq!(
-                (&m["isRegex"], &m["isEqual"]),
-                (&false.into(), &true.into())
-            );
-            (
-                m["name"].as_str().unwrap().to_owned(),
-                m["value"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    matchers.sort();
-    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
-    assert_eq!(
-        matchers,
-        [
-            pair("check", "pool-health.state"),
-            pair("host", "nas1"),
-            pair("subject", "tank")
-        ]
-    );
+    assert_eq!(matchers(s), the_findings_matchers());
     let ends = s["endsAt"].as_str().unwrap();
     let expected = [acked_at + 7200, acked_at + 7201]
         .map(|t| zpulse_collector::query::utc(t)[..16].to_owned());
@@ -285,46 +308,16 @@ fn an_ack_made_while_an_alertmanager_is_down_reaches_it_when_it_answers() {
     let dir = tempfile::tempdir().unwrap();
     let up = Alertmanager::plain(free_addr());
     let down = free_addr();
-    let config = dir.path().join("zpulse-collector.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "db = \"events.db\"\n[alerting]\nalertmanager = [\"http://{}\", \"http://{down}\"]\n\
-             resend_every = \"2s\"\n",
+    let (_serving, config) = serve_with_a_finding(
+        dir.path(),
+        &format!(
+            "alertmanager = [\"http://{}\", \"http://{down}\"]\nresend_every = \"2s\"\n",
             up.addr
         ),
-    )
-    .unwrap();
-    let listen = free_addr().to_string();
-    let _serving = Collector::serve(&[
-        "--listen".as_ref(),
-        listen.as_ref(),
-        "--config".as_ref(),
-        config.as_os_str(),
-    ]);
-    let raised = finding(
-        "nas1",
-        "pool-health.state",
-        "tank",
-        State::Raised,
-        Severity::Critical,
-    )
-    .with("health", "DEGRADED");
-    Client::connect(listen.parse().unwrap()).send_acked("zpulse.finding", &raised, 1);
+    );
     wait_until("the alert is active", || the_alert(up.addr).is_some());
     let cfg = config.to_str().unwrap();
-    let out = collector(&[
-        "ack",
-        "nas1",
-        "pool-health.state",
-        "tank",
-        "--reason",
-        "replacing sdc",
-        "--by",
-        "alice",
-        "--config",
-        cfg,
-    ]);
+    let out = alice_acks(cfg, &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -353,26 +346,7 @@ fn an_ack_made_while_an_alertmanager_is_down_reaches_it_when_it_answers() {
         (&silence["createdBy"], &silence["comment"]),
         (&"alice".into(), &"replacing sdc".into())
     );
-    let mut names: Vec<(String, String)> = silence["matchers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["name"].as_str().unwrap().to_owned(),
-                m["value"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    names.sort();
-    assert_eq!(
-        names,
-        [
-            ("check".to_owned(), "pool-health.state".to_owned()),
-            ("host".to_owned(), "nas1".to_owned()),
-            ("subject".to_owned(), "tank".to_owned())
-        ]
-    );
+    assert_eq!(matchers(&silence), the_findings_matchers());
     wait_until("the alert is suppressed there", || {
         the_alert(back.addr).is_some_and(|a| a["status"]["state"] == "suppressed")
     });
