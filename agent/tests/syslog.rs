@@ -152,6 +152,8 @@ global(workDirectory="{d}"
        defaultNetstreamDriverKeyFile="{key}")
 module(load="imuxsock" sysSock.use="off")
 input(type="imuxsock" socket="{socket}" useSysTimeStamp="off" ignoreTimestamp="off")
+input(type="imuxsock" socket="{d}/log5424.sock" useSpecialParser="off" useSysTimeStamp="off"
+      ignoreTimestamp="off")
 module(load="imudp")
 input(type="imudp" address="127.0.0.1" port="{udp}" name="udp")
 module(load="imtcp")
@@ -163,6 +165,10 @@ input(type="imtcp" address="127.0.0.1" port="{mtls}" name="mtls"
       streamDriver.CAFile="{client_ca}")
 template(name="fields" type="string" string="{FIELDS}\n")
 *.* action(type="omfile" file="{d}/out.log" template="fields")
+module(load="mmpstrucdata")
+action(type="mmpstrucdata" sd_name.lowercase="off")
+template(name="sd" type="string" string="%app-name%|%$!rfc5424-sd%\n")
+*.* action(type="omfile" file="{d}/sd.log" template="sd")
 "#,
             ca = fixture("ca.pem").display(),
             cert = fixture("server.pem").display(),
@@ -203,6 +209,7 @@ template(name="fields" type="string" string="{FIELDS}\n")
         let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
         loop {
             let ready = self.socket.exists()
+                && self.dir.path().join("log5424.sock").exists()
                 && TcpStream::connect(("127.0.0.1", self.tcp)).is_ok()
                 && TcpStream::connect(("127.0.0.1", self.tls)).is_ok()
                 && TcpStream::connect(("127.0.0.1", self.mtls)).is_ok()
@@ -254,6 +261,19 @@ template(name="fields" type="string" string="{FIELDS}\n")
             );
             poll_pause();
         }
+    }
+
+    /// The SD params rsyslog's own RFC 5424 parser (mmpstrucdata) read from zpulse's
+    /// messages, one JSON object per message, once `n` arrived.
+    fn wait_for_sd(&self, n: usize) -> Vec<serde_json::Value> {
+        wait_until(&format!("{n} parsed SDs from rsyslog"), || {
+            let text = fs::read_to_string(self.dir.path().join("sd.log")).unwrap_or_default();
+            let got: Vec<serde_json::Value> = complete_lines(&text)
+                .filter_map(|l| l.strip_prefix("zpulse|"))
+                .map(|j| serde_json::from_str(j).unwrap_or_else(|e| panic!("{e}: {j}")))
+                .collect();
+            (got.len() >= n).then_some(got)
+        })
     }
 
     /// Waits until rsyslogd has said `needle` (its own messages go to its stderr here).
@@ -809,4 +829,128 @@ fn syslog_ng_receives_both_framings_and_only_trusted_clients() {
         "only the trusted client got through: {got:#?}"
     );
     assert_eq!(received(&got[0]), as_sent(&agent, &mine));
+}
+
+/// A heartbeat as the daemon makes it (`agent/src/daemon/heartbeat.rs`), with sinks and
+/// plugins lists long enough to be cut, whose names hold every character RFC 5424 §6.3.3
+/// says must be escaped (`]`, `"`, `\`).
+fn heartbeat_with_long_lists() -> Stamped {
+    let mut e = Event::finding(
+        "agent.heartbeat",
+        State::Updated,
+        Severity::Info,
+        "nas1",
+        "zpulse 0.1.0 on nas1: 100 samples (0 late, 0 missed), 7/7 plugins running",
+    );
+    e.kind = zpulse_proto::event::Kind::Agent;
+    e.host = "nas1".into();
+    let sinks = (0..8)
+        .map(|i| {
+            let mut m = std::collections::BTreeMap::new();
+            m.insert(
+                "name".into(),
+                Value::Str(format!("forward [dc\"{i}\"] \\collector-{i}:24224]")),
+            );
+            m.insert("delivered".into(), Value::UInt(1000 + i));
+            m.insert("pending".into(), Value::UInt(0));
+            Value::Map(m)
+        })
+        .collect();
+    e.data.insert("sinks".into(), Value::List(sinks));
+    let plugins = (0..30).map(|i| Value::Str(format!("plugin]{i}"))).collect();
+    e.data.insert("plugins".into(), Value::List(plugins));
+    e.data.insert("samples".into(), Value::UInt(100));
+    Stamped {
+        time: now(),
+        event: e,
+    }
+}
+
+/// The kept elements of a cut list figure, as a receiver parsed it: JSON, and a prefix of the
+/// list the heartbeat holds (serde's JSON of the event's own value), shorter than it.
+fn kept_prefix(received: &str, sent: &Value) -> usize {
+    let got: serde_json::Value = serde_json::from_str(received)
+        .unwrap_or_else(|e| panic!("not JSON as received ({e}): {received}"));
+    let all = serde_json::to_value(sent).unwrap();
+    let (got, all) = (got.as_array().unwrap(), all.as_array().unwrap());
+    assert!(!got.is_empty() && got.len() < all.len(), "{received}");
+    assert_eq!(got[..], all[..got.len()], "whole elements, from the start");
+    got.len()
+}
+
+/// Issue 30: syslog-ng refused every heartbeat whose lists were cut (a bare `]` ended the SD
+/// element early; rsyslog's default parsing did not mind). Both framings into syslog-ng, and
+/// rsyslog's own SD parser (mmpstrucdata): the message is taken, every param is there and
+/// unescaped to the figure sent.
+#[test]
+fn heartbeats_with_cut_lists_are_accepted_by_syslog_ng_and_rsyslog() {
+    let hb = heartbeat_with_long_lists();
+    let ng = SyslogNg::start();
+    for (source, port, framing) in [
+        ("lf", ng.lf, Framing::Lf),
+        ("octet", ng.octet, Framing::OctetCounting),
+    ] {
+        let mut sink = tcp_sink(port, framing);
+        sink.deliver(std::slice::from_ref(&hb)).unwrap();
+        let got = ng.wait_for(source, 1);
+        let sd = &got[0]["_SDATA"];
+        let data = &sd["zpulse-data@32473"];
+        for list in ["sinks", "plugins"] {
+            let text = data[list]
+                .as_str()
+                .unwrap_or_else(|| panic!("{source}: no {list} in {got:#?}"));
+            kept_prefix(text, &hb.event.data[list]);
+        }
+        assert_eq!(data["samples"], "100");
+        assert_eq!(sd["zpulse@32473"]["truncated"], "true");
+        assert_eq!(sd["zpulse@32473"]["check"], "agent.heartbeat");
+        assert_eq!(received(&got[0]), as_sent(&sink, &hb), "{source}: intact");
+    }
+    // (A message syslog-ng cannot parse is still written, its MSG saying "Error processing
+    // log message" and no SD: the params above are what shows it parsed.)
+
+    let rsyslog = Rsyslog::start();
+    let mut sink = tcp_sink(rsyslog.tcp, Framing::OctetCounting);
+    sink.deliver(std::slice::from_ref(&hb)).unwrap();
+    let got = rsyslog.wait_for_sd(1);
+    let data = &got[0]["zpulse-data@32473"];
+    for list in ["sinks", "plugins"] {
+        let text = data[list]
+            .as_str()
+            .unwrap_or_else(|| panic!("rsyslog: no {list} in {got:#?}"));
+        kept_prefix(text, &hb.event.data[list]);
+    }
+    assert_eq!(data["samples"], "100");
+    assert_eq!(got[0]["zpulse@32473"]["truncated"], "true");
+}
+
+/// docs/syslog.md: `format = "rfc5424"` on a Linux local socket is for a reader that parses
+/// RFC 5424 there: rsyslog's imuxsock with `useSpecialParser="off"` reads every header field
+/// and the structured data (mmpstrucdata) as sent.
+#[test]
+fn rsyslog_reads_rfc5424_from_a_local_socket_without_its_special_parser() {
+    let rsyslog = Rsyslog::start();
+    let mut config = SyslogConfig::new(format!(
+        "unix://{}",
+        rsyslog.dir.path().join("log5424.sock").display()
+    ));
+    config.format = Some(format::Dialect::Rfc5424);
+    let mut sink = SyslogSink::new(config).unwrap();
+    let sent = from("the local socket in rfc5424");
+    sink.deliver(std::slice::from_ref(&sent)).unwrap();
+    let lines = rsyslog.wait_for("imuxsock", 1);
+    let line = &lines[0];
+    let formatted = sink.format(&sent);
+    assert_eq!(
+        line.msg,
+        "hdd-saturation on tank/mirror-0/sda (raised): sent by the local socket in rfc5424. Advice: Random I/O on spinning disks: 1. add a special vdev"
+    );
+    assert_eq!(line.hostname, "nas1");
+    assert_eq!(line.msgid, "hdd-saturation");
+    assert_eq!(line.procid, std::process::id().to_string());
+    assert_eq!(line.severity, 2);
+    assert_eq!(line.sd, sent_sd(&formatted, &sent_msg(&formatted)));
+    let sd = rsyslog.wait_for_sd(1);
+    assert_eq!(sd[0]["zpulse@32473"]["subject"], "tank/mirror-0/sda");
+    assert_eq!(sd[0]["zpulse-data@32473"]["util_pct"], "97.5");
 }

@@ -16,8 +16,27 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub const DEFAULT_DB: &str = "/var/lib/zpulse-collector/events.db";
-pub const DEFAULT_CONFIG: &str = "/etc/zpulse-collector/zpulse-collector.toml";
+/// The database and the config file where the system keeps such files: FreeBSD's `/var/db`
+/// and `/usr/local/etc` (hier(7); the port's rc.d script and sample use the same), else the
+/// FHS's `/var/lib` and `/etc`. The command line's subcommands find the database through
+/// them when given no `--db`.
+pub const DEFAULT_DB: &str = default_paths(cfg!(target_os = "freebsd")).0;
+pub const DEFAULT_CONFIG: &str = default_paths(cfg!(target_os = "freebsd")).1;
+
+/// (database, config file) on FreeBSD or elsewhere.
+pub const fn default_paths(freebsd: bool) -> (&'static str, &'static str) {
+    if freebsd {
+        (
+            "/var/db/zpulse-collector/events.db",
+            "/usr/local/etc/zpulse-collector/zpulse-collector.toml",
+        )
+    } else {
+        (
+            "/var/lib/zpulse-collector/events.db",
+            "/etc/zpulse-collector/zpulse-collector.toml",
+        )
+    }
+}
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:24224";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,10 +178,14 @@ struct File {
 #[serde(untagged)]
 enum ClientFile {
     Key(String),
-    Full {
-        key: String,
-        hosts: Option<Vec<String>>,
-    },
+    Full(ClientTable),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientTable {
+    key: String,
+    hosts: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -186,15 +209,38 @@ struct RetentionFile {
 }
 
 impl Config {
-    /// Reads a config file; relative paths in it are taken from its directory.
+    /// Reads a config file; relative paths in it are taken from its directory. An error
+    /// says `FILE:LINE: what` (the line of the key, when the key is known).
     pub fn load(path: &Path) -> Result<Config, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Config::parse(&text, path.parent().unwrap_or(Path::new(".")))
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(|e| format!("{}:{e}", path.display()))
     }
 
+    /// Parses a config file's text; an error starts with the line (`LINE: what`) or, when no
+    /// line can be told, ` what`.
     pub fn parse(text: &str, base: &Path) -> Result<Config, String> {
-        let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        Config::parse_unplaced(text, base).map_err(|e| match e {
+            Placed::At(offset, what) => format!("{}: {what}", line_of(text, offset)),
+            Placed::Key(what) => match key_line(text, &what) {
+                Some(line) => format!("{line}: {what}"),
+                None => format!(" {what}"),
+            },
+        })
+    }
+
+    fn parse_unplaced(text: &str, base: &Path) -> Result<Config, Placed> {
+        let f: File = toml::from_str(text).map_err(|e: toml::de::Error| {
+            let what = e.message().trim_end().to_owned();
+            match e.span() {
+                Some(span) => Placed::At(span.start, what),
+                None => Placed::Key(what),
+            }
+        })?;
+        Config::resolve(f, base).map_err(Placed::Key)
+    }
+
+    fn resolve(f: File, base: &Path) -> Result<Config, String> {
         let mut c = Config::default();
         let dur = |key: &str, v: &Option<String>, d: Duration| match v {
             Some(s) => parse_duration(s).map_err(|e| format!("{key}: {e}")),
@@ -222,7 +268,7 @@ impl Config {
                         key,
                         hosts: vec![name.clone()],
                     },
-                    ClientFile::Full { key, hosts } => Client {
+                    ClientFile::Full(ClientTable { key, hosts }) => Client {
                         key,
                         hosts: hosts.unwrap_or_else(|| vec![name.clone()]),
                     },
@@ -346,6 +392,42 @@ impl Config {
     }
 }
 
+/// Where an error is: a byte offset (a syntax or type error), or a key its text starts with
+/// (`alerting.min_severity: …`, found after parsing).
+enum Placed {
+    At(usize, String),
+    Key(String),
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The line of the key an error names first (`retention.max_age: …`, `listen 0.0.0.0:1: …`):
+/// the key's own line in its table, from the document's spans.
+fn key_line(text: &str, what: &str) -> Option<usize> {
+    let path = what.split([':', ' ', ',']).next()?;
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let mut table = doc.get_ref();
+    let mut keys = path.split('.').peekable();
+    while let Some(key) = keys.next() {
+        let (k, v) = table.iter().find(|(k, _)| k.get_ref() == key)?;
+        if keys.peek().is_none() {
+            return Some(line_of(text, k.span().start));
+        }
+        match v.get_ref() {
+            toml::de::DeValue::Table(t) => table = t,
+            _ => return Some(line_of(text, k.span().start)),
+        }
+    }
+    None
+}
+
 /// Whether every address `addr` resolves to is a loopback address.
 pub fn is_loopback(addr: &str) -> Result<bool, String> {
     let addrs: Vec<SocketAddr> = addr
@@ -409,6 +491,49 @@ mod tests {
         .unwrap();
         assert_eq!(c.clients["nas1"].key, "k");
         assert_eq!(c.clients["nas1"].hosts, ["nas1", "nas1-jail"]);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_unknown_keys_are_refused() {
+        let err = |text: &str| Config::parse(text, Path::new(".")).unwrap_err();
+        // An unknown key, at any depth: refused, on its line.
+        let e = err("db = \"x.db\"\n\nlisen = \"127.0.0.1:1\"\n");
+        assert!(e.starts_with("3: ") && e.contains("lisen"), "{e}");
+        let e = err("[retention]\nmax_age = \"1d\"\nmax_agee = \"2d\"\n");
+        assert!(e.starts_with("3: ") && e.contains("max_agee"), "{e}");
+        let e = err("[alerting]\nresend_every = \"1m\"\nalertmanagers = [\"http://a:1\"]\n");
+        assert!(e.starts_with("3: ") && e.contains("alertmanagers"), "{e}");
+        let e = err("[clients]\nnas1 = { key = \"k\", host = [\"x\"] }\n");
+        assert!(e.starts_with("2: "), "{e}");
+        // A value refused after parsing: the line of its key.
+        let e = err("\n[alerting]\nmin_severity = \"loud\"\n");
+        assert!(e.starts_with("3: alerting.min_severity"), "{e}");
+        let e = err("# open\nlisten = \"0.0.0.0:24224\"\n");
+        assert!(e.starts_with("2: listen"), "{e}");
+        // The file's name leads, as compilers write it.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "\nmax_connections = \"many\"\n").unwrap();
+        let e = Config::load(&file).unwrap_err();
+        assert!(e.starts_with(&format!("{}:2: ", file.display())), "{e}");
+    }
+
+    #[test]
+    fn default_paths_per_system() {
+        assert_eq!(
+            default_paths(true),
+            (
+                "/var/db/zpulse-collector/events.db",
+                "/usr/local/etc/zpulse-collector/zpulse-collector.toml"
+            )
+        );
+        assert_eq!(
+            default_paths(false),
+            (
+                "/var/lib/zpulse-collector/events.db",
+                "/etc/zpulse-collector/zpulse-collector.toml"
+            )
+        );
     }
 
     #[test]

@@ -30,6 +30,8 @@ const CHART_WINDOW_S: i64 = 86400;
 const MAX_SERIES: usize = 12;
 /// Open findings listed on the front page, at most (the worst first).
 const OPEN_ROWS: usize = 200;
+/// Hosts in one page of the front page's list (`?page=N`).
+const HOSTS_PER_PAGE: usize = 100;
 const MAX_POINTS: usize = 400;
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
                    base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -357,7 +359,7 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn percent_encode(s: &str) -> String {
+pub fn percent_encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -367,6 +369,13 @@ fn percent_encode(s: &str) -> String {
         }
     }
     out
+}
+
+/// The `id` of a finding's row on the host page (and the fragment of its `generatorURL`):
+/// checks are `[A-Za-z0-9._-]`, the subject is percent-encoded, so the id has no spaces and
+/// a link to it needs no further encoding.
+pub fn finding_anchor(check: &str, subject: &str) -> String {
+    format!("finding-{check}~{}", percent_encode(subject))
 }
 
 /// Escapes text for HTML content and attribute values.
@@ -388,13 +397,22 @@ pub fn esc(s: &str) -> String {
 fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>{} — zpulse collector</title><style>\
          body{{font:14px system-ui,sans-serif;margin:1.5em;color:#222}}\
          table{{border-collapse:collapse;margin:.5em 0 1.5em}}\
          th,td{{text-align:left;padding:.25em .7em;border-bottom:1px solid #ddd;vertical-align:top}}\
          .critical{{color:#b00;font-weight:bold}}.warning{{color:#a60}}.info{{color:#367}}\
-         .muted{{color:#777}}svg{{background:#fafafa;border:1px solid #ddd}}\
+         .muted{{color:#777}}.ack{{color:#06c}}tr.acked td{{opacity:.75}}svg{{background:#fafafa;border:1px solid #ddd}}\
+         td{{overflow-wrap:anywhere}}svg{{max-width:100%;height:auto}}\
+         @media (max-width:640px){{body{{margin:.6em}}\
+         table.findings,table.findings tbody,table.findings tr,table.findings td{{display:block}}\
+         table.findings tr:first-child{{display:none}}table.findings td{{border:0;padding:.1em 0}}\
+         table.findings tr.finding{{border-bottom:1px solid #ddd;padding:.4em 0}}\
+         table.findings td.severity,table.findings td.host,table.findings td.check,table.findings td.since{{display:inline;margin-right:.6em}}\
+         table.findings td.subject{{font-weight:bold}}\
+         table.hosts th,table.hosts td,table.wrong td{{padding:.2em .3em}}\
+         table:not(.findings){{display:block;overflow-x:auto;max-width:100%}}}}\
          </style></head><body><h1><a href=\"/\">zpulse collector</a> — {}</h1>\n{}\n</body></html>\n",
         esc(title),
         esc(title),
@@ -414,18 +432,24 @@ fn findings_html(out: &mut String, rows: &[FindingRow], now: i64, with_host: boo
     out.push_str("<th>Check</th><th>Subject</th><th>Since</th><th>Summary</th></tr>\n");
     for f in rows {
         let sev = severity_name(Some(f.severity));
-        let _ = write!(out, "<tr class=\"finding\"><td class=\"{sev}\">{sev}</td>");
+        let acked = if f.ack.is_some() { " acked" } else { "" };
+        let _ = write!(
+            out,
+            "<tr class=\"finding{acked}\" id=\"{}\"><td class=\"severity {sev}\">{sev}</td>",
+            esc(&finding_anchor(&f.check, &f.subject))
+        );
         if with_host {
             let _ = write!(
                 out,
-                "<td><a href=\"/host/{}\">{}</a></td>",
+                "<td class=\"host\"><a href=\"/host/{}\">{}</a></td>",
                 percent_encode(&f.host),
                 esc(&f.host)
             );
         }
         let _ = writeln!(
             out,
-            "<td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}{}</td></tr>",
+            "<td class=\"check\">{}</td><td class=\"subject\">{}</td><td class=\"since\" \
+             title=\"{}\">{}</td><td class=\"summary\">{}{}{}</td></tr>",
             esc(&f.check),
             esc(&f.subject),
             utc_ns(f.raised_ts),
@@ -434,6 +458,13 @@ fn findings_html(out: &mut String, rows: &[FindingRow], now: i64, with_host: boo
             f.advice
                 .as_deref()
                 .map(|a| format!("<br><span class=\"muted\">{}</span>", esc(a)))
+                .unwrap_or_default(),
+            f.ack
+                .as_ref()
+                .map(|a| format!(
+                    "<br><span class=\"ack\">{}</span>",
+                    esc(&crate::query::ack_words(a))
+                ))
                 .unwrap_or_default()
         );
     }
@@ -480,7 +511,7 @@ impl HostFilter {
 /// page's first table.
 fn groups(open: &[FindingRow]) -> Vec<(String, i64, Vec<String>)> {
     let mut by: BTreeMap<(String, i64), Vec<String>> = BTreeMap::new();
-    for f in open.iter().filter(|f| f.acked.is_none()) {
+    for f in open.iter().filter(|f| f.ack.is_none()) {
         let hosts = by.entry((f.check.clone(), f.severity)).or_default();
         if !hosts.contains(&f.host) {
             hosts.push(f.host.clone());
@@ -577,9 +608,9 @@ fn index(
         if !skewed.is_empty() {
             let _ = write!(
                 b,
-                "<tr class=\"group\"><td class=\"warning\">clock</td><td>clock skew over {}s</td>\
-                 <td>on {}</td><td>",
-                config.max_skew,
+                "<tr class=\"group\"><td class=\"warning\">clock</td><td>clock off by more than \
+                 {}</td><td>on {}</td><td>",
+                crate::query::skew_words(config.max_skew).trim_end_matches(" ahead"),
                 plural(skewed.len(), "host")
             );
             host_links(&mut b, &skewed);
@@ -607,6 +638,15 @@ fn index(
             )
         }),
     }
+    let pages = shown.len().div_ceil(HOSTS_PER_PAGE).max(1);
+    let page_no = match params.get("page").filter(|p| !p.is_empty()) {
+        None => 1,
+        Some(p) => p
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=pages).contains(n))
+            .ok_or_else(|| format!("{BAD_PARAMETER}page: a number from 1 to {pages}"))?,
+    };
     let _ = writeln!(b, "<h2>Hosts ({} of {})</h2>", shown.len(), hosts.len());
     let value = |k: &str| esc(params.get(k).map_or("", String::as_str));
     let _ = writeln!(
@@ -630,9 +670,13 @@ fn index(
         value("check"),
         esc(sort)
     );
-    let link = |key: &str, label: &str| {
+    // A link to this list with one parameter changed (a new sort starts at page 1).
+    let with = |key: &str, value: &str, label: &str| {
         let mut p = params.clone();
-        p.insert("sort".into(), key.into());
+        if key == "sort" {
+            p.remove("page");
+        }
+        p.insert(key.into(), value.into());
         let q: Vec<String> = p
             .iter()
             .filter(|(k, v)| !v.is_empty() && k.as_str() != "token")
@@ -640,6 +684,7 @@ fn index(
             .collect();
         format!("<a href=\"/?{}\">{label}</a>", esc(&q.join("&")))
     };
+    let link = |key: &str, label: &str| with("sort", key, label);
     let _ = writeln!(
         b,
         "<table class=\"hosts\"><tr><th>{}</th><th>{}</th><th>Agent</th><th>{}</th>\
@@ -648,7 +693,11 @@ fn index(
         link("seen", "Last seen"),
         link("open", "Open findings"),
     );
-    for h in &shown {
+    for h in shown
+        .iter()
+        .skip((page_no - 1) * HOSTS_PER_PAGE)
+        .take(HOSTS_PER_PAGE)
+    {
         let worst = if h.open_findings > 0 {
             severity_name(h.worst_open)
         } else {
@@ -670,13 +719,31 @@ fn index(
             esc(h.version.as_deref().unwrap_or("-")),
             h.open_findings,
             if crate::query::skewed(h, config.max_skew) {
-                format!("<span class=\"warning\">{:+}s</span>", h.clock_skew)
+                format!(
+                    "<span class=\"warning\" title=\"{:+} s\">{}</span>",
+                    h.clock_skew,
+                    crate::query::skew_words(h.clock_skew)
+                )
             } else {
                 "ok".into()
             }
         );
     }
     b.push_str("</table>\n");
+    if pages > 1 {
+        let _ = write!(b, "<p class=\"pages\">Page {page_no} of {pages}");
+        if page_no > 1 {
+            let _ = write!(
+                b,
+                " · {}",
+                with("page", &(page_no - 1).to_string(), "previous")
+            );
+        }
+        if page_no < pages {
+            let _ = write!(b, " · {}", with("page", &(page_no + 1).to_string(), "next"));
+        }
+        b.push_str("</p>\n");
+    }
     let listed: Vec<FindingRow> = open
         .iter()
         .filter(|f| {

@@ -7,6 +7,7 @@ pub mod charts;
 pub mod clock;
 pub mod config;
 pub mod http;
+pub mod http_client;
 pub mod query;
 pub mod server;
 pub mod store;

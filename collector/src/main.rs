@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 use zpulse_collector::config::{Config, DEFAULT_CONFIG, parse_duration};
-use zpulse_collector::query;
 use zpulse_collector::server::{Server, log};
 use zpulse_collector::store::{Filter, Store, parse_severity};
+use zpulse_collector::{alert, query};
 
 #[derive(Parser)]
 #[command(
@@ -15,8 +15,9 @@ use zpulse_collector::store::{Filter, Store, parse_severity};
     version,
     about = "Receives zpulse events over Fluent Forward, stores them in SQLite, answers queries",
     after_help = "Exit status: 0 success (also when the reader of the output went away, as in \
-                  `hosts | head`, and for serve stopped by SIGTERM/SIGINT); 2 any error: bad \
-                  usage, a configuration refused, a database missing or unreadable, a \
+                  `hosts | head`, and for serve stopped by SIGTERM/SIGINT); 1 an ack or unack \
+                  of an unknown host, check or subject, or not done at every Alertmanager; \
+                  2 any other error: bad usage, a configuration refused, a database missing or unreadable, a \
                   listener that cannot be bound."
 )]
 struct Cli {
@@ -32,14 +33,38 @@ enum Format {
 
 #[derive(clap::Args)]
 struct DbArgs {
-    /// The database (default: the config file's `db`, else /var/lib/zpulse-collector/events.db).
+    /// The database (default: the config file's `db`, else /var/lib/zpulse-collector/events.db;
+    /// on FreeBSD /var/db/zpulse-collector/events.db).
     #[arg(long)]
     db: Option<PathBuf>,
-    /// The config file (default: /etc/zpulse-collector/zpulse-collector.toml when it exists).
+    /// The config file (default: /etc/zpulse-collector/zpulse-collector.toml when it exists;
+    /// on FreeBSD /usr/local/etc/zpulse-collector/zpulse-collector.toml).
     #[arg(long)]
     config: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+}
+
+/// One finding, who acts on it, and where it is stored (`ack`, `unack`).
+#[derive(clap::Args)]
+struct FindingArgs {
+    host: String,
+    check: String,
+    subject: String,
+    /// Who (default: $SUDO_USER, else $USER).
+    #[arg(long)]
+    by: Option<String>,
+    /// The database (default: the config file's `db`).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+impl FindingArgs {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.host, &self.check, &self.subject)
+    }
 }
 
 #[derive(Subcommand)]
@@ -83,19 +108,36 @@ enum Cmd {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Silences one finding on the page and in alerting (for good, or `--until`).
+    /// Acknowledges one finding: marked on the page, in `open` and `/api/open`, and
+    /// silenced at each Alertmanager (for good, or `--until`).
     Ack {
-        host: String,
-        check: String,
-        subject: String,
+        #[command(flatten)]
+        finding: FindingArgs,
+        /// Why (Alertmanager's silence comment; shown with the finding).
+        #[arg(long, short = 'm')]
+        reason: String,
         /// For this long only: 90s, 15m, 1h, 7d.
         #[arg(long)]
         until: Option<String>,
-        /// The database (default: the config file's `db`).
-        #[arg(long)]
-        db: Option<PathBuf>,
+    },
+    /// Removes an ack, and expires its Alertmanager silences.
+    Unack {
+        #[command(flatten)]
+        finding: FindingArgs,
+    },
+    /// Reads the configuration as `serve` would (TLS files included) and says what is wrong,
+    /// with file and line; exits 0 when `serve` would take it.
+    CheckConfig {
+        /// Default: the system's config file (FreeBSD /usr/local/etc/zpulse-collector, else
+        /// /etc/zpulse-collector), when it exists.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// As `serve --listen` would override it.
+        #[arg(long)]
+        listen: Option<String>,
+        /// As `serve --db` would override it.
+        #[arg(long)]
+        db: Option<PathBuf>,
     },
     /// Open findings, worst first.
     Open {
@@ -106,14 +148,80 @@ enum Cmd {
     },
 }
 
+/// Why a command failed: `Refused` (exit 1) when what was asked for does not exist or was
+/// not done in full (an unknown finding to ack, an Alertmanager that made no silence);
+/// anything else is exit 2.
+enum Failure {
+    Refused(String),
+    Error(String),
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Failure {
+        Failure::Error(e)
+    }
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Failure::Refused(e)) => {
+            eprintln!("zpulse-collector: {e}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Error(e)) => {
             eprintln!("zpulse-collector: {e}");
             ExitCode::from(2)
         }
     }
+}
+
+/// Who runs the command: the user behind sudo, else the user.
+fn invoking_user() -> String {
+    ["SUDO_USER", "USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The store to ack in, and the config (for its Alertmanagers). An unknown host, check or
+/// subject is refused, naming which.
+fn finding_store(
+    db: Option<PathBuf>,
+    config: Option<&Path>,
+    key: (&str, &str, &str),
+) -> Result<(Store, Config), Failure> {
+    let config = load_config(config)?;
+    let db = db.unwrap_or_else(|| config.db.clone());
+    if !db.exists() {
+        return Err(Failure::Error(format!(
+            "{}: no database there",
+            db.display()
+        )));
+    }
+    let store = Store::open(&db)?;
+    let (host, check, subject) = key;
+    if store.finding(key)?.is_none() {
+        let p = query::printable;
+        let why = if store.host(host)?.is_none() {
+            format!("no host {} in {}", p(host), db.display())
+        } else if !store
+            .findings(Some(host), false)?
+            .iter()
+            .any(|f| f.check == check)
+        {
+            format!("host {} has no finding of check {}", p(host), p(check))
+        } else {
+            format!(
+                "host {} has no finding of {} about {}",
+                p(host),
+                p(check),
+                p(subject)
+            )
+        };
+        return Err(Failure::Refused(why));
+    }
+    Ok((store, config))
 }
 
 fn now_s() -> i64 {
@@ -157,7 +265,7 @@ fn emit_json(v: &serde_json::Value) -> Result<(), String> {
     ))
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
         Cmd::Serve {
             listen,
@@ -179,7 +287,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 Ok(c)
             };
-            serve(resolve()?, resolve)
+            Ok(serve(resolve()?, resolve)?)
         }
         Cmd::Query {
             db,
@@ -212,57 +320,138 @@ fn run(cli: Cli) -> Result<(), String> {
                 bounded: false,
             };
             let rows = store.events(&f)?;
-            match db.format {
+            Ok(match db.format {
                 Format::Json => emit(&format!("{}\n", query::events_json(&rows, true))),
                 Format::Table => emit(&query::events_table(&rows)),
-            }
+            }?)
         }
         Cmd::Hosts { db } => {
             let (store, config) = open_db(&db)?;
             let rows = store.hosts()?;
             let skew = config.max_clock_skew.as_secs() as i64;
-            match db.format {
+            Ok(match db.format {
                 Format::Json => emit_json(&query::hosts_json(&rows, skew, query::Audience::Admin)),
                 Format::Table => emit(&query::hosts_table(&rows, now_s(), skew)),
-            }
+            }?)
         }
         Cmd::Ack {
-            host,
-            check,
-            subject,
+            finding,
+            reason,
             until,
-            db,
-            config,
-        } => {
-            let db = match db {
-                Some(d) => d,
-                None => load_config(config.as_deref())?.db,
-            };
-            let now = now_s();
-            let until = until
-                .map(|u| parse_duration(&u).map(|d| now + d.as_secs() as i64))
-                .transpose()
-                .map_err(|e| format!("--until: {e}"))?;
-            if !db.exists() {
-                return Err(format!("{}: no database there", db.display()));
+        } => ack(finding, reason, until),
+        Cmd::Unack { finding } => unack(finding),
+        Cmd::CheckConfig { config, listen, db } => {
+            let mut c = load_config(config.as_deref())?;
+            if let Some(l) = listen {
+                c.listen = l;
             }
-            Store::open(&db)?.ack(&host, &check, &subject, until, now)?;
+            if let Some(d) = db {
+                c.db = d;
+            }
+            // What `serve` checks of a command line's overrides.
+            c.check()?;
+            if let Some(t) = &c.tls {
+                zpulse_collector::tls::server_config(t)?;
+            }
+            c.alerting.endpoints()?;
             emit(&format!(
-                "acknowledged {} {} {}{}\n",
-                query::printable(&host),
-                query::printable(&check),
-                query::printable(&subject),
-                until.map_or(String::new(), |u| format!(" until {}", query::utc(u)))
-            ))
+                "ok: forward {}, database {}{}\n",
+                c.listen,
+                c.db.display(),
+                c.http
+                    .as_ref()
+                    .map_or(String::new(), |h| format!(", page {h}"))
+            ))?;
+            Ok(())
         }
         Cmd::Open { db, host } => {
             let rows = open_db(&db)?.0.open_findings(host.as_deref())?;
-            match db.format {
+            Ok(match db.format {
                 Format::Json => emit_json(&query::findings_json(&rows)),
                 Format::Table => emit(&query::findings_table(&rows, now_s())),
-            }
+            }?)
         }
     }
+}
+
+/// `ack`: the finding marked, its silences made at each Alertmanager.
+fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Failure> {
+    let key = f.key();
+    let now = now_s();
+    let until = until
+        .map(|u| parse_duration(&u).map(|d| now + d.as_secs() as i64))
+        .transpose()
+        .map_err(|e| format!("--until: {e}"))?;
+    if reason.trim().is_empty() {
+        return Err(Failure::Error("--reason: say why".into()));
+    }
+    let (mut store, config) = finding_store(f.db.clone(), f.config.as_deref(), key)?;
+    let ack = zpulse_collector::store::Ack {
+        by: f.by.clone().unwrap_or_else(invoking_user),
+        reason,
+        at: now,
+        until,
+    };
+    // A second ack of the same finding replaces the first, silences included.
+    if let Some(old) = store.unack(key, &ack.by, now)? {
+        for e in alert::expire_silences(&config.alerting, &old) {
+            eprintln!("zpulse-collector: the earlier ack's silence stays: {e}");
+        }
+    }
+    // The silences first, then the ack with them in one write: the alerter, which makes
+    // the silences an Alertmanager missed, never sees the ack without those made here.
+    let (made, failed) = alert::create_silences(&config.alerting, key, &ack)?;
+    let silences = serde_json::to_string(&made).map_err(|e| e.to_string())?;
+    store.ack(key, &ack, &silences)?;
+    let p = query::printable;
+    emit(&format!(
+        "{} {} {}: {}\n",
+        p(&f.host),
+        p(&f.check),
+        p(&f.subject),
+        p(&query::ack_words(&ack))
+    ))?;
+    for (url, id) in &made {
+        emit(&format!("silence {id} at {url}\n"))?;
+    }
+    if !failed.is_empty() {
+        return Err(Failure::Refused(format!(
+            "acknowledged in the collector, but no silence at {} yet (the running \
+             collector makes it when that Alertmanager answers again)",
+            failed.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// `unack`: the ack removed, its silences expired.
+fn unack(f: FindingArgs) -> Result<(), Failure> {
+    let key = f.key();
+    let (mut store, config) = finding_store(f.db.clone(), f.config.as_deref(), key)?;
+    let p = query::printable;
+    let Some(silences) = store.unack(key, &f.by.clone().unwrap_or_else(invoking_user), now_s())?
+    else {
+        return Err(Failure::Refused(format!(
+            "{} {} {} is not acknowledged",
+            p(&f.host),
+            p(&f.check),
+            p(&f.subject)
+        )));
+    };
+    let failed = alert::expire_silences(&config.alerting, &silences);
+    emit(&format!(
+        "unacknowledged {} {} {}\n",
+        p(&f.host),
+        p(&f.check),
+        p(&f.subject)
+    ))?;
+    if !failed.is_empty() {
+        return Err(Failure::Refused(format!(
+            "silences not expired: {}",
+            failed.join("; ")
+        )));
+    }
+    Ok(())
 }
 
 /// Runs the server until SIGTERM/SIGINT. SIGHUP reads the configuration again and builds the
@@ -293,11 +482,15 @@ fn serve(c: Config, resolve: impl Fn() -> Result<Config, String>) -> Result<(), 
         ""
     };
     let insecure = if c.insecure { ", insecure = true" } else { "" };
-    let alerting = c.alerting.clone();
+    let mut alerting = c.alerting.clone();
+    if alerting.public_url.is_none() {
+        alerting.public_url = c.http.as_ref().map(|h| format!("http://{h}"));
+    }
     let mut server = Server::start(c)?;
-    if let Some(am) = &alerting.alertmanager {
+    if !alerting.alertmanagers.is_empty() {
         log(format!(
-            "alerting to {am} every {:?}",
+            "alerting to {} (each gets every alert; changes within a second, all every {:?})",
+            alerting.alertmanagers.join(", "),
             alerting.resend_every
         ));
     }

@@ -94,6 +94,30 @@ pub fn skewed(h: &HostRow, max_skew: i64) -> bool {
     h.clock_skew.abs() > max_skew
 }
 
+/// A clock's skew (the sender's clock minus the collector's, s) in words: `4 min behind`,
+/// `1 h 30 min ahead`, `on time`. Minutes and hours rounded to the nearest.
+pub fn skew_words(skew: i64) -> String {
+    let a = skew.unsigned_abs();
+    let amount = if a < 60 {
+        format!("{a} s")
+    } else if a < 3600 {
+        format!("{} min", (a + 30) / 60)
+    } else if a < 86_400 {
+        let minutes = (a + 30) / 60;
+        match minutes % 60 {
+            0 => format!("{} h", minutes / 60),
+            m => format!("{} h {m} min", minutes / 60),
+        }
+    } else {
+        format!("{} d", (a + 43_200) / 86_400)
+    };
+    match skew.signum() {
+        -1 => format!("{amount} behind"),
+        1 => format!("{amount} ahead"),
+        _ => "on time".into(),
+    }
+}
+
 /// `+3600s` for a skewed clock, else `-`.
 fn skew_cell(h: &HostRow, max_skew: i64) -> String {
     if skewed(h, max_skew) {
@@ -158,6 +182,14 @@ pub fn findings_json(rows: &[FindingRow]) -> Json {
                     "summary": f.summary,
                     "advice": f.advice,
                     "data": data_json(&f.data),
+                    "ack": f.ack.as_ref().map(|a| json!({
+                        "by": a.by,
+                        "reason": a.reason,
+                        "at": a.at,
+                        "at_utc": utc(a.at),
+                        "until": a.until,
+                        "until_utc": a.until.map(utc),
+                    })),
                 })
             })
             .collect(),
@@ -287,14 +319,33 @@ pub fn findings_table(rows: &[FindingRow], now: i64) -> String {
                 f.check.clone(),
                 f.subject.clone(),
                 ago(f.raised_ts.div_euclid(1_000_000_000), now),
+                f.ack
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |a| one_line(&ack_words(a), 160)),
                 one_line(&f.summary, 120),
             ]
         })
         .collect();
     table(
-        &["SEVERITY", "HOST", "CHECK", "SUBJECT", "SINCE", "SUMMARY"],
+        &[
+            "SEVERITY", "HOST", "CHECK", "SUBJECT", "SINCE", "ACK", "SUMMARY",
+        ],
         &cells,
     )
+}
+
+/// An ack in words: `acknowledged by alice at 2026-…Z until 2026-…Z: replacing sdc`.
+pub fn ack_words(a: &crate::store::Ack) -> String {
+    let until = a
+        .until
+        .map_or_else(|| " for good".to_owned(), |u| format!(" until {}", utc(u)));
+    let who = if a.by.is_empty() { "?" } else { &a.by };
+    let why = if a.reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", a.reason)
+    };
+    format!("acknowledged by {who} at {}{until}{why}", utc(a.at))
 }
 
 fn one_line(s: &str, max: usize) -> String {
@@ -327,6 +378,17 @@ mod tests {
         assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(utc(1_764_505_496), "2025-11-30T12:24:56Z");
         assert_eq!(ago(100, 230), "2m ago");
+    }
+
+    #[test]
+    fn clock_skew_in_words() {
+        assert_eq!(skew_words(-240), "4 min behind");
+        assert_eq!(skew_words(-4 * 60 - 20), "4 min behind");
+        assert_eq!(skew_words(45), "45 s ahead");
+        assert_eq!(skew_words(5400), "1 h 30 min ahead");
+        assert_eq!(skew_words(-7200), "2 h behind");
+        assert_eq!(skew_words(3 * 86_400), "3 d ahead");
+        assert_eq!(skew_words(0), "on time");
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //!   again. Kept for `dedup_window` (at least), so resends after long outages are caught.
 //! * `findings` — the current state of each finding, per (host, check, subject): open or
 //!   cleared, since when, the latest summary. `open = 1` rows are the open set.
-//! * `acks` — findings silenced by `zpulse-collector ack`, until a time or for good.
+//! * `acks` — findings acknowledged by `zpulse-collector ack`, until a time or for good: who,
+//!   why, and the Alertmanager silences made for it (`[[url, id], …]`). `ack_log` — every ack
+//!   and unack in order, which the webhooks pass on.
 //! * `chart_points` — the charts of `/host/NAME`, kept current as events are stored: per
 //!   host, per [`CHART_BUCKET_S`] of event time, the latest value of each `_pct` figure
 //!   ([`Row::points`]). Clustered by host (WITHOUT ROWID), so a host's day is a few
@@ -121,8 +123,22 @@ CREATE TABLE IF NOT EXISTS acks (
     subject TEXT NOT NULL,
     until INTEGER,
     created INTEGER NOT NULL,
+    by TEXT NOT NULL DEFAULT '',
+    reason TEXT NOT NULL DEFAULT '',
+    silences TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (host, check_name, subject)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ack_log (
+    id INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    host TEXT NOT NULL,
+    check_name TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    by TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    until INTEGER
+);
 ";
 
 /// Columns added after the first release: (table, column, declaration), added to older
@@ -134,6 +150,9 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("hosts", "heartbeat_received", "INTEGER"),
     ("hosts", "open_findings", "INTEGER NOT NULL DEFAULT 0"),
     ("hosts", "worst_open", "INTEGER"),
+    ("acks", "by", "TEXT NOT NULL DEFAULT ''"),
+    ("acks", "reason", "TEXT NOT NULL DEFAULT ''"),
+    ("acks", "silences", "TEXT NOT NULL DEFAULT '[]'"),
 ];
 
 /// SQLite virtual-machine steps [`Store::events`] may take for one answer beyond
@@ -851,7 +870,7 @@ impl Store {
             .prepare(
                 "SELECT f.host, f.check_name, f.subject, f.open, f.severity, f.state, f.raised_ts,
                         f.updated_ts, f.cleared_ts, f.summary, f.advice, f.data, f.received,
-                        CASE WHEN a.host IS NULL THEN NULL ELSE coalesce(a.until, -1) END
+                        a.host IS NOT NULL, a.by, a.reason, a.created, a.until
                  FROM findings f LEFT JOIN acks a
                    ON a.host = f.host AND a.check_name = f.check_name AND a.subject = f.subject
                       AND (a.until IS NULL OR a.until > ?3)
@@ -876,33 +895,162 @@ impl Store {
                     advice: r.get(10)?,
                     data: r.get(11)?,
                     received: r.get(12)?,
-                    acked: r.get(13)?,
+                    ack: if r.get::<_, bool>(13)? {
+                        Some(Ack {
+                            by: r.get(14)?,
+                            reason: r.get(15)?,
+                            at: r.get(16)?,
+                            until: r.get(17)?,
+                        })
+                    } else {
+                        None
+                    },
                 })
             })
             .map_err(sql)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
     }
 
-    /// Silences one finding on the page and in alerting, until `until` (s) or for good.
-    /// Works on a database a running collector writes to (WAL).
+    /// Acknowledges one finding (on the page, and in alerting as a silence), until `until`
+    /// (s) or for good; logged in `ack_log`. Works on a database a running collector writes
+    /// to (WAL).
+    /// `silences`: those already made for it (`[[url, id], …]`), stored with it in one
+    /// transaction, so that the alerter never sees the ack without them.
     pub fn ack(
         &mut self,
-        host: &str,
-        check: &str,
-        subject: &str,
-        until: Option<i64>,
-        now: i64,
+        key: (&str, &str, &str),
+        ack: &Ack,
+        silences: &str,
     ) -> Result<(), String> {
-        self.conn
-            .execute(
-                "INSERT INTO acks(host, check_name, subject, until, created)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(host, check_name, subject) DO UPDATE SET
-                   until = excluded.until, created = excluded.created",
-                params![host, check, subject, until, now],
+        let (host, check, subject) = key;
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute(
+            "INSERT INTO acks(host, check_name, subject, until, created, by, reason, silences)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT(host, check_name, subject) DO UPDATE SET
+               until = excluded.until, created = excluded.created, by = excluded.by,
+               reason = excluded.reason, silences = excluded.silences",
+            params![
+                host, check, subject, ack.until, ack.at, ack.by, ack.reason, silences
+            ],
+        )
+        .map_err(sql)?;
+        log_ack(&tx, "acknowledged", key, ack)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Removes an ack; the silences it had (`[[url, id], …]`), `None` when there was none.
+    pub fn unack(
+        &mut self,
+        key: (&str, &str, &str),
+        by: &str,
+        now: i64,
+    ) -> Result<Option<String>, String> {
+        let (host, check, subject) = key;
+        let tx = self.conn.transaction().map_err(sql)?;
+        let silences: Option<String> = tx
+            .query_row(
+                "DELETE FROM acks WHERE host = ?1 AND check_name = ?2 AND subject = ?3
+                 RETURNING silences",
+                params![host, check, subject],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        if silences.is_some() {
+            let ack = Ack {
+                by: by.to_owned(),
+                reason: String::new(),
+                at: now,
+                until: None,
+            };
+            log_ack(&tx, "unacknowledged", key, &ack)?;
+        }
+        tx.commit().map_err(sql)?;
+        Ok(silences)
+    }
+
+    /// Acks in force (for good, or until a time after `now`) without a silence recorded at
+    /// Alertmanager `url`.
+    pub fn acks_without_silence(&self, url: &str, now: i64) -> Result<Vec<AckedFinding>, String> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT host, check_name, subject, by, reason, created, until, silences FROM acks
+                 WHERE until IS NULL OR until > ?1",
             )
             .map_err(sql)?;
-        Ok(())
+        let rows = stmt
+            .query_map([now], |r| {
+                Ok((
+                    (r.get(0)?, r.get(1)?, r.get(2)?),
+                    Ack {
+                        by: r.get(3)?,
+                        reason: r.get(4)?,
+                        at: r.get(5)?,
+                        until: r.get(6)?,
+                    },
+                    r.get::<_, String>(7)?,
+                ))
+            })
+            .map_err(sql)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (key, ack, silences) = row.map_err(sql)?;
+            let made: Vec<(String, String)> = serde_json::from_str(&silences).unwrap_or_default();
+            if !made.iter().any(|(u, _)| u == url) {
+                out.push((key, ack));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Records one more silence of an ack (`url`, `id`); false when the ack is gone (an
+    /// unack came in between).
+    pub fn add_ack_silence(
+        &mut self,
+        (host, check, subject): (&str, &str, &str),
+        url: &str,
+        id: &str,
+    ) -> Result<bool, String> {
+        let tx = self.conn.transaction().map_err(sql)?;
+        let silences: Option<String> = tx
+            .query_row(
+                "SELECT silences FROM acks WHERE host = ?1 AND check_name = ?2 AND subject = ?3",
+                params![host, check, subject],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        let Some(silences) = silences else {
+            return Ok(false);
+        };
+        let mut made: Vec<(String, String)> = serde_json::from_str(&silences).unwrap_or_default();
+        made.push((url.to_owned(), id.to_owned()));
+        let made = serde_json::to_string(&made).map_err(|e| e.to_string())?;
+        tx.execute(
+            "UPDATE acks SET silences = ?4 WHERE host = ?1 AND check_name = ?2 AND subject = ?3",
+            params![host, check, subject, made],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(true)
+    }
+
+    /// One finding by its key, open or cleared.
+    pub fn finding(&self, key: (&str, &str, &str)) -> Result<Option<FindingRow>, String> {
+        Ok(self
+            .findings(Some(key.0), false)?
+            .into_iter()
+            .find(|f| f.check == key.1 && f.subject == key.2))
+    }
+
+    /// Whether the database has changed since the last call on this connection (another
+    /// connection committed): `PRAGMA data_version`, cheap enough to poll.
+    pub fn data_version(&self) -> Result<i64, String> {
+        self.conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(sql)
     }
 
     /// Hosts whose last batch was received more than `intervals` heartbeat intervals ago
@@ -1073,6 +1221,35 @@ pub struct FindingRow {
     pub data: String,
     /// When the latest event of this finding was received, s.
     pub received: i64,
-    /// Acknowledged (`zpulse-collector ack`): until this time (s), or -1 for good.
-    pub acked: Option<i64>,
+    /// Acknowledged (`zpulse-collector ack`), and the ack is not past its `until`.
+    pub ack: Option<Ack>,
+}
+
+/// A finding's key (host, check, subject) and its ack.
+pub type AckedFinding = ((String, String, String), Ack);
+
+/// An acknowledgement: who, why, when (s) and until when (s; `None` for good).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ack {
+    pub by: String,
+    pub reason: String,
+    pub at: i64,
+    pub until: Option<i64>,
+}
+
+fn log_ack(
+    tx: &Transaction,
+    action: &str,
+    (host, check, subject): (&str, &str, &str),
+    ack: &Ack,
+) -> Result<(), String> {
+    tx.execute(
+        "INSERT INTO ack_log(at, action, host, check_name, subject, by, reason, until)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            ack.at, action, host, check, subject, ack.by, ack.reason, ack.until
+        ],
+    )
+    .map_err(sql)?;
+    Ok(())
 }

@@ -9,7 +9,7 @@
 //! | `pool_fill:POOL`       | `zpulse_pool_allocated_bytes / zpulse_pool_size_bytes`               |
 //! | `arc_size`, `arc_size:c_max` | `zpulse_arc_size_bytes`, `zpulse_arc_c_max_bytes`              |
 //! | `arc_hit_ratio`        | Δ`zpulse_arc_hits_total` / Δ(hits + `zpulse_arc_misses_total`)       |
-//! | `disk_util:DISK`       | Δ`zpulse_disk_io_time_seconds_total` / Δt                            |
+//! | `disk_util:DISK`       | Δ`zpulse_disk_io_time_seconds_total` / Δt (only the disks a `zpulse_disk_role` puts in a pool, when the record has any) |
 //! | `disk_await:DISK`      | Δ(read + write `_time_seconds_total`) / Δ(reads + writes `_completed_total`) |
 //! | `vdev_latency:POOL/CLASS` | Δ`zpulse_vdev_total_wait_seconds_sum` / Δ`_count`, top-level vdevs, both ops |
 //!
@@ -126,6 +126,7 @@ impl Reading {
         };
         let mut size: BTreeMap<&str, f64> = BTreeMap::new();
         let mut alloc: BTreeMap<&str, f64> = BTreeMap::new();
+        let mut pool_disks: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
         for s in &record.series {
             let v = s.value.as_f64();
             let disk = || s.label("disk").unwrap_or("");
@@ -167,8 +168,25 @@ impl Reading {
                     };
                     add(format!("{what}:{class}"), v)
                 }
+                "zpulse_disk_role" => {
+                    pool_disks.insert(disk());
+                }
                 _ => {}
             }
+        }
+        // The disk charts are about the pools: when the record says which disks serve a
+        // pool (`zpulse_disk_role`), the others (a floppy, loop devices, the boot disk) are
+        // left out, so that idle devices do not crowd the busiest-eight lines.
+        if !pool_disks.is_empty() {
+            r.counters.retain(|key, _| {
+                match ["busy:", "time:", "ops:"]
+                    .iter()
+                    .find_map(|p| key.strip_prefix(p))
+                {
+                    Some(disk) => pool_disks.contains(disk),
+                    None => true,
+                }
+            });
         }
         for (pool, size) in size {
             if let Some(a) = alloc.get(pool).filter(|_| size > 0.0) {
@@ -399,6 +417,49 @@ mod tests {
             now,
         )
         .unwrap();
+    }
+
+    fn series(name: &str, labels: &[(&str, &str)], v: f64) -> zpulse_forward::series::Series {
+        zpulse_forward::series::Series {
+            name: name.into(),
+            kind: zpulse_forward::series::SeriesType::Counter,
+            labels: labels
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+            value: zpulse_forward::series::Number::Float(v),
+        }
+    }
+
+    #[test]
+    fn disk_charts_keep_the_disks_pools_use() {
+        let io = |disk: &str| series("zpulse_disk_io_time_seconds_total", &[("disk", disk)], 1.0);
+        let mut record = zpulse_forward::series::SeriesRecord {
+            host: "h".into(),
+            series: vec![io("sda"), io("sdb"), io("fd0"), io("loop0")],
+        };
+        // No roles (no pool imported, or an agent that does not say): every disk.
+        let all = Reading::from_record(&record, "h", 0);
+        let keys = |r: &Reading| r.counters.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            keys(&all),
+            ["busy:fd0", "busy:loop0", "busy:sda", "busy:sdb"]
+        );
+        // sda and sdb serve tank (as the agent's zpulse_disk_role says): only they.
+        for disk in ["sda", "sdb"] {
+            record.series.push(series(
+                "zpulse_disk_role",
+                &[
+                    ("disk", disk),
+                    ("pool", "tank"),
+                    ("class", "normal"),
+                    ("vdev", "mirror-0"),
+                ],
+                1.0,
+            ));
+        }
+        let pooled = Reading::from_record(&record, "h", 0);
+        assert_eq!(keys(&pooled), ["busy:sda", "busy:sdb"]);
     }
 
     #[test]

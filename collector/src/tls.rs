@@ -6,7 +6,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::sync::Arc;
 
-fn certificates(
+/// The certificates of a PEM file, at least one; an error names the setting and the file.
+pub(crate) fn certificates(
     path: &std::path::Path,
     what: &str,
 ) -> Result<Vec<CertificateDer<'static>>, String> {

@@ -166,7 +166,7 @@ fn a_small_fleet_through_serve_query_hosts_open_and_the_page() {
     for host in ["nas1", "nas2", "backup"] {
         assert!(dom.contains(&format!(">{host}</a>")), "{host} missing");
     }
-    assert_eq!(dom.matches("<tr class=\"finding\">").count(), 2, "{dom}");
+    assert_eq!(dom.matches("<tr class=\"finding\" id=").count(), 2, "{dom}");
     // What is wrong comes first: one row per (check, severity).
     let wrong = dom.find("What is wrong").unwrap();
     assert!(wrong < dom.find("Hosts (").unwrap());

@@ -124,3 +124,34 @@ fn a_client_key_writes_series_only_for_its_hosts() {
             .is_empty()
     );
 }
+
+/// The disk charts show the pools' disks: a lab capture (a VM with a pool on some of its
+/// disks and others idle), its metric record as the agent makes it, read as the collector
+/// reads it — the disks charted are exactly those the snapshot says serve a pool.
+#[test]
+fn disk_charts_keep_the_disks_a_pool_uses() {
+    let capture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/basic/000");
+    let snap = zpulse_agent::capture::load(&capture).unwrap();
+    let record = zpulse_agent::sinks::prometheus::exposition::series_record(&snap, "lab");
+    let record = zpulse_forward::series::SeriesRecord::decode(&record).unwrap();
+    let reading = zpulse_collector::timeseries::Reading::from_record(&record, "lab", 0);
+    let charted: std::collections::BTreeSet<String> = reading
+        .counters
+        .keys()
+        .filter_map(|k| k.strip_prefix("busy:"))
+        .map(str::to_owned)
+        .collect();
+    let in_pools: std::collections::BTreeSet<String> = snap
+        .disks
+        .iter()
+        .filter(|d| !d.roles.is_empty())
+        .map(|d| d.name.clone())
+        .collect();
+    assert!(!in_pools.is_empty());
+    assert!(
+        snap.disks.len() > in_pools.len(),
+        "the capture must have disks outside the pools"
+    );
+    assert_eq!(charted, in_pools);
+}

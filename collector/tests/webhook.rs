@@ -45,6 +45,21 @@ fn receiver(listener: TcpListener, tx: mpsc::Sender<(String, String)>) {
     });
 }
 
+/// A collector in-process whose alerting posts to one webhook at `url`.
+fn collector_with_webhook(url: &str, resend_every: Duration) -> Running {
+    let alerting = Alerting {
+        resend_every,
+        webhooks: vec![Webhook {
+            url: url.into(),
+            secret: SECRET.into(),
+        }],
+        ..Alerting::default()
+    };
+    let r = start(|c| c.alerting = alerting.clone());
+    zpulse_collector::alert::spawn(alerting, r.db.clone()).unwrap();
+    r
+}
+
 fn openssl_hmac(body: &str) -> String {
     let mut child = Command::new("openssl")
         .args(["dgst", "-sha256", "-hmac", SECRET])
@@ -71,16 +86,7 @@ fn a_receiver_outage_loses_nothing_and_every_delivery_is_signed() {
         .local_addr()
         .unwrap();
     let url = format!("http://{addr}/hook");
-    let alerting = Alerting {
-        resend_every: Duration::from_millis(200),
-        webhooks: vec![Webhook {
-            url: url.clone(),
-            secret: SECRET.into(),
-        }],
-        ..Alerting::default()
-    };
-    let r = start(|c| c.alerting = alerting.clone());
-    zpulse_collector::alert::spawn(alerting, r.db.clone()).unwrap();
+    let r = collector_with_webhook(&url, Duration::from_millis(200));
     let mut c = Client::connect(r.server.addr);
     let crit = finding(
         "nas1",
@@ -205,4 +211,52 @@ fn the_webhook_queue_survives_a_collector_restart() {
     );
     wait_until("the queue is empty", || queued() == 0);
     assert!(rx.try_recv().is_err(), "a delivery was sent twice");
+}
+
+/// Issue 29: forty changes of one finding within a second (raised, updated, cleared, raised
+/// again, …), with a resend round of a minute: forty posts, in the order sent, each the
+/// change it was (its state and its summary from the event sent).
+#[test]
+fn forty_changes_in_a_second_are_forty_posts_in_order() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    receiver(listener, tx);
+    let r = collector_with_webhook(&url, Duration::from_secs(60));
+    let cycle = [
+        State::Raised,
+        State::Updated,
+        State::Updated,
+        State::Cleared,
+    ];
+    let sent: Vec<(State, String)> = (0..40)
+        .map(|i| (cycle[i % 4], format!("change {i}")))
+        .collect();
+    let mut c = Client::connect(r.server.addr);
+    let t0 = std::time::Instant::now();
+    for (i, (state, summary)) in sent.iter().enumerate() {
+        let mut e = finding("nas1", "special-fill", "tank", *state, Severity::Critical);
+        e.summary = summary.clone();
+        c.send_acked("zpulse.finding", &e, i as u8 + 1);
+    }
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    let mut got = Vec::new();
+    while got.len() < 40 {
+        let (sig, body) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("only {} posts", got.len()));
+        assert_eq!(
+            sig,
+            zpulse_collector::alert::signature(SECRET, body.as_bytes())
+        );
+        got.push(serde_json::from_str::<serde_json::Value>(&body).unwrap());
+    }
+    for (post, (state, summary)) in got.iter().zip(&sent) {
+        assert_eq!(post["event"], state.as_str(), "{post}");
+        if *state != State::Cleared {
+            assert_eq!(post["summary"], summary.as_str(), "{post}");
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(rx.try_recv().is_err(), "more than forty posts");
 }

@@ -220,6 +220,97 @@ else
 	fail "the collector defaults to the agent's user ($coll_user)"
 fi
 
+# The collector's defaults, as the rc.d script passes them: no --listen and no --db unless
+# set in rc.conf (the config file, else the binary's loopback and /var/db), the config file.
+out=$(run zpulse_collector.in 'zpulse_collector_enable=YES' start)
+doit=$(printf '%s\n' "$out" | sed -n 's/^DOIT //p' | tr '\t' ' ' | tr -s ' ' | sed 's/ *$//')
+case $doit in
+*"/usr/local/bin/zpulse-collector serve --config /usr/local/etc/zpulse-collector/zpulse-collector.toml")
+	ok "zpulse_collector.in: by default serve --config /usr/local/etc/zpulse-collector/zpulse-collector.toml, nothing else" ;;
+*) fail "zpulse_collector.in: the default start is '$doit'" ;;
+esac
+case $doit in
+*0.0.0.0*) fail "zpulse_collector.in: the default listens beyond loopback: $doit" ;;
+esac
+# shellcheck disable=SC2016 # the script's literal text
+if grep -q 'pwait -t [0-9]* "${_pid}" ${_child}' "$files/zpulse_collector.in"; then
+	ok "zpulse_collector.in: stop waits for daemon(8) and the collector"
+else
+	fail "zpulse_collector.in: stop does not wait for the collector itself"
+fi
+if grep -q '^%%COLLECTOR%%@sample etc/zpulse-collector/zpulse-collector.toml.sample$' \
+	"$here/sysutils/zpulse/pkg-plist"; then
+	ok "pkg-plist installs the collector's sample config"
+else
+	fail "pkg-plist has no @sample of the collector's config"
+fi
+
+echo "== zpulse_collector: the binary, with exactly the rc.d script's arguments"
+# PREFIX is the port's own variable: a tree below $tmp stands for /usr/local, with the
+# collector's sample config as the port installs it (post-patch's substitutions), and the
+# database (rc.conf's zpulse_collector_db) below $tmp too: the binary built for this Linux
+# machine would default to /var/lib. The script's command line is run as daemon(8) would
+# run it (its operands), in a network namespace of its own when unshare(1) allows, so the
+# default port is free whatever else runs here.
+bin=${ZPULSE_COLLECTOR:-$here/../../target/debug/zpulse-collector}
+if [ ! -x "$bin" ]; then
+	echo "test.sh: $bin is missing: cargo build -p zpulse-collector (or set ZPULSE_COLLECTOR)" >&2
+	exit 1
+fi
+prefix=$tmp/usr/local
+mkdir -p "$prefix/etc/zpulse-collector" "$tmp/var/db/zpulse-collector"
+sed -e 's|/var/lib/zpulse-collector|/var/db/zpulse-collector|g' \
+	-e "s|/etc/zpulse-collector|$prefix/etc/zpulse-collector|g" \
+	"$here/../conf/zpulse-collector.toml" >"$prefix/etc/zpulse-collector/zpulse-collector.toml"
+conf="zpulse_collector_enable=YES
+zpulse_collector_db=$tmp/var/db/zpulse-collector/events.db"
+sed -e "s|^\. /etc/rc.subr$|. $tmp/rc.subr|" -e "s|%%PREFIX%%|$prefix|g" \
+	"$files/zpulse_collector.in" >"$tmp/script"
+printf '%s\n' "$conf" >"$tmp/rc.conf"
+doit=$(RC_CONF=$tmp/rc.conf flags='' sh "$tmp/script" start | sed -n 's/^DOIT //p')
+operands=$(printf '%s\n' "${doit#/usr/sbin/daemon }" | tr '\t' ' ' | tr -s ' ' | daemon_args |
+	sed -n 's/^operands //p')
+args=${operands#"$prefix/bin/zpulse-collector "}
+if [ "$args" = "$operands" ]; then
+	fail "the script does not run $prefix/bin/zpulse-collector: $operands"
+else
+	netns=
+	if unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
+		netns=1
+	else
+		echo "note: no network namespace here (unshare -rn): 127.0.0.1:24224 must be free"
+	fi
+	# SC2086: the script's arguments, split as sh splits command_args; SC2016: $0 and $@ are
+	# the inner shell's.
+	# shellcheck disable=SC2086,SC2016
+	if [ -n "$netns" ]; then
+		unshare -rn sh -c 'ip link set lo up && exec "$0" "$@"' "$bin" $args \
+			>"$tmp/collector.out" 2>&1 &
+	else
+		"$bin" $args >"$tmp/collector.out" 2>&1 &
+	fi
+	pid=$!
+	sleep 3
+	if kill -0 "$pid" 2>/dev/null; then
+		ok "zpulse-collector $args: up after 3 s"
+		if grep -q 'forward listening on 127.0.0.1:24224' "$tmp/collector.out"; then
+			ok "it listens on loopback, 127.0.0.1:24224"
+		else
+			fail "it does not say it listens on 127.0.0.1:24224: $(cat "$tmp/collector.out")"
+		fi
+		kill -TERM "$pid"
+		if wait "$pid"; then ok "SIGTERM: exit 0"; else fail "SIGTERM: exit status $?"; fi
+	else
+		wait "$pid" || true
+		fail "zpulse-collector $args exited: $(cat "$tmp/collector.out")"
+	fi
+	if "$bin" check-config --config "$prefix/etc/zpulse-collector/zpulse-collector.toml" >/dev/null; then
+		ok "service zpulse_collector configtest: the sample as installed is accepted"
+	else
+		fail "check-config refuses the sample as installed"
+	fi
+fi
+
 echo "== pkg-message"
 if grep -q 'check-config' "$files/pkg-message.in"; then
 	fail "pkg-message.in names 'service zpulse check-config', which rc.subr cannot dispatch"

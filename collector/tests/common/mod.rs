@@ -1,6 +1,8 @@
 //! Helpers shared by the collector's integration tests.
 #![allow(dead_code)]
 
+pub mod alertmanager;
+
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -164,6 +166,13 @@ impl Collector {
     /// `zpulse-collector serve ARGS…`, returned once it says it listens (its log is drained
     /// in a thread).
     pub fn serve(args: &[&std::ffi::OsStr]) -> Collector {
+        Collector::serve_logged(args).0
+    }
+
+    /// [`Collector::serve`], and its log lines after "forward listening", as they come.
+    pub fn serve_logged(
+        args: &[&std::ffi::OsStr],
+    ) -> (Collector, std::sync::mpsc::Receiver<String>) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
             .arg("serve")
             .args(args)
@@ -184,8 +193,13 @@ impl Collector {
                 }
             }
         }
-        std::thread::spawn(move || for _ in lines {});
-        Collector(child)
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        (Collector(child), rx)
     }
 
     /// `kill -9`, and waits for it.

@@ -423,8 +423,10 @@ fn sd_param(name: &str, value: &Value) -> (String, bool) {
         cut = true;
         out = match json_elements(value) {
             Some((open, elements, close)) => {
-                // Whole elements, as many as fit with the brackets.
-                let mut s = open.to_string();
+                // Whole elements, as many as fit with the brackets. The brackets are part of
+                // the value, so escaped like the rest: a bare `]` would end the SD element.
+                let (open, close) = (escaped(open), escaped(close));
+                let mut s = open;
                 for (i, element) in elements.iter().map(|e| escaped(e)).enumerate() {
                     let sep = usize::from(i > 0);
                     if s.len() + sep + element.len() + close.len() > MAX_SD_VALUE_BYTES {
@@ -435,7 +437,7 @@ fn sd_param(name: &str, value: &Value) -> (String, bool) {
                     }
                     s.push_str(&element);
                 }
-                s.push_str(close);
+                s.push_str(&close);
                 s
             }
             None => {

@@ -1099,3 +1099,152 @@ fn a_full_local_daemon_costs_one_timeout_per_backoff() {
     assert!(server.recv(&mut buf).unwrap() > 0);
     assert_eq!(s.connects(), 1);
 }
+
+/// An SD-ELEMENT: its SD-ID and its params (name, unescaped value).
+type SdElement = (String, Vec<(String, String)>);
+
+/// STRUCTURED-DATA by RFC 5424 §6.3's ABNF, strictly, and its params unescaped (§6.3.3):
+/// `1*SD-ELEMENT` of `"[" SD-ID *(SP PARAM-NAME "=" DQUOTE PARAM-VALUE DQUOTE) "]"`, names
+/// 1–32 PRINTUSASCII but `=`, SP, `]`, `"`; in a value `"`, `\` and `]` only escaped (a
+/// backslash before any other character is itself). Then nothing, or SP and MSG. Written
+/// from the RFC, not from the formatter, so that a receiver as strict as syslog-ng is
+/// stood in for here.
+fn strict_sd(sd_and_msg: &str) -> Result<Vec<SdElement>, String> {
+    fn name(s: &[u8], i: &mut usize) -> Result<String, String> {
+        let start = *i;
+        while *i < s.len() && (33..=126).contains(&s[*i]) && !b"= ]\"".contains(&s[*i]) {
+            *i += 1;
+        }
+        let n = *i - start;
+        if n == 0 || n > 32 {
+            return Err(format!("SD-NAME of {n} characters at {start}"));
+        }
+        Ok(String::from_utf8(s[start..*i].to_vec()).unwrap())
+    }
+    let s = sd_and_msg.as_bytes();
+    let mut i = 0;
+    let mut elements = Vec::new();
+    if s.first() != Some(&b'[') {
+        return Err("no SD-ELEMENT".into());
+    }
+    while s.get(i) == Some(&b'[') {
+        i += 1;
+        let id = name(s, &mut i)?;
+        let mut params = Vec::new();
+        while s.get(i) == Some(&b' ') {
+            i += 1;
+            let param = name(s, &mut i)?;
+            if s.get(i..i + 2) != Some(b"=\"") {
+                return Err(format!("{id} {param}: no =\" at {i}"));
+            }
+            i += 2;
+            let mut value = Vec::new();
+            loop {
+                match s.get(i) {
+                    None => return Err(format!("{id} {param}: value not closed")),
+                    Some(b'"') => break,
+                    Some(b']') => return Err(format!("{id} {param}: unescaped ] at {i}")),
+                    Some(b'\\') if matches!(s.get(i + 1), Some(b'"' | b'\\' | b']')) => {
+                        value.push(s[i + 1]);
+                        i += 2;
+                    }
+                    Some(&c) => {
+                        value.push(c);
+                        i += 1;
+                    }
+                }
+            }
+            i += 1;
+            let value = String::from_utf8(value).map_err(|e| format!("{param}: {e}"))?;
+            params.push((param, value));
+        }
+        if s.get(i) != Some(&b']') {
+            return Err(format!("{id}: element not closed at {i}"));
+        }
+        i += 1;
+        elements.push((id, params));
+    }
+    if i < s.len() && s[i] != b' ' {
+        return Err(format!(
+            "after the SD, {:?} instead of SP MSG",
+            s[i] as char
+        ));
+    }
+    Ok(elements)
+}
+
+/// A heartbeat whose lists hold every character §6.3.3 says must be escaped.
+fn heartbeat_with_awkward_names() -> Event {
+    let mut e = Event::metrics("agent.heartbeat", "nas1", "zpulse 0.1 on nas1: ok");
+    e.kind = zpulse_proto::event::Kind::Agent;
+    e.state = Some(State::Updated);
+    let sinks = (0..8)
+        .map(|i| {
+            let mut m = std::collections::BTreeMap::new();
+            m.insert(
+                "name".into(),
+                Value::Str(format!("forward [dc\"{i}\"] \\\\collector-{i}:24224]")),
+            );
+            m.insert("delivered".into(), Value::UInt(1000 + i));
+            Value::Map(m)
+        })
+        .collect();
+    e.data.insert("sinks".into(), Value::List(sinks));
+    let plugins = (0..30)
+        .map(|i| Value::Str(format!("plugin]{i}\\")))
+        .collect();
+    e.data.insert("plugins".into(), Value::List(plugins));
+    e.data
+        .insert("note".into(), Value::Str("a ] b \" c \\ d ".repeat(30)));
+    e.data.insert("samples".into(), Value::UInt(42));
+    e
+}
+
+/// Issue 30: after every cut (every limit from a bare header to the whole message), the SD
+/// is valid by the RFC's grammar, and each param in it is whole: a figure is its full value,
+/// or (cut to its own limit) a prefix of its elements that is valid JSON, or a prefix of its
+/// text marked `...`; never half a param, never a dangling escape.
+#[test]
+fn structured_data_is_valid_after_every_cut() {
+    let e = heartbeat_with_awkward_names();
+    let full: std::collections::BTreeMap<&str, serde_json::Value> = e
+        .data
+        .iter()
+        .map(|(k, v)| (k.as_str(), serde_json::to_value(v).unwrap()))
+        .collect();
+    let mut saw_cut_list = false;
+    for max in (120..=3000).step_by(7) {
+        let f = formatter(Dialect::Rfc5424, max);
+        let msg = f.format(T, Offset::UTC, &e);
+        assert!(msg.len() <= max, "{max}: {} bytes", msg.len());
+        // After the six header fields.
+        let Some(rest) = msg.splitn(7, ' ').nth(6) else {
+            continue;
+        };
+        let sd = strict_sd(rest).unwrap_or_else(|why| panic!("limit {max}: {why}\n{msg}"));
+        for (id, params) in &sd {
+            if id != "zpulse-data@32473" {
+                continue;
+            }
+            for (name, value) in params {
+                let whole = &full[name.as_str()];
+                if let Some(text) = whole.as_str() {
+                    let ok = value == text
+                        || value
+                            .strip_suffix(format::CUT_MARK)
+                            .is_some_and(|p| text.starts_with(p));
+                    assert!(ok, "limit {max}: {name}={value:?}");
+                } else if whole.is_array() {
+                    let got: serde_json::Value = serde_json::from_str(value)
+                        .unwrap_or_else(|e| panic!("limit {max}: {name} not JSON ({e}): {value}"));
+                    let (got, all) = (got.as_array().unwrap(), whole.as_array().unwrap());
+                    assert_eq!(got[..], all[..got.len()], "limit {max}: {name}");
+                    saw_cut_list |= got.len() < all.len();
+                } else {
+                    assert_eq!(value, &whole.to_string(), "limit {max}: {name}");
+                }
+            }
+        }
+    }
+    assert!(saw_cut_list, "the case must cut a list");
+}
