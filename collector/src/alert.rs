@@ -273,6 +273,25 @@ pub fn alert_name(check: &str, data: &Json) -> String {
         "pool-health.capacity" => "ZpoolCapacity",
         "pool-health.fragmentation" => "ZpoolFragmentation",
         "pool-health.spare" => "ZpoolSpare",
+        "zevents.vdev-state" => {
+            let state = word("vdev_state");
+            return if state.is_empty() {
+                "ZpoolDeviceState".into()
+            } else {
+                format!("ZpoolDevice{}", camel(state))
+            };
+        }
+        "zevents.errors" if positive("data") => "ZpoolDataLost",
+        "zevents.errors" if positive("checksum") => "ZpoolChecksumReports",
+        "zevents.errors" => "ZpoolIoReports",
+        "zevents.slow-io" if positive("deadman") => "ZpoolDeadman",
+        "zevents.slow-io" => "ZpoolSlowIoReports",
+        "zevents.scan" if word("scan") == "resilver" => "ZpoolResilverFailed",
+        "zevents.scan" if word("scan") == "scrub" => "ZpoolScrubFoundErrors",
+        "zevents.scan" => "ZpoolScrubCancelled",
+        "zevents.probe" => "ZpoolProbeFailed",
+        "zevents.pool" => "ZpoolExportedOrDestroyed",
+        "zevents.change" => "ZpoolConfigChanged",
         "hdd-saturation" if data.get("seek_bound") == Some(&Json::Bool(true)) => "HddSeekBound",
         "hdd-saturation" => "HddSaturated",
         "arc-sizing" => "ArcSizing",
@@ -301,7 +320,7 @@ pub fn alert_name(check: &str, data: &Json) -> String {
 
 /// The checks whose subject without a `/` is a pool (the others': a disk, or their word).
 fn pool_level(check: &str) -> bool {
-    ["pool-health", "special-fill", "slog-usage", "layout"]
+    ["pool-health", "zevents", "special-fill", "slog-usage", "layout"]
         .iter()
         .any(|p| check == *p || check.strip_prefix(p).is_some_and(|r| r.starts_with('.')))
 }
@@ -318,7 +337,11 @@ pub fn place(check: &str, subject: &str, data: &Json) -> [(&'static str, Option<
     };
     let parts: Vec<&str> = subject.split('/').collect();
     let (mut pool, mut vdev, mut disk) = (None, None, None);
-    if parts.len() > 1 {
+    if parts.len() == 2 && check.starts_with("zevents") {
+        // The zevents check names a device in its pool: `pool/sdb1`.
+        pool = Some(parts[0].to_owned());
+        disk = Some(parts[1].to_owned());
+    } else if parts.len() > 1 {
         pool = Some(parts[0].to_owned());
         vdev = parts.get(2).map(|s| (*s).to_owned());
         disk = parts.get(3).map(|s| (*s).to_owned());
@@ -348,6 +371,7 @@ pub fn finding_url(public_url: &str, (host, check, subject): FindingKey) -> Stri
 pub fn runbook_url(base: &str, check: &str) -> Option<String> {
     const SHIPPED: &[&str] = &[
         "pool-health",
+        "zevents",
         "layout",
         "hdd-saturation",
         "arc-sizing",
@@ -1294,6 +1318,17 @@ mod tests {
             n("hdd-saturation", json!({"seek_bound": false})),
             "HddSaturated"
         );
+        assert_eq!(
+            n("zevents.vdev-state", json!({"vdev_state": "OFFLINE"})),
+            "ZpoolDeviceOffline"
+        );
+        assert_eq!(
+            n("zevents.errors", json!({"checksum": 2, "data": 1})),
+            "ZpoolDataLost"
+        );
+        assert_eq!(n("zevents.errors", json!({"checksum": 2})), "ZpoolChecksumReports");
+        assert_eq!(n("zevents.scan", json!({"scan": "resilver"})), "ZpoolResilverFailed");
+        assert_eq!(n("zevents.scan", Json::Null), "ZpoolScrubCancelled");
         assert_eq!(n("layout.raidz-width", Json::Null), "LayoutRaidzWidth");
         assert_eq!(n("my-plugin.too_hot", Json::Null), "ZpulseMyPluginTooHot");
         assert_eq!(n(HOST_SILENT_CHECK, Json::Null), "HostSilent");
@@ -1312,6 +1347,11 @@ mod tests {
             p("pool-health.state", "tank", Json::Null),
             [s("tank"), None, None]
         );
+        assert_eq!(
+            p("zevents.vdev-state", "tank/sdb1", Json::Null),
+            [s("tank"), None, s("sdb1")]
+        );
+        assert_eq!(p("zevents.scan", "tank", Json::Null), [s("tank"), None, None]);
         assert_eq!(
             p("hdd-saturation", "sdc", Json::Null),
             [None, None, s("sdc")]
