@@ -241,7 +241,7 @@ impl PoolHealth {
                     self.last_scrub_end.insert(pool.name.clone(), scan.end_time);
                 }
             }
-            let (verdict, report) = self.scrub_age(&pool.name, cfg, now);
+            let (verdict, report) = self.scrub_age(&pool.name, pool.created_at, cfg, now);
             events.extend(self.scrub_age.observe(now, &pool.name, verdict, report));
             self.capacity(now, pool, cfg, &mut events);
             for (subject, verdict, report) in spares(&pool.name, cfg) {
@@ -538,7 +538,13 @@ impl PoolHealth {
         (Verdict::Holds(severity), report)
     }
 
-    fn scrub_age(&self, pool: &str, cfg: &PoolConfig, now: f64) -> (Verdict, Report) {
+    fn scrub_age(
+        &self,
+        pool: &str,
+        created_at: Option<u64>,
+        cfg: &PoolConfig,
+        now: f64,
+    ) -> (Verdict, Report) {
         let max = self.config.scrub_max_age.as_secs_f64();
         let days = |s: f64| format!("{:.0} days", s / 86_400.0);
         let clear = |text: String| (Verdict::Clear, Report::new(text));
@@ -585,15 +591,21 @@ impl PoolHealth {
                 .advice(scrub_advice(pool)),
             );
         }
-        // No completed scrub on record. The pool has existed at least since it was imported
-        // and at least as long as its root vdev has been open.
-        let opened = cfg
-            .root
-            .stats
-            .as_ref()
-            .map_or(0.0, |s| s.timestamp as f64 / 1e9);
-        let imported = cfg.loaded_at.map_or(0.0, |t| now - t as f64);
-        let age = opened.max(imported);
+        // No completed scrub known. The pool's age is exact from its creation time (its root
+        // dataset's `creation`); without it, known only from below: the pool has existed at
+        // least since it was imported and as long as its root vdev has been open.
+        let (age, age_source) = match created_at {
+            Some(t) => ((now - t as f64).max(0.0), "creation"),
+            None => {
+                let opened = cfg
+                    .root
+                    .stats
+                    .as_ref()
+                    .map_or(0.0, |s| s.timestamp as f64 / 1e9);
+                let imported = cfg.loaded_at.map_or(0.0, |t| now - t as f64);
+                (opened.max(imported), "import or vdev open (a lower bound)")
+            }
+        };
         let last = match scan {
             Some(s) if s.function != "none" => format!(
                 "its last scan is a {} {} on {}",
@@ -603,20 +615,31 @@ impl PoolHealth {
             ),
             _ => "it has never been scrubbed".to_string(),
         };
+        let unknown_creation = "its creation time is not known, so this counts from its import \
+                                or the opening of its vdevs";
         if age <= max {
+            let known = match created_at {
+                Some(t) => format!("created {} ago ({})", days(age), ctime_utc(t as i64)),
+                None => format!("known to exist for {} ({unknown_creation})", days(age)),
+            };
             return clear(format!(
-                "{pool} has no completed scrub on record; {last}; known to exist for {}",
-                days(age)
+                "{pool} has no completed scrub on record; {last}; {known}"
             ));
         }
+        let in_use = match created_at {
+            Some(t) => format!("was created {} ago ({})", days(age), ctime_utc(t as i64)),
+            None => format!(
+                "has been in use for at least {} ({unknown_creation})",
+                days(age)
+            ),
+        };
         (
             Verdict::Holds(Severity::Warning),
             Report::new(format!(
-                "{pool} has no completed scrub on record ({last}) and has been in use for at \
-                 least {}",
-                days(age)
+                "{pool} has no completed scrub on record ({last}) and {in_use}"
             ))
             .with("days_in_use", round2(age / 86_400.0))
+            .with("age_from", age_source)
             .advice(scrub_advice(pool)),
         )
     }

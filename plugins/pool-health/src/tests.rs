@@ -725,3 +725,70 @@ fn the_last_scrub_is_remembered_when_a_resilver_replaces_the_scan_record() {
         ev[0]
     );
 }
+
+/// A never-scrubbed pool created since boot (no import time, its root vdev open for
+/// seconds): its age is its root dataset's creation time when the snapshot has it, and
+/// without it the lower bound, said in the finding.
+#[test]
+fn a_never_scrubbed_pool_s_age_comes_from_its_creation_time() {
+    let now = T0 + 100.0 * DAY;
+    let created = |created_at: Option<f64>| {
+        let mut tree = pool(
+            "ONLINE",
+            vec![mirror(leaf("sda", "ONLINE"), leaf("sdb", "ONLINE"))],
+        );
+        tree.created_at = created_at.map(|t| t as u64);
+        tree
+    };
+    let created_at = now - 40.0 * DAY;
+    let ev = run(
+        &mut check(),
+        vec![
+            snapshot(now - 10.0, created(Some(created_at))),
+            snapshot(now, created(Some(created_at))),
+        ],
+    );
+    let aged = named(&ev[0], "pool-health.scrub-age");
+    assert_eq!(aged.len(), 1, "{:?}", ev[0]);
+    assert_eq!(aged[0].severity, Severity::Warning);
+    assert_eq!(aged[0].data["days_in_use"].as_f64(), Some(40.0));
+    assert_eq!(aged[0].data["age_from"].as_str(), Some("creation"));
+    assert!(
+        aged[0].summary.contains(&format!(
+            "was created 40 days ago ({})",
+            ctime_utc(created_at as i64)
+        )),
+        "{}",
+        aged[0].summary
+    );
+    // Created 10 days ago: not old enough.
+    let ev = run(
+        &mut check(),
+        vec![
+            snapshot(now - 10.0, created(Some(now - 10.0 * DAY))),
+            snapshot(now, created(Some(now - 10.0 * DAY))),
+        ],
+    );
+    assert!(named(&ev[0], "pool-health.scrub-age").is_empty());
+    // Without a creation time: imported 40 days ago is still known from below, and the
+    // finding says where its age comes from.
+    let mut imported = created(None);
+    imported.config.as_mut().unwrap().loaded_at = Some((now - 40.0 * DAY) as u64);
+    let ev = run(
+        &mut check(),
+        vec![
+            snapshot(now - 10.0, imported.clone()),
+            snapshot(now, imported),
+        ],
+    );
+    let aged = named(&ev[0], "pool-health.scrub-age");
+    assert!(
+        aged[0].summary.contains("creation time is not known"),
+        "{}",
+        aged[0].summary
+    );
+    assert_eq!(
+        aged[0].data["age_from"].as_str(),
+        Some("import or vdev open (a lower bound)")
+    );
+}

@@ -14,6 +14,9 @@ use zpulse_proto::snapshot::Pool;
 
 pub const CONFIGS_FILE: &str = "zfs-ioctl/pool_configs.nvlist";
 pub const STATS_DIR: &str = "zfs-ioctl/pool_stats";
+/// Each pool's root dataset's `ZFS_IOC_OBJSET_STATS` reply, `<pool>.nvlist`: its `creation`
+/// is the pool's creation time. Captures made before zpulse read it have none.
+pub const OBJSET_STATS_DIR: &str = "zfs-ioctl/objset_stats";
 /// `link target` per line: how the capture's device links resolved, since a capture holds
 /// no `/dev`.
 pub const LINKS_FILE: &str = "zfs-ioctl/device-links";
@@ -35,6 +38,9 @@ pub struct RawPool {
     /// `zc_cookie`: the pool's real error.
     pub error: u64,
     pub altroot: Option<String>,
+    /// The root dataset's OBJSET_STATS reply (its properties), when it was read; why not,
+    /// when it failed. `None`: not asked (a faulted pool), or a capture without it.
+    pub root_dataset: Option<Result<Vec<u8>, String>>,
 }
 
 /// What a reader keeps of its last round of POOL_STATS replies: each pool's reply itself.
@@ -96,12 +102,20 @@ fn fetch(dev: &mut dyn Ioctl, kept: Option<&KeptReplies>) -> Result<RawReplies, 
         let last = kept.map(|k| k.take(&name)).unwrap_or_default();
         let start = zfs_ioctl::stats_buffer_after(last.len());
         match zfs_ioctl::pool_stats_into(dev, &name, start, last) {
-            Ok(s) => pools.push(RawPool {
-                name,
-                packed: s.packed,
-                error: s.error,
-                altroot: s.altroot,
-            }),
+            Ok(s) => {
+                // A pool that could not be opened (its error in zc_cookie) has no dataset to
+                // hold: asking would fail every interval.
+                // The name passed POOL_STATS, so each error left names ZFS_IOC_OBJSET_STATS.
+                let root_dataset = (s.error == 0)
+                    .then(|| zfs_ioctl::objset_stats(dev, &name).map_err(|e| e.to_string()));
+                pools.push(RawPool {
+                    name,
+                    packed: s.packed,
+                    error: s.error,
+                    altroot: s.altroot,
+                    root_dataset,
+                })
+            }
             // Exported or destroyed between the two calls (ENOENT): simply not there any more.
             Err(zfs_ioctl::IoctlError::PoolGone(_)) => {}
             // One pool's failure costs that pool only.
@@ -145,11 +159,19 @@ pub fn load_captured(
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
+        let props = format!("{OBJSET_STATS_DIR}/{name}.nvlist");
+        let root_dataset = match root.read(&props) {
+            Ok(b) => Some(Ok(b)),
+            // A capture from before the reply was recorded, or of a pool it was not read for.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(format!("{props}: {e}"))),
+        };
         pools.push(RawPool {
             name,
             packed,
             error,
             altroot: None,
+            root_dataset,
         });
     }
     Ok(Some(RawReplies {
@@ -192,9 +214,36 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
         };
         join_disks(&mut cfg.root, &join::DiskIndex::new(&snap.disks), resolve);
         record_roles(&rp.name, &cfg, &mut snap.disks);
-        pool_entry(snap, &rp.name).config = Some(cfg);
+        let created_at = rp
+            .root_dataset
+            .as_ref()
+            .and_then(|reply| creation_of(&rp.name, reply, snap));
+        let pool = pool_entry(snap, &rp.name);
+        pool.config = Some(cfg);
+        pool.created_at = created_at;
     }
     snap.pools.sort_by(|a, b| a.name.cmp(&b.name));
+}
+
+/// The creation time in pool `name`'s root dataset's OBJSET_STATS `reply`; a reply that
+/// failed, does not decode or has no `creation` is a note, and costs only that figure.
+fn creation_of(name: &str, reply: &Result<Vec<u8>, String>, snap: &mut Snapshot) -> Option<u64> {
+    let source = format!("{OBJSET_STATS_DIR}/{name}");
+    let why = match reply {
+        Err(why) => why.clone(),
+        Ok(bytes) => match nvlist::decode(bytes) {
+            Ok(props) => match config::creation_time(&props) {
+                Some(t) => return Some(t),
+                None => "the reply has no creation property".to_string(),
+            },
+            Err(e) => format!("the reply does not decode: {e}"),
+        },
+    };
+    snap.note(
+        source,
+        format!("pool {name}: its creation time is not known this sample: {why}"),
+    );
+    None
 }
 
 /// The snapshot's pool of that name, added when the kstats did not list it.
@@ -277,7 +326,8 @@ pub fn captured_links(root: &Root) -> Vec<(String, String)> {
 }
 
 /// Records live replies in a capture as the files [`load_captured`] and [`captured_links`]
-/// read: the POOL_CONFIGS reply, each pool's POOL_STATS reply and its error when not 0, and
+/// read: the POOL_CONFIGS reply, each pool's POOL_STATS reply and its error when not 0, its
+/// root dataset's OBJSET_STATS reply (or its failure, reported), and
 /// each device link the join resolved to another path. A pool whose POOL_STATS failed is
 /// reported, not captured.
 fn record_live(recorder: &Recorder, raw: &RawReplies, links: &BTreeMap<String, String>) {
@@ -287,6 +337,12 @@ fn record_live(recorder: &Recorder, raw: &RawReplies, links: &BTreeMap<String, S
         recorder.file(&format!("{base}.nvlist"), &pool.packed);
         if pool.error != 0 {
             recorder.file(&format!("{base}.error"), pool.error.to_string().as_bytes());
+        }
+        let props = format!("{OBJSET_STATS_DIR}/{}", pool.name);
+        match &pool.root_dataset {
+            Some(Ok(reply)) => recorder.file(&format!("{props}.nvlist"), reply),
+            Some(Err(why)) => recorder.failure(&props, why.clone()),
+            None => {}
         }
     }
     for (name, why) in &raw.failed {
@@ -402,6 +458,27 @@ mod tests {
         encode(&list, Endian::Little)
     }
 
+    /// Creation times given to the doubles' root datasets.
+    const DEG_CREATED: u64 = 1_796_040_000;
+    const RZ_CREATED: u64 = 1_796_050_000;
+
+    /// An OBJSET_STATS reply as `zfs_ioc_objset_stats` builds it (module/zfs/zfs_ioctl.c):
+    /// one nvlist per property, `{"value": …}` and, for a property set or inherited, its
+    /// `"source"` (`dsl_prop_nvlist_add_uint64` in module/zfs/dsl_prop.c, `dsl_prop_get_all`);
+    /// `creation` among the statistics `dsl_dataset_stats` adds.
+    fn root_props(creation: u64) -> Vec<u8> {
+        let prop = |value: u64| NvList::new().with("value", NvValue::Uint64(value));
+        let list = NvList::new()
+            .with(
+                "compression",
+                NvValue::NvList(prop(15).with("source", NvValue::String("tank".into()))),
+            )
+            .with("type", NvValue::NvList(prop(2)))
+            .with("creation", NvValue::NvList(prop(creation)))
+            .with("createtxg", NvValue::NvList(prop(1)));
+        encode(&list, Endian::Little)
+    }
+
     /// Real replies from OpenZFS 2.1.11: `deg` (mirror-0 + special sdc) and `rz` (raidz2-0,
     /// mirror-1, loop0, spare), recorded by tests/lab/scenarios/vdevs.sh.
     fn real_reply(pool: &str) -> Vec<u8> {
@@ -448,6 +525,7 @@ mod tests {
             inner: FakeKernel {
                 configs: configs(&["tank"]),
                 stats: BTreeMap::from([("tank".to_string(), Ok(tank.clone()))]),
+                objsets: BTreeMap::from([("tank".to_string(), Ok(root_props(1_700_000_000)))]),
             },
             stats_buffers: Vec::new(),
         };
@@ -543,6 +621,10 @@ mod tests {
                 // "gone": exported between the two calls, so POOL_STATS answers ENOENT.
                 ("rz".to_string(), Ok(real_reply("rz"))),
             ]),
+            objsets: BTreeMap::from([
+                ("deg".to_string(), Ok(root_props(DEG_CREATED))),
+                ("rz".to_string(), Ok(root_props(RZ_CREATED))),
+            ]),
         };
         let raw = fetch(&mut kernel, None).unwrap();
         let mut snap = Snapshot::default();
@@ -553,8 +635,11 @@ mod tests {
             top_names(&snap, "rz"),
             ["raidz2-0", "mirror-1", "loop0", "/var/tmp/v/f6"]
         );
+        assert_eq!(snap.pool("deg").unwrap().created_at, Some(DEG_CREATED));
+        assert_eq!(snap.pool("rz").unwrap().created_at, Some(RZ_CREATED));
         let broken = snap.pool("broken").expect("a failed pool is still listed");
         assert!(broken.config.is_none());
+        assert_eq!(broken.created_at, None);
         assert!(
             snap.pool("gone").is_none(),
             "an exported pool is simply not there"
@@ -611,6 +696,11 @@ mod tests {
                 ("broken".to_string(), Err(libc::EIO)),
                 ("rz".to_string(), Ok(real_reply("rz"))),
             ]),
+            objsets: BTreeMap::from([
+                ("deg".to_string(), Ok(root_props(DEG_CREATED))),
+                // rz's properties cannot be read: its creation time is not captured.
+                ("rz".to_string(), Err(libc::EIO)),
+            ]),
         };
         let disk = |name: &str| zpulse_proto::snapshot::Disk {
             name: name.to_string(),
@@ -632,7 +722,14 @@ mod tests {
         let recording = recorder.take();
         assert_eq!(
             recording.failed.keys().collect::<Vec<_>>(),
-            [&format!("{STATS_DIR}/broken")]
+            [
+                &format!("{OBJSET_STATS_DIR}/rz"),
+                &format!("{STATS_DIR}/broken")
+            ]
+        );
+        assert_eq!(
+            recording.files[&format!("{OBJSET_STATS_DIR}/deg.nvlist")],
+            root_props(DEG_CREATED)
         );
         assert_eq!(
             String::from_utf8_lossy(&recording.files[LINKS_FILE]),
@@ -662,5 +759,104 @@ mod tests {
             ("sda", Some("dm-0"))
         );
         assert!(live.pool("broken").unwrap().config.is_none());
+        assert_eq!(live.pool("deg").unwrap().created_at, Some(DEG_CREATED));
+        // rz's failed read is a note live; its capture simply has no reply for it.
+        assert_eq!(live.pool("rz").unwrap().created_at, None);
+        assert!(
+            live.issues
+                .iter()
+                .any(|i| i.source == format!("{OBJSET_STATS_DIR}/rz")
+                    && i.message.contains("creation time is not known")),
+            "{:?}",
+            live.issues
+        );
+    }
+
+    /// A pool whose POOL_STATS `zc_cookie` carries an error could not be opened: its root
+    /// dataset is not asked for (the call would fail every interval).
+    #[test]
+    fn a_faulted_pool_s_root_dataset_is_not_asked_for() {
+        struct Faulted(FakeKernel, Vec<zfs_ioctl::layout::Request>);
+        impl Ioctl for Faulted {
+            fn platform(&self) -> Platform {
+                self.0.platform()
+            }
+            fn call(
+                &mut self,
+                request: zfs_ioctl::layout::Request,
+                cmd: &mut zfs_ioctl::layout::CmdBuffer,
+            ) -> Result<(), i32> {
+                self.1.push(request);
+                let r = self.0.call(request, cmd);
+                if request == zfs_ioctl::layout::Request::PoolStats {
+                    // spa_get_stats: the pool's open error in zc_cookie.
+                    cmd.set_cookie_for_test(libc::ENXIO as u64);
+                }
+                r
+            }
+        }
+        let mut kernel = Faulted(
+            FakeKernel {
+                configs: configs(&["deg"]),
+                stats: BTreeMap::from([("deg".to_string(), Ok(real_reply("deg")))]),
+                objsets: BTreeMap::from([("deg".to_string(), Ok(root_props(DEG_CREATED)))]),
+            },
+            Vec::new(),
+        );
+        let raw = fetch(&mut kernel, None).unwrap();
+        assert_eq!(raw.pools[0].error, libc::ENXIO as u64);
+        assert!(raw.pools[0].root_dataset.is_none());
+        assert!(!kernel.1.contains(&zfs_ioctl::layout::Request::ObjsetStats));
+    }
+
+    /// Replies that are not what `zfs_ioc_objset_stats` sends — cut short, garbage, without
+    /// `creation`, `creation` of another type — cost only the creation time, with a note.
+    #[test]
+    fn a_bad_root_dataset_reply_costs_only_the_creation_time() {
+        let good = root_props(DEG_CREATED);
+        let wrong_type = encode(
+            &NvList::new().with(
+                "creation",
+                NvValue::NvList(NvList::new().with("value", NvValue::String("x".into()))),
+            ),
+            Endian::Little,
+        );
+        let flat = encode(
+            &NvList::new().with("creation", NvValue::Uint64(DEG_CREATED)),
+            Endian::Little,
+        );
+        for (what, reply) in [
+            ("truncated", good[..good.len() / 2].to_vec()),
+            ("garbage", vec![0xff; 40]),
+            ("empty", Vec::new()),
+            ("no creation", encode(&NvList::new(), Endian::Little)),
+            ("wrong type", wrong_type),
+            ("not a property list", flat),
+        ] {
+            let raw = RawReplies {
+                configs: configs(&["deg"]),
+                pools: vec![RawPool {
+                    name: "deg".into(),
+                    packed: real_reply("deg"),
+                    error: 0,
+                    altroot: None,
+                    root_dataset: Some(Ok(reply)),
+                }],
+                failed: Vec::new(),
+            };
+            let mut snap = Snapshot::default();
+            apply(&raw, &mut snap, &|_| None);
+            let deg = snap.pool("deg").unwrap();
+            assert!(deg.config.is_some(), "{what}");
+            assert_eq!(deg.created_at, None, "{what}");
+            assert_eq!(snap.issues.len(), 1, "{what}: {:?}", snap.issues);
+            assert!(
+                snap.issues[0]
+                    .message
+                    .contains("creation time is not known"),
+                "{what}: {:?}",
+                snap.issues
+            );
+        }
     }
 }
