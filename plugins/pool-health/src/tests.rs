@@ -567,6 +567,15 @@ fn bad_configs_are_refused_with_the_key() {
     );
 }
 
+/// The events of the one sample in which `pool` is the same at `now - 10` and at `now`.
+fn unchanged(pool: Pool, now: f64) -> Vec<Event> {
+    run(
+        &mut check(),
+        vec![snapshot(now - 10.0, pool.clone()), snapshot(now, pool)],
+    )
+    .remove(0)
+}
+
 fn scanned(function: &str, state: &str, start: f64, end: f64, errors: u64) -> Pool {
     let mut tree = scrubbed(end);
     tree.config.as_mut().unwrap().scan = Some(ScanStats {
@@ -659,25 +668,13 @@ fn a_scan_that_ran_between_two_samples_gives_its_result_from_the_scan_record() {
     // The same results from before the first sample's interval are from before zpulse
     // watched: errors are info (said once, not paged), a cancel is not news.
     let erred_before = scanned("scrub", "finished", now - 40.0, now - 30.0, 3);
-    let ev = run(
-        &mut check(),
-        vec![
-            snapshot(now - 10.0, erred_before.clone()),
-            snapshot(now, erred_before.clone()),
-        ],
-    );
-    let old = named(&ev[0], "pool-health.scan");
+    let ev = unchanged(erred_before, now);
+    let old = named(&ev, "pool-health.scan");
     assert_eq!(old[0].severity, Severity::Info);
     assert!(old[0].summary.contains("before zpulse started watching"));
     let canceled = scanned("scrub", "canceled", now - 30.0, now - 20.0, 0);
-    let ev = run(
-        &mut check(),
-        vec![
-            snapshot(now - 10.0, canceled.clone()),
-            snapshot(now, canceled.clone()),
-        ],
-    );
-    assert!(named(&ev[0], "pool-health.scan").is_empty());
+    let ev = unchanged(canceled, now);
+    assert!(named(&ev, "pool-health.scan").is_empty());
 }
 
 /// A resilver replaces the pool's only scan record: the scrub before it still counts for
@@ -741,15 +738,9 @@ fn a_never_scrubbed_pool_s_age_comes_from_its_creation_time() {
         tree
     };
     let created_at = now - 40.0 * DAY;
-    let ev = run(
-        &mut check(),
-        vec![
-            snapshot(now - 10.0, created(Some(created_at))),
-            snapshot(now, created(Some(created_at))),
-        ],
-    );
-    let aged = named(&ev[0], "pool-health.scrub-age");
-    assert_eq!(aged.len(), 1, "{:?}", ev[0]);
+    let ev = unchanged(created(Some(created_at)), now);
+    let aged = named(&ev, "pool-health.scrub-age");
+    assert_eq!(aged.len(), 1, "{:?}", ev);
     assert_eq!(aged[0].severity, Severity::Warning);
     assert_eq!(aged[0].data["days_in_use"].as_f64(), Some(40.0));
     assert_eq!(aged[0].data["age_from"].as_str(), Some("creation"));
@@ -762,26 +753,14 @@ fn a_never_scrubbed_pool_s_age_comes_from_its_creation_time() {
         aged[0].summary
     );
     // Created 10 days ago: not old enough.
-    let ev = run(
-        &mut check(),
-        vec![
-            snapshot(now - 10.0, created(Some(now - 10.0 * DAY))),
-            snapshot(now, created(Some(now - 10.0 * DAY))),
-        ],
-    );
-    assert!(named(&ev[0], "pool-health.scrub-age").is_empty());
+    let ev = unchanged(created(Some(now - 10.0 * DAY)), now);
+    assert!(named(&ev, "pool-health.scrub-age").is_empty());
     // Without a creation time: imported 40 days ago is still known from below, and the
     // finding says where its age comes from.
     let mut imported = created(None);
     imported.config.as_mut().unwrap().loaded_at = Some((now - 40.0 * DAY) as u64);
-    let ev = run(
-        &mut check(),
-        vec![
-            snapshot(now - 10.0, imported.clone()),
-            snapshot(now, imported),
-        ],
-    );
-    let aged = named(&ev[0], "pool-health.scrub-age");
+    let ev = unchanged(imported, now);
+    let aged = named(&ev, "pool-health.scrub-age");
     assert!(
         aged[0].summary.contains("creation time is not known"),
         "{}",

@@ -4,6 +4,7 @@
 
 use zpulse_check_pool_health::{Config, PoolHealth};
 use zpulse_proto::Event;
+use zpulse_proto::sdk::text::ctime_utc;
 use zpulse_proto::sdk::{Severity, State};
 use zpulse_tests::raw::*;
 
@@ -452,26 +453,12 @@ fn scan_errors(scan_line: &str) -> u64 {
         .unwrap_or_else(|| panic!("no error count in {scan_line:?}"))
 }
 
-/// `zpool status`'s dates (ctime, the lab VM runs in UTC): "Tue Dec  1 11:43:53 2026" as Unix
-/// seconds.
-fn ctime_secs(text: &str) -> i64 {
-    let f: Vec<&str> = text.split_whitespace().collect();
-    let months = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let month = months.iter().position(|m| *m == f[1]).expect("a month") as i64 + 1;
-    let day: i64 = f[2].parse().unwrap();
-    let year: i64 = f[4].parse().unwrap();
-    let hms: Vec<i64> = f[3].split(':').map(|n| n.parse().unwrap()).collect();
-    // Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    days * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2]
+/// The Unix second between `from` and `to` that `zpool status` prints as `date` (ctime; the
+/// lab VM runs in UTC), found by formatting each second of the window as ctime does.
+fn zpool_date_within(date: &str, from: f64, to: f64) -> i64 {
+    (from.floor() as i64..=to.ceil() as i64)
+        .find(|&t| ctime_utc(t) == date)
+        .unwrap_or_else(|| panic!("{date:?} is not between {from} and {to}"))
 }
 
 /// "00:02:19" as seconds.
@@ -521,14 +508,22 @@ fn a_resilver_with_errors_that_ran_entirely_between_two_samples_is_critical() {
     assert!(errors > 0);
     // "resilvered 305M in 00:02:19 with 758 errors on Tue Dec  1 11:43:53 2026": it started
     // (end minus its duration) after the first capture was taken.
-    let (took, ended) = {
-        let rest = end[0].split(" in ").nth(1).unwrap();
-        let took = hms_secs(rest.split(' ').next().unwrap());
-        let ended = ctime_secs(end[0].split(" errors on ").nth(1).unwrap());
-        (took, ended)
-    };
+    let took = hms_secs(
+        end[0]
+            .split(" in ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap(),
+    );
+    // Its end is a second between the two captures (the search fails otherwise).
+    let ended = zpool_date_within(
+        end[0].split(" errors on ").nth(1).unwrap(),
+        captured_at(&lab(first)),
+        captured_at(&lab(last)),
+    );
     assert!((ended - took) as f64 > captured_at(&lab(first)), "{end:?}");
-    assert!((ended as f64) < captured_at(&lab(last)));
 
     let series = series_of(&[first, last]);
     let dirs = zpulse_agent::capture::series(series.path()).unwrap();
@@ -562,11 +557,16 @@ fn a_resilver_with_errors_that_ran_entirely_between_two_samples_is_critical() {
 fn a_resilver_after_a_scrub_does_not_reset_the_scrub_age() {
     use zpulse_proto::snapshot::ScanStats;
     let scrubbed_scan = zpool_status_scan(&cli("resilver/age/001", "zpool-status.scrubbed.txt"));
-    let scrub_end = ctime_secs(scrubbed_scan[0].split(" errors on ").nth(1).unwrap()) as f64;
     let at: Vec<f64> = dirs(&["resilver/age"])
         .iter()
         .map(|d| captured_at(d))
         .collect();
+    // The scrub ran just before capture 000 (resilver.sh: `zpool wait -t scrub`, then capa).
+    let scrub_end = zpool_date_within(
+        scrubbed_scan[0].split(" errors on ").nth(1).unwrap(),
+        at[0] - 3600.0,
+        at[0],
+    ) as f64;
     let mut snaps = snapshots(&["resilver/age"]);
     let last = snaps.last_mut().unwrap();
     let pool = last

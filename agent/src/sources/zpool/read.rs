@@ -823,22 +823,47 @@ mod tests {
         encode(&list, Endian::Little)
     }
 
-    /// Counts the OBJSET_STATS calls, answering as `inner`.
-    struct CountingObjsets(FakeKernel, usize);
+    /// Answers as the double it wraps and logs each request; with `pool_error`, POOL_STATS
+    /// comes back with that error in `zc_cookie`, as `spa_get_stats` answers for a pool it
+    /// could not open.
+    struct Logged {
+        kernel: FakeKernel,
+        requests: Vec<zfs_ioctl::layout::Request>,
+        pool_error: Option<u64>,
+    }
 
-    impl Ioctl for CountingObjsets {
+    impl Logged {
+        fn new(kernel: FakeKernel) -> Logged {
+            Logged {
+                kernel,
+                requests: Vec::new(),
+                pool_error: None,
+            }
+        }
+
+        fn objset_calls(&self) -> usize {
+            let objset = zfs_ioctl::layout::Request::ObjsetStats;
+            self.requests.iter().filter(|r| **r == objset).count()
+        }
+    }
+
+    impl Ioctl for Logged {
         fn platform(&self) -> Platform {
-            self.0.platform()
+            self.kernel.platform()
         }
         fn call(
             &mut self,
             request: zfs_ioctl::layout::Request,
             cmd: &mut zfs_ioctl::layout::CmdBuffer,
         ) -> Result<(), i32> {
-            if request == zfs_ioctl::layout::Request::ObjsetStats {
-                self.1 += 1;
+            self.requests.push(request);
+            let answer = self.kernel.call(request, cmd);
+            if let Some(error) = self.pool_error
+                && request == zfs_ioctl::layout::Request::PoolStats
+            {
+                cmd.set_cookie_for_test(error);
             }
-            self.0.call(request, cmd)
+            answer
         }
     }
 
@@ -847,16 +872,13 @@ mod tests {
     /// name (another guid). A reader that keeps nothing (a capture being made) asks each time.
     #[test]
     fn a_live_reader_asks_each_pool_s_creation_time_once() {
-        let mut kernel = CountingObjsets(
-            FakeKernel {
-                configs: configs_with_guids(&[("deg", 7)]),
-                stats: BTreeMap::from([("deg".to_string(), Ok(real_reply("deg")))]),
-                objsets: BTreeMap::from([("deg".to_string(), Ok(root_props(DEG_CREATED)))]),
-            },
-            0,
-        );
+        let mut kernel = Logged::new(FakeKernel {
+            configs: configs_with_guids(&[("deg", 7)]),
+            stats: BTreeMap::from([("deg".to_string(), Ok(real_reply("deg")))]),
+            objsets: BTreeMap::from([("deg".to_string(), Ok(root_props(DEG_CREATED)))]),
+        });
         let kept = KeptReplies::default();
-        let round = |kernel: &mut CountingObjsets, kept: Option<&KeptReplies>| {
+        let round = |kernel: &mut Logged, kept: Option<&KeptReplies>| {
             let raw = fetch(kernel, kept).unwrap();
             let mut snap = Snapshot::default();
             apply(&raw, &mut snap, &|_| None);
@@ -867,52 +889,35 @@ mod tests {
         };
         assert_eq!(round(&mut kernel, Some(&kept)), Some(DEG_CREATED));
         assert_eq!(round(&mut kernel, Some(&kept)), Some(DEG_CREATED));
-        assert_eq!(kernel.1, 1, "asked once");
+        assert_eq!(kernel.objset_calls(), 1, "asked once");
         // Destroyed and created again between two rounds: a new guid and a new creation.
-        kernel.0.configs = configs_with_guids(&[("deg", 8)]);
-        kernel.0.objsets = BTreeMap::from([("deg".to_string(), Ok(root_props(RZ_CREATED)))]);
+        kernel.kernel.configs = configs_with_guids(&[("deg", 8)]);
+        kernel.kernel.objsets = BTreeMap::from([("deg".to_string(), Ok(root_props(RZ_CREATED)))]);
         assert_eq!(round(&mut kernel, Some(&kept)), Some(RZ_CREATED));
-        assert_eq!(kernel.1, 2);
+        assert_eq!(kernel.objset_calls(), 2);
         assert_eq!(round(&mut kernel, None), Some(RZ_CREATED));
         assert_eq!(round(&mut kernel, None), Some(RZ_CREATED));
-        assert_eq!(kernel.1, 4, "without a memory, every round asks");
+        assert_eq!(
+            kernel.objset_calls(),
+            4,
+            "without a memory, every round asks"
+        );
     }
 
     /// A pool whose POOL_STATS `zc_cookie` carries an error could not be opened: its root
     /// dataset is not asked for (the call would fail every interval).
     #[test]
     fn a_faulted_pool_s_root_dataset_is_not_asked_for() {
-        struct Faulted(FakeKernel, Vec<zfs_ioctl::layout::Request>);
-        impl Ioctl for Faulted {
-            fn platform(&self) -> Platform {
-                self.0.platform()
-            }
-            fn call(
-                &mut self,
-                request: zfs_ioctl::layout::Request,
-                cmd: &mut zfs_ioctl::layout::CmdBuffer,
-            ) -> Result<(), i32> {
-                self.1.push(request);
-                let r = self.0.call(request, cmd);
-                if request == zfs_ioctl::layout::Request::PoolStats {
-                    // spa_get_stats: the pool's open error in zc_cookie.
-                    cmd.set_cookie_for_test(libc::ENXIO as u64);
-                }
-                r
-            }
-        }
-        let mut kernel = Faulted(
-            FakeKernel {
-                configs: configs(&["deg"]),
-                stats: BTreeMap::from([("deg".to_string(), Ok(real_reply("deg")))]),
-                objsets: BTreeMap::from([("deg".to_string(), Ok(root_props(DEG_CREATED)))]),
-            },
-            Vec::new(),
-        );
+        let mut kernel = Logged::new(FakeKernel {
+            configs: configs(&["deg"]),
+            stats: BTreeMap::from([("deg".to_string(), Ok(real_reply("deg")))]),
+            objsets: BTreeMap::from([("deg".to_string(), Ok(root_props(DEG_CREATED)))]),
+        });
+        kernel.pool_error = Some(libc::ENXIO as u64);
         let raw = fetch(&mut kernel, None).unwrap();
         assert_eq!(raw.pools[0].error, libc::ENXIO as u64);
         assert!(raw.pools[0].root_dataset.is_none());
-        assert!(!kernel.1.contains(&zfs_ioctl::layout::Request::ObjsetStats));
+        assert_eq!(kernel.objset_calls(), 0);
     }
 
     /// Replies that are not what `zfs_ioc_objset_stats` sends — cut short, garbage, without
