@@ -755,6 +755,11 @@ fn a_never_scrubbed_pool_s_age_comes_from_its_creation_time() {
     // Created 10 days ago: not old enough.
     let ev = unchanged(created(Some(now - 10.0 * DAY)), now);
     assert!(named(&ev, "pool-health.scrub-age").is_empty());
+    // A creation time in the future (a clock set back, a hostile capture) is an age of zero,
+    // not a panic or a negative age.
+    let mut future = created(None);
+    future.created_at = Some(u64::MAX);
+    assert!(named(&unchanged(future, now), "pool-health.scrub-age").is_empty());
     // Without a creation time: imported 40 days ago is still known from below, and the
     // finding says where its age comes from.
     let mut imported = created(None);
