@@ -10,7 +10,7 @@
 //! | `pool-health.slow-ios` | `pool/class/vdev[/leaf]` | warning (growing) |
 //! | `pool-health.data-errors` | `pool` | critical |
 //! | `pool-health.resilver-errors` | `pool/class/vdev/leaf` | critical |
-//! | `pool-health.scan` | `pool` | info while a scrub or resilver runs; cleared with its result |
+//! | `pool-health.scan` | `pool` | info while a scrub or resilver runs; cleared with a clean result; critical when it ended with errors (seen running or not), info when canceled |
 //! | `pool-health.scrub-age` | `pool` | warning |
 //! | `pool-health.capacity` | `pool` | warning, critical |
 //! | `pool-health.fragmentation` | `pool` | info |
@@ -106,6 +106,28 @@ struct Counts {
     baseline: [u64; 3],
 }
 
+/// The scan record (`pool_scan_stat_t`) of a pool as the last sample showed it, and whether
+/// the scan it describes ended while zpulse watched. The kernel keeps one record per pool and
+/// the next scan overwrites it, so a scan that started and ended between two samples is seen
+/// only as a record that changed, or as an end time after the previous sample.
+#[derive(Debug, Clone, PartialEq)]
+struct ScanSeen {
+    function: String,
+    state: String,
+    start_time: u64,
+    end_time: u64,
+    ended_while_watched: bool,
+}
+
+impl ScanSeen {
+    fn same_record(&self, scan: &ScanStats) -> bool {
+        self.function == scan.function
+            && self.state == scan.state
+            && self.start_time == scan.start_time
+            && self.end_time == scan.end_time
+    }
+}
+
 pub struct PoolHealth {
     config: Config,
     capacity: Threshold,
@@ -125,6 +147,11 @@ pub struct PoolHealth {
     /// top-level subject → leaf subjects.
     resilver_hits: BTreeMap<String, BTreeSet<String>>,
     growth: HashMap<String, Window<(f64, f64)>>,
+    /// Per pool: its scan record at the last sample.
+    scans: HashMap<String, ScanSeen>,
+    /// Per pool: the end time of the last completed scrub seen. A resilver (or a canceled
+    /// scrub) overwrites the pool's scan record, not the fact that the pool was scrubbed.
+    last_scrub_end: HashMap<String, u64>,
 }
 
 impl PoolHealth {
@@ -166,6 +193,8 @@ impl PoolHealth {
             counts: HashMap::new(),
             resilver_hits: BTreeMap::new(),
             growth: HashMap::new(),
+            scans: HashMap::new(),
+            last_scrub_end: HashMap::new(),
             config,
         })
     }
@@ -194,6 +223,9 @@ impl PoolHealth {
                     let (verdict, report) = state_without_tree(&pool.name, state);
                     events.extend(self.state.observe(now, &pool.name, verdict, report));
                 }
+                // No scan record this sample is no news about the scan.
+                self.scan.keep(&pool.name);
+                self.scrub_age.keep(&pool.name);
                 continue;
             };
             let (verdict, report) = pool_state(&pool.name, cfg);
@@ -202,16 +234,30 @@ impl PoolHealth {
             let (verdict, report) = data_errors(&pool.name, cfg);
             events.extend(self.data_errors.observe(now, &pool.name, verdict, report));
             if let Some(scan) = &cfg.scan {
-                let (verdict, report) = scan_progress(&pool.name, scan, now);
+                let watched = self.scan_ended_while_watched(&pool.name, scan, sample.start);
+                let (verdict, report) = scan_result(&pool.name, scan, now, watched);
                 events.extend(self.scan.observe(now, &pool.name, verdict, report));
+                if scan.function == "scrub" && scan.is_finished() {
+                    self.last_scrub_end.insert(pool.name.clone(), scan.end_time);
+                }
             }
-            let (verdict, report) = self.scrub_age(&pool.name, cfg, now);
+            let (verdict, report) = self.scrub_age(&pool.name, pool.created_at, cfg, now);
             events.extend(self.scrub_age.observe(now, &pool.name, verdict, report));
             self.capacity(now, pool, cfg, &mut events);
             for (subject, verdict, report) in spares(&pool.name, cfg) {
                 events.extend(self.spare.observe(now, &subject, verdict, report));
             }
         }
+        // What is kept per pool lasts as long as the pool is reported.
+        let reported: BTreeSet<&str> = sample
+            .snapshot
+            .pools
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        self.scans.retain(|p, _| reported.contains(p.as_str()));
+        self.last_scrub_end
+            .retain(|p, _| reported.contains(p.as_str()));
         let gone = |s: &str| {
             Report::new(format!(
                 "{s} is no longer reported: pool exported or destroyed"
@@ -232,6 +278,35 @@ impl PoolHealth {
             events.extend(findings.clear_unseen(now, gone));
         }
         events
+    }
+
+    /// Whether the scan `scan` describes ended (finished or was canceled) while zpulse
+    /// watched the pool, remembering the record for the next sample. A record that changed
+    /// since the last sample (a new start time, a running scan now finished) ended in this
+    /// interval; on first sight, the record ended in this interval when its end time is not
+    /// before the previous snapshot (`interval_start`, the sample's start: whole seconds, so
+    /// a scan that ended in that snapshot's second counts as ending in the interval).
+    fn scan_ended_while_watched(
+        &mut self,
+        pool: &str,
+        scan: &ScanStats,
+        interval_start: f64,
+    ) -> bool {
+        let ended = !scan.is_running() && scan.function != "none";
+        let watched = match self.scans.get(pool) {
+            Some(seen) if seen.same_record(scan) => seen.ended_while_watched,
+            Some(_) => ended,
+            None => ended && scan.end_time as f64 >= interval_start.floor(),
+        };
+        let seen = ScanSeen {
+            function: scan.function.clone(),
+            state: scan.state.clone(),
+            start_time: scan.start_time,
+            end_time: scan.end_time,
+            ended_while_watched: watched,
+        };
+        self.scans.insert(pool.to_string(), seen);
+        watched
     }
 
     /// Error counters of every vdev, slow I/Os, and errors met by a running resilver.
@@ -463,7 +538,13 @@ impl PoolHealth {
         (Verdict::Holds(severity), report)
     }
 
-    fn scrub_age(&self, pool: &str, cfg: &PoolConfig, now: f64) -> (Verdict, Report) {
+    fn scrub_age(
+        &self,
+        pool: &str,
+        created_at: Option<u64>,
+        cfg: &PoolConfig,
+        now: f64,
+    ) -> (Verdict, Report) {
         let max = self.config.scrub_max_age.as_secs_f64();
         let days = |s: f64| format!("{:.0} days", s / 86_400.0);
         let clear = |text: String| (Verdict::Clear, Report::new(text));
@@ -474,12 +555,29 @@ impl PoolHealth {
                 ctime_utc(s.start_time as i64)
             ));
         }
-        if let Some(s) = scan.filter(|s| s.function == "scrub" && s.is_finished()) {
-            let age = now - s.end_time as f64;
+        // The last completed scrub: the scan record's, or the one remembered from an earlier
+        // sample when a resilver or a canceled scrub has replaced the record since.
+        let finished_scrub = scan
+            .filter(|s| s.function == "scrub" && s.is_finished())
+            .map(|s| (s.end_time, String::new()));
+        let remembered = || {
+            let end = *self.last_scrub_end.get(pool)?;
+            let replaced_by = scan.map_or_else(String::new, |s| {
+                format!(
+                    "; the scan record now holds a {} {} on {}",
+                    s.function,
+                    s.state,
+                    ctime_utc(s.end_time.max(s.start_time) as i64)
+                )
+            });
+            Some((end, replaced_by))
+        };
+        if let Some((end_time, replaced_by)) = finished_scrub.or_else(remembered) {
+            let age = now - end_time as f64;
             let text = format!(
-                "the last scrub of {pool} finished {} ago ({})",
+                "the last scrub of {pool} finished {} ago ({}{replaced_by})",
                 days(age.max(0.0)),
-                ctime_utc(s.end_time as i64)
+                ctime_utc(end_time as i64)
             );
             if age <= max {
                 return clear(text);
@@ -493,15 +591,21 @@ impl PoolHealth {
                 .advice(scrub_advice(pool)),
             );
         }
-        // No completed scrub on record. The pool has existed at least since it was imported
-        // and at least as long as its root vdev has been open.
-        let opened = cfg
-            .root
-            .stats
-            .as_ref()
-            .map_or(0.0, |s| s.timestamp as f64 / 1e9);
-        let imported = cfg.loaded_at.map_or(0.0, |t| now - t as f64);
-        let age = opened.max(imported);
+        // No completed scrub known. The pool's age is exact from its creation time (its root
+        // dataset's `creation`); without it, known only from below: the pool has existed at
+        // least since it was imported and as long as its root vdev has been open.
+        let (age, age_source) = match created_at {
+            Some(t) => ((now - t as f64).max(0.0), "creation"),
+            None => {
+                let opened = cfg
+                    .root
+                    .stats
+                    .as_ref()
+                    .map_or(0.0, |s| s.timestamp as f64 / 1e9);
+                let imported = cfg.loaded_at.map_or(0.0, |t| now - t as f64);
+                (opened.max(imported), "import or vdev open (a lower bound)")
+            }
+        };
         let last = match scan {
             Some(s) if s.function != "none" => format!(
                 "its last scan is a {} {} on {}",
@@ -511,20 +615,31 @@ impl PoolHealth {
             ),
             _ => "it has never been scrubbed".to_string(),
         };
+        let unknown_creation = "its creation time is not known, so this counts from its import \
+                                or the opening of its vdevs";
         if age <= max {
+            let known = match created_at {
+                Some(t) => format!("created {} ago ({})", days(age), ctime_utc(t as i64)),
+                None => format!("known to exist for {} ({unknown_creation})", days(age)),
+            };
             return clear(format!(
-                "{pool} has no completed scrub on record; {last}; known to exist for {}",
-                days(age)
+                "{pool} has no completed scrub on record; {last}; {known}"
             ));
         }
+        let in_use = match created_at {
+            Some(t) => format!("was created {} ago ({})", days(age), ctime_utc(t as i64)),
+            None => format!(
+                "has been in use for at least {} ({unknown_creation})",
+                days(age)
+            ),
+        };
         (
             Verdict::Holds(Severity::Warning),
             Report::new(format!(
-                "{pool} has no completed scrub on record ({last}) and has been in use for at \
-                 least {}",
-                days(age)
+                "{pool} has no completed scrub on record ({last}) and {in_use}"
             ))
             .with("days_in_use", round2(age / 86_400.0))
+            .with("age_from", age_source)
             .advice(scrub_advice(pool)),
         )
     }
@@ -735,30 +850,74 @@ fn data_errors(pool: &str, cfg: &PoolConfig) -> (Verdict, Report) {
     }
 }
 
-/// A running scan as an info finding; its end clears it with the result.
-fn scan_progress(pool: &str, scan: &ScanStats, now: f64) -> (Verdict, Report) {
+/// A running scan as an info finding; its end clears it with the result. A scan that ended
+/// with errors while zpulse watched (`ended_while_watched`: seen running, or its record new
+/// since the last sample, or ended after it) is critical, and one that was canceled is said
+/// (info); either is held until the pool's scan record changes, as `zpool status` goes on
+/// printing it. The same ended before zpulse watched is info, once, so that an agent restart
+/// does not hide it.
+fn scan_result(
+    pool: &str,
+    scan: &ScanStats,
+    now: f64,
+    ended_while_watched: bool,
+) -> (Verdict, Report) {
     let lines = scan_status(scan, now.max(0.0) as u64);
-    if !scan.is_running() {
+    if scan.is_running() {
+        let done = scan.progress().map_or(0.0, |p| p * 100.0);
         let mut report = Report::new(format!("{pool}: {}", lines.join("; ")))
-            .with("errors", scan.errors)
-            .with("repaired_bytes", scan.processed);
-        if scan.is_finished() {
-            report = report.with("seconds", scan.end_time.saturating_sub(scan.start_time));
+            .with("done_pct", round2(done))
+            .with("processed_bytes", scan.processed)
+            .with("errors", scan.errors);
+        if let Some(rate) = scan.issue_rate(now.max(0.0) as u64) {
+            report = report.with("issued_bytes_per_s", rate);
         }
-        return (Verdict::Clear, report);
+        if let Some(left) = scan.seconds_left(now.max(0.0) as u64) {
+            report = report.with("seconds_left", left);
+        }
+        return (Verdict::Holds(Severity::Info), report);
     }
-    let done = scan.progress().map_or(0.0, |p| p * 100.0);
     let mut report = Report::new(format!("{pool}: {}", lines.join("; ")))
-        .with("done_pct", round2(done))
-        .with("processed_bytes", scan.processed)
-        .with("errors", scan.errors);
-    if let Some(rate) = scan.issue_rate(now.max(0.0) as u64) {
-        report = report.with("issued_bytes_per_s", rate);
+        .with("errors", scan.errors)
+        .with("repaired_bytes", scan.processed);
+    if scan.is_finished() {
+        report = report.with("seconds", scan.end_time.saturating_sub(scan.start_time));
     }
-    if let Some(left) = scan.seconds_left(now.max(0.0) as u64) {
-        report = report.with("seconds_left", left);
+    let known_kind = matches!(scan.function.as_str(), "scrub" | "resilver");
+    let before = ", before zpulse started watching";
+    if scan.is_finished() && scan.errors > 0 && known_kind {
+        // pss_errors: blocks the scan read and could not repair from any copy (dsl_scan.c
+        // counts them in dsl_scan_scrub_done: a zio error on a scan read). For a resilver
+        // these are blocks the rebuilt device did not get either.
+        let what = if scan.function == "resilver" {
+            "the resilver could not rebuild these blocks from any copy: data has been lost"
+        } else {
+            "the scrub found blocks no copy could repair: data has been lost"
+        };
+        let (severity, when) = if ended_while_watched {
+            (Severity::Critical, "")
+        } else {
+            (Severity::Info, before)
+        };
+        report.summary = format!("{}{when}; {what}", report.summary);
+        let report = report.advice(format!(
+            "`zpool status -v {pool}` lists the damaged files: restore them from backup (or \
+             delete them), then `zpool scrub {pool}`; replace devices that keep counting \
+             errors"
+        ));
+        return (Verdict::Holds(severity), report);
     }
-    (Verdict::Holds(Severity::Info), report)
+    if scan.state == "canceled" && ended_while_watched {
+        report.summary = format!(
+            "{}: its result is not known, and {pool} was not fully checked",
+            report.summary
+        );
+        let report = report.advice(format!(
+            "Start it again when convenient: `zpool scrub {pool}`"
+        ));
+        return (Verdict::Holds(Severity::Info), report);
+    }
+    (Verdict::Clear, report)
 }
 
 /// One finding per hot spare in use: which device it stands in for.

@@ -566,3 +566,213 @@ fn bad_configs_are_refused_with_the_key() {
         .contains("scrub_max_age")
     );
 }
+
+/// The events of the one sample in which `pool` is the same at `now - 10` and at `now`.
+fn unchanged(pool: Pool, now: f64) -> Vec<Event> {
+    run(
+        &mut check(),
+        vec![snapshot(now - 10.0, pool.clone()), snapshot(now, pool)],
+    )
+    .remove(0)
+}
+
+fn scanned(function: &str, state: &str, start: f64, end: f64, errors: u64) -> Pool {
+    let mut tree = scrubbed(end);
+    tree.config.as_mut().unwrap().scan = Some(ScanStats {
+        function: function.into(),
+        state: state.into(),
+        start_time: start as u64,
+        end_time: end as u64,
+        errors,
+        ..ScanStats::default()
+    });
+    tree
+}
+
+/// Scans that started and ended between two samples, never seen running: the scan record
+/// alone gives their result.
+#[test]
+fn a_scan_that_ran_between_two_samples_gives_its_result_from_the_scan_record() {
+    let now = T0 + 10.0 * DAY;
+    let clean = scrubbed(now - 20.0 * DAY);
+    // A scrub with 3 errors that ran from now-8 s to now-2 s, between the samples at now-10
+    // and now: critical, held while the record stays, cleared by the next clean scrub.
+    let erred = scanned("scrub", "finished", now - 8.0, now - 2.0, 3);
+    let ev = run(
+        &mut check(),
+        vec![
+            snapshot(now - 20.0, clean.clone()),
+            snapshot(now - 10.0, clean.clone()),
+            snapshot(now, erred.clone()),
+            snapshot(now + 10.0, erred.clone()),
+            snapshot(now + 20.0, scrubbed(now + 15.0)),
+        ],
+    );
+    assert!(named(&ev[0], "pool-health.scan").is_empty());
+    let raised = named(&ev[1], "pool-health.scan");
+    assert_eq!(
+        (raised[0].state, raised[0].severity),
+        (Some(State::Raised), Severity::Critical)
+    );
+    assert_eq!(raised[0].data["errors"].as_f64(), Some(3.0));
+    assert!(
+        raised[0].summary.contains("with 3 errors"),
+        "{}",
+        raised[0].summary
+    );
+    assert!(named(&ev[2], "pool-health.scan").is_empty(), "{:?}", ev[2]);
+    assert_eq!(
+        named(&ev[3], "pool-health.scan")[0].state,
+        Some(State::Cleared)
+    );
+
+    // A resilver with errors whose record replaced an older one (start time new) although
+    // its end time is before the previous sample: the record changed, so it ended while
+    // watched.
+    let ev = run(
+        &mut check(),
+        vec![
+            snapshot(now - 20.0, clean.clone()),
+            snapshot(now - 10.0, clean.clone()),
+            snapshot(
+                now,
+                scanned("resilver", "finished", now - 30.0, now - 12.0, 5),
+            ),
+        ],
+    );
+    assert!(named(&ev[0], "pool-health.scan").is_empty());
+    let raised = named(&ev[1], "pool-health.scan");
+    assert_eq!(raised[0].severity, Severity::Critical);
+    assert!(
+        raised[0].summary.contains("resilvered"),
+        "{}",
+        raised[0].summary
+    );
+
+    // A scrub canceled between two samples is said, at info.
+    let ev = run(
+        &mut check(),
+        vec![
+            snapshot(now - 10.0, clean.clone()),
+            snapshot(now, scanned("scrub", "canceled", now - 8.0, now - 2.0, 0)),
+        ],
+    );
+    let said = named(&ev[0], "pool-health.scan");
+    assert_eq!(said[0].severity, Severity::Info);
+    assert!(
+        said[0].summary.contains("scrub canceled on"),
+        "{}",
+        said[0].summary
+    );
+
+    // The same results from before the first sample's interval are from before zpulse
+    // watched: errors are info (said once, not paged), a cancel is not news.
+    let erred_before = scanned("scrub", "finished", now - 40.0, now - 30.0, 3);
+    let ev = unchanged(erred_before, now);
+    let old = named(&ev, "pool-health.scan");
+    assert_eq!(old[0].severity, Severity::Info);
+    assert!(old[0].summary.contains("before zpulse started watching"));
+    let canceled = scanned("scrub", "canceled", now - 30.0, now - 20.0, 0);
+    let ev = unchanged(canceled, now);
+    assert!(named(&ev, "pool-health.scan").is_empty());
+}
+
+/// A resilver replaces the pool's only scan record: the scrub before it still counts for
+/// the scrub age, which goes on from the scrub's end, not the resilver's.
+#[test]
+fn the_last_scrub_is_remembered_when_a_resilver_replaces_the_scan_record() {
+    let now = T0 + 100.0 * DAY;
+    let scrub_end = now - 30.0 * DAY;
+    let resilver = || scanned("resilver", "finished", now - 100.0, now - 5.0, 0);
+    let mut check = check();
+    let ev = run(
+        &mut check,
+        vec![
+            // The check sees the later snapshot of each sample: the scrub at now - 10.
+            snapshot(now - 20.0, scrubbed(scrub_end)),
+            snapshot(now - 10.0, scrubbed(scrub_end)),
+            snapshot(now, resilver()),
+            // Six days on: 36 days since the scrub, 6 since the resilver.
+            snapshot(now + 6.0 * DAY, resilver()),
+        ],
+    );
+    assert!(named(&ev[0], "pool-health.scrub-age").is_empty());
+    assert!(named(&ev[1], "pool-health.scrub-age").is_empty());
+    let aged = named(&ev[2], "pool-health.scrub-age");
+    assert_eq!(aged.len(), 1, "{:?}", ev[2]);
+    assert_eq!(aged[0].severity, Severity::Warning);
+    assert_eq!(aged[0].data["days_since_scrub"].as_f64(), Some(36.0));
+    assert!(
+        aged[0].summary.contains(&ctime_utc(scrub_end as i64))
+            && aged[0].summary.contains("now holds a resilver finished"),
+        "{}",
+        aged[0].summary
+    );
+    // A new check, which never saw the scrub, knows only the resilver.
+    let ev = run(
+        &mut super::PoolHealth::new(Config::default()).unwrap(),
+        vec![
+            snapshot(now, resilver()),
+            snapshot(now + 6.0 * DAY, resilver()),
+        ],
+    );
+    assert!(
+        named(&ev[0], "pool-health.scrub-age").is_empty(),
+        "{:?}",
+        ev[0]
+    );
+}
+
+/// A never-scrubbed pool created since boot (no import time, its root vdev open for
+/// seconds): its age is its root dataset's creation time when the snapshot has it, and
+/// without it the lower bound, said in the finding.
+#[test]
+fn a_never_scrubbed_pool_s_age_comes_from_its_creation_time() {
+    let now = T0 + 100.0 * DAY;
+    let created = |created_at: Option<f64>| {
+        let mut tree = pool(
+            "ONLINE",
+            vec![mirror(leaf("sda", "ONLINE"), leaf("sdb", "ONLINE"))],
+        );
+        tree.created_at = created_at.map(|t| t as u64);
+        tree
+    };
+    let created_at = now - 40.0 * DAY;
+    let ev = unchanged(created(Some(created_at)), now);
+    let aged = named(&ev, "pool-health.scrub-age");
+    assert_eq!(aged.len(), 1, "{:?}", ev);
+    assert_eq!(aged[0].severity, Severity::Warning);
+    assert_eq!(aged[0].data["days_in_use"].as_f64(), Some(40.0));
+    assert_eq!(aged[0].data["age_from"].as_str(), Some("creation"));
+    assert!(
+        aged[0].summary.contains(&format!(
+            "was created 40 days ago ({})",
+            ctime_utc(created_at as i64)
+        )),
+        "{}",
+        aged[0].summary
+    );
+    // Created 10 days ago: not old enough.
+    let ev = unchanged(created(Some(now - 10.0 * DAY)), now);
+    assert!(named(&ev, "pool-health.scrub-age").is_empty());
+    // A creation time in the future (a clock set back, a hostile capture) is an age of zero,
+    // not a panic or a negative age.
+    let mut future = created(None);
+    future.created_at = Some(u64::MAX);
+    assert!(named(&unchanged(future, now), "pool-health.scrub-age").is_empty());
+    // Without a creation time: imported 40 days ago is still known from below, and the
+    // finding says where its age comes from.
+    let mut imported = created(None);
+    imported.config.as_mut().unwrap().loaded_at = Some((now - 40.0 * DAY) as u64);
+    let ev = unchanged(imported, now);
+    let aged = named(&ev, "pool-health.scrub-age");
+    assert!(
+        aged[0].summary.contains("creation time is not known"),
+        "{}",
+        aged[0].summary
+    );
+    assert_eq!(
+        aged[0].data["age_from"].as_str(),
+        Some("import or vdev open (a lower bound)")
+    );
+}

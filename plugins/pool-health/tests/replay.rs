@@ -4,6 +4,7 @@
 
 use zpulse_check_pool_health::{Config, PoolHealth};
 use zpulse_proto::Event;
+use zpulse_proto::sdk::text::ctime_utc;
 use zpulse_proto::sdk::{Severity, State};
 use zpulse_tests::raw::*;
 
@@ -421,15 +422,191 @@ fn a_resilver_that_meets_errors_is_critical_and_data_loss_is_named() {
         num(data.last().unwrap(), "error_count") >= lost as f64,
         "{data:?}"
     );
-    // The scan: raised while it runs, cleared with zpool's own words for the result.
+    // The scan: raised (info) while it runs; its end with errors makes it critical, in
+    // zpool's own words for the result, with zpool's error count.
     let scan = of(&events, "pool-health.scan");
-    assert_eq!(scan[0].state, Some(State::Raised));
-    let cleared = scan.last().unwrap();
-    assert_eq!(cleared.state, Some(State::Cleared));
+    assert_eq!(
+        (scan[0].state, scan[0].severity),
+        (Some(State::Raised), Severity::Info)
+    );
+    let ended = scan.last().unwrap();
+    assert_eq!(
+        (ended.state, ended.severity),
+        (Some(State::Updated), Severity::Critical)
+    );
     assert!(
-        cleared.summary.contains(&end[0]),
+        ended.summary.contains(&end[0]),
         "{} / {}",
-        cleared.summary,
+        ended.summary,
         end[0]
     );
+    assert_eq!(num(ended, "errors"), scan_errors(&end[0]) as f64);
+}
+
+/// N of `zpool status`'s "… with N errors on DATE".
+fn scan_errors(scan_line: &str) -> u64 {
+    scan_line
+        .split(" with ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no error count in {scan_line:?}"))
+}
+
+/// The Unix second between `from` and `to` that `zpool status` prints as `date` (ctime; the
+/// lab VM runs in UTC), found by formatting each second of the window as ctime does.
+fn zpool_date_within(date: &str, from: f64, to: f64) -> i64 {
+    (from.floor() as i64..=to.ceil() as i64)
+        .find(|&t| ctime_utc(t) == date)
+        .unwrap_or_else(|| panic!("{date:?} is not between {from} and {to}"))
+}
+
+/// "00:02:19" as seconds.
+fn hms_secs(text: &str) -> i64 {
+    text.split(':')
+        .map(|n| n.parse::<i64>().unwrap())
+        .fold(0, |acc, n| acc * 60 + n)
+}
+
+/// Copies the capture directories `captures` into a new series directory, as 000, 001, …
+fn series_of(captures: &[&str]) -> tempfile::TempDir {
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            let target = to.join(entry.file_name());
+            if kind.is_dir() {
+                copy(&entry.path(), &target);
+            } else if kind.is_symlink() {
+                let link = std::fs::read_link(entry.path()).unwrap();
+                std::os::unix::fs::symlink(link, target).unwrap();
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (i, rel) in captures.iter().enumerate() {
+        copy(&lab(rel), &dir.path().join(format!("{i:03}")));
+    }
+    dir
+}
+
+/// Seed 003 sampled too slowly: a series of `resilver/resilver/000` (sdb offline, no scan on
+/// record) and `003` (the resilver finished with errors), so the whole resilver ran between
+/// the two samples and the check never saw it running. Its result still comes from the
+/// pool's scan record: critical, with zpool's words and error count.
+#[test]
+fn a_resilver_with_errors_that_ran_entirely_between_two_samples_is_critical() {
+    let (first, last) = ("resilver/resilver/000", "resilver/resilver/003");
+    let before = cli(first, "zpool-status-v.rz1.txt");
+    assert!(zpool_status_scan(&before).is_empty(), "{before}");
+    let end = zpool_status_scan(&cli(last, "zpool-status-v.rz1.txt"));
+    assert!(end[0].starts_with("resilvered "), "{end:?}");
+    let errors = scan_errors(&end[0]);
+    assert!(errors > 0);
+    // "resilvered 305M in 00:02:19 with 758 errors on Tue Dec  1 11:43:53 2026": it started
+    // (end minus its duration) after the first capture was taken.
+    let took = hms_secs(
+        end[0]
+            .split(" in ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap(),
+    );
+    // Its end is a second between the two captures (the search fails otherwise).
+    let ended = zpool_date_within(
+        end[0].split(" errors on ").nth(1).unwrap(),
+        captured_at(&lab(first)),
+        captured_at(&lab(last)),
+    );
+    assert!((ended - took) as f64 > captured_at(&lab(first)), "{end:?}");
+
+    let series = series_of(&[first, last]);
+    let dirs = zpulse_agent::capture::series(series.path()).unwrap();
+    assert_eq!(dirs.len(), 2);
+    let mut check = PoolHealth::new(Config::default()).unwrap();
+    let events: Vec<Event> = replay(&dirs)
+        .iter()
+        .flat_map(|s| check.observe(s))
+        .collect();
+    let scan = of(&events, "pool-health.scan");
+    assert_eq!(scan.len(), 1, "{scan:#?}");
+    assert_eq!(
+        (scan[0].subject.as_str(), scan[0].state, scan[0].severity),
+        ("rz1", Some(State::Raised), Severity::Critical)
+    );
+    assert!(
+        scan[0].summary.contains(&end[0]),
+        "{} / {}",
+        scan[0].summary,
+        end[0]
+    );
+    assert_eq!(num(scan[0], "errors"), errors as f64);
+    assert_eq!(num(scan[0], "seconds"), took as f64);
+}
+
+/// `resilver/age` with a resilver after the scrub: `scrubbed`'s record in the last capture
+/// (002) replaced by a resilver that finished 10 s before it, as the kernel replaces the one
+/// scan record it keeps. The scrub age (40 days, raised at 001) must go on from the scrub's
+/// end, not restart from the resilver's.
+#[test]
+fn a_resilver_after_a_scrub_does_not_reset_the_scrub_age() {
+    use zpulse_proto::snapshot::ScanStats;
+    let scrubbed_scan = zpool_status_scan(&cli("resilver/age/001", "zpool-status.scrubbed.txt"));
+    let at: Vec<f64> = dirs(&["resilver/age"])
+        .iter()
+        .map(|d| captured_at(d))
+        .collect();
+    // The scrub ran just before capture 000 (resilver.sh: `zpool wait -t scrub`, then capa).
+    let scrub_end = zpool_date_within(
+        scrubbed_scan[0].split(" errors on ").nth(1).unwrap(),
+        at[0] - 3600.0,
+        at[0],
+    ) as f64;
+    let mut snaps = snapshots(&["resilver/age"]);
+    let last = snaps.last_mut().unwrap();
+    let pool = last
+        .pools
+        .iter_mut()
+        .find(|p| p.name == "scrubbed")
+        .unwrap();
+    let resilver_end = at[2] as u64 - 10;
+    pool.config.as_mut().unwrap().scan = Some(ScanStats {
+        function: "resilver".into(),
+        state: "finished".into(),
+        start_time: resilver_end - 50,
+        end_time: resilver_end,
+        ..ScanStats::default()
+    });
+
+    let mut check = PoolHealth::new(Config::default()).unwrap();
+    let per_sample: Vec<Vec<Event>> = samples(&snaps).iter().map(|s| check.observe(s)).collect();
+    let aged = |events: &[Event]| -> Vec<Event> {
+        events
+            .iter()
+            .filter(|e| e.check == "pool-health.scrub-age" && e.subject == "scrubbed")
+            .cloned()
+            .collect()
+    };
+    let raised = aged(&per_sample[0]);
+    assert_eq!(raised[0].state, Some(State::Raised));
+    assert_eq!(
+        num(&raised[0], "days_since_scrub"),
+        ((at[1] - scrub_end) / 86_400.0 * 100.0).round() / 100.0
+    );
+    // At 002 the record holds the resilver; the finding stays as it was: no clear.
+    assert!(aged(&per_sample[1]).is_empty(), "{:?}", per_sample[1]);
+
+    // A check that first sees 002 never saw the scrub: it cannot know the age (the control,
+    // showing that the check above kept it from 001).
+    let mut fresh = PoolHealth::new(Config::default()).unwrap();
+    let events: Vec<Event> = samples(&snaps[1..])
+        .iter()
+        .flat_map(|s| fresh.observe(s))
+        .collect();
+    assert!(aged(&events).is_empty(), "{events:?}");
 }

@@ -95,6 +95,7 @@ pub(crate) fn pools_without(
             name: p.name.clone(),
             state: p.state.clone(),
             guid: p.guid,
+            created_at: p.created_at,
             iostats: p.iostats.clone(),
             io: p.io,
             txgs: if has(PART_TXGS) {

@@ -13,6 +13,12 @@ pub struct Pool {
     /// From the `guid` kstat (2.2+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guid: Option<u64>,
+    /// When the pool was created, Unix seconds: its root dataset's `creation` property
+    /// (`ZFS_IOC_OBJSET_STATS`, what `zfs get creation POOL` prints). Absent when it could not
+    /// be read (the snapshot's note says why), for a faulted pool, and in captures made
+    /// before zpulse read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<u64>,
     /// TRIM, ARC and direct-I/O counters (0.8+); writing to it resets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iostats: Option<Kstat>,

@@ -1,5 +1,5 @@
 //! A kernel double for tests above the ioctl layer: answers POOL_CONFIGS with one packed
-//! nvlist and POOL_STATS per pool name with a reply or an errno, the way `put_nvlist` does
+//! nvlist, and POOL_STATS and OBJSET_STATS per name with a reply or an errno, the way `put_nvlist` does
 //! (ENOMEM with the needed size when the caller's buffer is too small).
 
 use super::Platform;
@@ -12,6 +12,8 @@ pub struct FakeKernel {
     pub configs: Vec<u8>,
     /// Pool name → the packed reply, or the errno the ioctl fails with.
     pub stats: BTreeMap<String, Result<Vec<u8>, i32>>,
+    /// Dataset name → the packed OBJSET_STATS reply, or the errno; ENOENT when not listed.
+    pub objsets: BTreeMap<String, Result<Vec<u8>, i32>>,
 }
 
 impl Ioctl for FakeKernel {
@@ -35,11 +37,18 @@ impl Ioctl for FakeKernel {
                 bytes[p.cookie()..p.cookie() + 8].copy_from_slice(&1u64.to_ne_bytes());
                 self.configs.clone()
             }
-            Request::PoolStats => match self.stats.get(&name) {
-                Some(Ok(r)) => r.clone(),
-                Some(Err(errno)) => return Err(*errno),
-                None => return Err(libc::ENOENT),
-            },
+            Request::PoolStats | Request::ObjsetStats => {
+                let replies = if request == Request::PoolStats {
+                    &self.stats
+                } else {
+                    &self.objsets
+                };
+                match replies.get(&name) {
+                    Some(Ok(r)) => r.clone(),
+                    Some(Err(errno)) => return Err(*errno),
+                    None => return Err(libc::ENOENT),
+                }
+            }
             Request::EventsNext | Request::EventsSeek => return Err(libc::ENOTTY),
         };
         bytes[p.nvlist_dst_size()..p.nvlist_dst_size() + 8]

@@ -13,14 +13,15 @@ pub enum Platform {
     Freebsd,
 }
 
-/// `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS` are entries 4 and 5 of the ioctl table;
-/// `ZFS_IOC_EVENTS_NEXT` and `ZFS_IOC_EVENTS_SEEK` entries 0x81 and 0x83, the first of the
+/// `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS` are entries 4 and 5 of the ioctl table,
+/// `ZFS_IOC_OBJSET_STATS` entry 0x12; `ZFS_IOC_EVENTS_NEXT` and `ZFS_IOC_EVENTS_SEEK` entries 0x81 and 0x83, the first of the
 /// platform range (`ZFS_IOC_PLATFORM = ZFS_IOC_FIRST + 0x80`, `include/sys/fs/zfs.h`), which
 /// `zfs_ioctl_init` registers on every platform, FreeBSD included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Request {
     PoolConfigs,
     PoolStats,
+    ObjsetStats,
     EventsNext,
     EventsSeek,
 }
@@ -113,6 +114,7 @@ impl Platform {
         let index: u64 = match request {
             Request::PoolConfigs => 4,
             Request::PoolStats => 5,
+            Request::ObjsetStats => 0x12,
             Request::EventsNext => 0x81,
             Request::EventsSeek => 0x83,
         };
@@ -198,6 +200,12 @@ impl CmdBuffer {
         self.bytes.is_empty()
     }
 
+    /// Sets `zc_cookie` as a kernel would on its way out.
+    #[cfg(test)]
+    pub(crate) fn set_cookie_for_test(&mut self, value: u64) {
+        self.put(self.platform.cookie(), value);
+    }
+
     #[cfg(test)]
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.bytes
@@ -246,6 +254,9 @@ mod tests {
         assert_eq!(Platform::Linux.request(Request::PoolStats), 0x5A05);
         assert_eq!(Platform::Freebsd.request(Request::PoolConfigs), 0xC018_5A04);
         assert_eq!(Platform::Freebsd.request(Request::PoolStats), 0xC018_5A05);
+        // Commented `0x5a12` beside ZFS_IOC_OBJSET_STATS in include/sys/fs/zfs.h (2.1.11).
+        assert_eq!(Platform::Linux.request(Request::ObjsetStats), 0x5A12);
+        assert_eq!(Platform::Freebsd.request(Request::ObjsetStats), 0xC018_5A12);
         assert_eq!(Platform::Linux.request(Request::EventsNext), 0x5A81);
         assert_eq!(Platform::Linux.request(Request::EventsSeek), 0x5A83);
         assert_eq!(Platform::Freebsd.request(Request::EventsNext), 0xC018_5A81);

@@ -1,5 +1,6 @@
 //! Per-pool statistics from `/dev/zfs`: the `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS`
-//! ioctls, the same calls `zpool status`/`zpool iostat` make through libzfs, issued directly.
+//! ioctls, the same calls `zpool status`/`zpool iostat` make through libzfs, issued directly,
+//! and `ZFS_IOC_OBJSET_STATS` of each pool's root dataset (its `creation`: the pool's age).
 //!
 //! * [`layout`] — where the fields of `zfs_cmd_t` and FreeBSD's `zfs_iocparm_t` sit, per OS
 //!   (pure, tested on Linux for both systems).
@@ -21,6 +22,6 @@ pub mod protocol;
 
 pub use layout::Platform;
 pub use protocol::{
-    Ioctl, IoctlError, PoolConfigs, PoolStats, STATS_START, pool_configs, pool_stats,
+    Ioctl, IoctlError, PoolConfigs, PoolStats, STATS_START, objset_stats, pool_configs, pool_stats,
     pool_stats_into, stats_buffer_after,
 };

@@ -171,9 +171,7 @@ pub fn pool_stats_into(
     start: usize,
     buffer: Vec<u8>,
 ) -> Result<PoolStats, IoctlError> {
-    if pool.contains('\0') || pool.len() >= dev.platform().name_capacity() {
-        return Err(IoctlError::BadPoolName(pool.to_string()));
-    }
+    refuse_unfit_name(dev, pool)?;
     let start = start.clamp(1, MAX_REPLY);
     match call_growing(dev, Request::PoolStats, pool, 0, start, buffer, &|_| {}) {
         Ok((packed, cmd)) => {
@@ -187,6 +185,46 @@ pub fn pool_stats_into(
         Err(IoctlError::Errno { errno, .. }) if errno == libc::ENOENT || errno == libc::EINVAL => {
             Err(IoctlError::PoolGone(pool.to_string()))
         }
+        Err(e) => Err(e),
+    }
+}
+
+/// A name with a NUL, or too long for `zc_name` with its terminator, never reaches the kernel.
+fn refuse_unfit_name(dev: &dyn Ioctl, name: &str) -> Result<(), IoctlError> {
+    if name.contains('\0') || name.len() >= dev.platform().name_capacity() {
+        return Err(IoctlError::BadPoolName(name.to_string()));
+    }
+    Ok(())
+}
+
+/// The first buffer of an OBJSET_STATS call: a root dataset's properties pack into a few
+/// KiB (one nvlist per property, `dsl_prop_get_all` and `dsl_dataset_stats`); a dataset with
+/// many user properties makes the kernel ask for more.
+const OBJSET_STATS_START: usize = 16 << 10;
+
+/// The properties of dataset `name` (`ZFS_IOC_OBJSET_STATS`, `zfs_ioc_objset_stats` in
+/// module/zfs/zfs_ioctl.c: `dsl_prop_get_all`, then `dmu_objset_stats` adds the statistics
+/// such as `creation`), as the packed nvlist `{property → {value, source}}` that `zfs get`
+/// reads through libzfs (`get_stats_ioctl`, lib/libzfs/libzfs_dataset.c). A read ioctl
+/// (`zfs_secpolicy_read`: any process in the global zone).
+pub fn objset_stats(dev: &mut dyn Ioctl, name: &str) -> Result<Vec<u8>, IoctlError> {
+    refuse_unfit_name(dev, name)?;
+    match call_growing(
+        dev,
+        Request::ObjsetStats,
+        name,
+        0,
+        OBJSET_STATS_START,
+        Vec::new(),
+        &|_| {},
+    ) {
+        Ok((packed, _)) => Ok(packed),
+        // zfs_secpolicy_read answers ENOENT too for a dataset this jail or zone cannot see.
+        Err(IoctlError::Errno { errno, .. }) if errno == libc::ENOENT => Err(IoctlError::Refused {
+            call: "ZFS_IOC_OBJSET_STATS",
+            why: "no such dataset visible here (the pool was exported or destroyed, or this \
+                  jail or zone does not see it)",
+        }),
         Err(e) => Err(e),
     }
 }
@@ -209,6 +247,7 @@ pub(super) fn call_growing(
     let call = match request {
         Request::PoolConfigs => "ZFS_IOC_POOL_CONFIGS",
         Request::PoolStats => "ZFS_IOC_POOL_STATS",
+        Request::ObjsetStats => "ZFS_IOC_OBJSET_STATS",
         Request::EventsNext => "ZFS_IOC_EVENTS_NEXT",
         Request::EventsSeek => "ZFS_IOC_EVENTS_SEEK",
     };
@@ -386,6 +425,35 @@ mod tests {
         k.errno = Some(libc::ENOENT);
         let e = pool_stats(&mut k, "gone", STATS_START).unwrap_err();
         assert_eq!(e.to_string(), "pool gone disappeared while being read");
+    }
+
+    /// OBJSET_STATS follows the same ENOMEM protocol from its own first buffer (16 KiB), with
+    /// no cookie; a dataset that is gone or hidden (ENOENT) is said so; unfit names never reach
+    /// the kernel.
+    #[test]
+    fn objset_stats_grows_like_the_pool_calls_and_names_a_missing_dataset() {
+        let mut k = kernel(20_000);
+        assert_eq!(objset_stats(&mut k, "tank").unwrap(), k.reply);
+        assert_eq!(
+            k.calls,
+            [
+                (Request::ObjsetStats, 16_384, 0),
+                (Request::ObjsetStats, 32_768, 0)
+            ]
+        );
+        k.errno = Some(libc::ENOENT);
+        let e = objset_stats(&mut k, "gone").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("ZFS_IOC_OBJSET_STATS: no such dataset visible here"),
+            "{e}"
+        );
+        k.calls.clear();
+        assert!(matches!(
+            objset_stats(&mut k, "a\0b"),
+            Err(IoctlError::BadPoolName(_))
+        ));
+        assert!(k.calls.is_empty());
     }
 
     #[test]

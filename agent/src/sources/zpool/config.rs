@@ -30,6 +30,15 @@ mod vs {
     pub const MIN_LEN: usize = 23;
 }
 
+/// The `creation` property (Unix seconds) in a dataset's OBJSET_STATS reply: the nvlist
+/// `{property name → {"value": …, "source": …}}` (`dsl_prop_nvlist_add_uint64`,
+/// module/zfs/dsl_prop.c; `creation` is added by `dsl_dataset_stats`,
+/// module/zfs/dsl_dataset.c, from the dataset's `ds_creation_time`). A pool's root dataset
+/// is created with the pool (`dsl_pool_create`), so this is when the pool was created.
+pub fn creation_time(props: &NvList) -> Option<u64> {
+    props.nvlist("creation")?.u64("value").filter(|&t| t > 0)
+}
+
 /// The pool's config with statistics. `error` is the ioctl's `zc_cookie`.
 ///
 /// The vdevs' statistics arrays are moved out of `config` into the tree, not copied.

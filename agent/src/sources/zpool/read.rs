@@ -14,6 +14,9 @@ use zpulse_proto::snapshot::Pool;
 
 pub const CONFIGS_FILE: &str = "zfs-ioctl/pool_configs.nvlist";
 pub const STATS_DIR: &str = "zfs-ioctl/pool_stats";
+/// Each pool's root dataset's `ZFS_IOC_OBJSET_STATS` reply, `<pool>.nvlist`: its `creation`
+/// is the pool's creation time. Captures made before zpulse read it have none.
+pub const OBJSET_STATS_DIR: &str = "zfs-ioctl/objset_stats";
 /// `link target` per line: how the capture's device links resolved, since a capture holds
 /// no `/dev`.
 pub const LINKS_FILE: &str = "zfs-ioctl/device-links";
@@ -35,6 +38,15 @@ pub struct RawPool {
     /// `zc_cookie`: the pool's real error.
     pub error: u64,
     pub altroot: Option<String>,
+    /// `pool_guid` from POOL_CONFIGS (live rounds only).
+    pub guid: Option<u64>,
+    /// The root dataset's OBJSET_STATS reply (its properties), when it was read; why not,
+    /// when it failed. `None`: not asked (a faulted pool, or its creation time kept), or a
+    /// capture without it.
+    pub root_dataset: Option<Result<Vec<u8>, String>>,
+    /// The creation time a live reader kept for this pool (same name and guid) from an
+    /// earlier round, when OBJSET_STATS was therefore not asked.
+    pub kept_created_at: Option<u64>,
 }
 
 /// What a reader keeps of its last round of POOL_STATS replies: each pool's reply itself.
@@ -47,12 +59,30 @@ pub struct RawPool {
 /// at 5,000 disks 15,000 page faults and two thirds of the cost of reading the files
 /// (measured: 27.6 ms against 8.5 ms with one buffer kept). A pool no longer listed is
 /// forgotten.
+///
+/// And each pool's creation time with the pool guid it was read for: it never changes for a
+/// pool, so a live reader asks OBJSET_STATS (which makes the kernel gather every property of
+/// the root dataset, `dsl_prop_get_all`) once per pool rather than every interval; a pool
+/// destroyed and created again under its name has a new guid and is asked again.
 #[derive(Debug, Default)]
-pub struct KeptReplies(Mutex<HashMap<String, Vec<u8>>>);
+pub struct KeptReplies {
+    replies: Mutex<HashMap<String, Vec<u8>>>,
+    /// Pool name → (pool guid, creation time).
+    creations: Mutex<HashMap<String, (u64, u64)>>,
+}
 
 impl KeptReplies {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<u8>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.replies.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The creation time kept for pool `name` when it was read for the pool with `guid`.
+    fn creation(&self, name: &str, guid: u64) -> Option<u64> {
+        let creations = self.creations.lock().unwrap_or_else(|p| p.into_inner());
+        creations
+            .get(name)
+            .filter(|(kept_guid, _)| *kept_guid == guid)
+            .map(|(_, created_at)| *created_at)
     }
 
     /// Pool `name`'s last reply, taken out (empty when there is none).
@@ -60,8 +90,17 @@ impl KeptReplies {
         self.lock().remove(name).unwrap_or_default()
     }
 
-    /// Keeps this round's replies for the next, and only them.
-    fn keep(&self, pools: Vec<RawPool>) {
+    /// Keeps this round's replies for the next, and only them, and the creation time `snap`
+    /// has for each pool whose guid is known.
+    fn keep(&self, pools: Vec<RawPool>, snap: &Snapshot) {
+        let creations: HashMap<String, (u64, u64)> = pools
+            .iter()
+            .filter_map(|p| {
+                let created_at = snap.pool(&p.name)?.created_at?;
+                Some((p.name.clone(), (p.guid?, created_at)))
+            })
+            .collect();
+        *self.creations.lock().unwrap_or_else(|p| p.into_inner()) = creations;
         *self.lock() = pools.into_iter().map(|p| (p.name, p.packed)).collect();
     }
 }
@@ -87,21 +126,33 @@ fn fetch(dev: &mut dyn Ioctl, kept: Option<&KeptReplies>) -> Result<RawReplies, 
         // Generation 0 always returns data; "unchanged" would be a kernel bug.
         PoolConfigs::Unchanged => return Err("ZFS_IOC_POOL_CONFIGS returned no data".into()),
     };
-    let names =
-        config::pool_names(&nvlist::decode(&configs).map_err(|e| format!("pool list: {e}"))?);
+    let listed = nvlist::decode(&configs).map_err(|e| format!("pool list: {e}"))?;
+    let names = config::pool_names(&listed);
     let mut pools = Vec::new();
     let mut failed = Vec::new();
     for name in names {
+        let guid = listed.nvlist(&name).and_then(|c| c.u64("pool_guid"));
         // No reply kept: an empty one, and stats_buffer_after(0) is the first buffer.
         let last = kept.map(|k| k.take(&name)).unwrap_or_default();
         let start = zfs_ioctl::stats_buffer_after(last.len());
         match zfs_ioctl::pool_stats_into(dev, &name, start, last) {
-            Ok(s) => pools.push(RawPool {
-                name,
-                packed: s.packed,
-                error: s.error,
-                altroot: s.altroot,
-            }),
+            Ok(s) => {
+                let kept_created_at = kept.zip(guid).and_then(|(k, g)| k.creation(&name, g));
+                // A pool that could not be opened (its error in zc_cookie) has no dataset to
+                // hold: asking would fail every interval.
+                // The name passed POOL_STATS, so each error left names ZFS_IOC_OBJSET_STATS.
+                let root_dataset = (s.error == 0 && kept_created_at.is_none())
+                    .then(|| zfs_ioctl::objset_stats(dev, &name).map_err(|e| e.to_string()));
+                pools.push(RawPool {
+                    name,
+                    packed: s.packed,
+                    error: s.error,
+                    altroot: s.altroot,
+                    guid,
+                    root_dataset,
+                    kept_created_at,
+                })
+            }
             // Exported or destroyed between the two calls (ENOENT): simply not there any more.
             Err(zfs_ioctl::IoctlError::PoolGone(_)) => {}
             // One pool's failure costs that pool only.
@@ -145,11 +196,21 @@ pub fn load_captured(
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
+        let props = format!("{OBJSET_STATS_DIR}/{name}.nvlist");
+        let root_dataset = match root.read(&props) {
+            Ok(b) => Some(Ok(b)),
+            // A capture from before the reply was recorded, or of a pool it was not read for.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(format!("{props}: {e}"))),
+        };
         pools.push(RawPool {
             name,
             packed,
             error,
             altroot: None,
+            guid: None,
+            root_dataset,
+            kept_created_at: None,
         });
     }
     Ok(Some(RawReplies {
@@ -192,9 +253,37 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
         };
         join_disks(&mut cfg.root, &join::DiskIndex::new(&snap.disks), resolve);
         record_roles(&rp.name, &cfg, &mut snap.disks);
-        pool_entry(snap, &rp.name).config = Some(cfg);
+        let created_at = rp.kept_created_at.or_else(|| {
+            rp.root_dataset
+                .as_ref()
+                .and_then(|reply| creation_of(&rp.name, reply, snap))
+        });
+        let pool = pool_entry(snap, &rp.name);
+        pool.config = Some(cfg);
+        pool.created_at = created_at;
     }
     snap.pools.sort_by(|a, b| a.name.cmp(&b.name));
+}
+
+/// The creation time in pool `name`'s root dataset's OBJSET_STATS `reply`; a reply that
+/// failed, does not decode or has no `creation` is a note, and costs only that figure.
+fn creation_of(name: &str, reply: &Result<Vec<u8>, String>, snap: &mut Snapshot) -> Option<u64> {
+    let source = format!("{OBJSET_STATS_DIR}/{name}");
+    let why = match reply {
+        Err(why) => why.clone(),
+        Ok(bytes) => match nvlist::decode(bytes) {
+            Ok(props) => match config::creation_time(&props) {
+                Some(t) => return Some(t),
+                None => "the reply has no creation property".to_string(),
+            },
+            Err(e) => format!("the reply does not decode: {e}"),
+        },
+    };
+    snap.note(
+        source,
+        format!("pool {name}: its creation time is not known this sample: {why}"),
+    );
+    None
 }
 
 /// The snapshot's pool of that name, added when the kstats did not list it.
@@ -277,7 +366,8 @@ pub fn captured_links(root: &Root) -> Vec<(String, String)> {
 }
 
 /// Records live replies in a capture as the files [`load_captured`] and [`captured_links`]
-/// read: the POOL_CONFIGS reply, each pool's POOL_STATS reply and its error when not 0, and
+/// read: the POOL_CONFIGS reply, each pool's POOL_STATS reply and its error when not 0, its
+/// root dataset's OBJSET_STATS reply (or its failure, reported), and
 /// each device link the join resolved to another path. A pool whose POOL_STATS failed is
 /// reported, not captured.
 fn record_live(recorder: &Recorder, raw: &RawReplies, links: &BTreeMap<String, String>) {
@@ -287,6 +377,12 @@ fn record_live(recorder: &Recorder, raw: &RawReplies, links: &BTreeMap<String, S
         recorder.file(&format!("{base}.nvlist"), &pool.packed);
         if pool.error != 0 {
             recorder.file(&format!("{base}.error"), pool.error.to_string().as_bytes());
+        }
+        let props = format!("{OBJSET_STATS_DIR}/{}", pool.name);
+        match &pool.root_dataset {
+            Some(Ok(reply)) => recorder.file(&format!("{props}.nvlist"), reply),
+            Some(Err(why)) => recorder.failure(&props, why.clone()),
+            None => {}
         }
     }
     for (name, why) in &raw.failed {
@@ -374,7 +470,7 @@ pub fn read(
     };
     // The snapshot owns what it took from the replies: their memory takes the next ones.
     if let (Some(kept), Some(raw)) = (kept, raw) {
-        kept.keep(raw.pools);
+        kept.keep(raw.pools, snap);
     }
 }
 
@@ -399,6 +495,27 @@ mod tests {
         for n in names {
             list.push(*n, NvValue::NvList(NvList::new()));
         }
+        encode(&list, Endian::Little)
+    }
+
+    /// Creation times given to the doubles' root datasets.
+    const DEG_CREATED: u64 = 1_796_040_000;
+    const RZ_CREATED: u64 = 1_796_050_000;
+
+    /// An OBJSET_STATS reply as `zfs_ioc_objset_stats` builds it (module/zfs/zfs_ioctl.c):
+    /// one nvlist per property, `{"value": …}` and, for a property set or inherited, its
+    /// `"source"` (`dsl_prop_nvlist_add_uint64` in module/zfs/dsl_prop.c, `dsl_prop_get_all`);
+    /// `creation` among the statistics `dsl_dataset_stats` adds.
+    fn root_props(creation: u64) -> Vec<u8> {
+        let prop = |value: u64| NvList::new().with("value", NvValue::Uint64(value));
+        let list = NvList::new()
+            .with(
+                "compression",
+                NvValue::NvList(prop(15).with("source", NvValue::String("tank".into()))),
+            )
+            .with("type", NvValue::NvList(prop(2)))
+            .with("creation", NvValue::NvList(prop(creation)))
+            .with("createtxg", NvValue::NvList(prop(1)));
         encode(&list, Endian::Little)
     }
 
@@ -448,6 +565,7 @@ mod tests {
             inner: FakeKernel {
                 configs: configs(&["tank"]),
                 stats: BTreeMap::from([("tank".to_string(), Ok(tank.clone()))]),
+                objsets: BTreeMap::from([("tank".to_string(), Ok(root_props(1_700_000_000)))]),
             },
             stats_buffers: Vec::new(),
         };
@@ -457,7 +575,7 @@ mod tests {
         assert_eq!(kernel.stats_buffers, [65_536, 131_072]);
         assert_eq!(first.pools[0].packed, tank);
         let memory = first.pools[0].packed.as_ptr();
-        kept.keep(first.pools);
+        kept.keep(first.pools, &Snapshot::default());
         kernel.stats_buffers.clear();
         let second = fetch(&mut kernel, Some(&kept)).unwrap();
         assert_eq!(
@@ -471,7 +589,7 @@ mod tests {
             memory,
             "the kept reply's memory took the new one"
         );
-        kept.keep(second.pools);
+        kept.keep(second.pools, &Snapshot::default());
         // Without a memory (a capture's full read), every round starts small.
         kernel.stats_buffers.clear();
         fetch(&mut kernel, None).unwrap();
@@ -479,7 +597,7 @@ mod tests {
         // An exported pool is forgotten: imported again, it starts from the first buffer.
         kernel.inner.configs = configs(&[]);
         let none = fetch(&mut kernel, Some(&kept)).unwrap();
-        kept.keep(none.pools);
+        kept.keep(none.pools, &Snapshot::default());
         kernel.inner.configs = configs(&["tank"]);
         kernel.stats_buffers.clear();
         fetch(&mut kernel, Some(&kept)).unwrap();
@@ -543,6 +661,10 @@ mod tests {
                 // "gone": exported between the two calls, so POOL_STATS answers ENOENT.
                 ("rz".to_string(), Ok(real_reply("rz"))),
             ]),
+            objsets: BTreeMap::from([
+                ("deg".to_string(), Ok(root_props(DEG_CREATED))),
+                ("rz".to_string(), Ok(root_props(RZ_CREATED))),
+            ]),
         };
         let raw = fetch(&mut kernel, None).unwrap();
         let mut snap = Snapshot::default();
@@ -553,8 +675,11 @@ mod tests {
             top_names(&snap, "rz"),
             ["raidz2-0", "mirror-1", "loop0", "/var/tmp/v/f6"]
         );
+        assert_eq!(snap.pool("deg").unwrap().created_at, Some(DEG_CREATED));
+        assert_eq!(snap.pool("rz").unwrap().created_at, Some(RZ_CREATED));
         let broken = snap.pool("broken").expect("a failed pool is still listed");
         assert!(broken.config.is_none());
+        assert_eq!(broken.created_at, None);
         assert!(
             snap.pool("gone").is_none(),
             "an exported pool is simply not there"
@@ -611,6 +736,11 @@ mod tests {
                 ("broken".to_string(), Err(libc::EIO)),
                 ("rz".to_string(), Ok(real_reply("rz"))),
             ]),
+            objsets: BTreeMap::from([
+                ("deg".to_string(), Ok(root_props(DEG_CREATED))),
+                // rz's properties cannot be read: its creation time is not captured.
+                ("rz".to_string(), Err(libc::EIO)),
+            ]),
         };
         let disk = |name: &str| zpulse_proto::snapshot::Disk {
             name: name.to_string(),
@@ -632,7 +762,14 @@ mod tests {
         let recording = recorder.take();
         assert_eq!(
             recording.failed.keys().collect::<Vec<_>>(),
-            [&format!("{STATS_DIR}/broken")]
+            [
+                &format!("{OBJSET_STATS_DIR}/rz"),
+                &format!("{STATS_DIR}/broken")
+            ]
+        );
+        assert_eq!(
+            recording.files[&format!("{OBJSET_STATS_DIR}/deg.nvlist")],
+            root_props(DEG_CREATED)
         );
         assert_eq!(
             String::from_utf8_lossy(&recording.files[LINKS_FILE]),
@@ -662,5 +799,177 @@ mod tests {
             ("sda", Some("dm-0"))
         );
         assert!(live.pool("broken").unwrap().config.is_none());
+        assert_eq!(live.pool("deg").unwrap().created_at, Some(DEG_CREATED));
+        // rz's failed read is a note live; its capture simply has no reply for it.
+        assert_eq!(live.pool("rz").unwrap().created_at, None);
+        assert!(
+            live.issues
+                .iter()
+                .any(|i| i.source == format!("{OBJSET_STATS_DIR}/rz")
+                    && i.message.contains("creation time is not known")),
+            "{:?}",
+            live.issues
+        );
+    }
+
+    /// A POOL_CONFIGS reply naming these pools, each config with its `pool_guid` (as
+    /// `spa_all_configs` sends it).
+    fn configs_with_guids(pools: &[(&str, u64)]) -> Vec<u8> {
+        let mut list = NvList::new();
+        for (name, guid) in pools {
+            let config = NvList::new().with("pool_guid", NvValue::Uint64(*guid));
+            list.push(*name, NvValue::NvList(config));
+        }
+        encode(&list, Endian::Little)
+    }
+
+    /// Answers as the double it wraps and logs each request; with `pool_error`, POOL_STATS
+    /// comes back with that error in `zc_cookie`, as `spa_get_stats` answers for a pool it
+    /// could not open.
+    struct Logged {
+        kernel: FakeKernel,
+        requests: Vec<zfs_ioctl::layout::Request>,
+        pool_error: Option<u64>,
+    }
+
+    impl Logged {
+        fn new(kernel: FakeKernel) -> Logged {
+            Logged {
+                kernel,
+                requests: Vec::new(),
+                pool_error: None,
+            }
+        }
+
+        fn objset_calls(&self) -> usize {
+            let objset = zfs_ioctl::layout::Request::ObjsetStats;
+            self.requests.iter().filter(|r| **r == objset).count()
+        }
+    }
+
+    impl Ioctl for Logged {
+        fn platform(&self) -> Platform {
+            self.kernel.platform()
+        }
+        fn call(
+            &mut self,
+            request: zfs_ioctl::layout::Request,
+            cmd: &mut zfs_ioctl::layout::CmdBuffer,
+        ) -> Result<(), i32> {
+            self.requests.push(request);
+            let answer = self.kernel.call(request, cmd);
+            if let Some(error) = self.pool_error
+                && request == zfs_ioctl::layout::Request::PoolStats
+            {
+                cmd.set_cookie_for_test(error);
+            }
+            answer
+        }
+    }
+
+    /// A live reader that keeps its replies asks a pool's root dataset once: the creation
+    /// time is kept with the pool guid, and asked again for a pool created anew under the same
+    /// name (another guid). A reader that keeps nothing (a capture being made) asks each time.
+    #[test]
+    fn a_live_reader_asks_each_pool_s_creation_time_once() {
+        let mut kernel = Logged::new(FakeKernel {
+            configs: configs_with_guids(&[("deg", 7)]),
+            stats: BTreeMap::from([("deg".to_string(), Ok(real_reply("deg")))]),
+            objsets: BTreeMap::from([("deg".to_string(), Ok(root_props(DEG_CREATED)))]),
+        });
+        let kept = KeptReplies::default();
+        let round = |kernel: &mut Logged, kept: Option<&KeptReplies>| {
+            let raw = fetch(kernel, kept).unwrap();
+            let mut snap = Snapshot::default();
+            apply(&raw, &mut snap, &|_| None);
+            if let Some(kept) = kept {
+                kept.keep(raw.pools, &snap);
+            }
+            snap.pool("deg").unwrap().created_at
+        };
+        assert_eq!(round(&mut kernel, Some(&kept)), Some(DEG_CREATED));
+        assert_eq!(round(&mut kernel, Some(&kept)), Some(DEG_CREATED));
+        assert_eq!(kernel.objset_calls(), 1, "asked once");
+        // Destroyed and created again between two rounds: a new guid and a new creation.
+        kernel.kernel.configs = configs_with_guids(&[("deg", 8)]);
+        kernel.kernel.objsets = BTreeMap::from([("deg".to_string(), Ok(root_props(RZ_CREATED)))]);
+        assert_eq!(round(&mut kernel, Some(&kept)), Some(RZ_CREATED));
+        assert_eq!(kernel.objset_calls(), 2);
+        assert_eq!(round(&mut kernel, None), Some(RZ_CREATED));
+        assert_eq!(round(&mut kernel, None), Some(RZ_CREATED));
+        assert_eq!(
+            kernel.objset_calls(),
+            4,
+            "without a memory, every round asks"
+        );
+    }
+
+    /// A pool whose POOL_STATS `zc_cookie` carries an error could not be opened: its root
+    /// dataset is not asked for (the call would fail every interval).
+    #[test]
+    fn a_faulted_pool_s_root_dataset_is_not_asked_for() {
+        let mut kernel = Logged::new(FakeKernel {
+            configs: configs(&["deg"]),
+            stats: BTreeMap::from([("deg".to_string(), Ok(real_reply("deg")))]),
+            objsets: BTreeMap::from([("deg".to_string(), Ok(root_props(DEG_CREATED)))]),
+        });
+        kernel.pool_error = Some(libc::ENXIO as u64);
+        let raw = fetch(&mut kernel, None).unwrap();
+        assert_eq!(raw.pools[0].error, libc::ENXIO as u64);
+        assert!(raw.pools[0].root_dataset.is_none());
+        assert_eq!(kernel.objset_calls(), 0);
+    }
+
+    /// Replies that are not what `zfs_ioc_objset_stats` sends — cut short, garbage, without
+    /// `creation`, `creation` of another type — cost only the creation time, with a note.
+    #[test]
+    fn a_bad_root_dataset_reply_costs_only_the_creation_time() {
+        let good = root_props(DEG_CREATED);
+        let wrong_type = encode(
+            &NvList::new().with(
+                "creation",
+                NvValue::NvList(NvList::new().with("value", NvValue::String("x".into()))),
+            ),
+            Endian::Little,
+        );
+        let flat = encode(
+            &NvList::new().with("creation", NvValue::Uint64(DEG_CREATED)),
+            Endian::Little,
+        );
+        for (what, reply) in [
+            ("truncated", good[..good.len() / 2].to_vec()),
+            ("garbage", vec![0xff; 40]),
+            ("empty", Vec::new()),
+            ("no creation", encode(&NvList::new(), Endian::Little)),
+            ("wrong type", wrong_type),
+            ("not a property list", flat),
+        ] {
+            let raw = RawReplies {
+                configs: configs(&["deg"]),
+                pools: vec![RawPool {
+                    name: "deg".into(),
+                    packed: real_reply("deg"),
+                    error: 0,
+                    altroot: None,
+                    guid: None,
+                    root_dataset: Some(Ok(reply)),
+                    kept_created_at: None,
+                }],
+                failed: Vec::new(),
+            };
+            let mut snap = Snapshot::default();
+            apply(&raw, &mut snap, &|_| None);
+            let deg = snap.pool("deg").unwrap();
+            assert!(deg.config.is_some(), "{what}");
+            assert_eq!(deg.created_at, None, "{what}");
+            assert_eq!(snap.issues.len(), 1, "{what}: {:?}", snap.issues);
+            assert!(
+                snap.issues[0]
+                    .message
+                    .contains("creation time is not known"),
+                "{what}: {:?}",
+                snap.issues
+            );
+        }
     }
 }
