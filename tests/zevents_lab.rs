@@ -214,6 +214,30 @@ fn the_captures_hold_every_event_once_and_lose_none() {
     );
 }
 
+/// `fixtures/lab/events-overflow`: the queue held to 16 events, 60 posted between two
+/// captures.
+#[test]
+fn what_the_queue_dropped_before_the_cursor_read_it_is_counted() {
+    let series = fixture("lab/events-overflow/series");
+    let dirs = capture::series(&series).unwrap();
+    let before = capture::load_zevents(&dirs[0]);
+    let after = capture::load_zevents(&dirs[1]);
+    let kept = before
+        .events
+        .last()
+        .expect("the first capture's events")
+        .eid;
+    // zpool events, reading the queue afresh, printed the 16 it still held.
+    let listed = zpool_events(&dirs[1].join("cli/zpool-events-v.txt"));
+    assert!(listed.len() <= 16, "{} listed", listed.len());
+    let oldest = *listed.keys().next().unwrap();
+    // The capture read those it could, and counted every id between its kept cursor and
+    // the oldest still queued as missing.
+    assert_eq!(after.events.first().map(|e| e.eid), Some(oldest));
+    assert_eq!(after.missing, oldest - kept - 1);
+    assert!(after.missing > 0);
+}
+
 #[test]
 fn a_reader_beside_zed_and_zpool_events_sees_every_event_and_takes_none() {
     let follow = std::fs::read_to_string(lab().join("follow.jsonl")).unwrap();
