@@ -632,3 +632,86 @@ fn an_idle_queue_costs_no_call() {
         .collect();
     assert!(during.is_empty(), "calls while idle: {during:?}");
 }
+
+/// The kernel events of a replayed series, sent by `zpulse run`'s Forward sink to a real
+/// `zpulse-collector`: stored under kind `zevent`, each once, and listed on the host's page.
+#[test]
+fn the_collector_stores_and_shows_the_kernel_events() {
+    use zpulse_tests::peer::{Collector, http_get};
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
+    let collector_bin = zpulse_tests::build_bin("zpulse-collector", "zpulse-collector");
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("events.db");
+    let (_collector, port, http) = Collector::serve(&collector_bin, &db);
+    let config = tmp.path().join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "hostname = \"nas-events\"\n[plugins]\ndirs = []\n{}\n[history]\nenabled = false\n\
+             [[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = {:?}\n",
+            disable_checks_but(&["zevents"]),
+            tmp.path().join("spool").display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .arg("--plugin")
+        .arg(profile.join(CHECKS_LIBRARY))
+        .arg("--replay")
+        .arg(lab().join("flap"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out = Command::new(&collector_bin)
+        .args([
+            "query", "--kind", "zevent", "--limit", "10000", "--format", "json", "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let stored: Vec<(String, String)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["check"].as_str().unwrap().to_string(),
+                r["tag"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let recorded: Vec<ZEvent> = capture::series(&lab().join("flap"))
+        .unwrap()
+        .iter()
+        .flat_map(|d| capture::load_zevents(d).events)
+        .collect();
+    assert_eq!(
+        stored.len(),
+        recorded.len(),
+        "each recorded event stored once"
+    );
+    assert!(stored.iter().all(|(_, tag)| tag == "zpulse.zevent"));
+    let mut classes: Vec<&str> = stored.iter().map(|(c, _)| c.as_str()).collect();
+    classes.sort();
+    let mut want: Vec<&str> = recorded.iter().map(|z| z.class.as_str()).collect();
+    want.sort();
+    assert_eq!(classes, want);
+    let page = http_get(http, "/host/nas-events");
+    assert!(page.contains("Kernel events"), "{page}");
+    assert!(
+        page.contains("flap/sdd1 is now OFFLINE (was ONLINE)"),
+        "{page}"
+    );
+}

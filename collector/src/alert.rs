@@ -320,9 +320,15 @@ pub fn alert_name(check: &str, data: &Json) -> String {
 
 /// The checks whose subject without a `/` is a pool (the others': a disk, or their word).
 fn pool_level(check: &str) -> bool {
-    ["pool-health", "zevents", "special-fill", "slog-usage", "layout"]
-        .iter()
-        .any(|p| check == *p || check.strip_prefix(p).is_some_and(|r| r.starts_with('.')))
+    [
+        "pool-health",
+        "zevents",
+        "special-fill",
+        "slog-usage",
+        "layout",
+    ]
+    .iter()
+    .any(|p| check == *p || check.strip_prefix(p).is_some_and(|r| r.starts_with('.')))
 }
 
 /// `pool`, `vdev` and `disk` of a finding, where they apply: from its figures first
@@ -1326,8 +1332,14 @@ mod tests {
             n("zevents.errors", json!({"checksum": 2, "data": 1})),
             "ZpoolDataLost"
         );
-        assert_eq!(n("zevents.errors", json!({"checksum": 2})), "ZpoolChecksumReports");
-        assert_eq!(n("zevents.scan", json!({"scan": "resilver"})), "ZpoolResilverFailed");
+        assert_eq!(
+            n("zevents.errors", json!({"checksum": 2})),
+            "ZpoolChecksumReports"
+        );
+        assert_eq!(
+            n("zevents.scan", json!({"scan": "resilver"})),
+            "ZpoolResilverFailed"
+        );
         assert_eq!(n("zevents.scan", Json::Null), "ZpoolScrubCancelled");
         assert_eq!(n("layout.raidz-width", Json::Null), "LayoutRaidzWidth");
         assert_eq!(n("my-plugin.too_hot", Json::Null), "ZpulseMyPluginTooHot");
@@ -1351,7 +1363,10 @@ mod tests {
             p("zevents.vdev-state", "tank/sdb1", Json::Null),
             [s("tank"), None, s("sdb1")]
         );
-        assert_eq!(p("zevents.scan", "tank", Json::Null), [s("tank"), None, None]);
+        assert_eq!(
+            p("zevents.scan", "tank", Json::Null),
+            [s("tank"), None, None]
+        );
         assert_eq!(
             p("hdd-saturation", "sdc", Json::Null),
             [None, None, s("sdc")]

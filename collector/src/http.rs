@@ -806,25 +806,44 @@ fn host_page(store: &Store, host: &str, now: i64) -> Result<String, String> {
         ..Filter::default()
     })?;
     let _ = writeln!(b, "<h2>Finding history (latest {})</h2>", history.len());
-    b.push_str(
-        "<table><tr><th>Time</th><th>State</th><th>Severity</th><th>Check</th>\
-         <th>Subject</th><th>Summary</th></tr>\n",
+    event_rows(&mut b, &history, "State");
+    // What the host's kernel said (zevents: docs/events.md), newest first.
+    let kernel = store.events(&Filter {
+        host: Some(host.to_owned()),
+        kinds: Some(vec!["zevent".into()]),
+        limit: 100,
+        bounded: true,
+        ..Filter::default()
+    })?;
+    if !kernel.is_empty() {
+        let _ = writeln!(b, "<h2>Kernel events (latest {})</h2>", kernel.len());
+        event_rows(&mut b, &kernel, "Kind");
+    }
+    Ok(page(host, &b))
+}
+
+/// A table of events, newest first: time, `second` (the finding's state, or the event's
+/// kind), severity, check, subject, summary.
+fn event_rows(b: &mut String, rows: &[crate::store::Row], second: &str) {
+    let _ = writeln!(
+        b,
+        "<table><tr><th>Time</th><th>{second}</th><th>Severity</th><th>Check</th>\
+         <th>Subject</th><th>Summary</th></tr>"
     );
-    for e in &history {
+    for e in rows {
         let sev = severity_name(e.severity);
         let _ = writeln!(
             b,
             "<tr><td>{}</td><td>{}</td><td class=\"{sev}\">{sev}</td><td>{}</td><td>{}</td>\
              <td>{}</td></tr>",
             utc_ns(e.ts),
-            esc(e.state.as_deref().unwrap_or("-")),
+            esc(e.state.as_deref().unwrap_or(&e.kind)),
             esc(&e.check),
             esc(&e.subject),
             esc(&e.summary)
         );
     }
     b.push_str("</table>\n");
-    Ok(page(host, &b))
 }
 
 /// The `_pct` figures of a host's metrics, agent and finding events over the last 24 h, as

@@ -97,7 +97,7 @@ enum Cmd {
         /// Only events newer than this: 90s, 15m, 1h, 7d.
         #[arg(long)]
         since: Option<String>,
-        /// finding, metrics, agent or foreign (repeatable).
+        /// finding, metrics, agent, zevent (kernel events) or foreign (repeatable).
         #[arg(long)]
         kind: Vec<String>,
         #[arg(long, default_value_t = 100)]

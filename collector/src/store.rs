@@ -178,7 +178,8 @@ pub struct Row {
     /// Receive time, s since the epoch: the collector's clock (0 before it is stored).
     pub received: i64,
     pub tag: String,
-    /// `finding`, `metrics`, `agent`, or `foreign` for a record that is not a zpulse event.
+    /// `finding`, `metrics`, `agent`, `zevent`, or `foreign` for a record that is not a
+    /// zpulse event.
     pub kind: String,
     pub host: String,
     pub check: String,
@@ -1116,7 +1117,7 @@ fn host_row(r: &rusqlite::Row) -> rusqlite::Result<HostRow> {
 }
 
 /// The kinds of event rows: what `Filter::kinds` may name.
-pub const KINDS: [&str; 4] = ["finding", "metrics", "agent", "foreign"];
+pub const KINDS: [&str; 5] = ["finding", "metrics", "agent", "zevent", "foreign"];
 
 /// The agent version and the interval (s) a heartbeat's `data` names.
 fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
