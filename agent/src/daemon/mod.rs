@@ -171,10 +171,16 @@ pub fn run(options: Options) -> Result<(), String> {
         let stopping = stopping.clone();
         std::thread::Builder::new()
             .name("plugins".into())
-            .spawn(move || {
-                plugin_stage(
-                    first, extra, stage_rx, zevent_rx, cursor, stopping, counters,
-                )
+            .spawn({
+                let history = history.clone();
+                move || {
+                    let inputs = StageInputs {
+                        samples: stage_rx,
+                        zevents: zevent_rx,
+                        stopping,
+                    };
+                    plugin_stage(first, extra, inputs, cursor, history, counters)
+                }
             })
             .map_err(|e| format!("cannot start the plugin thread: {e}"))?
     };
@@ -442,15 +448,29 @@ fn sampler_loop(
 }
 
 /// Runs plugins on each sample and hands their events, and the heartbeat, to the sinks.
+/// What the plugin stage listens to.
+struct StageInputs {
+    /// Samples, reloads, the replay's drain and the stop.
+    samples: Receiver<StageMsg>,
+    /// Kernel events from their thread.
+    zevents: Receiver<StageMsg>,
+    /// Disconnected when the agent stops.
+    stopping: Receiver<()>,
+}
+
 fn plugin_stage(
     first: Generation,
     extra: Extra,
-    inbox: Receiver<StageMsg>,
-    mut zevent_inbox: Receiver<StageMsg>,
+    inputs: StageInputs,
     mut cursor: zevents::Keeper,
-    stopping: Receiver<()>,
+    history: recorder::Recorder,
     counters: Arc<Mutex<SamplerCounters>>,
 ) {
+    let StageInputs {
+        samples: inbox,
+        zevents: mut zevent_inbox,
+        stopping,
+    } = inputs;
     let mut state = Stage::start(first, &extra, &stopping, Vec::new());
     loop {
         let msg = select! {
@@ -498,6 +518,7 @@ fn plugin_stage(
                 let events = state.zevents(&batch);
                 state.dispatch(events);
                 cursor.handled(&batch);
+                history.offer_zevents(batch.events);
             }
             StageMsg::Reload(next) => {
                 let deadline = Instant::now() + STOP_WITHIN;

@@ -18,6 +18,8 @@ const RETRY_OPEN_S: f64 = 60.0;
 
 enum Msg {
     Snapshot(Arc<Snapshot>),
+    /// A batch of kernel events, recorded between the snapshots they came between.
+    Zevents(Vec<zpulse_proto::ZEvent>),
     Config(history::Config),
 }
 
@@ -45,6 +47,20 @@ impl Recorder {
         select! {
             send(self.tx, Msg::Snapshot(snapshot)) -> _ => {},
             recv(stopping) -> _ => {},
+        }
+    }
+
+    /// Hands a batch of kernel events over without waiting (as [`Recorder::offer`]).
+    pub fn offer_zevents(&self, events: Vec<zpulse_proto::ZEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        if self.tx.try_send(Msg::Zevents(events)).is_err() {
+            log::log(
+                Level::Warn,
+                "history",
+                "the disk is behind: a batch of kernel events was not recorded",
+            );
         }
     }
 
@@ -95,6 +111,15 @@ fn record(mut config: history::Config, replay: bool, inbox: Receiver<Msg>) {
                     writer = None;
                     last_attempt = None;
                     config = next;
+                }
+                continue;
+            }
+            // Events go into the history opened for the snapshots (none before the first).
+            Msg::Zevents(events) => {
+                if let (Some(w), true) = (writer.as_mut(), wanted(&config, replay))
+                    && let Err(e) = w.append_zevents(&events)
+                {
+                    log::log(Level::Warn, "history", &e);
                 }
                 continue;
             }

@@ -2,10 +2,11 @@
 //! the records in the range are picked, and their snapshots are decoded one at a time as the
 //! caller iterates, so a day of history is never in memory at once.
 
+use super::record::Holds;
 use super::segment::{self, Located};
 use std::fs::File;
 use std::path::Path;
-use zpulse_proto::Snapshot;
+use zpulse_proto::{Snapshot, ZEvent};
 
 /// Records one read may pick; past this the latest ones are left out, with a note. A day at
 /// a 1 s interval is 86,400.
@@ -24,26 +25,52 @@ pub struct HistoryRead {
 impl HistoryRead {
     /// How many snapshots [`HistoryRead::snapshots`] will offer.
     pub fn len(&self) -> usize {
-        self.picked.len()
+        self.picked_holding(Holds::Snapshot).count()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.picked.is_empty()
+        self.len() == 0
     }
 
-    /// The time of each picked record, in order (from the headers: nothing decoded).
+    /// The time of each picked snapshot, in order (from the headers: nothing decoded).
     pub fn times(&self) -> impl Iterator<Item = f64> + '_ {
-        self.picked.iter().map(|(_, r)| r.header.taken_at)
+        self.picked_holding(Holds::Snapshot)
+            .map(|(_, r)| r.header.taken_at)
     }
 
     /// The snapshots in time order, decoded as the iterator goes: `Err` is a record that
     /// could not be read back (damaged body), in words; the next ones still come.
     pub fn snapshots(&self) -> impl Iterator<Item = Result<Snapshot, String>> + '_ {
-        self.picked.iter().map(|(f, r)| {
+        self.picked_holding(Holds::Snapshot).map(|(f, r)| {
             let (name, file) = &self.files[*f];
             segment::read_record(file, r)
                 .map_err(|e| format!("{name}: the record at byte {}: {e}; skipped", r.offset))
         })
+    }
+
+    /// The kernel events recorded in the range, in the kernel's order, and a note for each
+    /// batch that could not be read back. Events are posted between snapshots: those of the
+    /// batch before the range's first snapshot are not in the range and are left out.
+    pub fn zevents(&self, from: f64) -> (Vec<ZEvent>, Vec<String>) {
+        let mut events = Vec::new();
+        let mut notes = Vec::new();
+        for (f, r) in self.picked_holding(Holds::Zevents) {
+            let (name, file) = &self.files[*f];
+            match segment::read_zevents(file, r) {
+                Ok(batch) => events.extend(batch.into_iter().filter(|e| e.time.as_f64() >= from)),
+                Err(e) => notes.push(format!(
+                    "{name}: the kernel events at byte {}: {e}; skipped",
+                    r.offset
+                )),
+            }
+        }
+        (events, notes)
+    }
+
+    fn picked_holding(&self, holds: Holds) -> impl Iterator<Item = &(usize, Located)> + '_ {
+        self.picked
+            .iter()
+            .filter(move |(_, r)| r.header.holds == holds)
     }
 }
 
@@ -100,7 +127,11 @@ pub fn read(dir: &Path, from: f64, to: f64) -> Result<HistoryRead, String> {
         for r in scan.records {
             let t = r.header.taken_at;
             if t < from {
-                if before.is_none_or(|(_, b)| b.header.taken_at < t) {
+                // The one record before the range is the snapshot the first interval starts
+                // from; events before the range are not in it.
+                if r.header.holds == Holds::Snapshot
+                    && before.is_none_or(|(_, b)| b.header.taken_at < t)
+                {
                     before = Some((index, r));
                     used = true;
                 }

@@ -207,8 +207,17 @@ pub fn scan(file: &File, len: u64, name: &str) -> io::Result<Scan> {
 
 /// Reads the snapshot of a record `scan` found.
 pub fn read_record(file: &File, at: &Located) -> Result<zpulse_proto::Snapshot, String> {
+    record::decode_body(&at.header, &read_rest(file, at)?)
+}
+
+/// Reads the kernel events of a record `scan` found.
+pub fn read_zevents(file: &File, at: &Located) -> Result<Vec<zpulse_proto::ZEvent>, String> {
+    record::decode_zevents(&at.header, &read_rest(file, at)?)
+}
+
+fn read_rest(file: &File, at: &Located) -> Result<Vec<u8>, String> {
     let mut rest = vec![0u8; at.header.record_len() as usize - HEADER];
     file.read_exact_at(&mut rest, at.offset + HEADER as u64)
         .map_err(|e| format!("cannot read it: {e}"))?;
-    record::decode_body(&at.header, &rest)
+    Ok(rest)
 }

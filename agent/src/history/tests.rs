@@ -272,6 +272,7 @@ fn a_forged_header_cannot_make_the_reader_allocate_or_inflate_without_bound() {
     let header = record::Header {
         taken_at: 1.0,
         body_len: body.len() as u32,
+        holds: record::Holds::Snapshot,
     };
     let err = record::decode_body(&header, &rest).unwrap_err();
     assert!(err.contains("inflates past"), "{err}");
@@ -458,4 +459,87 @@ fn the_history_table_of_the_config_file() {
         let err = crate::config::parse(text, file).unwrap_err();
         assert!(err.contains(want), "{text}: {err}");
     }
+}
+
+/// The lab's kernel events (a real resilver with errors), as recorded by `zpulse capture`.
+fn lab_zevents() -> Vec<zpulse_proto::ZEvent> {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/lab/events/resilver/001"
+    );
+    crate::capture::load_zevents(Path::new(dir)).events
+}
+
+#[test]
+fn kernel_events_are_kept_between_the_snapshots_and_read_back_in_their_range() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path());
+    let events = lab_zevents();
+    assert!(events.len() > 50);
+    // Snapshots around the events' times, the events in two batches between them.
+    let t0 = events[0].time.as_f64();
+    let snap = |t: f64| Snapshot {
+        taken_at: t,
+        ..storm()[0].clone()
+    };
+    let mut w = Writer::open(&cfg).unwrap();
+    w.append(&snap(t0 - 20.0)).unwrap();
+    w.append(&snap(t0 - 1.0)).unwrap();
+    let (a, b) = events.split_at(events.len() / 2);
+    w.append_zevents(a).unwrap();
+    w.append_zevents(b).unwrap();
+    w.append(&snap(t0 + 60.0)).unwrap();
+    drop(w);
+    let r = read(&cfg.dir(), t0 - 1.0, t0 + 60.0).unwrap();
+    // The snapshots read as before: the two in the range and the one before it.
+    assert_eq!(r.len(), 3);
+    assert_eq!(decoded(&r).0.len(), 3);
+    let (back, notes) = r.zevents(t0 - 1.0);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(back, events, "every event, as recorded, in order");
+    // A range that ends before the events holds none of them.
+    let early = read(&cfg.dir(), t0 - 30.0, t0 - 2.0).unwrap();
+    assert!(early.zevents(t0 - 30.0).0.is_empty());
+}
+
+#[test]
+fn a_damaged_batch_of_kernel_events_is_a_note_and_the_snapshots_still_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path());
+    let events = lab_zevents();
+    let t0 = events[0].time.as_f64();
+    let mut w = Writer::open(&cfg).unwrap();
+    w.append(&Snapshot {
+        taken_at: t0 - 1.0,
+        ..storm()[0].clone()
+    })
+    .unwrap();
+    w.append_zevents(&events).unwrap();
+    let segment = w.open_segment().unwrap().to_path_buf();
+    drop(w);
+    // Flip a byte in the events' body (past the snapshot record and the events' header).
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let at = bytes.len() - 40;
+    bytes[at] ^= 0xff;
+    std::fs::write(&segment, &bytes).unwrap();
+    let r = read(&cfg.dir(), t0 - 1.0, t0 + 60.0).unwrap();
+    assert_eq!(decoded(&r).0.len(), 1);
+    let (back, notes) = r.zevents(t0 - 1.0);
+    assert!(back.is_empty());
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("kernel events"), "{}", notes[0]);
+}
+
+#[test]
+fn a_snapshot_record_is_never_taken_for_kernel_events_or_the_reverse() {
+    let events = lab_zevents();
+    let bytes = record::encode_zevents(&events).unwrap();
+    let header = record::parse_header(&bytes).unwrap();
+    assert_eq!(header.holds, record::Holds::Zevents);
+    assert!(record::decode_body(&header, &bytes[record::HEADER..]).is_err());
+    assert_eq!(
+        record::decode_zevents(&header, &bytes[record::HEADER..]).unwrap(),
+        events
+    );
+    assert!(record::encode_zevents(&[]).is_err());
 }

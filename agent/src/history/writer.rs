@@ -104,6 +104,19 @@ impl Writer {
     /// captures keeps its own span, and tests give the time with the snapshot.
     pub fn append(&mut self, snapshot: &Snapshot) -> Result<Appended, String> {
         let bytes = record::encode(snapshot)?;
+        self.append_record(&bytes, snapshot.taken_at)
+    }
+
+    /// Appends a batch of kernel events (a record at its last event's time), with the same
+    /// rotation and retention as a snapshot.
+    pub fn append_zevents(&mut self, events: &[zpulse_proto::ZEvent]) -> Result<Appended, String> {
+        let bytes = record::encode_zevents(events)?;
+        let t = events.last().map_or(0.0, |e| e.time.as_f64());
+        self.append_record(&bytes, t)
+    }
+
+    /// Appends one framed record taken at `t`.
+    fn append_record(&mut self, bytes: &[u8], t: f64) -> Result<Appended, String> {
         let len = bytes.len() as u64;
         if len > self.max_size / 2 {
             return Err(format!(
@@ -111,7 +124,6 @@ impl Writer {
                 self.max_size
             ));
         }
-        let t = snapshot.taken_at;
         let mut appended = Appended::default();
         let hour = |x: f64| (x / 3600.0).floor();
         let roll = match &self.open {
@@ -141,7 +153,7 @@ impl Writer {
             appended.removed.push(self.remove_closed(oldest));
         }
         let (file, info) = self.open.as_mut().expect("a segment is open");
-        let written = file.write_all(&bytes).and_then(|()| file.sync_data());
+        let written = file.write_all(bytes).and_then(|()| file.sync_data());
         if let Err(e) = written {
             // Leave no partial record behind: the next append goes after the last whole one.
             let _ = file.set_len(info.size);
