@@ -715,3 +715,120 @@ fn the_collector_stores_and_shows_the_kernel_events() {
         "{page}"
     );
 }
+
+/// `zpulse report` (JSON) with the zevents check alone.
+fn report(args: &[&std::ffi::OsStr]) -> Json {
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\ndirs = []\n{}\n",
+            disable_checks_but(&["zevents"])
+        ),
+    )
+    .unwrap();
+    let out = Command::new(profile.join("zpulse"))
+        .arg("report")
+        .args(args)
+        .args(["--format", "json", "--config"])
+        .arg(&config)
+        .arg("--plugin")
+        .arg(profile.join(CHECKS_LIBRARY))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The eids a report lists as the window's kernel events.
+fn listed_eids(b: &Json) -> Vec<u64> {
+    b["kernel_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["eid"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_report_on_a_series_lists_its_kernel_events_and_concludes_from_them() {
+    let b = report(&[lab().join("resilver").as_os_str()]);
+    // The window's events are those its second capture recorded (the first's came before).
+    let want: Vec<u64> = capture::load_zevents(&lab().join("resilver/001"))
+        .events
+        .iter()
+        .map(|e| e.eid)
+        .collect();
+    assert_eq!(listed_eids(&b), want);
+    let finding = b["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "zevents.scan")
+        .expect("the resilver's errors are a finding of the window");
+    assert_eq!(finding["severity"], "critical");
+}
+
+#[test]
+fn the_history_keeps_the_kernel_events_for_a_report() {
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
+    let tmp = tempfile::tempdir().unwrap();
+    let history = tmp.path().join("history");
+    let config = tmp.path().join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\ndirs = []\n{}\n[history]\ndir = {:?}\n",
+            disable_checks_but(&["zevents"]),
+            history.display().to_string()
+        ),
+    )
+    .unwrap();
+    // The agent replays the flap phase, recording its snapshots and events.
+    let run = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .arg("--plugin")
+        .arg(profile.join(CHECKS_LIBRARY))
+        .arg("--replay")
+        .arg(lab().join("flap"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let dirs = capture::series(&lab().join("flap")).unwrap();
+    let at = |d: &Path| capture::Manifest::read(d).unwrap().captured_at;
+    let (from, to) = (at(&dirs[0]), at(&dirs[1]));
+    let b = report(&[
+        "--from".as_ref(),
+        format!("{from}").as_ref(),
+        "--to".as_ref(),
+        format!("{to}").as_ref(),
+        "--history-dir".as_ref(),
+        history.as_os_str(),
+    ]);
+    // Between the two captures: exactly the events flap/001 recorded, each once.
+    let want: Vec<u64> = capture::load_zevents(&dirs[1])
+        .events
+        .iter()
+        .map(|e| e.eid)
+        .collect();
+    assert_eq!(listed_eids(&b), want);
+    let states: Vec<&str> = b["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "zevents.vdev-state")
+        .map(|f| f["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, vec!["raised", "cleared"]);
+}

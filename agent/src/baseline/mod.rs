@@ -75,6 +75,33 @@ pub struct Baseline {
     /// What could not be used (resets, unreadable snapshots, plugins that said nothing).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The kernel's events during the window (`zpool events`: docs/events.md), in order.
+    #[serde(default)]
+    pub kernel_events: Vec<KernelEvent>,
+}
+
+/// One kernel event of the window, for the page's list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelEvent {
+    pub time: f64,
+    pub eid: u64,
+    pub class: String,
+    pub severity: String,
+    pub subject: String,
+    pub summary: String,
+}
+
+impl KernelEvent {
+    pub fn of(z: &zpulse_proto::ZEvent) -> KernelEvent {
+        KernelEvent {
+            time: z.time.as_f64(),
+            eid: z.eid,
+            class: z.class.clone(),
+            severity: z.severity().as_str().to_owned(),
+            subject: z.subject(),
+            summary: z.summary(),
+        }
+    }
 }
 
 /// One event a check emitted during the window, for the page's list.
@@ -113,6 +140,7 @@ pub struct Builder {
     metadata_share: Vec<f64>,
     series: Series,
     notes: Vec<String>,
+    kernel_events: Vec<KernelEvent>,
 }
 
 impl Builder {
@@ -158,6 +186,12 @@ impl Builder {
 
     pub fn intervals(&self) -> u32 {
         self.intervals
+    }
+
+    /// Kernel events posted in the window, for its list (the plugins get them separately).
+    pub fn note_zevents(&mut self, events: &[zpulse_proto::ZEvent]) {
+        self.kernel_events
+            .extend(events.iter().map(KernelEvent::of));
     }
 
     /// The window as plugins receive it; `None` until two snapshots made an interval.
@@ -223,6 +257,7 @@ impl Builder {
             net: figures::net(whole),
             series: self.series,
             notes,
+            kernel_events: self.kernel_events,
         }
     }
 }

@@ -82,6 +82,7 @@ pub fn render(b: &Baseline) -> String {
     conclusions(&mut out, b);
     evidence(&mut out, b);
     findings(&mut out, b);
+    kernel_events(&mut out, b);
     notes(&mut out, b);
     out.push_str("</body></html>\n");
     out
@@ -169,6 +170,32 @@ fn findings(out: &mut String, b: &Baseline) {
             escape(&f.state),
             escape(&f.subject),
             escape(&f.summary)
+        );
+    }
+    out.push_str("</table>");
+}
+
+fn kernel_events(out: &mut String, b: &Baseline) {
+    if b.kernel_events.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<h2>Kernel events during the window ({})</h2><p>What the kernel posted \
+         (<code>zpool events</code>), between the samples.</p><table><tr><th>time</th>\
+         <th>eid</th><th>class</th><th>severity</th><th>subject</th><th>summary</th></tr>",
+        b.kernel_events.len()
+    );
+    for e in &b.kernel_events {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
+            utc(e.time),
+            e.eid,
+            escape(&e.class),
+            escape(&e.severity),
+            escape(&e.subject),
+            escape(&e.summary)
         );
     }
     out.push_str("</table>");

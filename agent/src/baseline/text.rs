@@ -105,6 +105,20 @@ pub fn render(b: &Baseline) -> String {
             z.commits_s, z.slog_mb_s, z.normal_mb_s
         );
     }
+    if !b.kernel_events.is_empty() {
+        let _ = writeln!(out, "\nkernel events ({})", b.kernel_events.len());
+        for e in &b.kernel_events {
+            let _ = writeln!(
+                out,
+                "  {}  eid {:<6} {:<8} {}  {}",
+                crate::report::utc(e.time),
+                e.eid,
+                e.severity,
+                clean(&e.class),
+                clean(&e.summary)
+            );
+        }
+    }
     for n in &b.notes {
         let _ = writeln!(out, "note: {}", clean(n));
     }

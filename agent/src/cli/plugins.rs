@@ -82,6 +82,13 @@ impl Runner {
         render_events(&entries, self.format)
     }
 
+    /// What the plugins concluded from kernel events, as they are (log lines go to stderr).
+    pub fn zevent_findings(&mut self, events: &[zpulse_proto::ZEvent]) -> Vec<Entry> {
+        let out = self.host.deliver(events);
+        print_logs(&out);
+        out.events
+    }
+
     /// Runs the plugins on `sample` and returns their events as they are (log lines go to
     /// stderr).
     pub fn events(&mut self, sample: &Arc<Sample>) -> Vec<Entry> {

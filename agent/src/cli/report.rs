@@ -131,6 +131,18 @@ impl Analysis {
         }
     }
 
+    /// Kernel events posted before the next snapshot: listed, and judged by the plugins that
+    /// take them, as the live agent does between samples.
+    fn zevents(&mut self, events: &[zpulse_proto::ZEvent]) {
+        if events.is_empty() {
+            return;
+        }
+        self.builder.note_zevents(events);
+        if let Some(r) = &mut self.runner {
+            self.events.extend(r.zevent_findings(events));
+        }
+    }
+
     fn finish(mut self, source: String) -> Result<Baseline, String> {
         let Some(window) = self.builder.window() else {
             return Err(format!(
@@ -163,13 +175,14 @@ fn from_series(series: &Path, plugin_args: &PluginArgs) -> Result<Baseline, Stri
             dirs.len()
         ));
     }
-    let mut snapshots = dirs
-        .iter()
-        .map(|d| capture::load(d).map_err(|e| format!("{}: {e}", d.display())));
-    let first = snapshots.next().expect("two or more")?;
+    let load = |d: &PathBuf| capture::load(d).map_err(|e| format!("{}: {e}", d.display()));
+    let first = load(&dirs[0])?;
     let mut analysis = Analysis::start(first, plugin_args)?;
-    for s in snapshots {
-        analysis.push(s?);
+    // A capture's events were posted since the one before it: the first's came before the
+    // window.
+    for d in &dirs[1..] {
+        analysis.zevents(&capture::load_zevents(d).events);
+        analysis.push(load(d)?);
     }
     analysis.finish(format!("series {}", series.display()))
 }
@@ -349,7 +362,14 @@ fn history_window(
         ));
     };
     let mut analysis = Analysis::start(first, plugin_args)?;
+    // The events of the range go in before the first snapshot after them.
+    let (zevents, zevent_notes) = read.zevents(from);
+    notes.extend(zevent_notes);
+    let mut pending = zevents.as_slice();
     for s in snapshots {
+        let due = pending.partition_point(|e| e.time.as_f64() <= s.taken_at);
+        analysis.zevents(&pending[..due]);
+        pending = &pending[due..];
         analysis.push(s);
     }
     let damaged = damaged.get();
