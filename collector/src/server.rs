@@ -951,6 +951,7 @@ fn session<S: Read + Write>(
         let (tx, rx) = bounded(1);
         let job = Batch {
             chunk: chunk.clone(),
+            sender: identity.name.clone(),
             peer: peer.to_string(),
             rows: a.rows,
             readings: a.readings,

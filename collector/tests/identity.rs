@@ -198,3 +198,72 @@ fn certificate_names_map_to_hosts_and_optional_certificates_are_any_host() {
     assert_eq!(hosts, ["anyhost", "anyhost", "db2", "db2"]);
     assert_eq!(r.server.stats.snapshot()["records_refused_host"], 2);
 }
+
+/// Issue 29: chunk-id de-duplication was global, so host A's chunk `X` made host B's batch
+/// with chunk `X` be acked and not stored. Chunk ids are scoped to the sender now.
+#[test]
+fn equal_chunk_ids_from_two_clients_are_both_stored_and_a_replay_once() {
+    let r = start(|c| {
+        c.shared_key = Some("fleet".into());
+        c.clients.insert(
+            "nas1".into(),
+            ClientKey {
+                key: "nas1-key".into(),
+                hosts: vec!["nas1".into()],
+            },
+        );
+    });
+    let x = chunk(42);
+    let send = |c: &mut Client, host: &str, check: &str| {
+        c.send(&encode::message(
+            "zpulse.metrics",
+            now_t(),
+            &metrics(host, check, "arc", "hit_pct", 90.0).to_msgpack(),
+            Some(&x),
+        ))
+        .unwrap();
+        assert_eq!(c.ack(), Some(x.clone()), "{host}");
+    };
+    let mut nas1 = Client::connect(r.server.addr);
+    nas1.handshake("nas1", "nas1-key").unwrap();
+    send(&mut nas1, "nas1", "first");
+    // Another client (the fleet key), the same chunk id: stored.
+    let mut nas2 = Client::connect(r.server.addr);
+    nas2.handshake("nas2", "fleet").unwrap();
+    send(&mut nas2, "nas2", "second");
+    // The same identity (the fleet key's nas2) writing for another host: stored too.
+    send(&mut nas2, "nas3", "third");
+    // nas1 replays its batch (its ack was lost), on a new connection: acked, stored once.
+    let mut again = Client::connect(r.server.addr);
+    again.handshake("nas1", "nas1-key").unwrap();
+    send(&mut again, "nas1", "first");
+    // And nas2's, on its own connection.
+    send(&mut nas2, "nas2", "second");
+    let stored: Vec<(String, String)> = rows(&r).into_iter().map(|r| (r.host, r.check)).collect();
+    let want = [("nas1", "first"), ("nas2", "second"), ("nas3", "third")]
+        .map(|(h, c)| (h.to_owned(), c.to_owned()));
+    assert_eq!(stored, want);
+    assert_eq!(r.server.stats.snapshot()["duplicates"], 2);
+}
+
+#[test]
+fn unauthenticated_clients_dedup_per_host() {
+    // No authentication (loopback): two agents on one machine send through 127.0.0.1 with
+    // equal chunk ids; each host's batch is stored, and each one's replay is not.
+    let r = start(|_| {});
+    let x = chunk(7);
+    let mut c = Client::connect(r.server.addr);
+    for host in ["nas1", "nas2", "nas1", "nas2"] {
+        c.send(&encode::message(
+            "zpulse.metrics",
+            now_t(),
+            &metrics(host, "arc", "arc", "hit_pct", 90.0).to_msgpack(),
+            Some(&x),
+        ))
+        .unwrap();
+        assert_eq!(c.ack(), Some(x.clone()));
+    }
+    let hosts: Vec<String> = rows(&r).into_iter().map(|r| r.host).collect();
+    assert_eq!(hosts, ["nas1", "nas2"]);
+    assert_eq!(r.server.stats.snapshot()["duplicates"], 2);
+}
