@@ -164,7 +164,11 @@ impl Collector {
     /// `zpulse-collector serve ARGS…`, returned once it says it listens (its log is drained
     /// in a thread).
     pub fn serve(args: &[&std::ffi::OsStr]) -> Collector {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        // ZPULSE_COLLECTOR_BIN: another build of the binary (a release build, to measure
+        // what the attack tests measure as it runs in production).
+        let bin = std::env::var_os("ZPULSE_COLLECTOR_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_zpulse-collector").into());
+        let mut child = Command::new(bin)
             .arg("serve")
             .args(args)
             .stdin(Stdio::null())
@@ -227,6 +231,22 @@ fn getrandom_fill(b: &mut [u8; 16]) {
         .as_nanos() as u64;
     b[..8].copy_from_slice(&(n ^ nanos).to_le_bytes());
     b[8..].copy_from_slice(&pid.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+}
+
+/// A TCP connection to `to` from loopback address `from` (any in 127.0.0.0/8): the attacks
+/// of many peers, each address a peer of its own to the collector's per-peer limits.
+pub fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use rustix::net::{AddressFamily, SocketType, bind, connect, socket};
+    assert!(
+        from.is_loopback(),
+        "attack tests use loopback addresses only"
+    );
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None)?;
+    bind(&fd, &SocketAddr::from((from, 0)))?;
+    connect(&fd, &to)?;
+    let s = TcpStream::from(fd);
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    Ok(s)
 }
 
 /// A raw Forward client.
