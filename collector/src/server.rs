@@ -180,8 +180,23 @@ impl Gate {
 
     /// `None` when there was no room before `deadline`.
     pub fn acquire(&self, units: u64, deadline: Instant) -> Option<Permit<'_>> {
-        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        while *used > 0 && *used + units > self.max {
+        let used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        let mut used = self.wait_for_room(used, 0, units, deadline)?;
+        *used += units;
+        Some(Permit { gate: self, units })
+    }
+
+    /// Waits until `more` units fit beside those `used`, `held` of which are the caller's
+    /// own (admitted whatever their size when the caller's are all the gate holds); `None`
+    /// at `deadline`.
+    fn wait_for_room<'g>(
+        &'g self,
+        mut used: std::sync::MutexGuard<'g, u64>,
+        held: u64,
+        more: u64,
+        deadline: Instant,
+    ) -> Option<std::sync::MutexGuard<'g, u64>> {
+        while *used > held && *used + more > self.max {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return None;
@@ -192,8 +207,7 @@ impl Gate {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
-        *used += units;
-        Some(Permit { gate: self, units })
+        Some(used)
     }
 
     /// Units taken at once, whatever is held: for what is small and bounded by other limits
@@ -222,17 +236,9 @@ impl Permit<'_> {
             return true;
         }
         let more = units - self.units;
-        while *used > self.units && *used + more > gate.max {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            used = gate
-                .freed
-                .wait_timeout(used, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        let Some(mut used) = gate.wait_for_room(used, self.units, more, deadline) else {
+            return false;
+        };
         *used += more;
         self.units = units;
         true

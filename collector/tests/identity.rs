@@ -43,18 +43,21 @@ fn rows(r: &Running) -> Vec<zpulse_collector::store::Row> {
         .unwrap()
 }
 
+/// The fleet key `fleet` (any host) and nas1's own key `nas1-key` (nas1 only).
+fn fleet_key_and_nas1s_own(c: &mut zpulse_collector::config::Config) {
+    c.shared_key = Some("fleet".into());
+    c.clients.insert(
+        "nas1".into(),
+        ClientKey {
+            key: "nas1-key".into(),
+            hosts: vec!["nas1".into()],
+        },
+    );
+}
+
 #[test]
 fn a_client_key_writes_only_for_its_hosts() {
-    let r = start(|c| {
-        c.shared_key = Some("fleet".into());
-        c.clients.insert(
-            "nas1".into(),
-            ClientKey {
-                key: "nas1-key".into(),
-                hosts: vec!["nas1".into()],
-            },
-        );
-    });
+    let r = start(fleet_key_and_nas1s_own);
     // nas2 (with the fleet key: any host) raises a critical finding.
     let mut nas2 = Client::connect(r.server.addr);
     nas2.handshake("nas2", "fleet").unwrap();
@@ -203,16 +206,7 @@ fn certificate_names_map_to_hosts_and_optional_certificates_are_any_host() {
 /// with chunk `X` be acked and not stored. Chunk ids are scoped to the sender now.
 #[test]
 fn equal_chunk_ids_from_two_clients_are_both_stored_and_a_replay_once() {
-    let r = start(|c| {
-        c.shared_key = Some("fleet".into());
-        c.clients.insert(
-            "nas1".into(),
-            ClientKey {
-                key: "nas1-key".into(),
-                hosts: vec!["nas1".into()],
-            },
-        );
-    });
+    let r = start(fleet_key_and_nas1s_own);
     let x = chunk(42);
     let send = |c: &mut Client, host: &str, check: &str| {
         c.send(&encode::message(
