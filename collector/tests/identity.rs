@@ -261,3 +261,97 @@ fn unauthenticated_clients_dedup_per_host() {
     assert_eq!(hosts, ["nas1", "nas2"]);
     assert_eq!(r.server.stats.snapshot()["duplicates"], 2);
 }
+
+/// Issue 29: a TLS client that closes between messages without close_notify (as most do
+/// when they exit) logged an error line per connection. The real binary, a raw rustls
+/// client: a batch acked, then the TCP connection closed without close_notify; the
+/// collector's log has no line for it, and a client cut off in the middle of a message
+/// still has one.
+#[test]
+fn a_tls_client_closing_without_close_notify_is_not_logged_as_an_error() {
+    use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject};
+    use std::io::Write;
+    let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/fixtures/syslog-tls");
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let conf = dir.path().join("collector.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "listen = \"{addr}\"\ndb = \"{}\"\n[tls]\ncert = \"{}\"\nkey = \"{}\"\n",
+            dir.path().join("events.db").display(),
+            tls.join("server.pem").display(),
+            tls.join("server.key").display()
+        ),
+    )
+    .unwrap();
+    let collector = Collector::serve(&["--config".as_ref(), conf.as_os_str()]);
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_file_iter(tls.join("ca.pem")).unwrap() {
+        roots.add(ca.unwrap()).unwrap();
+    }
+    let config = std::sync::Arc::new(
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth(),
+    );
+    let session = |bytes: &[u8]| -> Vec<u8> {
+        let conn = rustls::ClientConnection::new(
+            config.clone(),
+            ServerName::try_from("localhost").unwrap(),
+        )
+        .unwrap();
+        let tcp = std::net::TcpStream::connect(addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut s = rustls::StreamOwned::new(conn, tcp);
+        s.write_all(bytes).unwrap();
+        s.flush().unwrap();
+        let mut reply = vec![0u8; 256];
+        let n = if bytes.ends_with(b"half") {
+            0
+        } else {
+            std::io::Read::read(&mut s, &mut reply).unwrap()
+        };
+        reply.truncate(n);
+        // Dropped: the TCP connection closes, no close_notify sent.
+        reply
+    };
+    let id = chunk(5);
+    let message = encode::message(
+        "zpulse.metrics",
+        now_t(),
+        &metrics("tls1", "arc", "arc", "hit_pct", 90.0).to_msgpack(),
+        Some(&id),
+    );
+    assert_eq!(session(&message), encode::ack(&id));
+    // Half a message, then the close: this one is worth a line.
+    session(&[&message[..message.len() / 2], b"half"].concat());
+    let logged = |needle: &str| {
+        collector
+            .1
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(needle))
+    };
+    wait_until("the cut-off client's line", || {
+        logged("closed in the middle of a message") || logged("close_notify")
+    });
+    let log = collector.1.lock().unwrap().clone();
+    assert_eq!(
+        log.iter().filter(|l| l.contains("close_notify")).count(),
+        0,
+        "{log:#?}"
+    );
+    assert_eq!(
+        log.iter()
+            .filter(|l| l.contains("closed in the middle of a message"))
+            .count(),
+        1,
+        "{log:#?}"
+    );
+}

@@ -150,8 +150,8 @@ pub fn free_addr() -> SocketAddr {
 }
 
 /// The real binary, a child of the test (so its memory and its restarts are its own); killed
-/// when dropped.
-pub struct Collector(pub Child);
+/// when dropped. Its log lines after "listening" are kept in `.1`.
+pub struct Collector(pub Child, pub std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
 impl Drop for Collector {
     fn drop(&mut self) {
@@ -188,8 +188,14 @@ impl Collector {
                 }
             }
         }
-        std::thread::spawn(move || for _ in lines {});
-        Collector(child)
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = kept.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                keep.lock().unwrap().push(line);
+            }
+        });
+        Collector(child, kept)
     }
 
     /// `kill -9`, and waits for it.
