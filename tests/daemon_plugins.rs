@@ -15,23 +15,13 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
     let plugin = dir.path().join("libhangs.so");
     std::fs::copy(profile.join("libzpulse_test_plugin_hangs.so"), &plugin).unwrap();
     std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let config = dir.path().join("zpulse.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\nbudget = \"10m\"\n\
-             [plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n[history]\nenabled = false\n[[sink]]\ntype = \"stdout\"\n",
-            plugin.display()
-        ),
-    )
-    .unwrap();
-    let mut agent = Command::new(profile.join("zpulse"))
-        .args(["run", "--config"])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut agent = run_with(
+        dir.path(),
+        &profile,
+        &plugin,
+        "budget = \"10m\"\n[plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n",
+        Stdio::null(),
+    );
     let mut err = BufReader::new(agent.stderr.take().unwrap()).lines();
     let started = err
         .by_ref()
@@ -43,6 +33,34 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
     std::thread::sleep(Duration::from_millis(2500));
     assert!(agent.try_wait().unwrap().is_none(), "still running");
     sigterm_ends_it_within_5s(&mut agent);
+}
+
+/// `zpulse run` sampling every second with `plugin` alone (`plugins` adds to its
+/// `[plugins]` table), no history, a stdout sink to `stdout`; its stderr piped.
+fn run_with(
+    dir: &std::path::Path,
+    profile: &std::path::Path,
+    plugin: &std::path::Path,
+    plugins: &str,
+    stdout: Stdio,
+) -> std::process::Child {
+    let config = dir.join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\n{plugins}[history]\n\
+             enabled = false\n[[sink]]\ntype = \"stdout\"\n",
+            plugin.display()
+        ),
+    )
+    .unwrap();
+    Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// SIGTERM to `agent`: it exits 0 within 5 s (killed, and the test failed, after 30 s).
@@ -93,23 +111,7 @@ fn sigterm_ends_the_agent_within_5s_although_a_c_plugin_ignores_it() {
         .expect("running the C compiler");
     assert!(compiled.success(), "compiling hello.c failed");
     std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let config = dir.path().join("zpulse.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\n[history]\n\
-             enabled = false\n[[sink]]\ntype = \"stdout\"\n",
-            plugin.display()
-        ),
-    )
-    .unwrap();
-    let mut agent = Command::new(profile.join("zpulse"))
-        .args(["run", "--config"])
-        .arg(&config)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut agent = run_with(dir.path(), &profile, &plugin, "", Stdio::piped());
     let stderr = BufReader::new(agent.stderr.take().unwrap());
     let log = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect::<Vec<_>>());
     // The plugin's event, from its first sample: it has ignored the signals three times.
