@@ -15,23 +15,13 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
     let plugin = dir.path().join("libhangs.so");
     std::fs::copy(profile.join("libzpulse_test_plugin_hangs.so"), &plugin).unwrap();
     std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let config = dir.path().join("zpulse.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\nbudget = \"10m\"\n\
-             [plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n[history]\nenabled = false\n[[sink]]\ntype = \"stdout\"\n",
-            plugin.display()
-        ),
-    )
-    .unwrap();
-    let mut agent = Command::new(profile.join("zpulse"))
-        .args(["run", "--config"])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut agent = run_with(
+        dir.path(),
+        &profile,
+        &plugin,
+        "budget = \"10m\"\n[plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n",
+        Stdio::null(),
+    );
     let mut err = BufReader::new(agent.stderr.take().unwrap()).lines();
     let started = err
         .by_ref()
@@ -42,6 +32,39 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
     // minutes; nothing observable says it has begun, so give it the interval and a half.
     std::thread::sleep(Duration::from_millis(2500));
     assert!(agent.try_wait().unwrap().is_none(), "still running");
+    sigterm_ends_it_within_5s(&mut agent);
+}
+
+/// `zpulse run` sampling every second with `plugin` alone (`plugins` adds to its
+/// `[plugins]` table), no history, a stdout sink to `stdout`; its stderr piped.
+fn run_with(
+    dir: &std::path::Path,
+    profile: &std::path::Path,
+    plugin: &std::path::Path,
+    plugins: &str,
+    stdout: Stdio,
+) -> std::process::Child {
+    let config = dir.join("zpulse.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "interval = \"1s\"\n[plugins]\ndirs = []\npaths = [\"{}\"]\n{plugins}[history]\n\
+             enabled = false\n[[sink]]\ntype = \"stdout\"\n",
+            plugin.display()
+        ),
+    )
+    .unwrap();
+    Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// SIGTERM to `agent`: it exits 0 within 5 s (killed, and the test failed, after 30 s).
+fn sigterm_ends_it_within_5s(agent: &mut std::process::Child) {
     let asked = Instant::now();
     let ok = Command::new("kill")
         .args(["-TERM", &agent.id().to_string()])
@@ -62,6 +85,50 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
     let took = asked.elapsed();
     assert!(took < Duration::from_secs(5), "took {took:?}");
     assert!(status.success(), "{status:?}");
+}
+
+/// Issue 29: a C plugin's `signal(SIGTERM, SIG_IGN)` left only SIGKILL to stop the agent.
+/// The plugin here ignores SIGTERM, SIGINT and SIGHUP when loaded, in `create` and in every
+/// sample; the agent restores its handling after each and still exits on SIGTERM within 5 s.
+#[test]
+fn sigterm_ends_the_agent_within_5s_although_a_c_plugin_ignores_it() {
+    let profile = build_into_test_target(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plugin = dir.path().join("libhello_ignores_signals.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let compiled = Command::new(&cc)
+        .args([
+            "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+        ])
+        .arg("-DHELLO_IGNORES_SIGNALS")
+        .arg("-I")
+        .arg(zpulse_tests::workspace().join("proto/include"))
+        .arg("-o")
+        .arg(&plugin)
+        .arg(zpulse_tests::workspace().join("tests/plugins/c/hello.c"))
+        .status()
+        .expect("running the C compiler");
+    assert!(compiled.success(), "compiling hello.c failed");
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut agent = run_with(dir.path(), &profile, &plugin, "", Stdio::piped());
+    let stderr = BufReader::new(agent.stderr.take().unwrap());
+    let log = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect::<Vec<_>>());
+    // The plugin's event, from its first sample: it has ignored the signals three times.
+    let mut out = BufReader::new(agent.stdout.take().unwrap()).lines();
+    let sampled = out
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("\"check\":\"hello-c\""));
+    assert!(sampled.is_some(), "no event from the plugin");
+    std::thread::spawn(move || for _ in out {});
+    sigterm_ends_it_within_5s(&mut agent);
+    let log = log.join().unwrap();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("changed the agent's handling of SIGTERM, SIGINT, SIGHUP")),
+        "{log:#?}"
+    );
 }
 
 /// A private plugin directory with the template plugin, and a config loading it with `table`

@@ -77,9 +77,14 @@ pub struct Config {
     /// Decoded rows waiting to be stored, all connections together (estimated bytes):
     /// a connection waits for room, for at most `read_timeout`, then is closed.
     pub max_inflight_bytes: usize,
-    /// A message that started must complete within this; a new connection must complete
-    /// its first message within it too (keep-alives do not count).
+    /// A message that started must complete within this.
     pub read_timeout: Duration,
+    /// A new connection must send something valid within this — a complete Forward message
+    /// with entries, or (when clients authenticate) a handshake that passes — whatever
+    /// bytes trickle in meanwhile (keep-alives do not count), or it is closed. Until then
+    /// it is *unproven*: unproven connections hold at most half of `max_connections`, and
+    /// a peer address holding more of them than a newcomer's gives up its oldest.
+    pub first_message_timeout: Duration,
     /// A connection that completes no message but keep-alives for this long is closed.
     pub idle_timeout: Duration,
     /// A host whose event times differ from the receive time by more is flagged.
@@ -132,6 +137,7 @@ impl Default for Config {
             max_buffered_bytes: 128 << 20,
             max_inflight_bytes: 128 << 20,
             read_timeout: Duration::from_secs(30),
+            first_message_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
             max_clock_skew: Duration::from_secs(300),
             retention: Retention::default(),
@@ -166,6 +172,7 @@ struct File {
     max_buffered_bytes: Option<usize>,
     max_inflight_bytes: Option<usize>,
     read_timeout: Option<String>,
+    first_message_timeout: Option<String>,
     idle_timeout: Option<String>,
     max_clock_skew: Option<String>,
     retention: Option<RetentionFile>,
@@ -290,6 +297,11 @@ impl Config {
         c.max_buffered_bytes = f.max_buffered_bytes.unwrap_or(c.max_buffered_bytes);
         c.max_inflight_bytes = f.max_inflight_bytes.unwrap_or(c.max_inflight_bytes);
         c.read_timeout = dur("read_timeout", &f.read_timeout, c.read_timeout)?;
+        c.first_message_timeout = dur(
+            "first_message_timeout",
+            &f.first_message_timeout,
+            c.first_message_timeout,
+        )?;
         c.idle_timeout = dur("idle_timeout", &f.idle_timeout, c.idle_timeout)?;
         c.max_clock_skew = dur("max_clock_skew", &f.max_clock_skew, c.max_clock_skew)?;
         if let Some(r) = f.retention {
@@ -334,8 +346,11 @@ impl Config {
         if self.max_record_bytes < 256 || self.max_tag_bytes < 8 {
             return Err("max_record_bytes: at least 256; max_tag_bytes: at least 8".into());
         }
-        if self.read_timeout.is_zero() || self.idle_timeout.is_zero() {
-            return Err("read_timeout, idle_timeout: more than 0s".into());
+        if self.read_timeout.is_zero()
+            || self.idle_timeout.is_zero()
+            || self.first_message_timeout.is_zero()
+        {
+            return Err("read_timeout, idle_timeout, first_message_timeout: more than 0s".into());
         }
         if self.self_hostname.is_empty() {
             return Err("self_hostname: empty".into());

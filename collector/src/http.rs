@@ -620,7 +620,16 @@ fn index(
     }
     // The host list: filtered and sorted by the query parameters (a plain GET form).
     let filter = HostFilter::from_params(params)?;
-    let sort = params.get("sort").map_or("worst", String::as_str);
+    // An unknown order is a bad parameter (400), as the README promises, not the default.
+    let sort = match params.get("sort").map(String::as_str) {
+        None => "worst",
+        Some(known @ ("name" | "seen" | "open" | "worst")) => known,
+        Some(_) => {
+            return Err(format!(
+                "{BAD_PARAMETER}sort: one of name, seen, open, worst"
+            ));
+        }
+    };
     let mut shown: Vec<&HostRow> = hosts.iter().filter(|h| filter.keeps(h, &open)).collect();
     match sort {
         "name" => {}

@@ -10,12 +10,14 @@
 //!
 //! Limits (each counted in [`Stats`]): connections over the cap, or over the cap for one
 //! peer address, are closed at once; a message must arrive whole within `read_timeout` of
-//! its first byte, a new connection must complete its first message within `read_timeout`,
-//! and one that completes nothing but keep-alives for `idle_timeout` is closed; frames,
-//! nesting, gzip inflation and entries per message are bounded by proto's [`Limits`];
-//! decoding gzip or large messages runs for at most [`DECODERS`] connections at once (small
-//! ones never wait), and the decoded rows waiting
-//! for the writer are bounded by `max_inflight_bytes` together; each connection decodes at
+//! its first byte, a new connection must send something valid within
+//! `first_message_timeout` whatever trickles in (until then it is unproven, and unproven
+//! connections hold at most half the slots: [`Unproven`]), and one that completes nothing
+//! but keep-alives for `idle_timeout` is closed; frames, nesting, gzip inflation and entries
+//! per message are bounded by proto's [`Limits`]; decoding gzip or large messages runs for
+//! at most [`DECODERS`] connections at once (small ones never wait); `max_inflight_bytes` is
+//! the memory budget of all decoding: a heavy message holds room for the most its decoding
+//! can make before a byte is inflated, then for its rows until the ack; each connection decodes at
 //! most `max_entries_per_second` on average (past it, it is read more slowly); records over
 //! `max_record_bytes` and tags over `max_tag_bytes` are refused; writes time out too.
 //!
@@ -52,6 +54,8 @@ const MAX_PASSED_OVER: u32 = 2;
 /// Batches waiting for the writer, at most: the rest wait in their connection (TCP pushes
 /// back on the agents).
 const QUEUE: usize = 256;
+/// Store failures are logged at most once this often (a full disk fails every batch).
+const STORE_ERRORS_LOGGED_EVERY: Duration = Duration::from_secs(60);
 /// How often retention runs.
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
 /// Connections decoding a gzip or a large message at once, at most: the transient memory of
@@ -65,6 +69,13 @@ pub const DECODERS: u64 = 1;
 pub const HEAVY_FRAME_BYTES: usize = 32 << 10;
 /// What one stored row costs in memory beyond its text (the `Row`'s strings and vectors).
 const ROW_OVERHEAD: u64 = 256;
+/// How long an unproven connection may keep its slot against newcomers, at least (or
+/// `first_message_timeout`, when shorter): an agent's first message or handshake comes
+/// within a round trip or two.
+const UNPROVEN_GRACE: Duration = Duration::from_secs(1);
+/// What one decoded entry costs in memory beyond its record's bytes (the `Entry`, the
+/// allocation's own header).
+const ENTRY_OVERHEAD: u64 = 64;
 
 /// Counters, for the log, `/api/stats` and the tests.
 #[derive(Debug, Default)]
@@ -74,6 +85,8 @@ pub struct Stats {
     pub connections_refused: AtomicU64,
     /// Refused because their peer address had `max_connections_per_peer` open.
     pub connections_refused_peer: AtomicU64,
+    /// Unproven connections closed to make room for a newcomer (see `Unproven`).
+    pub connections_evicted: AtomicU64,
     pub auth_failures: AtomicU64,
     pub protocol_errors: AtomicU64,
     pub timeouts: AtomicU64,
@@ -113,6 +126,7 @@ impl Stats {
                 "connections_refused_peer",
                 g(&self.connections_refused_peer),
             ),
+            ("connections_evicted", g(&self.connections_evicted)),
             ("auth_failures", g(&self.auth_failures)),
             ("protocol_errors", g(&self.protocol_errors)),
             ("timeouts", g(&self.timeouts)),
@@ -166,8 +180,23 @@ impl Gate {
 
     /// `None` when there was no room before `deadline`.
     pub fn acquire(&self, units: u64, deadline: Instant) -> Option<Permit<'_>> {
-        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        while *used > 0 && *used + units > self.max {
+        let used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        let mut used = self.wait_for_room(used, 0, units, deadline)?;
+        *used += units;
+        Some(Permit { gate: self, units })
+    }
+
+    /// Waits until `more` units fit beside those `used`, `held` of which are the caller's
+    /// own (admitted whatever their size when the caller's are all the gate holds); `None`
+    /// at `deadline`.
+    fn wait_for_room<'g>(
+        &'g self,
+        mut used: std::sync::MutexGuard<'g, u64>,
+        held: u64,
+        more: u64,
+        deadline: Instant,
+    ) -> Option<std::sync::MutexGuard<'g, u64>> {
+        while *used > held && *used + more > self.max {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return None;
@@ -178,12 +207,41 @@ impl Gate {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
-        *used += units;
-        Some(Permit { gate: self, units })
+        Some(used)
+    }
+
+    /// Units taken at once, whatever is held: for what is small and bounded by other limits
+    /// (a light message's rows), which must never queue behind heavy ones for room.
+    pub fn take_now(&self, units: u64) -> Permit<'_> {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) += units;
+        Permit { gate: self, units }
     }
 
     pub fn used(&self) -> u64 {
         *self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Permit<'_> {
+    /// Holds `units` instead: fewer at once (the rest given back), more once there is room
+    /// for the difference before `deadline` (as [`Gate::acquire`]: admitted when this permit
+    /// is all the gate holds). `false`, holding what it held, when there was no room.
+    pub fn resize(&mut self, units: u64, deadline: Instant) -> bool {
+        let gate = self.gate;
+        let mut used = gate.used.lock().unwrap_or_else(|p| p.into_inner());
+        if units <= self.units {
+            *used -= self.units - units;
+            self.units = units;
+            gate.freed.notify_all();
+            return true;
+        }
+        let more = units - self.units;
+        let Some(mut used) = gate.wait_for_room(used, self.units, more, deadline) else {
+            return false;
+        };
+        *used += more;
+        self.units = units;
+        true
     }
 }
 
@@ -192,6 +250,40 @@ impl Drop for Permit<'_> {
         let mut used = self.gate.used.lock().unwrap_or_else(|p| p.into_inner());
         *used -= self.units;
         self.gate.freed.notify_all();
+    }
+}
+
+/// At most one log line per `every` for a kind of failure: [`LogEvery::due`] says when one
+/// may go out, and how many failures went unsaid since the last. Pure: the caller passes
+/// the clock.
+#[derive(Debug)]
+pub struct LogEvery {
+    every: Duration,
+    last: Option<Instant>,
+    unsaid: u64,
+}
+
+impl LogEvery {
+    pub fn new(every: Duration) -> LogEvery {
+        LogEvery {
+            every,
+            last: None,
+            unsaid: 0,
+        }
+    }
+
+    /// A failure at `now`: `Some(failures not logged since the last line)` when this one
+    /// is to be logged, else `None` (counted).
+    pub fn due(&mut self, now: Instant) -> Option<u64> {
+        if self
+            .last
+            .is_some_and(|at| now.saturating_duration_since(at) < self.every)
+        {
+            self.unsaid += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.unsaid))
     }
 }
 
@@ -309,6 +401,150 @@ impl Drop for PeerSlot {
     }
 }
 
+/// Connections that have sent nothing valid yet (no complete Forward message, or no
+/// handshake passed when clients authenticate), by peer address, oldest first, each with a
+/// handle that closes it. They may hold at most half of `max_connections`: the rest is kept
+/// for connections that proved themselves, so that trickling peers, however many addresses
+/// they come from, never take every slot. When the unproven share or all slots are taken, a
+/// newcomer takes the place of an unproven connection: the oldest of the address holding
+/// the most of them if that is more than one more than the newcomer's address holds, else
+/// the oldest of all. So a newcomer always gets in while any connection is unproven, and an
+/// agent's connection, which proves itself within a round trip, is given up only after as
+/// many newer unproven ones as half the slots came in before its first message did.
+struct Unproven<H = TcpStream> {
+    /// (id, when it came in, its handle), oldest first.
+    by_peer: HashMap<IpAddr, std::collections::VecDeque<(u64, Instant, H)>>,
+    total: usize,
+    next_id: u64,
+}
+
+impl<H> Default for Unproven<H> {
+    fn default() -> Self {
+        Unproven {
+            by_peer: HashMap::new(),
+            total: 0,
+            next_id: 0,
+        }
+    }
+}
+
+/// What a new connection may do.
+#[derive(Debug)]
+enum Admission<T> {
+    Take,
+    /// Take it after closing this unproven connection.
+    TakeInPlaceOf(T),
+    Refuse,
+}
+
+impl<H> Unproven<H> {
+    /// Whether a connection from `ip` may be taken at `now` while `active` are open (`max`
+    /// at most). The oldest of all is given up only once it has had `grace` to prove itself
+    /// (an agent needs a round trip), so that newcomers arriving faster than agents can
+    /// answer take one another's places, not the agents'.
+    fn admit(
+        &mut self,
+        ip: IpAddr,
+        active: usize,
+        max: usize,
+        now: Instant,
+        grace: Duration,
+    ) -> Admission<H> {
+        let share = (max / 2).max(1);
+        if active < max && self.total < share {
+            return Admission::Take;
+        }
+        let theirs = self.by_peer.get(&ip).map_or(0, |q| q.len());
+        let ripe = |q: &std::collections::VecDeque<(u64, Instant, H)>| {
+            q.front()
+                .filter(|(_, since, _)| now.saturating_duration_since(*since) >= grace)
+                .map(|(id, _, _)| *id)
+        };
+        // An address holding two more than the newcomer's gives way whatever the age: an
+        // agent's own address never holds more than its one.
+        let most = self
+            .by_peer
+            .iter()
+            .max_by_key(|(_, q)| q.len())
+            .filter(|(_, q)| q.len() > theirs + 1)
+            .map(|(peer, _)| *peer);
+        // Ids grow: each address's first is its oldest.
+        let oldest = || {
+            self.by_peer
+                .iter()
+                .filter_map(|(peer, q)| Some((ripe(q)?, *peer)))
+                .min()
+                .map(|(_, peer)| peer)
+        };
+        let Some(victim_peer) = most.or_else(oldest) else {
+            return Admission::Refuse;
+        };
+        let victim = self
+            .by_peer
+            .get_mut(&victim_peer)
+            .and_then(|q| q.pop_front());
+        if self.by_peer.get(&victim_peer).is_some_and(|q| q.is_empty()) {
+            self.by_peer.remove(&victim_peer);
+        }
+        match victim {
+            Some((_, _, handle)) => {
+                self.total -= 1;
+                Admission::TakeInPlaceOf(handle)
+            }
+            None => Admission::Refuse,
+        }
+    }
+
+    /// Files a new connection from `ip`, with a handle to close it; its id.
+    fn enter(&mut self, ip: IpAddr, now: Instant, handle: H) -> u64 {
+        self.next_id += 1;
+        self.by_peer
+            .entry(ip)
+            .or_default()
+            .push_back((self.next_id, now, handle));
+        self.total += 1;
+        self.next_id
+    }
+
+    /// Takes connection `id` out (proved, ended, or already given up: then nothing).
+    fn leave(&mut self, ip: IpAddr, id: u64) {
+        let Some(q) = self.by_peer.get_mut(&ip) else {
+            return;
+        };
+        if let Some(at) = q.iter().position(|(i, _, _)| *i == id) {
+            q.remove(at);
+            self.total -= 1;
+        }
+        if q.is_empty() {
+            self.by_peer.remove(&ip);
+        }
+    }
+}
+
+/// One connection's place among the [`Unproven`] until it proves itself or ends.
+struct UnprovenSlot {
+    shared: Arc<Shared>,
+    ip: IpAddr,
+    id: u64,
+}
+
+impl UnprovenSlot {
+    /// It sent something valid: it holds a slot like any other from now on.
+    fn prove(&self) {
+        self.shared
+            .unproven
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .leave(self.ip, self.id);
+    }
+}
+
+impl Drop for UnprovenSlot {
+    fn drop(&mut self) {
+        self.prove();
+    }
+}
+
 enum Job {
     Batch(Batch, Sender<Result<Outcome, String>>),
     Stop,
@@ -320,7 +556,9 @@ struct Shared {
     stats: Arc<Stats>,
     jobs: Sender<Job>,
     peers: Peers,
+    unproven: Mutex<Unproven>,
     decoders: Gate,
+    decoder: DecodeThread,
     inflight: Gate,
 }
 
@@ -410,7 +648,9 @@ impl Server {
             stats: stats.clone(),
             jobs,
             peers: Peers::default(),
+            unproven: Mutex::new(Unproven::default()),
             decoders: Gate::new(DECODERS),
+            decoder: DecodeThread::start()?,
             inflight: Gate::new(config.max_inflight_bytes as u64),
         });
         let mut server = Server {
@@ -516,13 +756,46 @@ fn accept(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &AtomicBool) {
             Err(_) => continue,
         };
         let stats = ctx.stats();
+        let admission = ctx
+            .shared
+            .unproven
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit(
+                peer.ip(),
+                stats.connections_active.load(Ordering::SeqCst) as usize,
+                ctx.config.max_connections,
+                Instant::now(),
+                UNPROVEN_GRACE.min(ctx.config.first_message_timeout),
+            );
+        if let Admission::TakeInPlaceOf(victim) = &admission {
+            // Its thread sees the connection end and gives its slot back.
+            let _ = victim.shutdown(std::net::Shutdown::Both);
+            let n = stats.connections_evicted.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                log(format!(
+                    "{peer}: taken in place of an unproven connection from {} (nothing valid \
+                     sent yet, and that address holds the most such); {n} so far",
+                    victim
+                        .peer_addr()
+                        .map_or_else(|_| "?".into(), |a| a.ip().to_string())
+                ));
+            }
+        }
         let active = stats.connections_active.fetch_add(1, Ordering::SeqCst);
-        if active as usize >= ctx.config.max_connections {
+        // One given up for it leaves as it is admitted: over the cap by it, for a moment.
+        let cap = match admission {
+            Admission::Take => ctx.config.max_connections,
+            Admission::TakeInPlaceOf(_) => ctx.config.max_connections + 1,
+            Admission::Refuse => 0,
+        };
+        if active as usize >= cap {
             stats.connections_active.fetch_sub(1, Ordering::SeqCst);
             let n = stats.connections_refused.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
                 log(format!(
-                    "{peer}: refused: {} connections open (max_connections); {n} refused so far",
+                    "{peer}: refused: {} connections open (max_connections), or half of them \
+                     unproven, none from an address holding more; {n} refused so far",
                     ctx.config.max_connections
                 ));
             }
@@ -549,13 +822,27 @@ fn accept(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &AtomicBool) {
             continue;
         };
         stats.connections_total.fetch_add(1, Ordering::Relaxed);
+        let Ok(handle) = stream.try_clone() else {
+            stats.connections_active.fetch_sub(1, Ordering::SeqCst);
+            continue;
+        };
+        let unproven = UnprovenSlot {
+            shared: ctx.shared.clone(),
+            ip: peer.ip(),
+            id: ctx
+                .shared
+                .unproven
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .enter(peer.ip(), Instant::now(), handle),
+        };
         let ctx2 = ctx.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("conn {peer}"))
             .stack_size(256 << 10)
             .spawn(move || {
                 let _slot = slot;
-                if let Err(e) = connection(stream, peer, &ctx2) {
+                if let Err(e) = connection(stream, peer, &ctx2, &unproven) {
                     log(format!("{peer}: {e}"));
                 }
                 ctx2.stats()
@@ -572,7 +859,7 @@ fn accept(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &AtomicBool) {
 /// Why a connection ended, when it was not the peer closing it.
 type ConnResult = Result<(), String>;
 
-fn connection(tcp: TcpStream, peer: SocketAddr, ctx: &Ctx) -> ConnResult {
+fn connection(tcp: TcpStream, peer: SocketAddr, ctx: &Ctx, unproven: &UnprovenSlot) -> ConnResult {
     let _ = tcp.set_nodelay(true);
     tcp.set_write_timeout(Some(ctx.config.read_timeout))
         .map_err(|e| e.to_string())?;
@@ -580,14 +867,15 @@ fn connection(tcp: TcpStream, peer: SocketAddr, ctx: &Ctx) -> ConnResult {
     match &ctx.tls {
         None => {
             let mut s = tcp;
-            session(&mut s, &control, peer, None, ctx)
+            session(&mut s, &control, peer, None, ctx, unproven)
         }
         Some(cfg) => {
             let conn = rustls::ServerConnection::new(cfg.clone()).map_err(|e| e.to_string())?;
             let mut s = rustls::StreamOwned::new(conn, tcp);
-            // Complete the TLS handshake within the read timeout.
+            // Complete the TLS handshake within first_message_timeout (a read's timeout:
+            // one trickling it is the first given up for a newcomer; see `Unproven`).
             control
-                .set_read_timeout(Some(ctx.config.read_timeout))
+                .set_read_timeout(Some(ctx.config.first_message_timeout))
                 .map_err(|e| e.to_string())?;
             while s.conn.is_handshaking() {
                 if let Err(e) = s.conn.complete_io(&mut s.sock) {
@@ -603,7 +891,7 @@ fn connection(tcp: TcpStream, peer: SocketAddr, ctx: &Ctx) -> ConnResult {
                 )),
                 _ => None,
             };
-            let r = session(&mut s, &control, peer, cert, ctx);
+            let r = session(&mut s, &control, peer, cert, ctx, unproven);
             s.conn.send_close_notify();
             let _ = s.conn.complete_io(&mut s.sock);
             r
@@ -646,6 +934,50 @@ impl Drop for Held<'_> {
     }
 }
 
+/// What a heavy message holds while it is decoded: a decode slot, and room in the
+/// in-flight budget for the most its decoding can make. Both `None` for a light message.
+#[derive(Default)]
+struct Decoding<'a> {
+    slot: Option<Permit<'a>>,
+    memory: Option<Permit<'a>>,
+}
+
+/// The thread heavy messages are decoded on, and their rows made: all their memory is
+/// allocated by one thread, so the allocator reuses what the last one freed. Decoded on
+/// each connection's own thread, every thread's arena kept what it had once held: 48 heavy
+/// gzip messages (issue 29) took a release build to a 357 MB peak with at most 128 MiB of
+/// them in flight; on this one thread, 167 MB (the allocator keeps about as much for the
+/// next burst). At most [`DECODERS`] connections use it at once.
+struct DecodeThread {
+    jobs: Sender<Box<dyn FnOnce() + Send>>,
+}
+
+impl DecodeThread {
+    fn start() -> Result<DecodeThread, String> {
+        let (jobs, rx) = bounded::<Box<dyn FnOnce() + Send>>(DECODERS as usize);
+        std::thread::Builder::new()
+            .name("decoder".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .map_err(|e| format!("cannot start the decoder thread: {e}"))?;
+        Ok(DecodeThread { jobs })
+    }
+
+    /// `work` on the decoder thread, waited for. `None`: the thread is gone (stopping).
+    fn run<R: Send + 'static>(&self, work: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+        let (tx, rx) = bounded(1);
+        self.jobs
+            .send(Box::new(move || {
+                let _ = tx.send(work());
+            }))
+            .ok()?;
+        rx.recv().ok()
+    }
+}
+
 /// The reading side of one connection.
 struct Reader<'a, S> {
     s: &'a mut S,
@@ -657,13 +989,19 @@ struct Reader<'a, S> {
     last_message: Instant,
     /// Messages other than keep-alives completed so far.
     messages: u64,
+    /// When the connection opened: it must send something valid within
+    /// `first_message_timeout` of it.
+    opened: Instant,
+    unproven: &'a UnprovenSlot,
 }
 
 impl<'a, S: Read + Write> Reader<'a, S> {
-    /// Reads until a complete client message and decodes it, holding a decode slot (given
-    /// back with the returned permit, once the caller has made what it needs of it).
-    /// `Ok(None)`: the peer closed the connection between messages, or stayed idle.
-    fn next(&mut self) -> Result<Option<(ClientMessage, Option<Permit<'a>>)>, String> {
+    /// Reads until a complete client message and decodes it. A heavy one is decoded holding
+    /// a decode slot and, from the in-flight budget, room for the most its decoding can
+    /// make ([`Decoding`], given back or resized by the caller once it has made what it
+    /// needs of the message). `Ok(None)`: the peer closed the connection between messages,
+    /// or stayed idle.
+    fn next(&mut self) -> Result<Option<(ClientMessage, Decoding<'a>)>, String> {
         let ctx = self.ctx;
         let mut first_byte: Option<Instant> = None;
         let mut held = Held {
@@ -685,45 +1023,81 @@ impl<'a, S: Read + Write> Reader<'a, S> {
             })?;
             if let Some(frame) = frame {
                 if frame == [0xc0] {
-                    return Ok(Some((ClientMessage::KeepAlive, None)));
+                    return Ok(Some((ClientMessage::KeepAlive, Decoding::default())));
+                }
+                // A whole message (one that does not decode closes the connection at once):
+                // proof enough where clients need not authenticate.
+                if !ctx.config.requires_auth() {
+                    self.unproven.prove();
                 }
                 // gzip can make decoding cost far more than the bytes received (which
                 // max_buffered_bytes bounds already), and a large frame costs its size:
                 // those take a decode slot, so heavy messages are decoded at most DECODERS
                 // at a time and leave the CPU to the writer and to light messages, which
                 // never wait for a slot.
-                let permit = if frame.len() >= HEAVY_FRAME_BYTES
-                    || decode::is_compressed(frame, &ctx.limits)
-                {
-                    let p = ctx
-                        .shared
-                        .decoders
-                        .acquire(1, Instant::now() + ctx.config.read_timeout);
-                    if p.is_none() {
+                let compressed = decode::is_compressed(frame, &ctx.limits);
+                let decoding = if frame.len() >= HEAVY_FRAME_BYTES || compressed {
+                    let deadline = Instant::now() + ctx.config.read_timeout;
+                    let Some(slot) = ctx.shared.decoders.acquire(1, deadline) else {
                         ctx.stats().timeouts.fetch_add(1, Ordering::Relaxed);
                         return Err("no decoder free within read_timeout, closing".into());
+                    };
+                    // What decoding it can make at most, held from the in-flight budget
+                    // before a byte is inflated: its entries (at most the inflation limit,
+                    // or the frame's own bytes), then its rows, made as the entries go.
+                    let most = if compressed {
+                        ctx.config.max_inflated_bytes
+                    } else {
+                        frame.len()
+                    } as u64
+                        + ENTRY_OVERHEAD * ctx.config.max_entries as u64;
+                    let Some(memory) = ctx.shared.inflight.acquire(most, deadline) else {
+                        ctx.stats().over_inflight.fetch_add(1, Ordering::Relaxed);
+                        return Err(format!(
+                            "closing: no room within read_timeout to decode a message of {} \
+                             bytes{}: messages being decoded or waiting to be stored hold \
+                             max_inflight_bytes ({})",
+                            frame.len(),
+                            if compressed { " (gzip)" } else { "" },
+                            ctx.config.max_inflight_bytes
+                        ));
+                    };
+                    Decoding {
+                        slot: Some(slot),
+                        memory: Some(memory),
                     }
-                    p
                 } else {
-                    None
+                    Decoding::default()
                 };
-                let msg = decode::client_message(frame, &self.ctx.limits).map_err(|e| {
+                let decoded = if decoding.slot.is_some() {
+                    let (frame, limits) = (frame.to_vec(), self.ctx.limits);
+                    ctx.shared
+                        .decoder
+                        .run(move || decode::client_message(&frame, &limits))
+                        .ok_or("the collector is stopping")?
+                } else {
+                    decode::client_message(frame, &self.ctx.limits)
+                };
+                let msg = decoded.map_err(|e| {
                     ctx.stats().protocol_errors.fetch_add(1, Ordering::Relaxed);
                     format!("protocol error, closing: {e}")
                 })?;
                 self.last_message = Instant::now();
                 self.messages += 1;
-                return Ok(Some((msg, permit)));
+                return Ok(Some((msg, decoding)));
             }
             if self.dec.buffered() > 0 && first_byte.is_none() {
                 first_byte = Some(Instant::now());
             }
             // A message under way must complete within read_timeout of its first byte; a new
-            // connection must complete its first message within read_timeout; then
-            // idle_timeout between messages. Keep-alives reset none of these.
+            // connection must complete its first message within first_message_timeout of
+            // opening, whatever trickles in; then idle_timeout between messages. Keep-alives
+            // reset none of these.
+            let first_due = self.opened + ctx.config.first_message_timeout;
             let deadline = match first_byte {
+                Some(t) if self.messages == 0 => (t + ctx.config.read_timeout).min(first_due),
                 Some(t) => t + ctx.config.read_timeout,
-                None if self.messages == 0 => self.last_message + ctx.config.read_timeout,
+                None if self.messages == 0 => first_due,
                 None => self.last_message + ctx.config.idle_timeout,
             };
             let left = deadline.saturating_duration_since(Instant::now());
@@ -733,15 +1107,31 @@ impl<'a, S: Read + Write> Reader<'a, S> {
                     return Ok(None);
                 }
                 ctx.stats().timeouts.fetch_add(1, Ordering::Relaxed);
-                return Err(format!(
-                    "read timeout: no complete message within {:?}",
-                    ctx.config.read_timeout
-                ));
+                return Err(if self.messages == 0 {
+                    format!(
+                        "closing: nothing valid within first_message_timeout ({:?}) of \
+                         connecting",
+                        ctx.config.first_message_timeout
+                    )
+                } else {
+                    format!(
+                        "read timeout: no complete message within {:?}",
+                        ctx.config.read_timeout
+                    )
+                });
             }
             self.control
                 .set_read_timeout(Some(left.max(Duration::from_millis(1))))
                 .map_err(|e| e.to_string())?;
-            match self.s.read(&mut self.buf) {
+            // A TLS peer that closes without close_notify (most clients, on exit or an idle
+            // timeout of their own), or resets, has closed the connection as much as one
+            // that sent it: between messages no error to log for every connection, in the
+            // middle of one the same as any close there.
+            let read = match self.s.read(&mut self.buf) {
+                Err(e) if peer_closed(&e) => Ok(0),
+                other => other,
+            };
+            match read {
                 Ok(0) => {
                     return if self.dec.buffered() > 0 {
                         ctx.stats().protocol_errors.fetch_add(1, Ordering::Relaxed);
@@ -762,6 +1152,15 @@ impl<'a, S: Read + Write> Reader<'a, S> {
     }
 }
 
+/// Whether a read error only says the peer closed the connection: rustls reports a TCP
+/// close without TLS close_notify as `UnexpectedEof`, and a reset is the same news.
+fn peer_closed(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
+    )
+}
+
 /// The rows of a batch this identity may write, and what was refused.
 struct Admitted {
     rows: Vec<Row>,
@@ -775,19 +1174,48 @@ struct Admitted {
     oversized: u64,
 }
 
+/// What a row holds in memory: its strings as allocated, each allocation's header, and the
+/// rest of the `Row`.
+fn row_heap_bytes(row: &Row) -> u64 {
+    let strings = [
+        &row.tag,
+        &row.kind,
+        &row.host,
+        &row.check,
+        &row.subject,
+        &row.summary,
+        &row.data,
+    ];
+    let optional = [row.state.as_ref(), row.advice.as_ref()];
+    let text: usize = strings.iter().map(|s| s.capacity()).sum::<usize>()
+        + optional
+            .iter()
+            .flatten()
+            .map(|s| s.capacity())
+            .sum::<usize>()
+        + row
+            .points
+            .iter()
+            .map(|(name, _)| name.capacity() + 32)
+            .sum::<usize>();
+    ROW_OVERHEAD + text as u64 + 16 * (strings.len() + optional.len()) as u64
+}
+
 /// Turns a batch's entries into rows: records over `max_record_bytes` and records for hosts
 /// `identity` may not write are refused. The host a record names is used only when the
 /// identity allows it; records that name none (foreign ones, under authentication, always)
-/// get the authenticated name, else the peer's address.
+/// get the authenticated name, else the peer's address. Each entry is dropped once its row
+/// is made, so a heavy batch holds about the larger of its entries and its rows, not both.
 fn admit(
-    batch: &zpulse_forward::EventBatch,
+    tag: &str,
+    entries: Vec<zpulse_forward::Entry>,
     identity: &Identity,
     peer_host: &str,
     max_record_bytes: usize,
 ) -> Admitted {
     let fallback = identity.name.as_deref().unwrap_or(peer_host);
     let mut a = Admitted {
-        rows: Vec::with_capacity(batch.entries.len()),
+        rows: Vec::with_capacity(entries.len()),
         readings: Vec::new(),
         bytes: 0,
         foreign: 0,
@@ -795,11 +1223,11 @@ fn admit(
         refused_host: Vec::new(),
         oversized: 0,
     };
-    for e in &batch.entries {
+    for e in entries {
         // A metric record is larger than an event (thousands of series) and has its own
         // bound; one that does not decode is kept as a foreign record, like any other.
         let mut series_error = None;
-        let decoded = (batch.tag == series::TAG && e.record.len() <= series::MAX_RECORD_BYTES)
+        let decoded = (tag == series::TAG && e.record.len() <= series::MAX_RECORD_BYTES)
             .then(|| SeriesRecord::decode(&e.record))
             .and_then(|d| d.map_err(|why| series_error = Some(why)).ok());
         if let Some(record) = decoded {
@@ -819,7 +1247,7 @@ fn admit(
             a.oversized += 1;
             continue;
         }
-        let (mut row, valid) = Row::from_entry(&batch.tag, e, fallback);
+        let (mut row, valid) = Row::from_entry(tag, &e, fallback);
         if let Err(why) = valid {
             a.foreign += 1;
             a.first_foreign_error
@@ -834,7 +1262,10 @@ fn admit(
             }
             continue;
         }
-        a.bytes += ROW_OVERHEAD + row.data.len() as u64 + row.summary.len() as u64;
+        // Held until the ack: at its length (serde_json grows it by doubling, so it would
+        // take up to twice that), and counted as allocated.
+        row.data.shrink_to_fit();
+        a.bytes += row_heap_bytes(&row);
         a.rows.push(row);
     }
     a
@@ -846,6 +1277,7 @@ fn session<S: Read + Write>(
     peer: SocketAddr,
     cert: Option<Identity>,
     ctx: &Ctx,
+    unproven: &UnprovenSlot,
 ) -> ConnResult {
     let mut r = Reader {
         s,
@@ -855,12 +1287,15 @@ fn session<S: Read + Write>(
         ctx,
         last_message: Instant::now(),
         messages: 0,
+        opened: Instant::now(),
+        unproven,
     };
     let peer_host = peer.ip().to_string();
     let mut identity = cert.unwrap_or_default();
     if ctx.config.requires_auth() {
         match handshake(&mut r, peer)? {
             Some(key_identity) => {
+                unproven.prove();
                 identity.name = identity.name.or(key_identity.name);
                 identity.restrictions.extend(key_identity.restrictions);
             }
@@ -895,8 +1330,19 @@ fn session<S: Read + Write>(
             ));
         }
         let entries = batch.entries.len();
-        let a = admit(&batch, &identity, &peer_host, ctx.config.max_record_bytes);
         let (chunk, tag) = (batch.options.chunk, batch.tag);
+        let max_record_bytes = ctx.config.max_record_bytes;
+        let a = if decoding.slot.is_some() {
+            // A heavy batch's rows are made where its entries were (see `DecodeThread`).
+            let (tag, identity, peer_host) = (tag.clone(), identity.clone(), peer_host.clone());
+            let entries = batch.entries;
+            ctx.shared
+                .decoder
+                .run(move || admit(&tag, entries, &identity, &peer_host, max_record_bytes))
+                .ok_or("the collector is stopping")?
+        } else {
+            admit(&tag, batch.entries, &identity, &peer_host, max_record_bytes)
+        };
         if a.foreign > 0 {
             let before = stats
                 .foreign_records
@@ -934,23 +1380,31 @@ fn session<S: Read + Write>(
                 ));
             }
         }
-        let Some(room) = ctx
-            .shared
-            .inflight
-            .acquire(a.bytes, Instant::now() + ctx.config.read_timeout)
-        else {
-            stats.over_inflight.fetch_add(1, Ordering::Relaxed);
-            return Err(format!(
-                "closing: decoded rows waiting to be stored stayed over max_inflight_bytes ({}) \
-                 for read_timeout",
-                ctx.config.max_inflight_bytes
-            ));
+        // The rows, held from the in-flight budget until the ack: a heavy message's room for
+        // decoding becomes its rows' (fewer bytes given back at once, more waited for); a
+        // light message's few are taken at once (at most its frame's worth, on each of
+        // max_connections), so that it never queues behind heavy ones.
+        let Decoding { slot, memory } = decoding;
+        let room = match memory {
+            Some(mut room) => {
+                if !room.resize(a.bytes, Instant::now() + ctx.config.read_timeout) {
+                    stats.over_inflight.fetch_add(1, Ordering::Relaxed);
+                    return Err(format!(
+                        "closing: decoded rows waiting to be stored stayed over \
+                         max_inflight_bytes ({}) for read_timeout",
+                        ctx.config.max_inflight_bytes
+                    ));
+                }
+                room
+            }
+            None => ctx.shared.inflight.take_now(a.bytes),
         };
-        drop(decoding);
+        drop(slot);
         let n = a.rows.len() + a.readings.len();
         let (tx, rx) = bounded(1);
         let job = Batch {
             chunk: chunk.clone(),
+            sender: identity.name.clone(),
             peer: peer.to_string(),
             rows: a.rows,
             readings: a.readings,
@@ -959,10 +1413,16 @@ fn session<S: Read + Write>(
             .jobs
             .send(Job::Batch(job, tx))
             .map_err(|_| "the collector is stopping".to_string())?;
-        let outcome = rx
+        let outcome = match rx
             .recv()
             .map_err(|_| "the collector is stopping".to_string())?
-            .map_err(|e| format!("not stored, no ack ({e})"))?;
+        {
+            Ok(outcome) => outcome,
+            // Not stored, so no ack: the connection ends and its agent resends. The writer
+            // said why, at most once a STORE_ERRORS_LOGGED_EVERY for all connections (a full
+            // disk refuses every batch: a line each would flood the log).
+            Err(_) => return Ok(()),
+        };
         drop(room);
         stats.batches.fetch_add(1, Ordering::Relaxed);
         match outcome {
@@ -1085,10 +1545,14 @@ pub struct Waiting<R> {
 /// client's batch never waits behind a heavy one for room: a heavy batch owed its turn
 /// rides along instead of going first and filling the transaction. A transaction holds at
 /// most `GROUP_MAX_EVENTS` plus one batch (itself at most `max_entries`), so a light batch
-/// waits for at most the transaction under way and its own. No batch starves: once passed
-/// over twice it is in the next transaction but those owed before it. The rest stay in
-/// `waiting`, each marked as passed over.
-pub fn pick<R>(waiting: &mut Vec<Waiting<R>>) -> Vec<Waiting<R>> {
+/// waits for at most the transaction under way and its own. After a heavy transaction
+/// (`after_heavy`: more than half of `GROUP_MAX_EVENTS`), the owed batch waits one more:
+/// under a stream of heavy batches a light one then waits for at most one heavy
+/// transaction, not for the one under way and a heavy one riding along with it. No batch
+/// starves: once passed over twice it is in the next transaction that does not follow a
+/// heavy one, but those owed before it. The rest stay in `waiting`, each marked as passed
+/// over.
+pub fn pick<R>(waiting: &mut Vec<Waiting<R>>, after_heavy: bool) -> Vec<Waiting<R>> {
     // Stable: among equal sizes, the order of arrival.
     waiting.sort_by_key(|w| w.batch.rows.len());
     let mut events = 0;
@@ -1105,6 +1569,7 @@ pub fn pick<R>(waiting: &mut Vec<Waiting<R>>) -> Vec<Waiting<R>> {
     let owed = waiting
         .iter()
         .enumerate()
+        .filter(|_| !after_heavy)
         .filter(|(i, w)| !taken[*i] && w.passed_over >= MAX_PASSED_OVER)
         .max_by_key(|(_, w)| w.passed_over)
         .map(|(i, _)| i);
@@ -1136,6 +1601,9 @@ fn writer(
     let mut next_retention = Instant::now() + RETENTION_EVERY;
     let mut stopping = false;
     let mut waiting: Vec<Waiting<Sender<Result<Outcome, String>>>> = Vec::new();
+    // Whether the last transaction was heavy (see `pick`).
+    let mut after_heavy = false;
+    let mut store_errors_said = LogEvery::new(STORE_ERRORS_LOGGED_EVERY);
     loop {
         let wait = next_retention.saturating_duration_since(Instant::now());
         let first = if !waiting.is_empty() {
@@ -1177,13 +1645,14 @@ fn writer(
                 next = rx.try_recv().ok();
             }
         }
-        let group: Vec<(Batch, Sender<Result<Outcome, String>>)> = pick(&mut waiting)
+        let group: Vec<(Batch, Sender<Result<Outcome, String>>)> = pick(&mut waiting, after_heavy)
             .into_iter()
             .map(|w| (w.batch, w.reply))
             .collect();
         if group.is_empty() {
             continue;
         }
+        after_heavy = group.iter().map(|(b, _)| b.rows.len()).sum::<usize>() > GROUP_MAX_EVENTS / 2;
         let now = now_s();
         let result = (|| {
             let tx = store.transaction()?;
@@ -1202,7 +1671,20 @@ fn writer(
             }
             Err(e) => {
                 stats.store_errors.fetch_add(1, Ordering::Relaxed);
-                log(format!("storing {} batch(es) failed: {e}", group.len()));
+                if let Some(unsaid) = store_errors_said.due(Instant::now()) {
+                    log(format!(
+                        "storing {} batch(es) failed, not acked (their agents resend): {e}{}",
+                        group.len(),
+                        if unsaid > 0 {
+                            format!(
+                                " ({unsaid} more failure(s) since the last such line, not \
+                                 logged)"
+                            )
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
                 for (_, reply) in group {
                     let _ = reply.send(Err(e.clone()));
                 }
@@ -1237,6 +1719,21 @@ mod tests {
         let t3 = t2 + Duration::from_secs(3600);
         assert_eq!(r.take(5000, t3), Duration::ZERO);
         assert!(r.take(1, t3) > Duration::ZERO);
+    }
+
+    #[test]
+    fn store_failures_are_logged_once_a_minute_with_the_count_unsaid() {
+        let t0 = Instant::now();
+        let mut said = LogEvery::new(Duration::from_secs(60));
+        // The first failure is said; a full disk's next 500 within the minute are not.
+        assert_eq!(said.due(t0), Some(0));
+        for i in 1..=500 {
+            assert_eq!(said.due(t0 + Duration::from_millis(100 * i)), None);
+        }
+        // A minute after the last line: one line, with the 500 it did not say.
+        assert_eq!(said.due(t0 + Duration::from_secs(60)), Some(500));
+        assert_eq!(said.due(t0 + Duration::from_secs(61)), None);
+        assert_eq!(said.due(t0 + Duration::from_secs(200)), Some(1));
     }
 
     #[test]
@@ -1300,33 +1797,121 @@ mod tests {
             waiting(5000, 0),
         ];
         // The light batch goes first; then the next smallest, up to GROUP_MAX_EVENTS (5,000).
-        let g = pick(&mut q);
+        let g = pick(&mut q, false);
         assert_eq!(sizes(&g), [1, 4000]);
         assert_eq!(sizes(&q), [5000, 5000]);
         assert!(q.iter().all(|w| w.passed_over == 1));
         // A light one arriving goes before them...
         q.push(waiting(2, 0));
-        assert_eq!(sizes(&pick(&mut q)), [2]);
+        assert_eq!(sizes(&pick(&mut q, false)), [2]);
         // ...and so does the next, but now one passed over twice rides along with it (one
         // only: the transaction stays bounded).
         q.push(waiting(3, 0));
-        assert_eq!(sizes(&pick(&mut q)), [3, 5000]);
+        assert_eq!(sizes(&pick(&mut q, false)), [3, 5000]);
         // The other, passed over three times, with the next light one.
         q.push(waiting(4, 0));
-        assert_eq!(sizes(&pick(&mut q)), [4, 5000]);
+        assert_eq!(sizes(&pick(&mut q, false)), [4, 5000]);
         assert!(q.is_empty());
         // Heavy batches owed their turn never push a light one out of a transaction.
         let mut q = vec![waiting(5000, 2), waiting(5000, 2), waiting(1, 0)];
-        assert_eq!(sizes(&pick(&mut q)), [1, 5000]);
-        assert_eq!(sizes(&pick(&mut q)), [5000]);
+        assert_eq!(sizes(&pick(&mut q, false)), [1, 5000]);
+        assert_eq!(sizes(&pick(&mut q, false)), [5000]);
         // One batch larger than a whole transaction still goes, alone.
         let mut q = vec![waiting(12_000, 0), waiting(3, 0)];
-        assert_eq!(sizes(&pick(&mut q)), [3]);
-        assert_eq!(sizes(&pick(&mut q)), [12_000]);
+        assert_eq!(sizes(&pick(&mut q, false)), [3]);
+        assert_eq!(sizes(&pick(&mut q, false)), [12_000]);
         assert!(q.is_empty());
         // Many light ones share a transaction.
         let mut q: Vec<_> = (0..10).map(|_| waiting(100, 0)).collect();
-        assert_eq!(pick(&mut q).len(), 10);
+        assert_eq!(pick(&mut q, false).len(), 10);
+        // After a heavy transaction, a light batch goes without the one owed its turn, which
+        // goes in the next.
+        let mut q = vec![waiting(5000, 2), waiting(1, 0)];
+        assert_eq!(sizes(&pick(&mut q, true)), [1]);
+        q.push(waiting(2, 0));
+        assert_eq!(sizes(&pick(&mut q, false)), [2, 5000]);
+    }
+
+    #[test]
+    fn unproven_connections_hold_half_the_slots_and_the_biggest_holder_gives_way() {
+        let ip = |n: u8| IpAddr::from([127, 0, 0, n]);
+        let t0 = Instant::now();
+        let grace = Duration::from_secs(1);
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut u: Unproven<&str> = Unproven::default();
+        // max 8: the unproven share is 4. Address .2 takes three, .3 one.
+        for handle in ["2a", "2b", "2c"] {
+            assert!(matches!(
+                u.admit(ip(2), u.total, 8, t0, grace),
+                Admission::Take
+            ));
+            u.enter(ip(2), t0, handle);
+        }
+        assert!(matches!(
+            u.admit(ip(3), u.total, 8, t0, grace),
+            Admission::Take
+        ));
+        let three = u.enter(ip(3), at(10), "3a");
+        // The share is full: .2 (three) gives its oldest to a newcomer from .4 (none), at
+        // once...
+        match u.admit(ip(4), 4, 8, at(20), grace) {
+            Admission::TakeInPlaceOf(h) => assert_eq!(h, "2a"),
+            other => panic!("{other:?}"),
+        }
+        u.enter(ip(4), at(20), "4a");
+        // ...but no address holds two more than .4's one now: the oldest of all gives way
+        // once it has had its grace, and a newcomer is refused before.
+        assert!(matches!(
+            u.admit(ip(4), 4, 8, at(500), grace),
+            Admission::Refuse
+        ));
+        match u.admit(ip(4), 4, 8, at(1010), grace) {
+            Admission::TakeInPlaceOf(h) => assert_eq!(h, "2b"),
+            other => panic!("{other:?}"),
+        }
+        u.enter(ip(4), at(1010), "4b");
+        // .3's one proves itself: room in the share again, for anyone.
+        u.leave(ip(3), three);
+        assert!(matches!(
+            u.admit(ip(2), 3, 8, at(1010), grace),
+            Admission::Take
+        ));
+        // All slots taken by proven connections, none unproven: refused.
+        let mut v: Unproven<&str> = Unproven::default();
+        assert!(matches!(v.admit(ip(6), 8, 8, t0, grace), Admission::Refuse));
+        v.enter(ip(5), t0, "5a");
+        v.enter(ip(5), t0, "5b");
+        assert!(matches!(
+            v.admit(ip(6), 8, 8, at(1000), grace),
+            Admission::TakeInPlaceOf("5a")
+        ));
+        assert_eq!(v.total, 1);
+        // Leaving twice, or after being given up, changes nothing.
+        v.leave(ip(5), 1);
+        assert_eq!(v.total, 1);
+    }
+
+    #[test]
+    fn a_permit_resizes_within_its_gate() {
+        let g = Gate::new(100);
+        let mut p = g.acquire(80, Instant::now()).unwrap();
+        // Fewer: given back at once.
+        assert!(p.resize(30, Instant::now()));
+        assert_eq!(g.used(), 30);
+        let other = g.acquire(60, Instant::now()).unwrap();
+        // More than there is room for, no time to wait: refused, holding what it held.
+        assert!(!p.resize(50, Instant::now()));
+        assert_eq!(g.used(), 90);
+        drop(other);
+        assert!(p.resize(50, Instant::now()));
+        assert_eq!(g.used(), 50);
+        // Alone in the gate, more than the whole gate: admitted, as acquire does.
+        assert!(p.resize(500, Instant::now()));
+        // Light rows are taken at once, whatever is held.
+        let light = g.take_now(10);
+        assert_eq!(g.used(), 510);
+        drop((p, light));
+        assert_eq!(g.used(), 0);
     }
 
     #[test]

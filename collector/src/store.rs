@@ -5,9 +5,12 @@
 //!   subject, summary, advice, `data` as JSON. Indexed by time, host, check and severity.
 //!   The finding events (`kind = 'finding'`, with their `state`) are the raised / updated /
 //!   cleared history of every finding.
-//! * `chunks` — the chunk id of every batch stored: a batch whose chunk id is already here was
-//!   stored before (its ack was lost and the agent resent it) and is acked without storing it
-//!   again. Kept for `dedup_window` (at least), so resends after long outages are caught.
+//! * `chunks` — the chunk id of every batch stored, scoped to its sender ([`Batch::dedup_key`]:
+//!   the client's authenticated name and the hosts the batch writes for, with the chunk id):
+//!   a batch whose key is already here was stored before (its ack was lost and the agent
+//!   resent it) and is acked without storing it again. Another client's batch with an equal
+//!   chunk id is a different key, so it is stored: an ack always means stored. Kept for
+//!   `dedup_window` (at least), so resends after long outages are caught.
 //! * `findings` — the current state of each finding, per (host, check, subject): open or
 //!   cleared, since when, the latest summary. `open = 1` rows are the open set.
 //! * `acks` — findings acknowledged by `zpulse-collector ack`, until a time or for good: who,
@@ -296,13 +299,37 @@ type HostSeen = (i64, Option<(i64, Option<String>, Option<f64>)>, bool);
 /// A batch of events from one client message.
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
-    /// The chunk id the client asked an ack for: the dedup key.
+    /// The chunk id the client asked an ack for: with `sender` and the hosts of the rows,
+    /// the dedup key ([`Batch::dedup_key`]).
     pub chunk: Option<String>,
+    /// Who sent it: the connection's authenticated name, `None` when unauthenticated.
+    pub sender: Option<String>,
     /// The client's address.
     pub peer: String,
     pub rows: Vec<Row>,
     /// The figures of metric records (`zpulse.series`), stored as time series.
     pub readings: Vec<crate::timeseries::Reading>,
+}
+
+impl Batch {
+    /// The key a resend of this batch is recognised by: the chunk id within its sender's
+    /// scope, that is the sender's authenticated name and the hosts the batch writes for
+    /// (sorted, each once). Chunk ids are chosen by the clients, so two clients may send
+    /// equal ones, by chance or on purpose; one client's id must never make another's batch
+    /// be acked unstored. Encoded as a JSON array, so no name can be mistaken for a
+    /// separator. `None`: no chunk id, no dedup.
+    pub fn dedup_key(&self) -> Option<String> {
+        let chunk = self.chunk.as_deref()?;
+        let mut hosts: Vec<&str> = self
+            .rows
+            .iter()
+            .map(|r| r.host.as_str())
+            .chain(self.readings.iter().map(|r| r.host.as_str()))
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        Some(serde_json::json!([self.sender, hosts, chunk]).to_string())
+    }
 }
 
 /// What became of a batch.
@@ -463,13 +490,13 @@ impl Store {
     /// Stores one batch inside `tx` (the caller commits), unless its chunk id was stored
     /// before. `now` is the receive time in seconds.
     pub fn apply(tx: &Transaction, batch: &Batch, now: i64) -> Result<Outcome, String> {
-        if let Some(chunk) = &batch.chunk {
+        if let Some(key) = batch.dedup_key() {
             let fresh = tx
                 .prepare_cached(
                     "INSERT INTO chunks(chunk, received, events) VALUES (?1, ?2, ?3)
                      ON CONFLICT(chunk) DO NOTHING",
                 )
-                .and_then(|mut s| s.execute(params![chunk, now, batch.rows.len() as i64]))
+                .and_then(|mut s| s.execute(params![key, now, batch.rows.len() as i64]))
                 .map_err(sql)?;
             if fresh == 0 {
                 return Ok(Outcome::Duplicate);
@@ -1079,15 +1106,6 @@ impl Store {
                 .map_err(sql)
         };
         Ok((n("events")?, n("chunks")?))
-    }
-
-    /// Whether a chunk id was stored.
-    pub fn has_chunk(&self, chunk: &str) -> Result<bool, String> {
-        self.conn
-            .query_row("SELECT 1 FROM chunks WHERE chunk = ?1", [chunk], |_| Ok(()))
-            .optional()
-            .map(|o| o.is_some())
-            .map_err(sql)
     }
 
     /// Checkpoints the WAL into the database (at shutdown).

@@ -47,6 +47,7 @@ fn the_sample_config_parses_and_shows_the_defaults() {
     assert_eq!(c.max_buffered_bytes, d.max_buffered_bytes);
     assert_eq!(c.max_inflight_bytes, d.max_inflight_bytes);
     assert_eq!(c.read_timeout, d.read_timeout);
+    assert_eq!(c.first_message_timeout, d.first_message_timeout);
     assert_eq!(c.idle_timeout, d.idle_timeout);
     assert_eq!(c.max_clock_skew, d.max_clock_skew);
     assert_eq!(c.retention.max_age, d.retention.max_age);

@@ -305,15 +305,25 @@ fn limits_close_bad_peers_and_the_server_survives() {
     let s = r.server.stats.snapshot();
     assert!(s["protocol_errors"] >= 3, "{s:?}");
     assert!(s["timeouts"] >= 1, "{s:?}");
-    // The connection cap: 4 idle connections held, the 5th is closed at once. On a server
-    // of its own whose read timeout is long, so that the held ones stay open however slowly
-    // a loaded machine gets to them.
+    // The connection cap: 4 idle connections held (each sent a batch: unproven ones hold
+    // at most half the slots), the 5th is closed at once. On a server of its own whose
+    // timeouts are long, so that the held ones stay open however slowly a loaded machine
+    // gets to them.
     let capped = start(|c| {
         c.max_connections = 4;
         c.read_timeout = Duration::from_secs(60);
+        c.first_message_timeout = Duration::from_secs(60);
     });
-    let held: Vec<_> = (0..4)
-        .map(|_| Client::connect(capped.server.addr))
+    let held: Vec<_> = (0..4u8)
+        .map(|n| {
+            let mut c = Client::connect(capped.server.addr);
+            c.send_acked(
+                "zpulse.metrics",
+                &metrics("h", "c", "s", "x_pct", 1.0),
+                10 + n,
+            );
+            c
+        })
         .collect();
     wait_until("4 active", || {
         capped.server.stats.snapshot()["connections_active"] == 4
@@ -334,9 +344,10 @@ fn limits_close_bad_peers_and_the_server_survives() {
 fn idle_connections_are_closed() {
     let r = start(|c| {
         c.read_timeout = Duration::from_millis(300);
+        c.first_message_timeout = Duration::from_millis(300);
         c.idle_timeout = Duration::from_millis(600);
     });
-    // Nothing at all: closed once read_timeout passes without a first message.
+    // Nothing at all: closed once first_message_timeout passes without a first message.
     let mut c = Client::connect(r.server.addr);
     assert!(closed(&mut c));
     assert_eq!(r.server.stats.snapshot()["timeouts"], 1);
@@ -383,12 +394,13 @@ fn keep_alive_until_closed(c: &mut Client, every: Duration) -> u32 {
 
 /// The attack of issue 15: connections sending one nil every few seconds held every slot.
 /// Keep-alives do not count as messages: a connection that completes none within
-/// read_timeout is closed whatever keep-alives it sends, and each is counted.
+/// first_message_timeout is closed whatever keep-alives it sends, and each is counted.
 #[test]
 fn trickled_keep_alives_do_not_hold_a_slot() {
+    // 16 slots: the 8 tricklers fit in the unproven half.
     let r = start(|c| {
-        c.read_timeout = Duration::from_millis(400);
-        c.max_connections = 8;
+        c.first_message_timeout = Duration::from_millis(400);
+        c.max_connections = 16;
     });
     let handles: Vec<_> = (0..8)
         .map(|_| {
@@ -493,6 +505,20 @@ fn web_page_shows_hosts_findings_and_charts() {
     assert!(body.contains("agent.heartbeat cpu_pct"));
     let (head, _) = get(addr, "/host/nobody");
     assert!(head.starts_with("HTTP/1.1 404"));
+    // The host list's orders, as the README lists them; anything else is a 400 with the
+    // reason (issue 29: `sort=name;drop` was served with the default order).
+    for sort in ["name", "seen", "open", "worst"] {
+        let (head, _) = get(addr, &format!("/?sort={sort}"));
+        assert!(head.starts_with("HTTP/1.1 200"), "{sort}: {head}");
+    }
+    for sort in ["name;drop", "", "NAME"] {
+        let (head, body) = get(addr, &format!("/?sort={sort}"));
+        assert!(head.starts_with("HTTP/1.1 400"), "{sort}: {head}");
+        assert!(
+            body.contains("sort: one of name, seen, open, worst"),
+            "{body}"
+        );
+    }
     let (_, body) = get(addr, "/api/hosts");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v[0]["version"], "0.1.0");

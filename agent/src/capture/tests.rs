@@ -283,6 +283,45 @@ fn unreadable_sources_are_reported_not_copied() {
     assert!(dest.join("proc/spl/kstat/zfs/zil").is_file());
 }
 
+/// Issue 29: a capture whose `arcstats` or `pool_configs.nvlist` is a dangling symbolic link
+/// lost the ARC or the pool layout without a word (a missing file is one this kernel does
+/// not have). Each is a note naming the link now; the rest is still read.
+#[test]
+fn a_dangling_link_in_a_sources_place_is_a_note() {
+    let (_tmp, source) = basic_copy();
+    let whole = loaded(&source);
+    assert!(whole.arc.is_some() && whole.pools.iter().any(|p| p.config.is_some()));
+    for rel in [
+        "proc/spl/kstat/zfs/arcstats",
+        "zfs-ioctl/pool_configs.nvlist",
+    ] {
+        std::fs::remove_file(source.join(rel)).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/zpulse-target", source.join(rel)).unwrap();
+    }
+    let snap = loaded(&source);
+    assert!(snap.arc.is_none());
+    assert!(
+        snap.pools.iter().all(|p| p.config.is_none()),
+        "{:?}",
+        snap.pools
+    );
+    for source_name in ["proc/spl/kstat/zfs/arcstats", "zfs-ioctl"] {
+        let issue = snap
+            .issues
+            .iter()
+            .find(|i| i.source == source_name)
+            .unwrap_or_else(|| panic!("no note for {source_name}: {:?}", snap.issues));
+        assert!(
+            issue.message.contains("symbolic link") && issue.message.contains("zpulse-target"),
+            "{issue:?}"
+        );
+    }
+    // What else the capture holds is read as before (the disks without their pool roles).
+    assert_eq!(snap.zil, whole.zil);
+    let names = |s: &Snapshot| s.disks.iter().map(|d| d.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&snap), names(&whole));
+}
+
 /// A capture being re-captured names a pool `../../../x`: the reply its name leads to,
 /// outside the capture, is neither read nor written anywhere; the pool costs only itself.
 #[test]

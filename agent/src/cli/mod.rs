@@ -7,7 +7,7 @@ mod once;
 mod plugins;
 mod replay;
 mod report;
-mod run;
+pub(crate) mod run;
 
 pub use plugins::PluginArgs;
 

@@ -27,6 +27,11 @@ pub fn run(
 /// it found. The same errors as `run`, without starting anything.
 pub fn check(path: Option<&Path>) -> Result<(), String> {
     let cfg = config::load(path)?;
+    // The history directory, as `run` checks it (a missing one `run` creates).
+    if cfg.history.enabled {
+        crate::history::check_dir(&cfg.history.dir(), crate::plugins::effective_uid())
+            .map_err(|e| format!("history: {e}"))?;
+    }
     // Each plugin checks its own table (decoding only, nothing created), as a reload does.
     let notes = crate::plugins::check_tables(
         &cfg.plugins,

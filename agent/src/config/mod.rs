@@ -238,9 +238,15 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     }
     if let Some(host) = raw.hostname {
         let name = host.get_ref();
-        if name.is_empty() || name.len() > 255 || name.chars().any(|c| c.is_whitespace()) {
+        // Control characters too: the name goes into every event, log line and syslog
+        // header, where a NUL cuts it and an ESC drives the terminal that shows it.
+        if name.is_empty()
+            || name.len() > 255
+            || name.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
             return Err(format!(
-                "{}: hostname: give a name of 1 to 255 characters without spaces",
+                "{}: hostname: give a name of 1 to 255 characters without spaces or control \
+                 characters",
                 origin(Some(host.span()))
             ));
         }

@@ -39,6 +39,7 @@ mod writer;
 mod tests;
 
 pub use read::{HistoryRead, MAX_RECORDS, read};
+pub use segment::check_dir;
 pub use writer::{Appended, Writer};
 
 use serde::{Deserialize, Deserializer, Serialize};

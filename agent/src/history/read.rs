@@ -5,6 +5,7 @@
 use super::record::Holds;
 use super::segment::{self, Located};
 use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use zpulse_proto::{Snapshot, ZEvent};
 
@@ -91,8 +92,18 @@ pub fn read(dir: &Path, from: f64, to: f64) -> Result<HistoryRead, String> {
             crate::sources::root::file_kind(meta.file_type())
         ));
     }
+    let mut notes = Vec::new();
+    // `run` refuses to write to such a directory; what is in it may be anyone's.
+    if meta.mode() & 0o022 != 0 {
+        notes.push(format!(
+            "warning: {} is writable by others (mode {:o}): `zpulse run` refuses to write \
+             there, and what it holds may have been put there by anyone",
+            dir.display(),
+            meta.mode() & 0o7777
+        ));
+    }
     let mut out = HistoryRead {
-        notes: Vec::new(),
+        notes,
         files: Vec::new(),
         picked: Vec::new(),
     };

@@ -76,7 +76,17 @@ pub fn ensure_dir(dir: &Path, euid: u32) -> Result<(), String> {
                 )
             })?;
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    check_dir(dir, euid)
+}
+
+/// The checks of [`ensure_dir`] on a directory that may not exist yet (`run` creates it
+/// then): what `check-config` says before `run` would refuse it.
+pub fn check_dir(dir: &Path, euid: u32) -> Result<(), String> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
     if !meta.file_type().is_dir() {
         return Err(format!(
             "{}: the history directory is a {}, not a directory; refusing to write there",

@@ -543,3 +543,49 @@ fn a_snapshot_record_is_never_taken_for_kernel_events_or_the_reverse() {
     );
     assert!(record::encode_zevents(&[]).is_err());
 }
+
+/// Issue 29: `check-config` said ok for a 0777 history directory that `run` refuses, and
+/// `report` read such a directory without a word.
+#[test]
+fn check_config_refuses_an_open_history_directory_and_report_warns_reading_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("history");
+    let toml = tmp.path().join("zpulse.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "[plugins]\ndirs = []\n[history]\ndir = \"{}\"\n[[sink]]\ntype = \"stdout\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    // Not there yet: `run` creates it, so the config is fine.
+    crate::cli::run::check(Some(&toml)).unwrap();
+    let mut w = Writer::open(&config(tmp.path())).unwrap();
+    w.append(&storm().remove(0)).unwrap();
+    drop(w);
+    crate::cli::run::check(Some(&toml)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = crate::cli::run::check(Some(&toml)).unwrap_err();
+    assert!(
+        err.starts_with("history: ") && err.contains("writable by others (mode 777)"),
+        "{err}"
+    );
+    // Reading it still works, with the warning among the notes report prints.
+    let r = read(&dir, f64::NEG_INFINITY, f64::INFINITY).unwrap();
+    assert_eq!(decoded(&r).0.len(), 1);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("warning: ") && n.contains("writable by others (mode 777)")),
+        "{:?}",
+        r.notes
+    );
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let r = read(&dir, f64::NEG_INFINITY, f64::INFINITY).unwrap();
+    assert!(
+        r.notes.iter().all(|n| !n.contains("writable")),
+        "{:?}",
+        r.notes
+    );
+}

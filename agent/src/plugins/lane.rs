@@ -109,6 +109,8 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
             .name(name)
             .stack_size(stack_size)
             .spawn(move || {
+                // The agent's signals go to the agent's threads (see `signals`).
+                super::signals::block_in_this_thread();
                 let _ = theirs.placement.set(Placement::of_current_thread());
                 // However the thread ends, its id is not touched afterwards.
                 let _retire = Retire(&theirs);

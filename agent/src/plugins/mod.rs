@@ -24,6 +24,7 @@ mod lane;
 mod load;
 pub(crate) mod perms;
 mod placement;
+mod signals;
 mod worker;
 
 pub use perms::{check_plugin_file, effective_uid};
@@ -273,6 +274,7 @@ impl PluginHost {
         hostname: &str,
         interrupt: Option<Receiver<()>>,
     ) -> PluginHost {
+        signals::keep_agents();
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let mut host = PluginHost {
             budget: Budget {
@@ -310,6 +312,8 @@ impl PluginHost {
         let mut names: BTreeMap<String, PathBuf> = BTreeMap::new();
         for path in files {
             host.load_file(&path, euid, settings, &mut names);
+            // Its initialisers ran in this thread: they must not leave the agent deaf.
+            host.restore_signals(&path.display().to_string());
         }
         for name in &settings.disable {
             if !names.contains_key(name) {
@@ -632,6 +636,18 @@ impl PluginHost {
         }
         self.wait(now + self.budget.budget);
         self.mark_hung();
+        // A plugin still in its call may have changed them there (lanes restore after each
+        // call, which a hung one has not finished).
+        self.restore_signals("a plugin still in its call");
+    }
+
+    /// Puts back the agent's SIGTERM, SIGINT and SIGHUP handling if `who` changed it.
+    fn restore_signals(&mut self, who: &str) {
+        let restored = signals::restore_agents();
+        if !restored.is_empty() {
+            let message = format!("{who} {}", signals::changed_warning(&restored));
+            self.log(Level::Warn, "plugins", message);
+        }
     }
 
     /// What has been produced since the last call (loading problems, late returns).

@@ -3,7 +3,10 @@
 //! A plugin runs inside the agent, usually as root. So the file, and every directory from it
 //! up to `/`, must be owned by root or by the agent's own user, and writable by nobody else:
 //! whoever can write any of them can make the agent run their code. Symbolic links are
-//! followed, and both the link's directory chain and the target's are checked.
+//! resolved one step at a time, as the kernel does ([`resolve_checked`]): every directory the
+//! resolution passes through (the directory of each link on the way included, and every
+//! directory a link's target names) and every link is held to the rule, so a link in a
+//! directory someone else may write, pointing at any root-owned library, is refused.
 //!
 //! One difference from sshd: a directory with the sticky bit (like `/tmp`, mode 1777) is
 //! accepted as long as it is owned by root or the agent's user, because in it nobody can
@@ -28,25 +31,111 @@ pub fn check_plugin_file(path: &Path, euid: u32) -> Result<(), String> {
 ///
 /// The check and the load must concern the same file: a path checked and then handed to
 /// `dlopen` can be switched in between (a link in a writable directory flipped to another
-/// file). So the link is resolved once, and the resolved path is walked from `/` one
+/// file). So the path is resolved once, step by step, with every directory and link on the
+/// way checked ([`resolve_checked`]), and the resolved path is then walked from `/` one
 /// component at a time with `O_NOFOLLOW` (a link put in its place since fails the open);
 /// the rule is applied to each directory and to the file as opened (`fstat` of the
 /// descriptor), and the caller loads that descriptor, never the path.
 pub fn open_checked(path: &Path, euid: u32) -> Result<std::fs::File, String> {
-    let real = std::fs::canonicalize(path)
-        .map_err(|e| format!("{}: cannot resolve: {e}", path.display()))?;
-    let file = walk_resolved(&real, euid)?;
-    // A link elsewhere: whoever can write the link's directory can point it anywhere.
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
-        && let Ok(parent) = std::fs::canonicalize(parent)
-        && Some(parent.as_path()) != real.parent()
-    {
-        let meta = std::fs::metadata(&parent)
-            .map_err(|e| format!("{}: cannot stat: {e}", parent.display()))?;
-        check_one(&parent, &meta, euid)?;
-        check_ancestors(&parent, euid)?;
+    let real = resolve_checked(path, euid)?;
+    walk_resolved(&real, euid)
+}
+
+/// Links followed while resolving one path, at most: Linux's own limit (`ELOOP`).
+const MAX_LINKS: usize = 40;
+
+/// Resolves `path` as the kernel would, one component at a time, and applies the rule to
+/// every directory entered (from `/`, also those a link leads to) and to every symbolic link
+/// met (its owner: a link's mode means nothing, and who may replace it is its directory's
+/// rule, checked as it was entered). Every path that breaks the rule is named. The resolved
+/// path: absolute, without links or `..`.
+pub(super) fn resolve_checked(path: &Path, euid: u32) -> Result<std::path::PathBuf, String> {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    use std::path::{Component, PathBuf};
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| format!("{}: cannot resolve: {e}", path.display()))?
+            .join(path)
+    };
+    let mut bad: Vec<String> = Vec::new();
+    let mut note = |r: Result<(), String>| {
+        if let Err(e) = r
+            && !bad.contains(&e)
+        {
+            bad.push(e);
+        }
+    };
+    let lstat = |p: &Path| {
+        std::fs::symlink_metadata(p).map_err(|e| format!("{}: cannot stat: {e}", p.display()))
+    };
+    let root = Path::new("/");
+    note(check_one(root, &lstat(root)?, euid));
+    // Where the resolution stands (a directory already checked) and what is left of the path.
+    let mut current = PathBuf::from("/");
+    let mut left: VecDeque<OsString> = components(&absolute).collect();
+    let mut links = 0;
+    while let Some(name) = left.pop_front() {
+        if name == ".." {
+            current.pop();
+            continue;
+        }
+        let next = current.join(&name);
+        let meta = lstat(&next)?;
+        if meta.file_type().is_symlink() {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(format!(
+                    "{}: more than {MAX_LINKS} symbolic links on the way",
+                    path.display()
+                ));
+            }
+            note(link_rule(&next, meta.uid(), euid));
+            let target = std::fs::read_link(&next)
+                .map_err(|e| format!("{}: cannot read the link: {e}", next.display()))?;
+            if target.is_absolute() {
+                current = PathBuf::from("/");
+            }
+            for c in components(&target).collect::<Vec<_>>().into_iter().rev() {
+                left.push_front(c);
+            }
+            continue;
+        }
+        note(check_one(&next, &meta, euid));
+        if !meta.is_dir() && !left.is_empty() {
+            return Err(format!("{}: not a directory", next.display()));
+        }
+        current = next;
     }
-    Ok(file)
+    // Components: names and `..` (`.` and the root dropped), in order.
+    fn components(p: &Path) -> impl Iterator<Item = OsString> + '_ {
+        p.components().filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+    }
+    match bad.len() {
+        0 => Ok(current),
+        1 => Err(bad.remove(0)),
+        n => Err(format!("{n} paths break the rule: {}", bad.join("; "))),
+    }
+}
+
+/// A symbolic link on the way must be root's or the agent's user's: in a directory that
+/// passes the rule only they could have made it, and a link someone else owns there means
+/// that directory was not always as safe as it is now.
+fn link_rule(path: &Path, uid: u32, euid: u32) -> Result<(), String> {
+    if uid != 0 && uid != euid {
+        return Err(format!(
+            "symbolic link {} is owned by uid {uid}, not by root or the agent's user (uid \
+             {euid}): that user could point it at other code",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Opens `real` (absolute, no `..`, no links) component by component without following
@@ -137,15 +226,6 @@ pub(super) fn walk_resolved(real: &Path, euid: u32) -> Result<std::fs::File, Str
         1 => Err(bad.remove(0)),
         n => Err(format!("{n} paths break the rule: {}", bad.join("; "))),
     }
-}
-
-fn check_ancestors(path: &Path, euid: u32) -> Result<(), String> {
-    for dir in path.ancestors().skip(1) {
-        let meta =
-            std::fs::metadata(dir).map_err(|e| format!("{}: cannot stat: {e}", dir.display()))?;
-        check_one(dir, &meta, euid)?;
-    }
-    Ok(())
 }
 
 /// The rule for one file or directory, on its owner and mode.
@@ -279,6 +359,90 @@ mod tests {
                 .contains("not a regular file")
         );
         assert!(check_plugin_file(&dir.join("nope.so"), euid).is_err());
+    }
+
+    const LIBZ: &str = "/usr/lib/x86_64-linux-gnu/libz.so.1";
+
+    /// A directory of mode `mode` at `path`, created.
+    fn dir_with_mode(path: &Path, mode: u32) -> std::path::PathBuf {
+        std::fs::create_dir(path).unwrap();
+        chmod(path, mode);
+        path.to_path_buf()
+    }
+
+    /// Issue 29: the directory of the link the plugin path names was checked, and the
+    /// target's chain, but not the directory of a link met on the way: a good-looking link
+    /// leading through a link in a 0777 directory to any root-owned library was loaded.
+    #[test]
+    fn a_link_on_the_way_in_a_writable_directory_is_refused_and_named() {
+        let euid = effective_uid();
+        let root = tempfile::tempdir().unwrap();
+        let plugins = dir_with_mode(&root.path().join("plugins"), 0o755);
+        let open = dir_with_mode(&root.path().join("open"), 0o777);
+        // plugins/libx.so → open/hop.so → libz (root's, in a root-owned directory).
+        std::os::unix::fs::symlink(LIBZ, open.join("hop.so")).unwrap();
+        std::os::unix::fs::symlink(open.join("hop.so"), plugins.join("libx.so")).unwrap();
+        let err = check_plugin_file(&plugins.join("libx.so"), euid).unwrap_err();
+        assert!(
+            err.contains(&format!("directory {} is writable", open.display())),
+            "{err}"
+        );
+        // The same through a relative link, and through a directory that is a link.
+        std::os::unix::fs::symlink("../open/hop.so", plugins.join("librel.so")).unwrap();
+        let err = check_plugin_file(&plugins.join("librel.so"), euid).unwrap_err();
+        assert!(err.contains(&open.display().to_string()), "{err}");
+        std::fs::create_dir(open.join("lib")).unwrap();
+        chmod(&open.join("lib"), 0o755);
+        std::fs::copy(LIBZ, open.join("lib/libz.so")).unwrap();
+        chmod(&open.join("lib/libz.so"), 0o644);
+        std::os::unix::fs::symlink(open.join("lib"), plugins.join("lib")).unwrap();
+        let err = check_plugin_file(&plugins.join("lib/libz.so"), euid).unwrap_err();
+        assert!(err.contains(&open.display().to_string()), "{err}");
+        // Once the directory is closed to others, the same chains load (the rule, not links,
+        // refused them).
+        chmod(&open, 0o755);
+        for p in ["libx.so", "librel.so", "lib/libz.so"] {
+            check_plugin_file(&plugins.join(p), euid).unwrap_or_else(|e| panic!("{p}: {e}"));
+        }
+    }
+
+    #[test]
+    fn a_link_in_a_directory_owned_by_another_user_is_refused() {
+        let euid = effective_uid();
+        let root = tempfile::tempdir().unwrap();
+        let theirs = dir_with_mode(&root.path().join("theirs"), 0o755);
+        let sticky = dir_with_mode(&root.path().join("sticky"), 0o1777);
+        std::os::unix::fs::symlink(LIBZ, theirs.join("libz.so")).unwrap();
+        std::os::unix::fs::symlink(LIBZ, sticky.join("libz.so")).unwrap();
+        // Only root can give files away; CI runs as root, so the real case is exercised there.
+        if std::os::unix::fs::chown(&theirs, Some(4242), None).is_err() {
+            return;
+        }
+        let err = check_plugin_file(&theirs.join("libz.so"), euid).unwrap_err();
+        assert!(
+            err.contains(&format!(
+                "directory {} is owned by uid 4242",
+                theirs.display()
+            )),
+            "{err}"
+        );
+        // In a sticky directory (like /tmp), a link someone else made is theirs to point.
+        std::os::unix::fs::lchown(sticky.join("libz.so"), Some(4242), None).unwrap();
+        let err = check_plugin_file(&sticky.join("libz.so"), euid).unwrap_err();
+        assert!(
+            err.contains("symbolic link") && err.contains("owned by uid 4242"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn link_loops_end_with_an_error() {
+        let root = tempfile::tempdir().unwrap();
+        let a = root.path().join("a.so");
+        std::os::unix::fs::symlink(root.path().join("b.so"), &a).unwrap();
+        std::os::unix::fs::symlink(&a, root.path().join("b.so")).unwrap();
+        let err = check_plugin_file(&a, effective_uid()).unwrap_err();
+        assert!(err.contains("more than 40 symbolic links"), "{err}");
     }
 
     #[test]

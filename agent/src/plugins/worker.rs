@@ -366,6 +366,8 @@ pub(super) struct Member {
     /// The plugin's `on_sample_native`, once `create` succeeded and its layout is the agent's.
     native: Option<abi::OnSampleNativeFn>,
     shared: Arc<Shared>,
+    /// Whether the plugin was said to have changed the agent's signal handling (once).
+    changed_signals: bool,
 }
 
 // SAFETY: the state pointer is only used by the lane holding the member's lock, one call at a
@@ -382,6 +384,7 @@ impl Member {
             created: false,
             native: None,
             shared: Arc::clone(shared),
+            changed_signals: false,
         }
     }
 }
@@ -482,6 +485,15 @@ pub(super) fn work(call: Call) -> Option<Done> {
             Done::Stopped
         }
     };
+    // The call may have changed the process's signal dispositions (see `signals`).
+    let restored = super::signals::restore_agents();
+    if !restored.is_empty() && !std::mem::replace(&mut m.changed_signals, true) {
+        m.shared.lock().logs.push(LogLine {
+            level: Level::Warn,
+            source: m.shared.name.clone(),
+            message: super::signals::changed_warning(&restored),
+        });
+    }
     Some(done)
 }
 
@@ -503,9 +515,11 @@ pub(super) fn check_config(
     std::thread::Builder::new()
         .name(format!("check-{name}"))
         .spawn(move || {
+            super::signals::block_in_this_thread();
             let api = api;
             // SAFETY: the API lives forever; the config is valid for the call.
             let status = unsafe { check(api.0, config.as_ptr(), config.len()) };
+            super::signals::restore_agents();
             let _ = tx.send(status);
         })
         .map_err(|e| format!("cannot start a thread to check it: {e}"))?;

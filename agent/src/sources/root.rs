@@ -213,10 +213,15 @@ pub fn read_regular_into(path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Resu
 fn read_regular_appending(path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
+    let file = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(dangling_or(path, e)),
+        Err(e) => return Err(e),
+    };
     let meta = file.metadata()?;
     let kind = meta.file_type();
     if !kind.is_file() {
@@ -236,6 +241,25 @@ fn read_regular_appending(path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Res
         ));
     }
     Ok(())
+}
+
+/// `e` (not found), unless `path` itself is a symbolic link to nothing: then an error of
+/// another kind, which names the link's target. Readers take a missing file for one this
+/// kernel does not have and say nothing, but a link in a file's place was put there (a
+/// capture made by hand, a live file swapped): the source it stands for is lost, and the
+/// snapshot must say so. Only a failed open pays the extra `lstat`.
+fn dangling_or(path: &Path, e: io::Error) -> io::Error {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return e;
+    }
+    let target = std::fs::read_link(path)
+        .map(|t| t.to_string_lossy().chars().take(256).collect::<String>())
+        .unwrap_or_default();
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("a symbolic link to nothing (its target {target:?} does not exist)"),
+    )
 }
 
 /// The note for a source file that exists but holds nothing: the kernel never writes an
@@ -318,6 +342,23 @@ mod tests {
             root.read_into("reply", &mut buf).unwrap();
             assert!(root.read_into(rel, &mut buf).is_err(), "{rel}");
             assert!(buf.is_empty(), "{rel}: {} bytes left", buf.len());
+        }
+    }
+
+    #[test]
+    fn a_dangling_link_is_an_error_that_names_it_not_a_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::os::unix::fs::symlink("gone/arcstats", dir.path().join("arcstats")).unwrap();
+        let err = root.read("arcstats").unwrap_err();
+        assert_ne!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(err.to_string().contains("\"gone/arcstats\""), "{err}");
+        let mut buf = Vec::new();
+        let err = root.read_into("arcstats", &mut buf).unwrap_err();
+        assert_ne!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        // A file that is simply absent, or below a missing directory, is still "not found".
+        for rel in ["missing", "no-dir/missing", "arcstats/below-the-link"] {
+            assert_eq!(root.read(rel).unwrap_err().kind(), io::ErrorKind::NotFound);
         }
     }
 

@@ -152,8 +152,8 @@ pub fn free_addr() -> SocketAddr {
 }
 
 /// The real binary, a child of the test (so its memory and its restarts are its own); killed
-/// when dropped.
-pub struct Collector(pub Child);
+/// when dropped. Its log lines after "listening" are kept in `.1`.
+pub struct Collector(pub Child, pub std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
 impl Drop for Collector {
     fn drop(&mut self) {
@@ -169,11 +169,16 @@ impl Collector {
         Collector::serve_logged(args).0
     }
 
-    /// [`Collector::serve`], and its log lines after "forward listening", as they come.
+    /// [`Collector::serve`], and its log lines after "forward listening", as they come (they
+    /// are kept in `.1` too).
     pub fn serve_logged(
         args: &[&std::ffi::OsStr],
     ) -> (Collector, std::sync::mpsc::Receiver<String>) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+        // ZPULSE_COLLECTOR_BIN: another build of the binary (a release build, to measure
+        // what the attack tests measure as it runs in production).
+        let bin = std::env::var_os("ZPULSE_COLLECTOR_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_zpulse-collector").into());
+        let mut child = Command::new(bin)
             .arg("serve")
             .args(args)
             .stdin(Stdio::null())
@@ -193,13 +198,16 @@ impl Collector {
                 }
             }
         }
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = kept.clone();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for l in lines.map_while(Result::ok) {
-                let _ = tx.send(l);
+            for line in lines.map_while(Result::ok) {
+                keep.lock().unwrap().push(line.clone());
+                let _ = tx.send(line);
             }
         });
-        (Collector(child), rx)
+        (Collector(child, kept), rx)
     }
 
     /// `kill -9`, and waits for it.
@@ -241,6 +249,22 @@ fn getrandom_fill(b: &mut [u8; 16]) {
         .as_nanos() as u64;
     b[..8].copy_from_slice(&(n ^ nanos).to_le_bytes());
     b[8..].copy_from_slice(&pid.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+}
+
+/// A TCP connection to `to` from loopback address `from` (any in 127.0.0.0/8): the attacks
+/// of many peers, each address a peer of its own to the collector's per-peer limits.
+pub fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use rustix::net::{AddressFamily, SocketType, bind, connect, socket};
+    assert!(
+        from.is_loopback(),
+        "attack tests use loopback addresses only"
+    );
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None)?;
+    bind(&fd, &SocketAddr::from((from, 0)))?;
+    connect(&fd, &to)?;
+    let s = TcpStream::from(fd);
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    Ok(s)
 }
 
 /// A raw Forward client.

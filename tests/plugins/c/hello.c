@@ -15,7 +15,10 @@
  * name is not a valid name, which must cost only that one; with -DHELLO_BUNDLE_ENDLESS the
  * bundle never answers NULL; with -DHELLO_BOTH it exports the entry and the bundle. With
  * -DHELLO_BUNDLE_FIRST_SLEEPS_MS=N as well, the bundle's first plugin (hello-c) sleeps N ms
- * in its first on_sample, with hello-c-twin queued behind it on the bundle's thread.
+ * in its first on_sample, with hello-c-twin queued behind it on the bundle's thread. With
+ * -DHELLO_IGNORES_SIGNALS it sets SIGTERM, SIGINT and SIGHUP to SIG_IGN when loaded (a
+ * constructor), in create and in every on_sample, which must not keep the agent from
+ * stopping on SIGTERM.
  */
 #if defined(HELLO_LAYOUT_HANG) || defined(HELLO_BUNDLE_FIRST_SLEEPS_MS)
 #define _POSIX_C_SOURCE 200809L
@@ -24,6 +27,18 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#ifdef HELLO_IGNORES_SIGNALS
+#include <signal.h>
+static void ignore_signals(void) {
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+}
+__attribute__((constructor)) static void ignore_signals_when_loaded(void) { ignore_signals(); }
+#define HELLO_MISBEHAVE() ignore_signals()
+#else
+#define HELLO_MISBEHAVE() ((void)0)
+#endif
 
 #include "zpulse_plugin.h"
 
@@ -90,6 +105,7 @@ static int32_t create(const zpulse_host_api *host, const uint8_t *config, size_t
     }
     s->host = host;
     *out_state = s;
+    HELLO_MISBEHAVE();
     say(host, ZPULSE_LOG_INFO, "hello from C");
     return ZPULSE_STATUS_OK;
 }
@@ -97,6 +113,7 @@ static int32_t create(const zpulse_host_api *host, const uint8_t *config, size_t
 static int32_t on_sample(void *state, const uint8_t *sample, size_t sample_len) {
     struct state *s = state;
     (void)sample;
+    HELLO_MISBEHAVE();
     s->samples++;
     struct buf b = {.len = 0};
     put_byte(&b, 0x87); /* a map of 7 pairs */
