@@ -116,6 +116,7 @@ fn main() {
         let mut sink = PrometheusSink::new(PrometheusConfig {
             listen: Some("127.0.0.1:0".parse().unwrap()),
             textfile: None,
+            detail: Default::default(),
             limits: Limits {
                 max_connections: 8,
                 timeout: Duration::from_secs(10),

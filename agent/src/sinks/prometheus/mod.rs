@@ -8,6 +8,7 @@
 //! # textfile = "/var/lib/prometheus/node-exporter/zpulse.prom"
 //! # max_connections = 8            # scrapes served at once; more get 503
 //! # timeout = "10s"                # to read a request and to write a response
+//! # detail = "standard"            # or "leaves" (leaf vdev histograms too), "full" (everything)
 //! ```
 //!
 //! The sink runs on its own thread like every sink: it renders there when a reading arrives
@@ -19,7 +20,7 @@ pub mod exposition;
 pub mod server;
 
 use super::{Reading, Sink, SinkError, SinkStats, Stamped};
-use exposition::{AgentHealth, OpenFinding, SinkHealth};
+use exposition::{AgentHealth, Detail, OpenFinding, SinkHealth};
 use server::{Endpoint, Limits, Published};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,9 +39,17 @@ pub struct PrometheusConfig {
     pub listen: Option<SocketAddr>,
     pub textfile: Option<PathBuf>,
     pub limits: Limits,
+    pub detail: Detail,
 }
 
-const KEYS: &[&str] = &["type", "listen", "textfile", "max_connections", "timeout"];
+const KEYS: &[&str] = &[
+    "type",
+    "listen",
+    "textfile",
+    "max_connections",
+    "timeout",
+    "detail",
+];
 
 impl PrometheusConfig {
     /// Reads a `[[sink]]` table; relative paths are relative to the config file's directory.
@@ -119,7 +128,17 @@ impl PrometheusConfig {
                 d
             }
         };
+        let detail = match text("detail")? {
+            None => Detail::default(),
+            Some(s) => Detail::parse(s).ok_or_else(|| {
+                format!(
+                    "detail: '{s}' is not one of {}",
+                    Detail::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+                )
+            })?,
+        };
         Ok(PrometheusConfig {
+            detail,
             listen,
             textfile,
             limits: Limits {
@@ -164,6 +183,7 @@ impl PrometheusSink {
             Some(addr) => Some(server::endpoint(addr, config.limits)?),
             None => None,
         };
+        let detail = config.detail;
         Ok(PrometheusSink {
             config,
             endpoint,
@@ -172,7 +192,7 @@ impl PrometheusSink {
             agent: None,
             stats: SinkStats::default(),
             textfile_error: None,
-            renderer: exposition::Renderer::default(),
+            renderer: exposition::Renderer::new(detail),
         })
     }
 

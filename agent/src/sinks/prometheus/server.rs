@@ -466,7 +466,12 @@ mod tests {
     fn each_form_is_sent_whole_plain_or_gzipped() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/lab/basic/001");
-        let e = super::super::exposition::render(&crate::capture::load(&dir).unwrap(), &[], None);
+        let e = super::super::exposition::render_at(
+            super::super::exposition::Detail::Full,
+            &crate::capture::load(&dir).unwrap(),
+            &[],
+            None,
+        );
         let (text, om) = (e.text().to_vec(), e.openmetrics().into_bytes());
         assert!(text.len() > 100_000 && om.starts_with(b"# HELP "));
         let p = Published::new(e);
