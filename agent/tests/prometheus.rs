@@ -3,6 +3,7 @@
 //! endpoint's negotiation (gzip, OpenMetrics), its limits against idle clients, and the
 //! errors `check-config` gives for bad settings and busy ports.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -182,7 +183,7 @@ fn metrics_endpoint_negotiates_format_and_compression() {
     );
     // The first capture of the series, as its manifest dates it.
     let text = String::from_utf8(plain.body.clone()).unwrap();
-    assert!(text.contains("\nzpulse_snapshot_timestamp_seconds 1796030139.1137395\n"));
+    assert!(text.contains("\nzpulse_last_sample_timestamp_seconds 1796030139.1137395\n"));
     assert!(text.contains("\nzpulse_agent_resident_memory_bytes "));
     let (ok, complaints) = promtool(&plain.body);
     assert!(ok && complaints.trim().is_empty(), "{complaints}");
@@ -356,4 +357,247 @@ fn check_config_names_bad_listen_values_and_busy_ports() {
     let (ok, msg) = check_config(&dir, &format!("listen = \"{addr}\"\n"));
     assert!(ok, "{msg}");
     assert!(msg.contains(&format!("prometheus {addr}")), "{msg}");
+}
+
+/// One row of docs/metrics.md's "Series per object" table.
+#[derive(Debug)]
+struct DocFamily {
+    /// A name, or a pattern with one `*`.
+    name: String,
+    kind: String,
+    labels: BTreeSet<String>,
+    per: String,
+    series: usize,
+}
+
+impl DocFamily {
+    fn matches(&self, family: &str) -> bool {
+        match self.name.split_once('*') {
+            None => self.name == family,
+            Some((head, tail)) => {
+                family.len() > head.len() + tail.len()
+                    && family.starts_with(head)
+                    && family.ends_with(tail)
+            }
+        }
+    }
+
+    /// The labels that tell one object of `per` from another.
+    fn object<'a>(&self, labels: &'a BTreeMap<String, String>) -> Vec<&'a str> {
+        let keys: &[&str] = match self.per.as_str() {
+            "host" | "ARC row" | "ZIL row" => &[],
+            "pool" | "pool iostats row" => &["pool"],
+            "dataset" => &["pool", "dataset"],
+            "vdev" | "top-level vdev" => &["pool", "vdev", "leaf"],
+            "disk" => &["disk"],
+            "disk role" => &["disk", "pool", "vdev", "leaf"],
+            "interface" => &["device"],
+            "finding" => &["check", "subject"],
+            "sink" => &["sink"],
+            other => panic!("docs/metrics.md: unknown `per` {other:?} for {}", self.name),
+        };
+        keys.iter()
+            .map(|k| labels.get(*k).map_or("", String::as_str))
+            .collect()
+    }
+}
+
+/// The table under "### Series per object" in docs/metrics.md.
+fn doc_families() -> Vec<DocFamily> {
+    let doc = std::fs::read_to_string(workspace().join("docs/metrics.md")).unwrap();
+    let start = doc
+        .find("### Series per object")
+        .expect("docs/metrics.md has a 'Series per object' section");
+    let rows: Vec<DocFamily> = doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2) // the heading and its rule
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            assert_eq!(cells.len(), 5, "docs/metrics.md row: {l}");
+            DocFamily {
+                name: cells[0].trim_matches('`').to_string(),
+                kind: cells[1].to_string(),
+                labels: cells[2]
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
+                per: cells[3].to_string(),
+                series: cells[4]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("docs/metrics.md row: {l}")),
+            }
+        })
+        .collect();
+    assert!(rows.len() > 90, "{} rows", rows.len());
+    rows
+}
+
+/// A sample line of the text format (no escaped quotes in the lab's label values): name, labels.
+fn sample_line(line: &str) -> (String, BTreeMap<String, String>) {
+    let (series, _value) = line.rsplit_once(' ').unwrap();
+    let Some((name, rest)) = series.split_once('{') else {
+        return (series.to_string(), BTreeMap::new());
+    };
+    let labels = rest
+        .trim_end_matches('}')
+        .split("\",")
+        .map(|pair| {
+            let (k, v) = pair.split_once("=\"").unwrap();
+            (k.to_string(), v.trim_end_matches('"').to_string())
+        })
+        .collect();
+    (name.to_string(), labels)
+}
+
+/// Each family's TYPE and its series' labels, histograms' `_bucket`, `_sum` and `_count`
+/// counted with their family.
+type Families = BTreeMap<String, (String, Vec<BTreeMap<String, String>>)>;
+
+fn families(text: &str) -> Families {
+    let mut out: Families = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(t) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = t.split_once(' ').unwrap();
+            out.insert(name.to_string(), (kind.to_string(), Vec::new()));
+        } else if !line.starts_with('#') {
+            let (name, labels) = sample_line(line);
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .filter_map(|s| name.strip_suffix(s))
+                .find(|base| out.get(*base).is_some_and(|(k, _)| k == "histogram"))
+                .unwrap_or(&name)
+                .to_string();
+            out.get_mut(&family)
+                .unwrap_or_else(|| panic!("{name}: a series before its TYPE"))
+                .1
+                .push(labels);
+        }
+    }
+    out
+}
+
+/// The leaf vdevs of a capture's `zpool status` (its `cli/` output): the vdevs listed below a
+/// top-level vdev, by indentation.
+fn status_leaves(capture: &Path) -> Vec<String> {
+    let mut leaves = Vec::new();
+    for entry in std::fs::read_dir(capture.join("cli")).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().contains("zpool-status.") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        for v in zpulse_tests::raw::zpool_status(&text) {
+            leaves.extend(v.leaves.into_iter().filter(|l| *l != v.name));
+        }
+    }
+    leaves
+}
+
+/// docs/metrics.md is the oracle of the exposition's cardinality: on the lab host (one pool,
+/// 6 disks) the standard exposition, with a finding and the agent's health, has only the
+/// documented families with their documented labels and type, no object more series of a
+/// family than the table says, at most 1,000 series, and each leaf vdev of `zpool status` the
+/// doc's cost of a vdev, a disk and a disk role (at most 60); promtool passes it, and the full
+/// detail too.
+#[test]
+fn the_exposition_is_what_docs_metrics_md_says_it_costs() {
+    use zpulse_agent::sinks::prometheus::exposition::{
+        AgentHealth, Detail, OpenFinding, SinkHealth, render, render_at,
+    };
+    let doc = doc_families();
+    let capture = workspace().join("tests/fixtures/lab/basic/001");
+    let snap = zpulse_agent::capture::load(&capture).unwrap();
+    let finding = OpenFinding {
+        check: "hdd-saturation".into(),
+        subject: "tank/normal/mirror-0".into(),
+        severity: "warning".into(),
+    };
+    let agent = AgentHealth {
+        cpu_seconds: Some(1.5),
+        rss_bytes: Some(8 << 20),
+        samples: Some(10),
+        late_samples: Some(0),
+        missed_slots: Some(0),
+        dropped_samples: Some(0),
+        plugins_running: Some(7),
+        plugins_total: Some(7),
+        sinks: vec![SinkHealth {
+            name: "prometheus 127.0.0.1:9134".into(),
+            queued_batches: Some(0),
+            delivered: Some(3),
+            dropped: Some(0),
+            pending: Some(0),
+            spool_bytes: Some(0),
+        }],
+    };
+    let e = render(&snap, &[finding], Some(&agent));
+    let text = e.text_str();
+    let (ok, complaints) = promtool(text.as_bytes());
+    assert!(ok && complaints.trim().is_empty(), "standard: {complaints}");
+    let full = render_at(Detail::Full, &snap, &[], Some(&agent));
+    let (ok, complaints) = promtool(full.text());
+    assert!(ok && complaints.trim().is_empty(), "full: {complaints}");
+
+    let exposed = families(text);
+    let mut total = 0;
+    for (family, (kind, series)) in &exposed {
+        let row = doc
+            .iter()
+            .find(|r| !r.name.contains('*') && r.matches(family))
+            .or_else(|| doc.iter().find(|r| r.matches(family)))
+            .unwrap_or_else(|| panic!("{family} is not in docs/metrics.md's table"));
+        assert!(
+            row.kind == *kind || row.kind == "any",
+            "{family}: exposed as {kind}, documented as {}",
+            row.kind
+        );
+        let labels: BTreeSet<String> = series.iter().flat_map(|l| l.keys().cloned()).collect();
+        assert_eq!(labels, row.labels, "{family}: labels exposed vs documented");
+        let mut per_object: BTreeMap<Vec<&str>, usize> = BTreeMap::new();
+        for l in series {
+            if row.per == "top-level vdev" {
+                assert!(!l.contains_key("leaf"), "{family}: a leaf's series {l:?}");
+            }
+            *per_object.entry(row.object(l)).or_default() += 1;
+        }
+        for (object, n) in per_object {
+            assert!(
+                n <= row.series,
+                "{family}: {n} series for {} {object:?}, documented {}",
+                row.per,
+                row.series
+            );
+        }
+        total += series.len();
+    }
+    assert!(total <= 1000, "{total} series");
+    assert_eq!(total, text.lines().filter(|l| !l.starts_with('#')).count());
+
+    // Every leaf vdev zpool status lists is exposed, and costs what the doc says a vdev, a
+    // disk (its whole-disk vdev's device) and a disk role cost.
+    let per_leaf: usize = doc
+        .iter()
+        .filter(|r| ["vdev", "disk", "disk role"].contains(&r.per.as_str()))
+        .map(|r| r.series)
+        .sum();
+    assert!(per_leaf <= 60, "docs/metrics.md: {per_leaf} series a leaf");
+    let leaves = status_leaves(&capture);
+    assert_eq!(leaves.len(), 4, "{leaves:?}");
+    let all: Vec<&BTreeMap<String, String>> = exposed.values().flat_map(|(_, s)| s).collect();
+    for leaf in &leaves {
+        let n = all
+            .iter()
+            .filter(|l| l.get("leaf") == Some(leaf) || l.get("disk") == Some(leaf))
+            .count();
+        // At most: a family the kernel does not report for this disk is absent (the lab's
+        // disks have no size in sysfs).
+        assert!(
+            n <= per_leaf && n + 2 >= per_leaf,
+            "leaf {leaf}: {n} series"
+        );
+    }
 }

@@ -935,6 +935,20 @@ fn snapshot_metrics(
 
 fn host(out: &mut dyn Emit, s: &Snapshot) {
     out.family(
+        "zpulse_build_info",
+        Type::Gauge,
+        "The zpulse build that made these figures, as labels (value 1).",
+    );
+    out.line(
+        "zpulse_build_info",
+        &[
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("os", std::env::consts::OS),
+            ("arch", std::env::consts::ARCH),
+        ],
+        Value::Int(1),
+    );
+    out.family(
         "zpulse_host_info",
         Type::Gauge,
         "The host and its ZFS module, as labels (value 1).",
@@ -957,12 +971,12 @@ fn host(out: &mut dyn Emit, s: &Snapshot) {
     );
     out.line("zpulse_zfs_loaded", &[], Value::Int(s.zfs_loaded.into()));
     out.family(
-        "zpulse_snapshot_timestamp_seconds",
+        "zpulse_last_sample_timestamp_seconds",
         Type::Gauge,
-        "Unix time of the reading these figures come from.",
+        "Unix time of the reading these figures come from: time() minus it is how stale they are.",
     );
     out.line(
-        "zpulse_snapshot_timestamp_seconds",
+        "zpulse_last_sample_timestamp_seconds",
         &[],
         Value::Float(s.taken_at),
     );

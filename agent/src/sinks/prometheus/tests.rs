@@ -69,6 +69,10 @@ fn settings_are_checked_with_clear_errors() {
     assert!(err(r#"max_connections = 0"#).contains("from 1 to 256"));
     assert!(err(r#"timeout = "0s""#).contains("between 1ms and 5m"));
     assert!(err(r#"port = 9134"#).contains("unknown setting"));
+    assert!(err(r#"detail = "all""#).contains(r#"is not one of "standard", "leaves", "full""#));
+    let full = PrometheusConfig::from_table(&table(r#"detail = "full""#), None).unwrap();
+    assert_eq!(full.detail, Detail::Full);
     let default = PrometheusConfig::from_table(&table(""), None).unwrap();
     assert_eq!(default.listen, Some("127.0.0.1:9134".parse().unwrap()));
+    assert_eq!(default.detail, Detail::Standard);
 }
