@@ -226,54 +226,124 @@ fn metrics_endpoint_negotiates_format_and_compression() {
     assert_eq!(request(&a.1, &huge).status, 400);
 }
 
-#[test]
-fn idle_clients_cannot_take_the_endpoint_for_more_than_the_timeout() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_path_buf();
-    let a = agent(&dir, "max_connections = 2\ntimeout = \"2s\"\n");
-    // Two clients connect and say nothing.
-    let mut idle: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(&a.1).unwrap()).collect();
-    // The server has taken both (a scrape answered after them proves it accepted them).
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = request(&a.1, "GET /metrics HTTP/1.1\r\n\r\n");
-        if r.status == 503 {
-            assert_eq!(r.body, b"too many connections\n");
-            break;
+/// A client that sends its request head a byte at a time, `every` apart, starting with
+/// `GET /metrics HTTP/1.1\r\n`, until the server closes the connection or `until`; when the
+/// server closed it, or `None`.
+fn trickle(addr: &str, every: Duration, until: Instant) -> Option<Instant> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    s.set_read_timeout(Some(every)).unwrap();
+    let mut b = [0u8; 256];
+    while Instant::now() < until {
+        match s.read(&mut b) {
+            // The read timed out: the connection is still open, so on with the next byte.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            // An answer (a 400 for a head it could not finish), the end, or a reset.
+            _ => return Some(Instant::now()),
         }
-        assert!(
-            Instant::now() < until,
-            "the third connection was never refused"
-        );
+        if s.write_all(b"X").is_err() {
+            return Some(Instant::now());
+        }
     }
-    // The server hangs up on the idle ones at its timeout… An idle client may instead have
-    // been refused at once: when it connected, a probing scrape whose answer was already
-    // read could still hold its slot (the clean-clone CI run at 8705e81 saw exactly that);
-    // the refusal above then came with the other idle client holding a slot all the same.
-    let mut refused = 0;
-    for s in &mut idle {
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut b = Vec::new();
-        let _ = s.read_to_end(&mut b);
-        refused += usize::from(b.starts_with(b"HTTP/1.1 503"));
-        assert!(
-            b.is_empty() || b.starts_with(b"HTTP/1.1 400") || b.starts_with(b"HTTP/1.1 503"),
-            "{}",
-            String::from_utf8_lossy(&b)
-        );
-    }
+    None
+}
+
+/// A request head is bounded as a whole: a client that keeps sending a byte of it every
+/// half second is closed at the timeout from its accept, not kept while bytes trickle in.
+#[test]
+fn a_trickled_request_head_is_cut_off_at_the_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = agent(tmp.path(), "timeout = \"2s\"\n");
+    let start = Instant::now();
+    let closed = trickle(
+        &a.1,
+        Duration::from_millis(500),
+        start + Duration::from_secs(20),
+    )
+    .expect("the server never closed a trickling client");
+    let after = closed - start;
     assert!(
-        refused < idle.len(),
-        "no idle client held a slot: nothing was tested"
+        after >= Duration::from_millis(1900) && after < Duration::from_secs(6),
+        "closed after {after:?}, the timeout is 2 s"
     );
-    // …and scrapes are served again.
+}
+
+/// Issue #29's attack: eight connections (every slot of the default `max_connections`) each
+/// send `GET /metrics HTTP/1.1` and then a byte every 2 s; meanwhile 20 real scrapes must all
+/// be answered 200, each within 1 s. The trickling ones are given up for them.
+#[test]
+fn eight_trickling_clients_cannot_keep_twenty_scrapes_from_being_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = agent(tmp.path(), "");
     let until = Instant::now() + Duration::from_secs(30);
-    while request(&a.1, "GET /metrics HTTP/1.1\r\n\r\n").status != 200 {
+    let tricklers: Vec<_> = (0..8)
+        .map(|_| {
+            let addr = a.1.clone();
+            std::thread::spawn(move || trickle(&addr, Duration::from_secs(2), until))
+        })
+        .collect();
+    // Let them connect and be accepted (each holds a slot from its accept on).
+    std::thread::sleep(Duration::from_millis(500));
+    let mut slowest = Duration::ZERO;
+    for i in 0..20 {
+        let t = Instant::now();
+        let mut s = TcpStream::connect(&a.1).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut buf = Vec::new();
+        let read = s.read_to_end(&mut buf);
+        let took = t.elapsed();
         assert!(
-            Instant::now() < until,
-            "scrapes not served after the idle clients left"
+            read.is_ok() && buf.starts_with(b"HTTP/1.1 200"),
+            "scrape {i}: {read:?} after {took:?}: {}",
+            String::from_utf8_lossy(&buf[..buf.len().min(80)])
         );
+        assert!(took < Duration::from_secs(1), "scrape {i} took {took:?}");
+        assert!(String::from_utf8_lossy(&buf).contains("\nzpulse_pool_size_bytes{pool=\"tank\"}"));
+        slowest = slowest.max(took);
+        std::thread::sleep(Duration::from_millis(100));
     }
+    let closed: Vec<Option<Instant>> = tricklers.into_iter().map(|t| t.join().unwrap()).collect();
+    // They held the slots: the server had to close them (before their 10 s timeout) to serve.
+    assert!(
+        closed.iter().all(Option::is_some),
+        "a trickling client was never closed: {closed:?}"
+    );
+    eprintln!("slowest of 20 scrapes beside 8 trickling clients: {slowest:?}");
+}
+
+/// One peer address holds at most half the slots: with `max_connections = 2`, a second idle
+/// connection from loopback takes the first one's place, and a scrape then takes its place.
+#[test]
+fn idle_clients_are_given_up_for_a_scrape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = agent(tmp.path(), "max_connections = 2\ntimeout = \"30s\"\n");
+    let mut first = TcpStream::connect(&a.1).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut second = TcpStream::connect(&a.1).unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut b = Vec::new();
+    assert!(
+        first.read_to_end(&mut b).is_ok(),
+        "the first idle connection was not closed for the second"
+    );
+    let r = request(&a.1, "GET /metrics HTTP/1.1\r\n\r\n");
+    assert_eq!(r.status, 200);
+    second
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    b.clear();
+    assert!(
+        second.read_to_end(&mut b).is_ok(),
+        "the second idle connection was not closed for the scrape"
+    );
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //! type = "prometheus"
 //! listen = "127.0.0.1:9134"        # the default; "" = no HTTP (textfile only)
 //! # textfile = "/var/lib/prometheus/node-exporter/zpulse.prom"
-//! # max_connections = 8            # scrapes served at once; more get 503
-//! # timeout = "10s"                # to read a request and to write a response
+//! # max_connections = 8            # connections at once, half from one address
+//! # timeout = "10s"                # to read a whole request head, to write a whole response
 //! # detail = "standard"            # or "leaves" (leaf vdev histograms too), "full" (everything)
 //! ```
 //!
