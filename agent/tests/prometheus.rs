@@ -377,13 +377,23 @@ fn textfile_is_written_for_node_exporter() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let file = dir.join("zpulse.prom");
-    let _a = agent(
+    let mut a = agent(
         &dir,
         &format!("textfile = {:?}\n", file.display().to_string()),
     );
     let text = std::fs::read(&file).unwrap();
     let (ok, complaints) = promtool(&text);
     assert!(ok && complaints.trim().is_empty(), "{complaints}");
+    // A clean exit (SIGTERM) takes the file away: node_exporter must not go on exporting
+    // figures nobody updates.
+    let term = Command::new("kill")
+        .args(["-TERM", &a.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = a.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!file.exists(), "the textfile outlived a clean exit");
 }
 
 fn check_config(dir: &Path, sink: &str) -> (bool, String) {

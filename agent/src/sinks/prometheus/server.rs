@@ -116,23 +116,57 @@ fn compress<'p>(pieces: impl IntoIterator<Item = &'p [u8]>, len: usize) -> Vec<u
     enc.finish().unwrap_or_default()
 }
 
-/// What the server knows: the current rendering (`None` before the first reading).
-#[derive(Debug, Default)]
+/// Makes the rendering of one reading, when a scrape first asks for it.
+pub type Render = Box<dyn FnOnce() -> Exposition + Send>;
+
+/// The current reading as the server holds it.
+#[derive(Default)]
+enum Current {
+    /// Before the first reading.
+    #[default]
+    Nothing,
+    /// Not rendered yet: no scrape has asked since it came.
+    Pending(Render),
+    Rendered(Arc<Published>),
+}
+
+/// What the server knows: the current reading, rendered or to be rendered.
+#[derive(Default)]
 pub struct Shared {
-    current: Mutex<Option<Arc<Published>>>,
+    current: Mutex<Current>,
     pub scrapes: std::sync::atomic::AtomicU64,
+    /// Readings rendered on demand ([`Shared::offer`]).
+    pub renderings: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
+    /// A reading already rendered (for a textfile too).
     pub fn publish(&self, p: Arc<Published>) {
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Current::Rendered(p);
+    }
+
+    /// A reading to render if and when it is scraped: once, by the first scrape, whose
+    /// rendering every later scrape of the same reading is served (each form, plain or gzip,
+    /// made from it at most once). A reading nobody scrapes is never rendered.
+    pub fn offer(&self, render: Render) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Current::Pending(render);
     }
 
     fn current(&self) -> Option<Arc<Published>> {
-        self.current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        // Rendered under the lock: scrapes that come meanwhile wait for this rendering
+        // rather than make their own.
+        if let Current::Pending(_) = &*current {
+            let Current::Pending(render) = std::mem::take(&mut *current) else {
+                return None;
+            };
+            self.renderings.fetch_add(1, Ordering::Relaxed);
+            *current = Current::Rendered(Arc::new(Published::new(render())));
+        }
+        match &*current {
+            Current::Rendered(p) => Some(Arc::clone(p)),
+            Current::Nothing | Current::Pending(_) => None,
+        }
     }
 }
 
