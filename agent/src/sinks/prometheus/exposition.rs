@@ -1948,17 +1948,22 @@ fn cpu_memory_network(out: &mut dyn Emit, s: &Snapshot) {
             ("softirq", cpu.softirq),
             ("steal", cpu.steal),
         ];
-        // FreeBSD's kern.cp_time counts stathz ticks, whose rate the snapshot does not carry:
-        // ticks there, seconds on Linux.
-        let (name, help, scale) = match s.host.os {
-            Os::Linux => (
+        // FreeBSD's kern.cp_time counts stathz ticks (kern.clockrate): seconds like Linux's
+        // when the snapshot has the rate; ticks only from a capture made without it.
+        let (name, help, scale) = match (s.host.os, cpu.ticks_per_second) {
+            (Os::Linux, _) => (
                 "zpulse_host_cpu_seconds_total",
                 "CPU time of all CPUs by mode (/proc/stat cpu line).",
                 1.0 / LINUX_USER_HZ,
             ),
-            Os::Freebsd => (
+            (Os::Freebsd, Some(stathz)) => (
+                "zpulse_host_cpu_seconds_total",
+                "CPU time of all CPUs by mode (kern.cp_time / stathz of kern.clockrate).",
+                1.0 / f64::from(stathz),
+            ),
+            (Os::Freebsd, None) => (
                 "zpulse_host_cpu_ticks_total",
-                "CPU time of all CPUs by mode in stathz ticks (kern.cp_time); rate() of a mode over rate() of all is its share.",
+                "CPU time of all CPUs by mode in stathz ticks (kern.cp_time; kern.clockrate unread); rate() of a mode over rate() of all is its share.",
                 1.0,
             ),
         };

@@ -565,3 +565,32 @@ fn standard_histograms_sum_kernel_buckets_of_top_level_vdevs_with_io() {
         "{leaf_buckets:?}"
     );
 }
+
+/// FreeBSD's kern.cp_time counts stathz ticks: with kern.clockrate's stathz the CPU family is
+/// in seconds like Linux's (ticks / stathz), without it in ticks under its own name.
+#[test]
+fn freebsd_cpu_ticks_become_seconds_with_stathz() {
+    let mut snap = Snapshot::default();
+    snap.host.os = Os::Freebsd;
+    snap.cpu = Some(zpulse_proto::snapshot::CpuTimes {
+        user: 254,
+        idle: 1270,
+        irq: Some(0),
+        ticks_per_second: Some(127),
+        ..Default::default()
+    });
+    let e = render(&snap, &[], None);
+    let cpu = lines(e.text_str(), "zpulse_host_cpu_seconds_total");
+    assert!(
+        cpu.contains(&r#"zpulse_host_cpu_seconds_total{mode="user"} 2"#.to_string()),
+        "{cpu:?}"
+    );
+    assert!(cpu.contains(&r#"zpulse_host_cpu_seconds_total{mode="idle"} 10"#.to_string()));
+    assert!(!e.text_str().contains("zpulse_host_cpu_ticks_total"));
+    snap.cpu.as_mut().unwrap().ticks_per_second = None;
+    let e = render(&snap, &[], None);
+    assert!(
+        lines(e.text_str(), "zpulse_host_cpu_ticks_total")
+            .contains(&r#"zpulse_host_cpu_ticks_total{mode="user"} 254"#.to_string())
+    );
+}
