@@ -681,3 +681,35 @@ fn the_exposition_is_what_docs_metrics_md_says_it_costs() {
         );
     }
 }
+
+/// The shipped alerting rules pass their own `promtool test rules` unit tests (each alert
+/// fires on the series it is about, at the time its `for` allows, and not on the healthy ones
+/// beside them), and every zpulse family they use is one docs/metrics.md lists.
+#[test]
+fn shipped_alert_rules_pass_promtool_tests() {
+    let dir = workspace().join("packaging/prometheus");
+    let out = Command::new("promtool")
+        .args(["test", "rules", "zpulse-alerts.test.yml", "zpulse-scrub-age.test.yml"])
+        .current_dir(&dir)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run `promtool` ({e}): install Debian's prometheus package (bash .ci/run does)")
+        });
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(said.matches("SUCCESS").count(), 2, "{said}");
+    let rules = std::fs::read_to_string(dir.join("zpulse-alerts.yml")).unwrap();
+    let doc = doc_families();
+    let used: BTreeSet<&str> = rules
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("zpulse_"))
+        .collect();
+    assert!(used.len() >= 8, "{used:?}");
+    for family in used {
+        assert!(
+            doc.iter().any(|r| r.matches(family)),
+            "{family}: used by zpulse-alerts.yml, not in docs/metrics.md"
+        );
+    }
+}
