@@ -713,3 +713,111 @@ fn shipped_alert_rules_pass_promtool_tests() {
         );
     }
 }
+
+/// node_exporter's own exposition of a capture: its `zfs` collector reading the capture's
+/// `/proc` (Debian's `prometheus-node-exporter`, which `.ci/run` installs).
+fn node_exporter_zfs(capture: &Path) -> String {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new("prometheus-node-exporter")
+        .arg(format!("--path.procfs={}", capture.join("proc").display()))
+        .arg(format!("--path.sysfs={}", capture.join("sys").display()))
+        .args(["--collector.disable-defaults", "--collector.zfs"])
+        .arg(format!("--web.listen-address={addr}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run `prometheus-node-exporter` ({e}): install Debian's prometheus-node-exporter package (bash .ci/run does)")
+        });
+    let peer = Agent(child, addr.clone());
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        if TcpStream::connect(&peer.1).is_ok() {
+            let r = request(&peer.1, "GET /metrics HTTP/1.0\r\n\r\n");
+            assert_eq!(r.status, 200, "{}", r.headers);
+            return String::from_utf8(r.body).unwrap();
+        }
+        assert!(Instant::now() < until, "node_exporter did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The shipped recording rules give node_exporter's `node_zfs_*` names from zpulse's series:
+/// node_exporter and zpulse read the same lab capture, zpulse's series are the input of a
+/// `promtool test rules` case, and every series each rule records must equal node_exporter's
+/// (labels and value); every rule is so compared, and every node_exporter family of the
+/// mapped kinds (arcstats, zil, pool state, datasets) has its rule.
+#[test]
+fn recording_rules_give_node_exporters_zfs_series_from_zpulses() {
+    let capture = workspace().join("tests/fixtures/lab/basic/001");
+    let ne = node_exporter_zfs(&capture);
+    let snap = zpulse_agent::capture::load(&capture).unwrap();
+    let ours = zpulse_agent::sinks::prometheus::exposition::render(&snap, &[], None);
+    let rules_file = workspace().join("packaging/prometheus/zpulse-node-exporter.yml");
+    let rules = std::fs::read_to_string(&rules_file).unwrap();
+    let recorded: BTreeSet<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: "))
+        .collect();
+    assert!(recorded.len() > 130, "{} rules", recorded.len());
+
+    let mut theirs: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for line in ne.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let name = series.split('{').next().unwrap();
+        theirs.entry(name).or_default().push((series, value));
+    }
+    let mapped_kinds = [
+        "node_zfs_arc_",
+        "node_zfs_zil_",
+        "node_zfs_zpool_state",
+        "node_zfs_zpool_dataset_",
+    ];
+    for name in theirs.keys() {
+        if mapped_kinds.iter().any(|k| name.starts_with(k)) {
+            assert!(recorded.contains(name), "{name}: no recording rule");
+        }
+    }
+
+    let mut test = format!(
+        "rule_files:\n  - {:?}\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n",
+        rules_file.display().to_string()
+    );
+    for line in ours.text_str().lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        test.push_str(&format!(
+            "      - series: '{series}'\n        values: '{value}'\n"
+        ));
+    }
+    test.push_str("    promql_expr_test:\n");
+    let mut compared = 0;
+    for name in &recorded {
+        let samples = theirs
+            .get(name)
+            .unwrap_or_else(|| panic!("{name}: recorded, but node_exporter has no such series"));
+        test.push_str(&format!(
+            "      - expr: {name}\n        eval_time: 0m\n        exp_samples:\n"
+        ));
+        for (series, value) in samples {
+            test.push_str(&format!(
+                "          - labels: '{series}'\n            value: {value}\n"
+            ));
+            compared += 1;
+        }
+    }
+    assert!(compared > 140, "{compared} values");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("node-exporter-names.test.yml");
+    std::fs::write(&file, &test).unwrap();
+    let out = Command::new("promtool")
+        .args(["test", "rules"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run `promtool` ({e}): install Debian's prometheus package (bash .ci/run does)")
+        });
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.contains("SUCCESS"), "{said}");
+}
