@@ -469,7 +469,7 @@ struct Stage {
     sinks: Vec<SinkWorker>,
     hostname: String,
     interval: Duration,
-    last_heartbeat: Option<(f64, selfstat::SelfStat)>,
+    heartbeat: heartbeat::Cadence,
 }
 
 /// Whether the agent has been told to stop.
@@ -524,7 +524,7 @@ impl Stage {
             sinks,
             hostname: g.hostname,
             interval: g.config.interval,
-            last_heartbeat: None,
+            heartbeat: heartbeat::Cadence::default(),
         };
         // Loading problems (refused plugins) go out at once.
         let out = stage.host.take_output();
@@ -550,10 +550,10 @@ impl Stage {
         }
     }
 
+    /// The heartbeat, when due by the monotonic clock; stamped with the wall time `now`.
     fn heartbeat_due(&mut self, now: f64, sampler: SamplerCounters) -> Option<Stamped> {
-        if let Some((at, _)) = self.last_heartbeat
-            && now - at < HEARTBEAT_EVERY.as_secs_f64()
-        {
+        let at = Instant::now();
+        if !self.heartbeat.due(at, HEARTBEAT_EVERY) {
             return None;
         }
         let plugins = self.host.plugins();
@@ -569,9 +569,8 @@ impl Stage {
             plugins_total: plugins.iter().filter(|p| p.status != Status::Off).count(),
             sinks: self.sinks.iter().map(SinkWorker::report).collect(),
             now: me,
-            before: self.last_heartbeat.map(|(at, s)| (s, now - at)),
+            before: self.heartbeat.beat(at, me),
         };
-        self.last_heartbeat = Some((now, me));
         let mut event = hb.event();
         event.host = self.hostname.clone();
         Some(Stamped {
