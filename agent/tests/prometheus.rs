@@ -682,22 +682,35 @@ fn the_exposition_is_what_docs_metrics_md_says_it_costs() {
     }
 }
 
-/// The shipped alerting rules pass their own `promtool test rules` unit tests (each alert
-/// fires on the series it is about, at the time its `for` allows, and not on the healthy ones
-/// beside them), and every zpulse family they use is one docs/metrics.md lists.
-#[test]
-fn shipped_alert_rules_pass_promtool_tests() {
-    let dir = workspace().join("packaging/prometheus");
+/// `promtool test rules FILES…` in `dir`, which must pass: what it said.
+fn promtool_test_rules(dir: &Path, files: &[&str]) -> String {
     let out = Command::new("promtool")
-        .args(["test", "rules", "zpulse-alerts.test.yml", "zpulse-scrub-age.test.yml"])
-        .current_dir(&dir)
+        .args(["test", "rules"])
+        .args(files)
+        .current_dir(dir)
         .output()
         .unwrap_or_else(|e| {
             panic!("cannot run `promtool` ({e}): install Debian's prometheus package (bash .ci/run does)")
         });
     let said =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    assert!(
+        out.status.success(),
+        "promtool test rules {files:?}: {said}"
+    );
+    said
+}
+
+/// The shipped alerting rules pass their own `promtool test rules` unit tests (each alert
+/// fires on the series it is about, at the time its `for` allows, and not on the healthy ones
+/// beside them), and every zpulse family they use is one docs/metrics.md lists.
+#[test]
+fn shipped_alert_rules_pass_promtool_tests() {
+    let dir = workspace().join("packaging/prometheus");
+    let said = promtool_test_rules(
+        &dir,
+        &["zpulse-alerts.test.yml", "zpulse-scrub-age.test.yml"],
+    );
     assert_eq!(said.matches("SUCCESS").count(), 2, "{said}");
     let rules = std::fs::read_to_string(dir.join("zpulse-alerts.yml")).unwrap();
     let doc = doc_families();
@@ -808,16 +821,7 @@ fn recording_rules_give_node_exporters_zfs_series_from_zpulses() {
     }
     assert!(compared > 140, "{compared} values");
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("node-exporter-names.test.yml");
-    std::fs::write(&file, &test).unwrap();
-    let out = Command::new("promtool")
-        .args(["test", "rules"])
-        .arg(&file)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run `promtool` ({e}): install Debian's prometheus package (bash .ci/run does)")
-        });
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && said.contains("SUCCESS"), "{said}");
+    std::fs::write(dir.path().join("node-exporter-names.test.yml"), &test).unwrap();
+    let said = promtool_test_rules(dir.path(), &["node-exporter-names.test.yml"]);
+    assert!(said.contains("SUCCESS"), "{said}");
 }

@@ -188,7 +188,7 @@ trait Emit {
     fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value);
     /// The buckets of one histogram series (`name` ends in `_bucket`) with the labels of
     /// `set` and `extra`: each bound with its cumulative count, `+Inf` last.
-    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, cumulative: &[Bucket]);
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]);
 }
 
 type Labels<'a> = [(&'a str, &'a str)];
@@ -345,13 +345,7 @@ impl Emit for TextOut<'_> {
         t.push(b'\n');
     }
 
-    fn buckets(
-        &mut self,
-        bucket_name: &str,
-        set: &LabelSet,
-        extra: &Labels,
-        cumulative: &[Bucket],
-    ) {
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]) {
         self.unused_header = None;
         let prefix = &mut *self.prefix;
         prefix.clear();
@@ -363,7 +357,7 @@ impl Emit for TextOut<'_> {
         // slowest): formatted once per run.
         let mut digits = Digits::default();
         let mut last = None;
-        for &(bound, count) in cumulative {
+        for &(bound, count) in counts {
             if last != Some(count) {
                 digits.set(count);
                 last = Some(count);
@@ -419,20 +413,14 @@ impl Emit for SeriesOut {
         self.line(name, set.with(extra, &mut buf), value);
     }
 
-    fn buckets(
-        &mut self,
-        bucket_name: &str,
-        set: &LabelSet,
-        extra: &Labels,
-        cumulative: &[Bucket],
-    ) {
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]) {
         let mut buf = Default::default();
         self.writer.series_run(
             bucket_name,
             SeriesType::Histogram,
             set.with(extra, &mut buf),
             "le",
-            cumulative
+            counts
                 .iter()
                 .map(|&(bound, n)| (bound.le.as_str(), Number::Unsigned(n))),
         );
