@@ -621,3 +621,50 @@ impl Stage {
         }
     }
 }
+
+#[cfg(test)]
+mod sampler_tests {
+    use super::*;
+
+    /// The sampler's counts add up to the slots that passed, whatever holds up what follows
+    /// it: with the plugin stage stalled (nothing takes its samples, as with a plugin that
+    /// never returns or sinks that do not drain), every slot of the run is a sample taken or
+    /// a slot counted missed, and every sample the stage could not take is counted dropped
+    /// (the first reading waits in the stage's queue, so all the samples after it).
+    #[test]
+    fn a_stalled_stage_leaves_the_sampler_counts_adding_up_to_the_slots() {
+        let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/basic/001");
+        let system = System::capture(&capture, zpulse_proto::snapshot::Os::Linux);
+        let interval = Duration::from_millis(100);
+        let (control_tx, control) = bounded(1);
+        let (stage, stalled) = bounded(1);
+        let (history, _thread) = recorder::start(
+            crate::history::Config {
+                enabled: false,
+                ..Default::default()
+            },
+            false,
+        );
+        let counters = Arc::new(Mutex::new(SamplerCounters::default()));
+        let c = Arc::clone(&counters);
+        let start = Instant::now();
+        let sampler =
+            std::thread::spawn(move || sampler_loop(system, interval, control, stage, history, c));
+        std::thread::sleep(Duration::from_millis(1500));
+        control_tx.send(SamplerMsg::Stop).unwrap();
+        sampler.join().unwrap();
+        let elapsed = start.elapsed();
+        let c = *counters.lock().unwrap();
+        // Slot k starts at k × interval; the run saw slots 0 to elapsed / interval.
+        let slots = (elapsed.as_millis() / interval.as_millis()) as u64 + 1;
+        let accounted = c.samples + c.missed;
+        assert!(
+            accounted + 1 >= slots && accounted <= slots,
+            "{c:?} over {elapsed:?}: {slots} slots"
+        );
+        assert!(c.samples >= 2, "{c:?}");
+        assert_eq!(c.dropped, c.samples - 1, "{c:?}");
+        assert!(c.late <= c.samples, "{c:?}");
+        assert_eq!(stalled.len(), 1, "only the first reading waits");
+    }
+}
