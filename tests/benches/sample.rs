@@ -48,7 +48,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zpulse_agent::capture;
 use zpulse_agent::sinks::prometheus::exposition::Detail;
-use zpulse_agent::sinks::prometheus::server::Limits;
 use zpulse_agent::sinks::prometheus::{PrometheusConfig, PrometheusSink};
 use zpulse_agent::sinks::{Reading, Sink};
 use zpulse_proto::{Sample, Snapshot};
@@ -160,16 +159,8 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         .collect();
     let reader = capture::Reader::open(&d1).expect("capture 001");
     let mut host = start_shipped_checks(profile, &prev.host.hostname);
-    let mut sink = PrometheusSink::new(PrometheusConfig {
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        textfile: None,
-        detail: Detail::Standard,
-        limits: Limits {
-            max_connections: 8,
-            timeout: Duration::from_secs(10),
-        },
-    })
-    .expect("a prometheus listener on loopback");
+    let mut sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
+        .expect("a prometheus listener on loopback");
     let port = sink.local_addr().expect("a listener").port();
     let history_dir = tempfile::tempdir().expect("a temporary directory");
     let mut history = zpulse_agent::history::Writer::open(&zpulse_agent::history::Config {

@@ -155,6 +155,22 @@ impl PrometheusConfig {
     }
 }
 
+impl PrometheusConfig {
+    /// A listener on a loopback port the kernel picks, at `detail`, the other settings at
+    /// their defaults: for tests and benchmarks (a configuration cannot ask for port 0).
+    pub fn ephemeral_loopback(detail: Detail) -> PrometheusConfig {
+        PrometheusConfig {
+            listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            textfile: None,
+            limits: Limits {
+                max_connections: 8,
+                timeout: Duration::from_secs(10),
+            },
+            detail,
+        }
+    }
+}
+
 /// `IP:PORT` (`127.0.0.1:9134`, `0.0.0.0:9134`, `[::]:9134`), with the error saying so.
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     let addr: SocketAddr = s.parse().map_err(|_| {

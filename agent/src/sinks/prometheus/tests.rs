@@ -118,16 +118,8 @@ fn scrape(addr: SocketAddr, gzip: bool) -> Vec<u8> {
 /// gzip, gets that one rendering.
 #[test]
 fn a_listener_renders_a_reading_once_when_it_is_scraped() {
-    let mut sink = PrometheusSink::new(PrometheusConfig {
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        textfile: None,
-        detail: Detail::Standard,
-        limits: Limits {
-            max_connections: 8,
-            timeout: std::time::Duration::from_secs(10),
-        },
-    })
-    .unwrap();
+    let mut sink =
+        PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard)).unwrap();
     let addr = sink.local_addr().unwrap();
     let shared = Arc::clone(&sink.endpoint.as_ref().unwrap().shared);
     let renderings = || shared.renderings.load(std::sync::atomic::Ordering::Relaxed);
