@@ -124,6 +124,9 @@ done
 # The Grafana dashboard over the prometheus sink's families (docs/metrics.md, "Grafana"):
 # architecture-independent data, so under /usr/share/zpulse (Debian Policy 9.1.1).
 install_file 0644 "$here/grafana/zpulse.json" "$r/usr/share/zpulse/grafana/zpulse.json"
+for rules in zpulse-alerts.yml zpulse-node-exporter.yml; do
+	install_file 0644 "$here/prometheus/$rules" "$r/usr/share/zpulse/prometheus/$rules"
+done
 deps=$(shlibs_depends "$r/usr/bin/zpulse" "$r"/usr/lib/zpulse/plugins/*.so)
 finish zpulse "$r" "${deps:+$deps, }adduser" "$(cat <<'EOF'
 Description: ZFS telemetry agent: ARC, ZIL, pools and disks, checked by plugins

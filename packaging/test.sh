@@ -78,6 +78,8 @@ cat >"$tmp/expected" <<'EOF'
 -rw-r--r-- root/root /usr/share/man/man5/zpulse.toml.5.gz
 -rw-r--r-- root/root /usr/share/man/man8/zpulse.8.gz
 -rw-r--r-- root/root /usr/share/zpulse/grafana/zpulse.json
+-rw-r--r-- root/root /usr/share/zpulse/prometheus/zpulse-alerts.yml
+-rw-r--r-- root/root /usr/share/zpulse/prometheus/zpulse-node-exporter.yml
 -rwxr-xr-x root/root /usr/bin/zpulse
 EOF
 for f in "$top"/docs/checks/*.md; do

@@ -51,6 +51,10 @@ fn raw(dir: &Path) -> Raw {
         })
         .collect();
     let diskstats = std::fs::read_to_string(dir.join("proc/diskstats")).unwrap();
+    let names: Vec<&str> = diskstats
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
     let disks = diskstats
         .lines()
         .map(|l| {
@@ -58,8 +62,26 @@ fn raw(dir: &Path) -> Raw {
             let n = |i: usize| f[i + 2].parse::<f64>().unwrap();
             (f[2].to_string(), [n(1), n(4), n(5), n(8), n(10)])
         })
+        .filter(|(name, _)| is_storage(name, &names))
         .collect();
     Raw { at, arc, disks }
+}
+
+/// Whether the records carry a device of `/proc/diskstats` (docs/metrics.md, "Detail": a
+/// partition or a virtual device — loop, RAM disk, zvol, floppy, optical, network block — is
+/// left out unless it serves a pool; the lab's pools are on whole disks). A partition is
+/// named after a device beside it: that name and digits (`sda1`), or `p` and digits
+/// (`nvme0n1p1`).
+fn is_storage(name: &str, all: &[&str]) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let partition = all.iter().any(|d| {
+        name.strip_prefix(d)
+            .is_some_and(|rest| digits(rest) || rest.strip_prefix('p').is_some_and(digits))
+    });
+    let virtual_device = ["loop", "ram", "zram", "zd", "fd", "sr", "nbd"]
+        .iter()
+        .any(|p| name.starts_with(p));
+    !partition && !virtual_device
 }
 
 /// figure → minute start (s) → value, from the raw files alone.

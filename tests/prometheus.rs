@@ -214,6 +214,8 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 /// One agent replaying a series into its prometheus sink.
 struct Agent {
     series: &'static str,
+    /// The sink's `detail`: `standard` (the default) or `full`.
+    full: bool,
     port: u16,
     dirs: Vec<PathBuf>,
     snaps: Vec<Snapshot>,
@@ -230,7 +232,7 @@ impl Agent {
 fn scrape_times(prom: &Prometheus, agent: &Agent, now: f64) -> (f64, f64) {
     let series = prom.samples(
         &format!(
-            "zpulse_snapshot_timestamp_seconds{{instance=\"{}\"}}[1h]",
+            "zpulse_last_sample_timestamp_seconds{{instance=\"{}\"}}[1h]",
             agent.instance()
         ),
         now,
@@ -320,10 +322,10 @@ fn find<'a>(result: &'a [(Labels, f64)], want: &Labels) -> Option<&'a f64> {
         .map(|(_, v)| v)
 }
 
-/// Prometheus' `histogram_quantile` (promql/quantile.go, bucketQuantile) over kernel
-/// buckets: bucket i holds [2^i, 2^(i+1)) ns, the last one everything longer (+Inf).
-fn quantile(q: f64, counts: &[u64]) -> Option<f64> {
-    let bounds: Vec<f64> = (0..counts.len())
+/// Kernel buckets as `detail = "full"` exposes them: bucket i holds [2^i, 2^(i+1)) ns, the
+/// last one everything longer (+Inf). Upper bounds in seconds, and counts.
+fn kernel_buckets(counts: &[u64]) -> (Vec<f64>, Vec<u64>) {
+    let bounds = (0..counts.len())
         .map(|i| {
             if i + 1 == counts.len() {
                 f64::INFINITY
@@ -332,9 +334,34 @@ fn quantile(q: f64, counts: &[u64]) -> Option<f64> {
             }
         })
         .collect();
+    (bounds, counts.to_vec())
+}
+
+/// Kernel buckets summed into the standard ones (docs/metrics.md): bounds 2^13, 2^15, …,
+/// 2^33 ns and +Inf; kernel bucket i lies below 2^k when i + 1 <= k, its last bucket only
+/// below +Inf.
+fn standard_buckets(counts: &[u64]) -> (Vec<f64>, Vec<u64>) {
+    let last = counts.len() - 1;
+    let below = |k: usize| -> u64 { counts[..k.min(last)].iter().sum() };
+    let mut bounds = Vec::new();
+    let mut out = Vec::new();
+    let mut prev = 0;
+    for k in (13..=33).step_by(2) {
+        out.push(below(k) - prev);
+        prev = below(k);
+        bounds.push(2f64.powi(k as i32) / 1e9);
+    }
+    out.push(counts.iter().sum::<u64>() - prev);
+    bounds.push(f64::INFINITY);
+    (bounds, out)
+}
+
+/// Prometheus' `histogram_quantile` (promql/quantile.go, bucketQuantile) over buckets with
+/// these upper bounds (+Inf last) and counts.
+fn quantile(q: f64, (bounds, counts): (Vec<f64>, Vec<u64>)) -> Option<f64> {
     let mut cumulative = Vec::new();
     let mut c = 0u64;
-    for n in counts {
+    for n in &counts {
         c += n;
         cumulative.push(c as f64);
     }
@@ -360,12 +387,14 @@ fn quantile(q: f64, counts: &[u64]) -> Option<f64> {
 fn prometheus_scrapes_replaying_agents_and_promql_matches_the_captures() {
     let profile = build_into_test_target(&[CHECKS_PACKAGE]);
     let dir = temp("e2e");
-    let mut agents: Vec<Agent> = ["basic", "vdevs/deg"]
+    // One agent at the default detail, one at full (every vdev in the kernel's buckets).
+    let mut agents: Vec<Agent> = [("basic", false), ("vdevs/deg", true)]
         .into_iter()
-        .map(|series| {
+        .map(|(series, full)| {
             let dirs = raw::dirs(&[series]);
             Agent {
                 series,
+                full,
                 port: free_port(),
                 snaps: raw::load(&dirs),
                 dirs,
@@ -382,9 +411,10 @@ fn prometheus_scrapes_replaying_agents_and_promql_matches_the_captures() {
             std::fs::write(
                 &config,
                 format!(
-                    "[plugins]\ndirs = []\npaths = [{:?}]\n{only_special_fill}\n\n[[sink]]\ntype = \"prometheus\"\nlisten = \"127.0.0.1:{}\"\n",
+                    "[plugins]\ndirs = []\npaths = [{:?}]\n{only_special_fill}\n\n[[sink]]\ntype = \"prometheus\"\nlisten = \"127.0.0.1:{}\"\n{}",
                     plugin.display().to_string(),
-                    a.port
+                    a.port,
+                    if a.full { "detail = \"full\"\n" } else { "" },
                 ),
             )
             .unwrap();
@@ -468,6 +498,8 @@ fn prometheus_scrapes_replaying_agents_and_promql_matches_the_captures() {
                     continue;
                 };
                 let want = [row.0, row.1][col];
+                // Below full detail only top-level vdevs have latency histograms.
+                let want = want.filter(|_| a.full || !labels.contains_key("leaf"));
                 labels.insert("op".into(), op.into());
                 match (want, find(&got, &labels)) {
                     (Some(ns), Some(s)) => {
@@ -531,7 +563,15 @@ fn prometheus_scrapes_replaying_agents_and_promql_matches_the_captures() {
                 );
                 let mut l = labels.clone();
                 l.insert("op".into(), "write".into());
-                match quantile(q, &delta) {
+                let buckets = if a.full {
+                    kernel_buckets(&delta)
+                } else if labels.contains_key("leaf") {
+                    // No histogram: no quantile.
+                    (vec![f64::INFINITY], vec![0])
+                } else {
+                    standard_buckets(&delta)
+                };
+                match quantile(q, buckets) {
                     Some(want) => {
                         let got = *find(&got, &l).unwrap_or_else(|| panic!("no quantile {l:?}"));
                         assert!(

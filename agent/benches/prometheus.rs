@@ -113,15 +113,8 @@ fn main() {
         let kept_time = cpu_time(n, || {
             std::hint::black_box(renderer.render(next(), &[], None));
         });
-        let mut sink = PrometheusSink::new(PrometheusConfig {
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            textfile: None,
-            limits: Limits {
-                max_connections: 8,
-                timeout: Duration::from_secs(10),
-            },
-        })
-        .unwrap();
+        let mut sink =
+            PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Default::default())).unwrap();
         let sink_time = cpu_time(n, || {
             sink.observe(&Reading::First(Arc::clone(next()))).unwrap();
         });

@@ -14,6 +14,11 @@
 //!   the live agent makes them: one reader kept across snapshots (`capture::Reader`, as the
 //!   daemon keeps its `System`), so the disks' static sysfs facts are read once and kept
 //!   (`sysblock::KeptFacts`) instead of every interval, and no capture manifest is read;
+//! * **+ outputs** — the live interval with every check as users run it: the reading handed
+//!   to a Prometheus sink with a listener (`detail` standard), scraped once over loopback (as
+//!   Prometheus would each reading; plain, and again gzip: the listener renders at the
+//!   scrape), and the snapshot appended to a history (`history::Writer`, with its
+//!   `fdatasync`; CPU only is counted);
 //! * **node_exporter** — when Debian's `prometheus-node-exporter` is installed, its CPU per
 //!   scrape of the same capture (`--path.procfs`, `--path.sysfs`, collectors `zfs` and
 //!   `diskstats` only, scraped over loopback).
@@ -42,6 +47,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zpulse_agent::capture;
+use zpulse_agent::sinks::prometheus::exposition::Detail;
+use zpulse_agent::sinks::prometheus::{PrometheusConfig, PrometheusSink};
+use zpulse_agent::sinks::{Reading, Sink};
 use zpulse_proto::{Sample, Snapshot};
 use zpulse_tests::synthetic::{Axis, LAB, copy_tree, synthetic_series};
 use zpulse_tests::{
@@ -125,6 +133,10 @@ struct Costs {
     /// The floor of what a live reader reads each interval: the files less the disks' sysfs
     /// attributes it keeps and the capture's manifest.
     kept_floor: f64,
+    /// The live interval with every check, a Prometheus listener scraped once (plain, then
+    /// gzip) and a history append.
+    outputs: f64,
+    outputs_gzip: f64,
     node_exporter: Option<f64>,
 }
 
@@ -147,6 +159,15 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         .collect();
     let reader = capture::Reader::open(&d1).expect("capture 001");
     let mut host = start_shipped_checks(profile, &prev.host.hostname);
+    let mut sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
+        .expect("a prometheus listener on loopback");
+    let port = sink.local_addr().expect("a listener").port();
+    let history_dir = tempfile::tempdir().expect("a temporary directory");
+    let mut history = zpulse_agent::history::Writer::open(&zpulse_agent::history::Config {
+        dir: Some(history_dir.path().to_path_buf()),
+        ..zpulse_agent::history::Config::default()
+    })
+    .expect("a history");
     let rounds = if mode.quick { 1 } else { ROUNDS };
     let round = Mode {
         iterations: (mode.iterations / rounds).max(1),
@@ -160,7 +181,12 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         interval += 1;
         interval
     };
-    let mut stages: [Vec<f64>; 7] = Default::default();
+    let mut stages: [Vec<f64>; 9] = Default::default();
+    let mut outputs = Outputs {
+        sink: &mut sink,
+        port,
+        history: &mut history,
+    };
     for _ in 0..rounds {
         let costs = [
             cpu_per_call(&round, |_| {
@@ -192,6 +218,18 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
                 let sample = Sample::following(&prev, Arc::new(reader.load())).expect("a sample");
                 std::hint::black_box(host.run(&shifted(sample, next())));
             }),
+            cpu_per_call(&round, |_| {
+                let sample = Sample::following(&prev, Arc::new(reader.load())).expect("a sample");
+                let sample = shifted(sample, next());
+                std::hint::black_box(host.run(&sample));
+                outputs.take(sample, false);
+            }),
+            cpu_per_call(&round, |_| {
+                let sample = Sample::following(&prev, Arc::new(reader.load())).expect("a sample");
+                let sample = shifted(sample, next());
+                std::hint::black_box(host.run(&sample));
+                outputs.take(sample, true);
+            }),
         ];
         for (stage, cost) in stages.iter_mut().zip(costs) {
             stage.push(us(cost));
@@ -206,6 +244,8 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         kept_floor,
         kept_snapshot,
         kept_checks,
+        outputs,
+        outputs_gzip,
     ] = stages.map(|mut v| median(&mut v));
     Costs {
         floor,
@@ -215,7 +255,33 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         kept_snapshot,
         kept_checks,
         kept_floor,
+        outputs,
+        outputs_gzip,
         node_exporter: None,
+    }
+}
+
+/// What a live agent does with a reading besides the checks: a Prometheus sink with a
+/// listener, scraped once as Prometheus would, and the history.
+struct Outputs<'a> {
+    sink: &'a mut PrometheusSink,
+    port: u16,
+    history: &'a mut zpulse_agent::history::Writer,
+}
+
+impl Outputs<'_> {
+    fn take(&mut self, sample: Arc<Sample>, gzip: bool) {
+        let reading = Reading::Sample(sample);
+        self.sink
+            .observe(&reading)
+            .expect("the sink takes the reading");
+        assert!(
+            scrape(self.port, gzip) > 1000,
+            "the listener answered nothing"
+        );
+        self.history
+            .append(reading.snapshot())
+            .expect("a history append");
     }
 }
 
@@ -553,6 +619,8 @@ fn main() {
     // A live agent reads one system for every snapshot and keeps its disks' sysfs facts.
     row("snapshot, disk facts kept (live)", c.kept_snapshot);
     row("+ checks, disk facts kept (live)", c.kept_checks);
+    row("+ listener scraped + history (live)", c.outputs);
+    row("  the same, scraped with gzip", c.outputs_gzip);
     println!(
         "  each interval the live reader reads every file but the disks' sysfs attributes: \
          reading only those costs {:.1} µs; live snapshot {:.2} ×, live + checks {:.2} × that",
@@ -569,6 +637,12 @@ fn main() {
                  ({:.2}× the live one)",
                 plain / c.checks,
                 plain / c.kept_checks
+            );
+            println!(
+                "  node_exporter ÷ zpulse with every output on (checks, listener scraped, \
+                 history): {:.2}× plain, {:.2}× gzip",
+                plain / c.outputs,
+                gzip / c.outputs_gzip
             );
         }
         None => println!("  node_exporter: {NODE_EXPORTER} not installed, not compared"),

@@ -543,7 +543,7 @@ struct Stage {
     sinks: Vec<SinkWorker>,
     hostname: String,
     interval: Duration,
-    last_heartbeat: Option<(f64, selfstat::SelfStat)>,
+    heartbeat: heartbeat::Cadence,
 }
 
 /// Whether the agent has been told to stop.
@@ -598,7 +598,7 @@ impl Stage {
             sinks,
             hostname: g.hostname,
             interval: g.config.interval,
-            last_heartbeat: None,
+            heartbeat: heartbeat::Cadence::default(),
         };
         // Loading problems (refused plugins) go out at once.
         let out = stage.host.take_output();
@@ -654,10 +654,10 @@ impl Stage {
         }
     }
 
+    /// The heartbeat, when due by the monotonic clock; stamped with the wall time `now`.
     fn heartbeat_due(&mut self, now: f64, sampler: SamplerCounters) -> Option<Stamped> {
-        if let Some((at, _)) = self.last_heartbeat
-            && now - at < HEARTBEAT_EVERY.as_secs_f64()
-        {
+        let at = Instant::now();
+        if !self.heartbeat.due(at, HEARTBEAT_EVERY) {
             return None;
         }
         let plugins = self.host.plugins();
@@ -673,9 +673,8 @@ impl Stage {
             plugins_total: plugins.iter().filter(|p| p.status != Status::Off).count(),
             sinks: self.sinks.iter().map(SinkWorker::report).collect(),
             now: me,
-            before: self.last_heartbeat.map(|(at, s)| (s, now - at)),
+            before: self.heartbeat.beat(at, me),
         };
-        self.last_heartbeat = Some((now, me));
         let mut event = hb.event();
         event.host = self.hostname.clone();
         Some(Stamped {
@@ -728,5 +727,52 @@ impl Stage {
         for sink in self.sinks {
             sink.close(deadline);
         }
+    }
+}
+
+#[cfg(test)]
+mod sampler_tests {
+    use super::*;
+
+    /// The sampler's counts add up to the slots that passed, whatever holds up what follows
+    /// it: with the plugin stage stalled (nothing takes its samples, as with a plugin that
+    /// never returns or sinks that do not drain), every slot of the run is a sample taken or
+    /// a slot counted missed, and every sample the stage could not take is counted dropped
+    /// (the first reading waits in the stage's queue, so all the samples after it).
+    #[test]
+    fn a_stalled_stage_leaves_the_sampler_counts_adding_up_to_the_slots() {
+        let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/basic/001");
+        let system = System::capture(&capture, zpulse_proto::snapshot::Os::Linux);
+        let interval = Duration::from_millis(100);
+        let (control_tx, control) = bounded(1);
+        let (stage, stalled) = bounded(1);
+        let (history, _thread) = recorder::start(
+            crate::history::Config {
+                enabled: false,
+                ..Default::default()
+            },
+            false,
+        );
+        let counters = Arc::new(Mutex::new(SamplerCounters::default()));
+        let c = Arc::clone(&counters);
+        let start = Instant::now();
+        let sampler =
+            std::thread::spawn(move || sampler_loop(system, interval, control, stage, history, c));
+        std::thread::sleep(Duration::from_millis(1500));
+        control_tx.send(SamplerMsg::Stop).unwrap();
+        sampler.join().unwrap();
+        let elapsed = start.elapsed();
+        let c = *counters.lock().unwrap();
+        // Slot k starts at k × interval; the run saw slots 0 to elapsed / interval.
+        let slots = (elapsed.as_millis() / interval.as_millis()) as u64 + 1;
+        let accounted = c.samples + c.missed;
+        assert!(
+            accounted + 1 >= slots && accounted <= slots,
+            "{c:?} over {elapsed:?}: {slots} slots"
+        );
+        assert!(c.samples >= 2, "{c:?}");
+        assert_eq!(c.dropped, c.samples - 1, "{c:?}");
+        assert!(c.late <= c.samples, "{c:?}");
+        assert_eq!(stalled.len(), 1, "only the first reading waits");
     }
 }

@@ -48,6 +48,10 @@ pub struct CpuTimes {
     pub softirq: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal: Option<u64>,
+    /// Ticks per second of these counters when the kernel says: FreeBSD's `stathz`
+    /// (`kern.clockrate`). Linux's are USER_HZ, 100 by its ABI (proc(5)), and left `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticks_per_second: Option<u32>,
 }
 
 impl CpuTimes {

@@ -111,6 +111,44 @@ impl Exposition {
     }
 }
 
+/// How much of a reading an exposition carries (a sink's `detail` setting).
+/// `docs/metrics.md` gives the series each costs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// What a fleet's Prometheus can carry: latency histograms of top-level vdevs (which name
+    /// their class) in the standard buckets ([`STANDARD_EDGES`]), only those with I/O; block
+    /// devices that are storage (no partitions, loop devices, RAM disks, … unless they serve
+    /// a pool).
+    #[default]
+    Standard,
+    /// Standard, and the latency histograms of leaf vdevs too.
+    Leaves,
+    /// Everything: every vdev's histograms in the kernel's own power-of-two buckets (empty
+    /// ones too), every block device.
+    Full,
+}
+
+impl Detail {
+    pub const NAMES: [&'static str; 3] = ["standard", "leaves", "full"];
+
+    pub fn parse(s: &str) -> Option<Detail> {
+        match s {
+            "standard" => Some(Detail::Standard),
+            "leaves" => Some(Detail::Leaves),
+            "full" => Some(Detail::Full),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::Standard => "standard",
+            Detail::Leaves => "leaves",
+            Detail::Full => "full",
+        }
+    }
+}
+
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -149,8 +187,8 @@ trait Emit {
     /// A series with the labels of `set`, then `extra`.
     fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value);
     /// The buckets of one histogram series (`name` ends in `_bucket`) with the labels of
-    /// `set` and `extra`, from the kernel's per-bucket counts ([`cumulative_buckets`]).
-    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]);
+    /// `set` and `extra`: each bound with its cumulative count, `+Inf` last.
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]);
 }
 
 type Labels<'a> = [(&'a str, &'a str)];
@@ -307,7 +345,7 @@ impl Emit for TextOut<'_> {
         t.push(b'\n');
     }
 
-    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]) {
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]) {
         self.unused_header = None;
         let prefix = &mut *self.prefix;
         prefix.clear();
@@ -319,7 +357,7 @@ impl Emit for TextOut<'_> {
         // slowest): formatted once per run.
         let mut digits = Digits::default();
         let mut last = None;
-        for (bound, count) in cumulative_buckets(counts) {
+        for &(bound, count) in counts {
             if last != Some(count) {
                 digits.set(count);
                 last = Some(count);
@@ -375,30 +413,66 @@ impl Emit for SeriesOut {
         self.line(name, set.with(extra, &mut buf), value);
     }
 
-    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[u64]) {
+    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]) {
         let mut buf = Default::default();
         self.writer.series_run(
             bucket_name,
             SeriesType::Histogram,
             set.with(extra, &mut buf),
             "le",
-            cumulative_buckets(counts).map(|(bound, n)| (bound.le.as_str(), Number::Unsigned(n))),
+            counts
+                .iter()
+                .map(|&(bound, n)| (bound.le.as_str(), Number::Unsigned(n))),
         );
     }
 }
 
-/// A kernel latency histogram as Prometheus buckets: `(le, cumulative count)` for each, the
-/// bound ([`Bound`]). Bucket i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything longer
-/// (vdev_stat_update, module/zfs/vdev.c), so it is +Inf's alone.
-fn cumulative_buckets(counts: &[u64]) -> impl Iterator<Item = (&'static Bound, u64)> + '_ {
+/// A histogram bucket as exposed: its bound and the cumulative count of I/Os up to it.
+type Bucket = (&'static Bound, u64);
+
+/// A kernel latency histogram as Prometheus buckets, one per kernel bucket, into `out`. Bucket
+/// i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything longer (vdev_stat_update,
+/// module/zfs/vdev.c), so it is +Inf's alone.
+fn kernel_buckets(counts: &[u64], out: &mut Vec<Bucket>) {
     let le = bucket_bounds();
     let last = counts.len().saturating_sub(1);
     let mut total = 0u64;
-    counts.iter().enumerate().map(move |(i, &n)| {
+    out.clear();
+    out.extend(counts.iter().enumerate().map(|(i, &n)| {
         total = total.saturating_add(n);
         let bound = if i == last { &le[64] } else { &le[i.min(63)] };
         (bound, total)
-    })
+    }));
+}
+
+/// The bounds of the standard histograms, as powers of two in ns: 2^13 (8.2 µs) to 2^33
+/// (8.6 s), every second one. They are edges of the kernel's own buckets, so each count is
+/// exact (the kernel's buckets are summed, never split or interpolated); a factor of 4 per
+/// bucket spans NVMe reads to a stalled disk in 11 bounds and `+Inf`, 12 buckets where the
+/// kernel has 37 (most of them always 0: nothing completes in under 8 µs, and I/O slower than
+/// 8.6 s is for `zpulse_vdev_slow_ios_total` to count).
+const STANDARD_EDGES: [u32; 11] = [13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 33];
+
+/// A kernel latency histogram in the standard buckets ([`STANDARD_EDGES`]), into `out`: the
+/// bound 2^k ns counts the kernel's buckets below it, the kernel's last bucket (which also
+/// holds everything longer) only `+Inf`.
+fn standard_buckets(counts: &[u64], out: &mut Vec<Bucket>) {
+    let le = bucket_bounds();
+    let last = counts.len().saturating_sub(1);
+    out.clear();
+    let mut below = counts[..last].iter().copied();
+    let mut total = 0u64;
+    let mut summed = 0usize;
+    for k in STANDARD_EDGES {
+        // Kernel bucket i ends at 2^(i+1) ns: the ones with i + 1 <= k lie below 2^k.
+        while summed < k as usize && summed < last {
+            total = total.saturating_add(below.next().unwrap_or(0));
+            summed += 1;
+        }
+        out.push((&le[k as usize - 1], total));
+    }
+    let all = counts.iter().fold(0u64, |a, &n| a.saturating_add(n));
+    out.push((&le[64], all));
 }
 
 /// `{k="v",…` for the labels with a value (an empty value is the same as no label in the
@@ -668,6 +742,7 @@ const POOL_STATES: &[&str] = &[
 /// keeps is checked against the reading it renders.
 #[derive(Debug, Default)]
 pub struct Renderer {
+    detail: Detail,
     kstat: KstatFamilies,
     headers: Headers,
     prefix: Vec<u8>,
@@ -676,6 +751,13 @@ pub struct Renderer {
 }
 
 impl Renderer {
+    pub fn new(detail: Detail) -> Renderer {
+        Renderer {
+            detail,
+            ..Renderer::default()
+        }
+    }
+
     /// Renders one snapshot, the open findings and the agent's health.
     pub fn render(
         &mut self,
@@ -693,7 +775,7 @@ impl Renderer {
         };
         out.sets.clear();
         out.headers.next = 0;
-        snapshot_metrics(&mut out, &mut self.kstat, snapshot);
+        snapshot_metrics(&mut out, &mut self.kstat, snapshot, self.detail);
         out.family(
             "zpulse_finding",
             Type::Gauge,
@@ -719,24 +801,43 @@ impl Renderer {
     }
 }
 
-/// Renders one snapshot, the open findings and the agent's health, keeping nothing.
+/// Renders one snapshot, the open findings and the agent's health at the standard detail,
+/// keeping nothing.
 pub fn render(
     snapshot: &Snapshot,
     findings: &[OpenFinding],
     agent: Option<&AgentHealth>,
 ) -> Exposition {
-    Renderer::default().render(snapshot, findings, agent)
+    render_at(Detail::Standard, snapshot, findings, agent)
+}
+
+/// [`render`] at `detail`.
+pub fn render_at(
+    detail: Detail,
+    snapshot: &Snapshot,
+    findings: &[OpenFinding],
+    agent: Option<&AgentHealth>,
+) -> Exposition {
+    Renderer::new(detail).render(snapshot, findings, agent)
 }
 
 /// Encodes successive readings as Forward metric records for one sink, keeping what
 /// [`Renderer`] keeps. Its output is exactly [`series_record`]'s.
 #[derive(Debug, Default)]
 pub struct RecordRenderer {
+    detail: Detail,
     kstat: KstatFamilies,
     last_len: usize,
 }
 
 impl RecordRenderer {
+    pub fn new(detail: Detail) -> RecordRenderer {
+        RecordRenderer {
+            detail,
+            ..RecordRenderer::default()
+        }
+    }
+
     /// The series of [`Renderer::render`] that come from the snapshot (findings and the
     /// agent's health travel as events).
     pub fn record(&mut self, snapshot: &Snapshot, host: &str) -> Vec<u8> {
@@ -744,14 +845,15 @@ impl RecordRenderer {
             writer: SeriesWriter::new(host, self.last_len / 8 * 9),
             kind: Type::Gauge,
         };
-        snapshot_metrics(&mut out, &mut self.kstat, snapshot);
+        snapshot_metrics(&mut out, &mut self.kstat, snapshot, self.detail);
         let bytes = out.writer.finish();
         self.last_len = bytes.len();
         bytes
     }
 }
 
-/// A Forward metric record ([`zpulse_forward::series`]) of one snapshot, keeping nothing.
+/// A Forward metric record ([`zpulse_forward::series`]) of one snapshot at the standard
+/// detail, keeping nothing.
 pub fn series_record(snapshot: &Snapshot, host: &str) -> Vec<u8> {
     RecordRenderer::default().record(snapshot, host)
 }
@@ -798,7 +900,12 @@ impl RowFamilies {
 }
 
 /// Every family that comes from the snapshot, in exposition order.
-fn snapshot_metrics(out: &mut dyn Emit, kstat: &mut KstatFamilies, snapshot: &Snapshot) {
+fn snapshot_metrics(
+    out: &mut dyn Emit,
+    kstat: &mut KstatFamilies,
+    snapshot: &Snapshot,
+    detail: Detail,
+) {
     kstat.restart();
     host(out, snapshot);
     if let Some(arc) = &snapshot.arc {
@@ -808,13 +915,27 @@ fn snapshot_metrics(out: &mut dyn Emit, kstat: &mut KstatFamilies, snapshot: &Sn
         kstat_rows(out, &zil.0.fields, &mut kstat.zil, zil_row);
     }
     pools(out, &mut kstat.pool, snapshot);
-    vdevs(out, snapshot);
+    vdevs(out, snapshot, detail);
     datasets(out, snapshot);
-    disks(out, snapshot);
+    disks(out, snapshot, detail);
     cpu_memory_network(out, snapshot);
 }
 
 fn host(out: &mut dyn Emit, s: &Snapshot) {
+    out.family(
+        "zpulse_build_info",
+        Type::Gauge,
+        "The zpulse build that made these figures, as labels (value 1).",
+    );
+    out.line(
+        "zpulse_build_info",
+        &[
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("os", std::env::consts::OS),
+            ("arch", std::env::consts::ARCH),
+        ],
+        Value::Int(1),
+    );
     out.family(
         "zpulse_host_info",
         Type::Gauge,
@@ -838,12 +959,12 @@ fn host(out: &mut dyn Emit, s: &Snapshot) {
     );
     out.line("zpulse_zfs_loaded", &[], Value::Int(s.zfs_loaded.into()));
     out.family(
-        "zpulse_snapshot_timestamp_seconds",
+        "zpulse_last_sample_timestamp_seconds",
         Type::Gauge,
-        "Unix time of the reading these figures come from.",
+        "Unix time of the reading these figures come from: time() minus it is how stale they are.",
     );
     out.line(
-        "zpulse_snapshot_timestamp_seconds",
+        "zpulse_last_sample_timestamp_seconds",
         &[],
         Value::Float(s.taken_at),
     );
@@ -1246,7 +1367,7 @@ const VDEV_STATES: &[&str] = &[
     "ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SPLIT",
 ];
 
-fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
+fn vdevs(out: &mut dyn Emit, s: &Snapshot, detail: Detail) {
     let refs = vdev_refs(out, s);
     out.family(
         "zpulse_vdev_info",
@@ -1389,7 +1510,7 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot) {
             out.line_in("zpulse_vdev_slow_ios_total", &r.labels, &[], Value::Int(n));
         }
     }
-    latency_histograms(out, &refs);
+    latency_histograms(out, &refs, detail);
 }
 
 /// A bucket's upper bound: the `le` value, and as a bucket line writes it, with the `"} ` that
@@ -1426,8 +1547,10 @@ fn bucket_bounds() -> &'static [Bound] {
 
 type Histo = fn(&LatencyHistograms) -> &Vec<u64>;
 
-/// The `zpool iostat -w` histograms as Prometheus histograms.
-fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
+/// The `zpool iostat -w` histograms as Prometheus histograms: at [`Detail::Full`] every
+/// vdev's in the kernel's buckets, else the standard buckets of those with I/O, of top-level
+/// vdevs only below [`Detail::Leaves`].
+fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef], detail: Detail) {
     type Family<'a> = (&'a str, &'a str, &'a [(&'a str, Histo)]);
     let families: [Family; 6] = [
         (
@@ -1461,13 +1584,26 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
             &[("", |h| &h.trim)],
         ),
     ];
+    type ToBuckets = fn(&[u64], &mut Vec<Bucket>);
+    let (buckets_help, to_buckets): (&str, ToBuckets) = match detail {
+        Detail::Full => ("Buckets are the kernel's powers of two", kernel_buckets),
+        Detail::Standard | Detail::Leaves => (
+            "Buckets are every second power of two of the kernel's, 2^13 to 2^33 ns",
+            standard_buckets,
+        ),
+    };
+    let refs: Vec<&VdevRef> = refs
+        .iter()
+        .filter(|r| r.top_level || detail != Detail::Standard)
+        .collect();
+    let mut cumulative = Vec::with_capacity(65);
     let mut bucket_name = String::new();
     for (name, help, ops) in families {
         out.family(
             name,
             Type::Histogram,
             &format!(
-                "{help} Buckets are the kernel's powers of two; the sum takes each bucket's midpoint, as zpool iostat -l does."
+                "{help} {buckets_help}; the sum takes each kernel bucket's midpoint, as zpool iostat -l does."
             ),
         );
         bucket_name.clear();
@@ -1475,7 +1611,7 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
         bucket_name.push_str("_bucket");
         let sum_name = format!("{name}_sum");
         let count_name = format!("{name}_count");
-        for r in refs {
+        for r in &refs {
             let Some(h) = &r.vdev.histograms else {
                 continue;
             };
@@ -1484,8 +1620,6 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
                 if buckets.is_empty() {
                     continue;
                 }
-                let op = [("op", *op)];
-                out.buckets(&bucket_name, &r.labels, &op, buckets);
                 // zpool iostat -l's average: each bucket's I/Os at its midpoint 2^i + 2^i/2.
                 let mut count = 0u64;
                 let mut sum_ns = 0u128;
@@ -1494,6 +1628,13 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef]) {
                     let i = i.min(63);
                     sum_ns += u128::from(n) * ((1u128 << i) + ((1u128 << i) / 2));
                 }
+                // A histogram without I/O is an empty series: exported only in full.
+                if count == 0 && detail != Detail::Full {
+                    continue;
+                }
+                let op = [("op", *op)];
+                to_buckets(buckets, &mut cumulative);
+                out.buckets(&bucket_name, &r.labels, &op, &cumulative);
                 let sum = u64::try_from(sum_ns).map_or_else(
                     |_| Value::Float(sum_ns as f64 / 1e9),
                     |ns| Value::decimal(ns, 9),
@@ -1557,7 +1698,7 @@ fn datasets(out: &mut dyn Emit, s: &Snapshot) {
     }
 }
 
-fn disks(out: &mut dyn Emit, s: &Snapshot) {
+fn disks(out: &mut dyn Emit, s: &Snapshot, detail: Detail) {
     type Pick = fn(&DiskCounters) -> Option<Value>;
     let fields: [(&str, &str, Type, Pick); 17] = [
         (
@@ -1720,9 +1861,18 @@ fn disks(out: &mut dyn Emit, s: &Snapshot) {
             },
         ),
     ];
+    // A partition's I/O is its disk's too, and a loop device, RAM disk or zvol is no storage
+    // of its own (node_exporter leaves them out by default as well): shown below full detail
+    // only when they serve a pool.
+    let shown = |d: &&zpulse_proto::snapshot::Disk| {
+        detail == Detail::Full
+            || !d.roles.is_empty()
+            || (d.whole_disk.is_none() && !zpulse_proto::snapshot::is_virtual_disk(&d.name))
+    };
     let disks: Vec<_> = s
         .disks
         .iter()
+        .filter(shown)
         .map(|d| (d, out.label_set(&[("disk", &d.name)])))
         .collect();
     for (name, help, kind, pick) in fields {
@@ -1786,17 +1936,22 @@ fn cpu_memory_network(out: &mut dyn Emit, s: &Snapshot) {
             ("softirq", cpu.softirq),
             ("steal", cpu.steal),
         ];
-        // FreeBSD's kern.cp_time counts stathz ticks, whose rate the snapshot does not carry:
-        // ticks there, seconds on Linux.
-        let (name, help, scale) = match s.host.os {
-            Os::Linux => (
+        // FreeBSD's kern.cp_time counts stathz ticks (kern.clockrate): seconds like Linux's
+        // when the snapshot has the rate; ticks only from a capture made without it.
+        let (name, help, scale) = match (s.host.os, cpu.ticks_per_second) {
+            (Os::Linux, _) => (
                 "zpulse_host_cpu_seconds_total",
                 "CPU time of all CPUs by mode (/proc/stat cpu line).",
                 1.0 / LINUX_USER_HZ,
             ),
-            Os::Freebsd => (
+            (Os::Freebsd, Some(stathz)) => (
+                "zpulse_host_cpu_seconds_total",
+                "CPU time of all CPUs by mode (kern.cp_time / stathz of kern.clockrate).",
+                1.0 / f64::from(stathz),
+            ),
+            (Os::Freebsd, None) => (
                 "zpulse_host_cpu_ticks_total",
-                "CPU time of all CPUs by mode in stathz ticks (kern.cp_time); rate() of a mode over rate() of all is its share.",
+                "CPU time of all CPUs by mode in stathz ticks (kern.cp_time; kern.clockrate unread); rate() of a mode over rate() of all is its share.",
                 1.0,
             ),
         };

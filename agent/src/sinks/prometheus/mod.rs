@@ -6,12 +6,19 @@
 //! type = "prometheus"
 //! listen = "127.0.0.1:9134"        # the default; "" = no HTTP (textfile only)
 //! # textfile = "/var/lib/prometheus/node-exporter/zpulse.prom"
-//! # max_connections = 8            # scrapes served at once; more get 503
-//! # timeout = "10s"                # to read a request and to write a response
+//! # max_connections = 8            # connections at once, half from one address
+//! # timeout = "10s"                # to read a whole request head, to write a whole response
+//! # detail = "standard"            # or "leaves" (leaf vdev histograms too), "full" (everything)
 //! ```
 //!
-//! The sink runs on its own thread like every sink: it renders there when a reading arrives
-//! (never on the sampler's thread), and the server threads only copy the rendered bytes.
+//! Nothing is rendered that nobody reads, and nothing twice. With only a listener, the sink
+//! hands each reading (with the open findings and the agent's health) to the server, and the
+//! first scrape of it renders it, once, for every scrape until the next reading; a reading no
+//! scrape asks for is never rendered. With a textfile, the sink renders each reading on its
+//! own thread (never the sampler's), writes the file only when its bytes changed, and the
+//! server serves that same rendering. The server threads only copy rendered bytes.
+//! On a clean exit the textfile is removed, so node_exporter stops exporting figures nobody
+//! updates (after a crash, `zpulse_last_sample_timestamp_seconds` tells their age).
 //! Open findings come from the events the sink is given (raised or updated: open; cleared:
 //! gone), the agent's health from its heartbeat and its own process figures.
 
@@ -19,12 +26,12 @@ pub mod exposition;
 pub mod server;
 
 use super::{Reading, Sink, SinkError, SinkStats, Stamped};
-use exposition::{AgentHealth, OpenFinding, SinkHealth};
+use exposition::{AgentHealth, Detail, OpenFinding, SinkHealth};
 use server::{Endpoint, Limits, Published};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zpulse_proto::event::{Kind, State, Value};
 
@@ -38,9 +45,17 @@ pub struct PrometheusConfig {
     pub listen: Option<SocketAddr>,
     pub textfile: Option<PathBuf>,
     pub limits: Limits,
+    pub detail: Detail,
 }
 
-const KEYS: &[&str] = &["type", "listen", "textfile", "max_connections", "timeout"];
+const KEYS: &[&str] = &[
+    "type",
+    "listen",
+    "textfile",
+    "max_connections",
+    "timeout",
+    "detail",
+];
 
 impl PrometheusConfig {
     /// Reads a `[[sink]]` table; relative paths are relative to the config file's directory.
@@ -119,7 +134,17 @@ impl PrometheusConfig {
                 d
             }
         };
+        let detail = match text("detail")? {
+            None => Detail::default(),
+            Some(s) => Detail::parse(s).ok_or_else(|| {
+                format!(
+                    "detail: '{s}' is not one of {}",
+                    Detail::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+                )
+            })?,
+        };
         Ok(PrometheusConfig {
+            detail,
             listen,
             textfile,
             limits: Limits {
@@ -127,6 +152,22 @@ impl PrometheusConfig {
                 timeout,
             },
         })
+    }
+}
+
+impl PrometheusConfig {
+    /// A listener on a loopback port the kernel picks, at `detail`, the other settings at
+    /// their defaults: for tests and benchmarks (a configuration cannot ask for port 0).
+    pub fn ephemeral_loopback(detail: Detail) -> PrometheusConfig {
+        PrometheusConfig {
+            listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            textfile: None,
+            limits: Limits {
+                max_connections: 8,
+                timeout: Duration::from_secs(10),
+            },
+            detail,
+        }
     }
 }
 
@@ -153,7 +194,11 @@ pub struct PrometheusSink {
     agent: Option<AgentHealth>,
     stats: SinkStats,
     textfile_error: Option<String>,
-    renderer: exposition::Renderer,
+    /// The rendering last written to the textfile.
+    textfile_written: Option<Arc<Published>>,
+    /// Kept across readings, and used by the sink's thread (textfile) or by the scrape that
+    /// renders a reading (listener only).
+    renderer: Arc<Mutex<exposition::Renderer>>,
 }
 
 impl PrometheusSink {
@@ -164,6 +209,7 @@ impl PrometheusSink {
             Some(addr) => Some(server::endpoint(addr, config.limits)?),
             None => None,
         };
+        let detail = config.detail;
         Ok(PrometheusSink {
             config,
             endpoint,
@@ -172,7 +218,8 @@ impl PrometheusSink {
             agent: None,
             stats: SinkStats::default(),
             textfile_error: None,
-            renderer: exposition::Renderer::default(),
+            textfile_written: None,
+            renderer: Arc::new(Mutex::new(exposition::Renderer::new(detail))),
         })
     }
 
@@ -193,20 +240,40 @@ impl PrometheusSink {
     }
 
     fn render(&mut self) -> Result<(), SinkError> {
-        let Some(reading) = &self.last else {
+        let Some(reading) = self.last.clone() else {
             return Ok(());
         };
-        let mut agent = self.agent.clone().unwrap_or_default();
-        let me = crate::daemon::selfstat::read();
-        agent.cpu_seconds = me.cpu_seconds;
-        agent.rss_bytes = me.rss_bytes;
+        let agent = self.agent.clone().unwrap_or_default();
         let findings = self.findings();
-        let e = self
-            .renderer
-            .render(reading.snapshot(), &findings, Some(&agent));
-        if let Some(path) = &self.config.textfile {
-            match write_atomically(path, e.text()) {
-                Ok(()) => self.textfile_error = None,
+        let Some(path) = &self.config.textfile else {
+            if let Some(ep) = &self.endpoint {
+                let renderer = Arc::clone(&self.renderer);
+                ep.shared.offer(Box::new(move || {
+                    render_reading(&renderer, &reading, &findings, agent)
+                }));
+            }
+            return Ok(());
+        };
+        let rendered = Arc::new(Published::new(render_reading(
+            &self.renderer,
+            &reading,
+            &findings,
+            agent,
+        )));
+        if let Some(ep) = &self.endpoint {
+            ep.shared.publish(Arc::clone(&rendered));
+        }
+        let text = rendered.exposition.text();
+        let unchanged = self
+            .textfile_written
+            .as_ref()
+            .is_some_and(|w| w.exposition.text() == text);
+        if !unchanged {
+            match write_atomically(path, text) {
+                Ok(()) => {
+                    self.textfile_error = None;
+                    self.textfile_written = Some(rendered);
+                }
                 Err(msg) => {
                     // Said once per failure streak, not every sample.
                     let first = self.textfile_error.is_none();
@@ -219,9 +286,6 @@ impl PrometheusSink {
                     }
                 }
             }
-        }
-        if let Some(ep) = &self.endpoint {
-            ep.shared.publish(Arc::new(Published::new(e)));
         }
         Ok(())
     }
@@ -254,6 +318,23 @@ impl PrometheusSink {
         }
         changed
     }
+}
+
+/// One rendering of `reading`, with the agent's CPU and memory as of now.
+fn render_reading(
+    renderer: &Mutex<exposition::Renderer>,
+    reading: &Reading,
+    findings: &[OpenFinding],
+    mut agent: AgentHealth,
+) -> exposition::Exposition {
+    let me = crate::daemon::selfstat::read();
+    agent.cpu_seconds = me.cpu_seconds;
+    agent.rss_bytes = me.rss_bytes;
+    renderer.lock().unwrap_or_else(|e| e.into_inner()).render(
+        reading.snapshot(),
+        findings,
+        Some(&agent),
+    )
 }
 
 /// The heartbeat's figures (see `daemon::heartbeat`).
@@ -340,8 +421,20 @@ impl Sink for PrometheusSink {
         self.render()
     }
 
+    /// Called on a clean exit (a reload hands the sink over without it): the textfile goes,
+    /// so that node_exporter does not go on exporting its figures as if they were current.
     fn flush(&mut self, _deadline: Instant) -> Result<(), SinkError> {
-        Ok(())
+        let Some(path) = &self.config.textfile else {
+            return Ok(());
+        };
+        match std::fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(SinkError {
+                sink: self.name(),
+                message: format!("textfile {}: cannot remove it at exit: {e}", path.display()),
+            }),
+        }
     }
 
     fn stats(&self) -> SinkStats {

@@ -4,17 +4,24 @@
 //! A scrape costs no sampling and no rendering: the sink publishes an `Arc` of the rendered
 //! text, and a request only copies bytes out of it (the gzip form is compressed once per
 //! rendering, by the first request that asks for it). The accept thread never reads from a
-//! client: each connection gets its own thread, at most `max_connections` at once (more are
-//! answered 503 and closed), with read and write timeouts, one request per connection — so a
-//! slow or stuck client holds one thread for at most the timeout and cannot delay another
-//! scrape, the sink or the sampler.
+//! client: each connection gets its own thread, one request per connection, at most
+//! `max_connections` at once and half of them (at least one) from one peer address.
+//!
+//! Each request is bounded as a whole, not per read: its head (at most 8 KiB) must arrive
+//! within `timeout` of the accept, and the response must be written within `timeout` of the
+//! head, whatever the client sends or reads in between — a byte every second does not restart
+//! anything. And a connection still sending its head is the one given up when another
+//! arrives with every slot taken (or its peer's share): the oldest such one is closed to make
+//! room. A scrape sends its head at once, so no number of slow clients keeps it from being
+//! served; only connections whose response is being written are never closed for another,
+//! and when every slot is one of those the newcomer is answered 503.
 
 use super::exposition::{Exposition, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Largest request head accepted (request line and headers).
 const MAX_REQUEST_BYTES: usize = 8 * 1024;
@@ -109,23 +116,57 @@ fn compress<'p>(pieces: impl IntoIterator<Item = &'p [u8]>, len: usize) -> Vec<u
     enc.finish().unwrap_or_default()
 }
 
-/// What the server knows: the current rendering (`None` before the first reading).
-#[derive(Debug, Default)]
+/// Makes the rendering of one reading, when a scrape first asks for it.
+pub type Render = Box<dyn FnOnce() -> Exposition + Send>;
+
+/// The current reading as the server holds it.
+#[derive(Default)]
+enum Current {
+    /// Before the first reading.
+    #[default]
+    Nothing,
+    /// Not rendered yet: no scrape has asked since it came.
+    Pending(Render),
+    Rendered(Arc<Published>),
+}
+
+/// What the server knows: the current reading, rendered or to be rendered.
+#[derive(Default)]
 pub struct Shared {
-    current: Mutex<Option<Arc<Published>>>,
+    current: Mutex<Current>,
     pub scrapes: std::sync::atomic::AtomicU64,
+    /// Readings rendered on demand ([`Shared::offer`]).
+    pub renderings: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
+    /// A reading already rendered (for a textfile too).
     pub fn publish(&self, p: Arc<Published>) {
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Current::Rendered(p);
+    }
+
+    /// A reading to render if and when it is scraped: once, by the first scrape, whose
+    /// rendering every later scrape of the same reading is served (each form, plain or gzip,
+    /// made from it at most once). A reading nobody scrapes is never rendered.
+    pub fn offer(&self, render: Render) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Current::Pending(render);
     }
 
     fn current(&self) -> Option<Arc<Published>> {
-        self.current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        // Rendered under the lock: scrapes that come meanwhile wait for this rendering
+        // rather than make their own.
+        if let Current::Pending(_) = &*current {
+            let Current::Pending(render) = std::mem::take(&mut *current) else {
+                return None;
+            };
+            self.renderings.fetch_add(1, Ordering::Relaxed);
+            *current = Current::Rendered(Arc::new(Published::new(render())));
+        }
+        match &*current {
+            Current::Rendered(p) => Some(Arc::clone(p)),
+            Current::Nothing | Current::Pending(_) => None,
+        }
     }
 }
 
@@ -133,8 +174,82 @@ impl Shared {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_connections: usize,
-    /// For reading the request and for writing the response.
+    /// For reading the whole request head (from the accept) and for writing the whole
+    /// response (from the head).
     pub timeout: Duration,
+}
+
+impl Limits {
+    /// Connections one peer address may hold: half the slots, so that one host cannot take
+    /// them all.
+    pub fn per_peer(&self) -> usize {
+        self.max_connections.div_ceil(2).max(1)
+    }
+}
+
+/// The connections being served, each with what the accept loop needs to give it up.
+#[derive(Debug, Default)]
+struct Slots {
+    open: Vec<Slot>,
+    next_id: u64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    id: u64,
+    peer: IpAddr,
+    accepted: Instant,
+    /// Still sending its request head: may be closed to make room.
+    reading_head: bool,
+    /// The same socket, to shut down from the accept thread.
+    socket: TcpStream,
+}
+
+impl Slots {
+    /// Takes a slot for a new connection from `peer`, closing the oldest connection still
+    /// sending its head if every slot (or the peer's share) is taken; `None` when none can
+    /// be given up.
+    fn admit(&mut self, peer: IpAddr, socket: TcpStream, limits: Limits) -> Option<u64> {
+        let from_peer = self.open.iter().filter(|s| s.peer == peer).count();
+        if from_peer >= limits.per_peer() {
+            self.give_up_oldest_head(|s| s.peer == peer)?;
+        }
+        if self.open.len() >= limits.max_connections {
+            self.give_up_oldest_head(|_| true)?;
+        }
+        self.next_id += 1;
+        self.open.push(Slot {
+            id: self.next_id,
+            peer,
+            accepted: Instant::now(),
+            reading_head: true,
+            socket,
+        });
+        Some(self.next_id)
+    }
+
+    fn give_up_oldest_head(&mut self, among: impl Fn(&Slot) -> bool) -> Option<()> {
+        let i = self
+            .open
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.reading_head && among(s))
+            .min_by_key(|(_, s)| s.accepted)
+            .map(|(i, _)| i)?;
+        // Its thread's read fails at once; the thread then finds its slot gone.
+        let _ = self.open.swap_remove(i).socket.shutdown(Shutdown::Both);
+        Some(())
+    }
+
+    fn head_read(&mut self, id: u64) {
+        if let Some(s) = self.open.iter_mut().find(|s| s.id == id) {
+            s.reading_head = false;
+        }
+    }
+
+    fn release(&mut self, id: u64) {
+        self.open.retain(|s| s.id != id);
+    }
 }
 
 /// A listening endpoint. Sinks of successive configurations (SIGHUP) that listen on the same
@@ -231,17 +346,25 @@ fn accept_loop(
     stop: Arc<AtomicBool>,
     limits: Arc<Mutex<Limits>>,
 ) {
-    let active = Arc::new(AtomicUsize::new(0));
+    let slots = Arc::new(Mutex::new(Slots::default()));
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             return;
         }
         let Ok(mut stream) = conn else { continue };
         let limits = *limits.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = stream.set_read_timeout(Some(limits.timeout));
+        let accepted = Instant::now();
         let _ = stream.set_write_timeout(Some(limits.timeout));
-        if active.fetch_add(1, Ordering::SeqCst) >= limits.max_connections {
-            active.fetch_sub(1, Ordering::SeqCst);
+        let admitted = match (stream.peer_addr(), stream.try_clone()) {
+            (Ok(peer), Ok(socket)) => {
+                slots
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .admit(peer.ip(), socket, limits)
+            }
+            _ => None,
+        };
+        let Some(id) = admitted else {
             // Best effort, bounded by the write timeout; the client may retry.
             let _ = respond(
                 &mut stream,
@@ -252,18 +375,27 @@ fn accept_loop(
             );
             let _ = stream.shutdown(Shutdown::Both);
             continue;
-        }
-        let (shared, in_thread) = (Arc::clone(&shared), Arc::clone(&active));
+        };
+        let (shared, in_thread) = (Arc::clone(&shared), Arc::clone(&slots));
         let spawned = std::thread::Builder::new()
             .name("prometheus conn".into())
             .spawn(move || {
-                let _ = serve(&mut stream, &shared);
+                let deadline = accepted + limits.timeout;
+                let _ = serve(&mut stream, &shared, deadline, limits.timeout, || {
+                    in_thread
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .head_read(id)
+                });
                 let _ = stream.shutdown(Shutdown::Both);
-                in_thread.fetch_sub(1, Ordering::SeqCst);
+                in_thread
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .release(id);
             });
         if spawned.is_err() {
-            // The closure (and its stream) is gone; only the count needs undoing.
-            active.fetch_sub(1, Ordering::SeqCst);
+            // The closure (and its stream) is gone; only the slot needs giving back.
+            slots.lock().unwrap_or_else(|e| e.into_inner()).release(id);
         }
     }
 }
@@ -324,10 +456,21 @@ fn accepts(list: &str, what: &str) -> bool {
     })
 }
 
-fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+/// What is left of `deadline`, or a timeout error when it has passed.
+fn remaining(deadline: Instant) -> std::io::Result<Duration> {
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(left) if !left.is_zero() => Ok(left),
+        _ => Err(std::io::ErrorKind::TimedOut.into()),
+    }
+}
+
+/// The request head, which must be whole by `deadline`: each read may wait only for what is
+/// left of it, so a byte at a time gains a client nothing.
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
+        stream.set_read_timeout(Some(remaining(deadline)?))?;
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             return Ok(None);
@@ -343,8 +486,42 @@ fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     }
 }
 
-fn serve(stream: &mut TcpStream, shared: &Shared) -> std::io::Result<()> {
-    let Some(head) = read_head(stream)? else {
+/// A socket whose writes must all be done by `deadline`: the response as a whole is bounded,
+/// not each write (a client reading a byte at a time would otherwise reset it every time).
+struct DeadlineWriter<'s> {
+    stream: &'s mut TcpStream,
+    deadline: Instant,
+}
+
+impl Write for DeadlineWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.stream
+            .set_write_timeout(Some(remaining(self.deadline)?))?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// Serves one request: its head read by `head_deadline` (then `head_read` is called: the
+/// connection may no longer be given up for another), the response written within
+/// `write_time` of it.
+fn serve(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    head_deadline: Instant,
+    write_time: Duration,
+    head_read: impl FnOnce(),
+) -> std::io::Result<()> {
+    let head = read_head(stream, head_deadline)?;
+    head_read();
+    let stream = &mut DeadlineWriter {
+        stream,
+        deadline: Instant::now() + write_time,
+    };
+    let Some(head) = head else {
         return respond(
             stream,
             "400 Bad Request",
@@ -416,7 +593,7 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> std::io::Result<()> {
 }
 
 fn respond_head(
-    stream: &mut TcpStream,
+    stream: &mut impl Write,
     status: &str,
     content_type: &str,
     encoding: Option<&str>,
@@ -435,7 +612,7 @@ fn respond_head(
 }
 
 fn respond(
-    stream: &mut TcpStream,
+    stream: &mut impl Write,
     status: &str,
     content_type: &str,
     encoding: Option<&str>,
@@ -445,7 +622,7 @@ fn respond(
 }
 
 fn respond_with(
-    stream: &mut TcpStream,
+    stream: &mut impl Write,
     status: &str,
     content_type: &str,
     encoding: Option<&str>,
@@ -466,7 +643,12 @@ mod tests {
     fn each_form_is_sent_whole_plain_or_gzipped() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/lab/basic/001");
-        let e = super::super::exposition::render(&crate::capture::load(&dir).unwrap(), &[], None);
+        let e = super::super::exposition::render_at(
+            super::super::exposition::Detail::Full,
+            &crate::capture::load(&dir).unwrap(),
+            &[],
+            None,
+        );
         let (text, om) = (e.text().to_vec(), e.openmetrics().into_bytes());
         assert!(text.len() > 100_000 && om.starts_with(b"# HELP "));
         let p = Published::new(e);

@@ -69,6 +69,110 @@ fn settings_are_checked_with_clear_errors() {
     assert!(err(r#"max_connections = 0"#).contains("from 1 to 256"));
     assert!(err(r#"timeout = "0s""#).contains("between 1ms and 5m"));
     assert!(err(r#"port = 9134"#).contains("unknown setting"));
+    assert!(err(r#"detail = "all""#).contains(r#"is not one of "standard", "leaves", "full""#));
+    let full = PrometheusConfig::from_table(&table(r#"detail = "full""#), None).unwrap();
+    assert_eq!(full.detail, Detail::Full);
     let default = PrometheusConfig::from_table(&table(""), None).unwrap();
     assert_eq!(default.listen, Some("127.0.0.1:9134".parse().unwrap()));
+    assert_eq!(default.detail, Detail::Standard);
+}
+
+fn lab(capture: &str) -> Reading {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/lab")
+        .join(capture);
+    Reading::First(Arc::new(crate::capture::load(&dir).unwrap()))
+}
+
+/// A GET of /metrics on `addr`: the body, gunzipped when `gzip`.
+fn scrape(addr: SocketAddr, gzip: bool) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let encoding = if gzip {
+        "Accept-Encoding: gzip\r\n"
+    } else {
+        ""
+    };
+    write!(s, "GET /metrics HTTP/1.1\r\n{encoding}\r\n").unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    assert!(
+        buf.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        &buf[..buf.len().min(40)]
+    );
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let body = buf.split_off(end);
+    if !gzip {
+        return body;
+    }
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&body[..])
+        .read_to_end(&mut plain)
+        .unwrap();
+    plain
+}
+
+/// With only a listener, a reading is rendered by its first scrape and only then: readings
+/// nobody scrapes cost no rendering, and every later scrape of the same reading, plain or
+/// gzip, gets that one rendering.
+#[test]
+fn a_listener_renders_a_reading_once_when_it_is_scraped() {
+    let mut sink =
+        PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard)).unwrap();
+    let addr = sink.local_addr().unwrap();
+    let shared = Arc::clone(&sink.endpoint.as_ref().unwrap().shared);
+    let renderings = || shared.renderings.load(std::sync::atomic::Ordering::Relaxed);
+    let (first, second) = (lab("basic/000"), lab("basic/001"));
+    for reading in [&first, &second, &first] {
+        sink.observe(reading).unwrap();
+    }
+    assert_eq!(renderings(), 0, "readings nobody scraped were rendered");
+    let plain = scrape(addr, false);
+    assert_eq!(scrape(addr, true), plain);
+    assert_eq!(scrape(addr, false), plain);
+    assert_eq!(renderings(), 1);
+    // The last reading's: basic/000's own time.
+    let taken = format!(
+        "\nzpulse_last_sample_timestamp_seconds {}\n",
+        first.snapshot().taken_at
+    );
+    assert!(String::from_utf8_lossy(&plain).contains(&taken));
+    sink.observe(&second).unwrap();
+    let next = scrape(addr, true);
+    assert_eq!(renderings(), 2);
+    let taken = format!(
+        "\nzpulse_last_sample_timestamp_seconds {}\n",
+        second.snapshot().taken_at
+    );
+    assert!(String::from_utf8_lossy(&next).contains(&taken));
+}
+
+/// Events that change nothing the exposition shows do not rewrite the textfile, a reading
+/// does, and a clean exit (the sink's flush) removes it.
+#[test]
+fn the_textfile_is_rewritten_only_for_a_change_and_removed_at_exit() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = textfile_sink(dir.path());
+    let file = dir.path().join("zpulse.prom");
+    let inode = || std::fs::metadata(&file).unwrap().ino();
+    sink.observe(&lab("basic/000")).unwrap();
+    let written = inode();
+    sink.deliver(&[finding(State::Raised, Severity::Warning)])
+        .unwrap();
+    let with_finding = inode();
+    assert_ne!(with_finding, written, "a new finding rewrites the file");
+    // The same finding again, same severity: nothing to show.
+    sink.deliver(&[finding(State::Updated, Severity::Warning)])
+        .unwrap();
+    assert_eq!(
+        inode(),
+        with_finding,
+        "an unchanged exposition was rewritten"
+    );
+    sink.observe(&lab("basic/001")).unwrap();
+    assert_ne!(inode(), with_finding, "a new reading was not written");
+    sink.flush(Instant::now()).unwrap();
+    assert!(!file.exists(), "the textfile outlived a clean exit");
 }

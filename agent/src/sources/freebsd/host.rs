@@ -15,6 +15,8 @@ use zpulse_proto::Snapshot;
 use zpulse_proto::snapshot::{CpuTimes, Memory, NetInterface, Os};
 
 pub const CP_TIME: &str = "kern.cp_time";
+/// `struct clockinfo`, whose `stathz` is `kern.cp_time`'s tick rate.
+pub const CLOCKRATE: &str = "kern.clockrate";
 pub const OSRELEASE: &str = "kern.osrelease";
 pub const HOSTNAME: &str = "kern.hostname";
 pub const PHYSMEM: &str = "hw.physmem";
@@ -60,6 +62,22 @@ pub fn read(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
             Err(e) => snap.note(CP_TIME, e.to_string()),
         },
         Err(e) => snap.note(CP_TIME, e.to_string()),
+    }
+    // Captures made before zpulse read it have no kern.clockrate: their CPU stays in ticks.
+    if snap.cpu.is_some() {
+        let stathz = match optional(sysctl.bytes(CLOCKRATE)) {
+            Ok(Some(b)) => parse_stathz(&b).map(Some).map_err(|e| e.to_string()),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        };
+        match stathz {
+            Ok(hz) => {
+                if let Some(cpu) = &mut snap.cpu {
+                    cpu.ticks_per_second = hz;
+                }
+            }
+            Err(e) => snap.note(CLOCKRATE, e),
+        }
     }
 
     read_memory(sysctl, snap);
@@ -114,7 +132,42 @@ pub fn parse_cp_time(bytes: &[u8]) -> Result<CpuTimes, ParseError> {
         iowait: None,
         softirq: None,
         steal: None,
+        ticks_per_second: None,
     })
+}
+
+/// `kern.clockrate`: `struct clockinfo` (sys/sys/time.h: int hz, tick, spare, stathz,
+/// profhz; 20 bytes), or its `sysctl(8)` text `{ hz = 1000, tick = 1000, profhz = 8128,
+/// stathz = 127 }`. Its `stathz` is the rate `kern.cp_time` counts at: `statclock()` adds
+/// one tick of the running state per statistics clock interrupt, and `sysctl_kern_clockrate`
+/// reports `stathz ? stathz : hz` (sys/kern/kern_clock.c).
+pub fn parse_stathz(bytes: &[u8]) -> Result<u32, ParseError> {
+    const WHAT: &str = "kern.clockrate";
+    let text = std::str::from_utf8(bytes)
+        .ok()
+        .filter(|t| t.trim_start().starts_with('{'));
+    let stathz = match text {
+        Some(t) => t
+            .split([',', '{', '}'])
+            .filter_map(|f| f.split_once('='))
+            .find(|(k, _)| k.trim() == "stathz")
+            .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+            .ok_or_else(|| ParseError::new(WHAT, format!("no stathz in {t:?}")))?,
+        None if bytes.len() == 20 => le_u32(bytes, 12).unwrap_or(0),
+        None => {
+            return Err(ParseError::new(
+                WHAT,
+                format!(
+                    "{} bytes; expected struct clockinfo (20) or its text",
+                    bytes.len()
+                ),
+            ));
+        }
+    };
+    if stathz == 0 {
+        return Err(ParseError::new(WHAT, "stathz is 0"));
+    }
+    Ok(stathz)
 }
 
 /// The page counts behind [`Memory`].
@@ -676,5 +729,28 @@ pub(crate) mod tests {
             b[at] = byte;
             let _ = decode_ifmibdata(&b);
         }
+    }
+}
+
+#[cfg(test)]
+mod clockrate_tests {
+    use super::*;
+
+    /// `struct clockinfo` as the kernel copies it out (sys/sys/time.h: hz, tick, spare,
+    /// stathz, profhz, each a 32-bit int), and as sysctl(8) prints it.
+    #[test]
+    fn stathz_from_struct_clockinfo_or_its_text() {
+        let mut raw = Vec::new();
+        for v in [1000i32, 1000, 0, 127, 8128] {
+            raw.extend_from_slice(&v.to_le_bytes());
+        }
+        assert_eq!(parse_stathz(&raw).unwrap(), 127);
+        let text = b"{ hz = 1000, tick = 1000, profhz = 8128, stathz = 127 }\n";
+        assert_eq!(parse_stathz(text).unwrap(), 127);
+        assert!(parse_stathz(&raw[..16]).is_err());
+        assert!(parse_stathz(b"{ hz = 1000 }").is_err());
+        let mut zero = raw.clone();
+        zero[12..16].copy_from_slice(&0i32.to_le_bytes());
+        assert!(parse_stathz(&zero).is_err());
     }
 }

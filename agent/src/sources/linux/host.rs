@@ -45,6 +45,7 @@ pub fn parse_stat(bytes: &[u8]) -> Result<CpuTimes, ParseError> {
         irq: t.irq,
         softirq: t.softirq,
         steal: t.steal,
+        ticks_per_second: None,
     })
 }
 
@@ -201,6 +202,7 @@ mod tests {
                     irq: Some(c[5]),
                     softirq: Some(c[6]),
                     steal: Some(c[7]),
+                    ticks_per_second: None,
                 },
                 "{capture}"
             );

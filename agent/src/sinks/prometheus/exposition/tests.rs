@@ -136,7 +136,7 @@ fn kernel_power_of_two_buckets_become_a_prometheus_histogram() {
         pools: vec![pool_with_histogram(vec![0, 3, 5, 1])],
         ..Snapshot::default()
     };
-    let e = render(&snap, &[], None);
+    let e = render_at(Detail::Full, &snap, &[], None);
     let l = r#"pool="tank",class="normal",vdev="mirror-0",leaf="sda",op="write""#;
     assert_eq!(
         lines(e.text_str(), "zpulse_vdev_total_wait_seconds_bucket"),
@@ -253,18 +253,22 @@ fn integers_are_written_in_decimal() {
 #[test]
 fn the_forward_record_holds_the_exposition_series() {
     use zpulse_forward::series::{Number, SeriesRecord};
-    for capture in ["storm/series/000", "vdevs/rz-zpulse/000"] {
+    for (capture, detail, at_least) in [
+        ("storm/series/000", Detail::Full, 2000),
+        ("vdevs/rz-zpulse/000", Detail::Full, 2000),
+        ("vdevs/rz-zpulse/000", Detail::Standard, 500),
+    ] {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/lab")
             .join(capture);
         let snap = crate::capture::load(&dir).unwrap();
-        let e = render(&snap, &[], None);
+        let e = render_at(detail, &snap, &[], None);
         let want: Vec<&str> = e
             .text_str()
             .lines()
             .filter(|l| !l.starts_with('#'))
             .collect();
-        let record = SeriesRecord::decode(&series_record(&snap, "h")).unwrap();
+        let record = SeriesRecord::decode(&RecordRenderer::new(detail).record(&snap, "h")).unwrap();
         assert_eq!(record.host, "h");
         let got: Vec<String> = record
             .series
@@ -289,7 +293,7 @@ fn the_forward_record_holds_the_exposition_series() {
                 String::from_utf8(line).unwrap()
             })
             .collect();
-        assert!(want.len() > 2000, "{capture}: {} series", want.len());
+        assert!(want.len() > at_least, "{capture}: {} series", want.len());
         assert_eq!(got, want, "{capture}");
     }
 }
@@ -476,4 +480,117 @@ fn decimal_quotients_are_written_as_their_float_would_be() {
         }
     }
     check(u64::MAX, 9);
+}
+
+/// The standard detail sums the kernel's buckets into every second power of two from 2^13 ns
+/// to 2^33 ns, shows top-level vdevs' histograms but not leaves', and no empty histogram.
+#[test]
+fn standard_histograms_sum_kernel_buckets_of_top_level_vdevs_with_io() {
+    // 37 kernel buckets (VDEV_L_HISTO_BUCKETS): bucket i counts [2^i, 2^(i+1)) ns, the last
+    // one also everything longer.
+    let mut total_w = vec![0u64; 37];
+    total_w[12] = 1; // [4.1, 8.2) µs: at or below 2^13 ns
+    total_w[13] = 2; // [8.2, 16.4) µs: below 2^15 ns
+    total_w[20] = 4; // [1.05, 2.10) ms: below 2^21 ns
+    total_w[36] = 8; // 68.7 s and longer: +Inf only
+    let mut pool = pool_with_histogram(total_w.clone());
+    let top = &mut pool.config.as_mut().unwrap().root.children[0];
+    top.stats = Some(VdevStats::default());
+    top.histograms = Some(LatencyHistograms {
+        total_w,
+        // No I/O: an empty series, left out.
+        disk_w: vec![0; 37],
+        ..LatencyHistograms::default()
+    });
+    let snap = Snapshot {
+        pools: vec![pool],
+        ..Snapshot::default()
+    };
+    let e = render(&snap, &[], None);
+    let l = r#"pool="tank",class="normal",vdev="mirror-0",op="write""#;
+    let bounds = [
+        ("0.000008192", 1),
+        ("0.000032768", 3),
+        ("0.000131072", 3),
+        ("0.000524288", 3),
+        ("0.002097152", 7),
+        ("0.008388608", 7),
+        ("0.033554432", 7),
+        ("0.134217728", 7),
+        ("0.536870912", 7),
+        ("2.147483648", 7),
+        ("8.589934592", 7),
+        ("+Inf", 15),
+    ];
+    let want: Vec<String> = bounds
+        .iter()
+        .map(|(le, n)| format!("zpulse_vdev_total_wait_seconds_bucket{{{l},le=\"{le}\"}} {n}"))
+        .collect();
+    assert_eq!(
+        lines(e.text_str(), "zpulse_vdev_total_wait_seconds_bucket"),
+        want
+    );
+    assert_eq!(
+        lines(e.text_str(), "zpulse_vdev_total_wait_seconds_count"),
+        [format!("zpulse_vdev_total_wait_seconds_count{{{l}}} 15")]
+    );
+    // The sum is the kernel buckets' midpoints (2^i · 1.5 ns), not the standard bounds'.
+    let sum_ns: u128 = [(12, 1u128), (13, 2), (20, 4), (36, 8)]
+        .iter()
+        .map(|&(i, n)| n * 3 * (1u128 << i) / 2)
+        .sum();
+    assert_eq!(
+        lines(e.text_str(), "zpulse_vdev_total_wait_seconds_sum"),
+        [format!(
+            "zpulse_vdev_total_wait_seconds_sum{{{l}}} {}",
+            sum_ns as f64 / 1e9
+        )]
+    );
+    assert!(!e.text_str().contains("zpulse_vdev_disk_wait_seconds"));
+    // The leaf's histogram waits for `leaves`, and comes in the same buckets then.
+    assert!(
+        lines(e.text_str(), "zpulse_vdev_total_wait_seconds_bucket")
+            .iter()
+            .all(|line| !line.contains(r#"leaf="sda""#))
+    );
+    let leaves = render_at(Detail::Leaves, &snap, &[], None);
+    let leaf_buckets: Vec<String> =
+        lines(leaves.text_str(), "zpulse_vdev_total_wait_seconds_bucket")
+            .into_iter()
+            .filter(|line| line.contains(r#"leaf="sda""#))
+            .collect();
+    assert_eq!(leaf_buckets.len(), bounds.len());
+    assert!(
+        leaf_buckets[11].ends_with(r#"le="+Inf"} 15"#),
+        "{leaf_buckets:?}"
+    );
+}
+
+/// FreeBSD's kern.cp_time counts stathz ticks: with kern.clockrate's stathz the CPU family is
+/// in seconds like Linux's (ticks / stathz), without it in ticks under its own name.
+#[test]
+fn freebsd_cpu_ticks_become_seconds_with_stathz() {
+    let mut snap = Snapshot::default();
+    snap.host.os = Os::Freebsd;
+    snap.cpu = Some(zpulse_proto::snapshot::CpuTimes {
+        user: 254,
+        idle: 1270,
+        irq: Some(0),
+        ticks_per_second: Some(127),
+        ..Default::default()
+    });
+    let e = render(&snap, &[], None);
+    let cpu = lines(e.text_str(), "zpulse_host_cpu_seconds_total");
+    assert!(
+        cpu.contains(&r#"zpulse_host_cpu_seconds_total{mode="user"} 2"#.to_string()),
+        "{cpu:?}"
+    );
+    assert!(cpu.contains(&r#"zpulse_host_cpu_seconds_total{mode="idle"} 10"#.to_string()));
+    assert!(!e.text_str().contains("zpulse_host_cpu_ticks_total"));
+    snap.cpu.as_mut().unwrap().ticks_per_second = None;
+    let e = render(&snap, &[], None);
+    assert!(
+        lines(e.text_str(), "zpulse_host_cpu_ticks_total")
+            .contains(&r#"zpulse_host_cpu_ticks_total{mode="user"} 254"#.to_string())
+    );
 }
