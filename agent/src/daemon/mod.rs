@@ -700,7 +700,7 @@ impl Stage {
         self.host.shutdown_by(deadline);
         // The heartbeat keeps its schedule: a reload (or a burst of SIGHUPs) is no reason
         // for one, and its CPU figures cover the time since the last one either way.
-        let last_heartbeat = self.last_heartbeat;
+        let heartbeat = std::mem::take(&mut self.heartbeat);
         let mut kept = Vec::new();
         let mut ended = Vec::new();
         for (key, sink) in self.plans.into_iter().zip(self.sinks) {
@@ -711,7 +711,7 @@ impl Stage {
             }
         }
         let mut stage = Stage::start(next, extra, stopping, kept);
-        stage.last_heartbeat = last_heartbeat;
+        stage.heartbeat = heartbeat;
         for sink in &mut stage.sinks {
             if let Some(i) = ended.iter().position(|r| r.name == sink.name()) {
                 sink.carry(&ended.swap_remove(i));
