@@ -482,6 +482,7 @@ impl DocFamily {
             "interface" => &["device"],
             "finding" => &["check", "subject"],
             "sink" => &["sink"],
+            "kernel event class" => &["class", "pool"],
             other => panic!("docs/metrics.md: unknown `per` {other:?} for {}", self.name),
         };
         keys.iter()
@@ -621,6 +622,8 @@ fn the_exposition_is_what_docs_metrics_md_says_it_costs() {
             pending: Some(0),
             spool_bytes: Some(0),
         }],
+        zevents: [(("resource.fs.zfs.statechange".into(), "tank".into()), 2)].into(),
+        zevents_dropped: 3,
     };
     let e = render(&snap, &[finding], Some(&agent));
     let text = e.text_str();

@@ -32,7 +32,7 @@ mod pipeline;
 mod recorder;
 pub mod schedule;
 pub mod selfstat;
-mod zevents;
+pub(crate) mod zevents;
 
 use crate::config::{self, Config};
 use crate::plugins::{Extra, Level, PluginHost, Status};

@@ -19,7 +19,7 @@ const REOPEN_EVERY: Duration = Duration::from_secs(30);
 const STORE_EVERY: Duration = Duration::from_secs(1);
 
 /// The cursor file: what the last run handled, and what this one has.
-pub struct Keeper {
+pub(super) struct Keeper {
     path: Option<PathBuf>,
     boot_id: String,
     /// Read at the start, for the reader's resume.
@@ -30,7 +30,7 @@ pub struct Keeper {
 
 impl Keeper {
     /// The keeper of `config`'s cursor; `live` false (a replay) keeps none.
-    pub fn new(config: &zevent::Config, live: bool) -> Keeper {
+    pub(super) fn new(config: &zevent::Config, live: bool) -> Keeper {
         let path = (live && config.enabled).then(|| config.cursor_path());
         let kept = match path.as_deref().map(Cursor::load) {
             Some(Ok(kept)) => kept,
@@ -56,12 +56,12 @@ impl Keeper {
     }
 
     /// The cursor to resume from, with this boot's id.
-    pub fn kept(&self) -> (Option<Cursor>, String) {
+    pub(super) fn kept(&self) -> (Option<Cursor>, String) {
         (self.kept.clone(), self.boot_id.clone())
     }
 
     /// `batch` went to the sinks and the plugins: its last event is handled.
-    pub fn handled(&mut self, batch: &Batch) {
+    pub(super) fn handled(&mut self, batch: &Batch) {
         let Some(last) = batch.events.last() else {
             return;
         };
@@ -76,7 +76,7 @@ impl Keeper {
     }
 
     /// Writes the pending cursor, if any.
-    pub fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         let (Some(path), Some(cursor)) = (&self.path, self.pending.take()) else {
             return;
         };
@@ -92,7 +92,11 @@ impl Keeper {
 /// room: while the stage is busy, events wait in the kernel's queue, which is what it is
 /// for). A queue that cannot be opened is tried again every [`REOPEN_EVERY`], and why is
 /// said once per distinct reason.
-pub fn read_loop(kept: (Option<Cursor>, String), stage: Sender<StageMsg>, stopping: Receiver<()>) {
+pub(super) fn read_loop(
+    kept: (Option<Cursor>, String),
+    stage: Sender<StageMsg>,
+    stopping: Receiver<()>,
+) {
     let (kept, boot_id) = kept;
     let started = EventTime::from_system_time(SystemTime::now());
     let mut said = String::new();

@@ -46,6 +46,11 @@ pub struct AgentHealth {
     pub plugins_running: Option<u64>,
     pub plugins_total: Option<u64>,
     pub sinks: Vec<SinkHealth>,
+    /// Kernel events sent, by (class, pool; empty for an event of no pool).
+    pub zevents: BTreeMap<(String, String), u64>,
+    /// Kernel events the queue dropped before the agent read them: the kernel's count and
+    /// the event ids that never came.
+    pub zevents_dropped: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -2153,6 +2158,22 @@ fn agent_health(out: &mut dyn Emit, a: &AgentHealth) {
             }
         }
     }
+    let name = "zpulse_zevents_total";
+    out.family(
+        name,
+        Type::Counter,
+        "Kernel events the agent read and sent, by class and pool (docs/events.md).",
+    );
+    for ((class, pool), n) in &a.zevents {
+        out.line(name, &[("class", class), ("pool", pool)], Value::Int(*n));
+    }
+    let name = "zpulse_zevents_dropped_total";
+    out.family(
+        name,
+        Type::Counter,
+        "Kernel events the kernel's queue dropped before the agent read them.",
+    );
+    out.line(name, &[], Value::Int(a.zevents_dropped));
 }
 
 #[cfg(test)]

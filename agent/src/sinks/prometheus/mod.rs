@@ -192,6 +192,10 @@ pub struct PrometheusSink {
     last: Option<Reading>,
     findings: BTreeMap<(String, String), String>,
     agent: Option<AgentHealth>,
+    /// Kernel events sent, by (class, pool), and those the kernel dropped: counted here, for
+    /// the heartbeat replaces `agent` whole.
+    zevents: BTreeMap<(String, String), u64>,
+    zevents_dropped: u64,
     stats: SinkStats,
     textfile_error: Option<String>,
     /// The rendering last written to the textfile.
@@ -216,6 +220,8 @@ impl PrometheusSink {
             last: None,
             findings: BTreeMap::new(),
             agent: None,
+            zevents: BTreeMap::new(),
+            zevents_dropped: 0,
             stats: SinkStats::default(),
             textfile_error: None,
             textfile_written: None,
@@ -243,7 +249,9 @@ impl PrometheusSink {
         let Some(reading) = self.last.clone() else {
             return Ok(());
         };
-        let agent = self.agent.clone().unwrap_or_default();
+        let mut agent = self.agent.clone().unwrap_or_default();
+        agent.zevents = self.zevents.clone();
+        agent.zevents_dropped = self.zevents_dropped;
         let findings = self.findings();
         let Some(path) = &self.config.textfile else {
             if let Some(ep) = &self.endpoint {
@@ -313,6 +321,19 @@ impl PrometheusSink {
                     self.agent = Some(agent_health(&e.data));
                     changed = true;
                 }
+                Kind::Zevent => {
+                    let pool = e.data.get("pool").and_then(Value::as_str).unwrap_or("");
+                    *self
+                        .zevents
+                        .entry((e.check.clone(), pool.to_owned()))
+                        .or_default() += 1;
+                    changed = true;
+                }
+                Kind::Agent if e.check == "agent.zevents" => {
+                    let n = |k: &str| e.data.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                    self.zevents_dropped += (n("dropped") + n("missing")) as u64;
+                    changed = true;
+                }
                 _ => {}
             }
         }
@@ -368,6 +389,7 @@ fn agent_health(data: &BTreeMap<String, Value>) -> AgentHealth {
         plugins_running: n(data, "plugins_running"),
         plugins_total: n(data, "plugins_total"),
         sinks,
+        ..AgentHealth::default()
     }
 }
 

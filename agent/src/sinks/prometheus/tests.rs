@@ -176,3 +176,46 @@ fn the_textfile_is_rewritten_only_for_a_change_and_removed_at_exit() {
     sink.flush(Instant::now()).unwrap();
     assert!(!file.exists(), "the textfile outlived a clean exit");
 }
+
+/// The kernel events the lab's overflow phase recorded, as the agent sends them, and the
+/// note of what the kernel dropped (its `missing` the capture's own count).
+#[test]
+fn kernel_events_are_counted_by_class_and_pool_and_what_was_dropped_too() {
+    let capture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/lab/events-overflow/series/001"
+    );
+    let batch = crate::capture::load_zevents(Path::new(capture));
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = textfile_sink(dir.path());
+    sink.observe(&Reading::First(Arc::new(Snapshot::default())))
+        .unwrap();
+    let mut stamped: Vec<Stamped> = batch
+        .events
+        .iter()
+        .map(|z| Stamped {
+            time: z.time,
+            event: z.to_event(),
+        })
+        .collect();
+    stamped.extend(crate::daemon::zevents::dropped_note(&batch));
+    sink.deliver(&stamped).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("zpulse.prom")).unwrap();
+    let mut want: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for z in &batch.events {
+        *want
+            .entry((z.class.clone(), z.pool.clone().unwrap_or_default()))
+            .or_default() += 1;
+    }
+    assert!(want.len() >= 2, "{want:?}");
+    for ((class, pool), n) in want {
+        let line = format!("zpulse_zevents_total{{class=\"{class}\",pool=\"{pool}\"}} {n}");
+        assert!(text.contains(&line), "{line} not in:\n{text}");
+    }
+    let dropped = batch.dropped + batch.missing;
+    assert!(dropped > 0);
+    assert!(
+        text.contains(&format!("zpulse_zevents_dropped_total {dropped}")),
+        "{text}"
+    );
+}
