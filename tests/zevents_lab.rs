@@ -638,35 +638,17 @@ fn an_idle_queue_costs_no_call() {
 #[test]
 fn the_collector_stores_and_shows_the_kernel_events() {
     use zpulse_tests::peer::{Collector, http_get};
-    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
     let collector_bin = zpulse_tests::build_bin("zpulse-collector", "zpulse-collector");
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("events.db");
     let (_collector, port, http) = Collector::serve(&collector_bin, &db);
-    let config = tmp.path().join("zpulse.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "hostname = \"nas-events\"\n[plugins]\ndirs = []\n{}\n[history]\nenabled = false\n\
-             [[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = {:?}\n",
-            disable_checks_but(&["zevents"]),
+    replay_flap(
+        tmp.path(),
+        &format!(
+            "hostname = \"nas-events\"\n[history]\nenabled = false\n[[sink]]\ntype = \
+             \"forward\"\naddress = \"127.0.0.1:{port}\"\nspool_dir = {:?}\n",
             tmp.path().join("spool").display().to_string()
         ),
-    )
-    .unwrap();
-    let run = Command::new(profile.join("zpulse"))
-        .args(["run", "--config"])
-        .arg(&config)
-        .arg("--plugin")
-        .arg(profile.join(CHECKS_LIBRARY))
-        .arg("--replay")
-        .arg(lab().join("flap"))
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
     );
     let out = Command::new(&collector_bin)
         .args([
@@ -713,6 +695,37 @@ fn the_collector_stores_and_shows_the_kernel_events() {
     assert!(
         page.contains("flap/sdd1 is now OFFLINE (was ONLINE)"),
         "{page}"
+    );
+}
+
+/// `zpulse run --replay` of the flap phase with the zevents check alone and `config` (its
+/// sinks, history), in `dir`.
+fn replay_flap(dir: &Path, config: &str) {
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
+    let file = dir.join("zpulse.toml");
+    let plugins = format!(
+        "[plugins]\ndirs = []\n{}\n",
+        disable_checks_but(&["zevents"])
+    );
+    // Top-level keys (hostname) before the tables.
+    let (top, tables) = match config.find('[') {
+        Some(i) => config.split_at(i),
+        None => (config, ""),
+    };
+    std::fs::write(&file, format!("{top}{plugins}{tables}")).unwrap();
+    let run = Command::new(profile.join("zpulse"))
+        .args(["run", "--config"])
+        .arg(&file)
+        .arg("--plugin")
+        .arg(profile.join(CHECKS_LIBRARY))
+        .arg("--replay")
+        .arg(lab().join("flap"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
     );
 }
 
@@ -777,33 +790,12 @@ fn a_report_on_a_series_lists_its_kernel_events_and_concludes_from_them() {
 
 #[test]
 fn the_history_keeps_the_kernel_events_for_a_report() {
-    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
     let tmp = tempfile::tempdir().unwrap();
     let history = tmp.path().join("history");
-    let config = tmp.path().join("zpulse.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[plugins]\ndirs = []\n{}\n[history]\ndir = {:?}\n",
-            disable_checks_but(&["zevents"]),
-            history.display().to_string()
-        ),
-    )
-    .unwrap();
     // The agent replays the flap phase, recording its snapshots and events.
-    let run = Command::new(profile.join("zpulse"))
-        .args(["run", "--config"])
-        .arg(&config)
-        .arg("--plugin")
-        .arg(profile.join(CHECKS_LIBRARY))
-        .arg("--replay")
-        .arg(lab().join("flap"))
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    replay_flap(
+        tmp.path(),
+        &format!("[history]\ndir = {:?}\n", history.display().to_string()),
     );
     let dirs = capture::series(&lab().join("flap")).unwrap();
     let at = |d: &Path| capture::Manifest::read(d).unwrap().captured_at;
