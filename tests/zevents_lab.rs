@@ -824,3 +824,37 @@ fn the_history_keeps_the_kernel_events_for_a_report() {
         .collect();
     assert_eq!(states, vec!["raised", "cleared"]);
 }
+
+#[test]
+fn zpulse_once_shows_the_latest_kernel_events_of_a_capture() {
+    let profile = build_into_test_target(&[]);
+    let capture = lab().join("flap/001");
+    let out = Command::new(profile.join("zpulse"))
+        .args(["once", "--root"])
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let events = capture::load_zevents(&capture).events;
+    let listed = zpool_events(&capture.join("cli/zpool-events-v.txt"));
+    let shown = events.len().min(20);
+    assert!(
+        text.contains(&format!("Kernel events ({shown} of {};", events.len())),
+        "{text}"
+    );
+    // The latest ones, each with its class as zpool printed it.
+    for z in &events[events.len() - shown..] {
+        assert!(
+            text.contains(&format!("eid {}  {}  ", z.eid, listed[&z.eid].class)),
+            "eid {} missing",
+            z.eid
+        );
+    }
+    let oldest_shown = events[events.len() - shown].eid;
+    assert!(!text.contains(&format!("eid {}  ", oldest_shown - 1)));
+}

@@ -52,7 +52,7 @@ pub fn run(
             return Err("plugins run on samples: add --interval S".into());
         }
         return emit(&match format {
-            Format::Text => report::snapshot_text(&first),
+            Format::Text => report::snapshot_text(&first) + &kernel_events(root),
             Format::Json => report::json(&first, true) + "\n",
         });
     };
@@ -78,4 +78,48 @@ pub fn run(
         Format::Json => report::json(&*sample, true) + "\n" + &events,
     })?;
     runner.shutdown()
+}
+
+/// How many of the latest kernel events `once` shows.
+const EVENTS_SHOWN: usize = 20;
+
+/// The latest kernel events, as `zpulse events` prints them: those queued in the kernel
+/// (live), or those a capture recorded. Nothing on a host without ZFS or a capture without
+/// events; one line when the queue cannot be read (the privilege it needs).
+fn kernel_events(root: Option<&Path>) -> String {
+    use crate::sources::zevent;
+    let batch = match root {
+        Some(dir) => capture::load_zevents(dir),
+        None => {
+            let (platform, abi) = zevent::live_platform();
+            let now = zpulse_proto::EventTime::from_system_time(std::time::SystemTime::now());
+            let mut reader = match zevent::open_live(platform, abi, now) {
+                Ok(r) => r,
+                // No /dev/zfs: the snapshot said so already.
+                Err(_) => return String::new(),
+            };
+            let mut all = zevent::Batch::default();
+            loop {
+                match reader.read(false, zevent::BATCH_MAX) {
+                    Ok(b) if b.is_empty() => break,
+                    Ok(b) => all.append(b),
+                    Err(e) => return format!("\nKernel events: not read: {e}\n"),
+                }
+            }
+            all
+        }
+    };
+    if batch.events.is_empty() {
+        return String::new();
+    }
+    let n = batch.events.len();
+    let mut out = format!(
+        "\nKernel events ({} of {n}; `zpulse events -v` lists them all)\n",
+        n.min(EVENTS_SHOWN)
+    );
+    for z in &batch.events[n.saturating_sub(EVENTS_SHOWN)..] {
+        out.push_str("  ");
+        out.push_str(&report::zevent_text(z, false));
+    }
+    out
 }
