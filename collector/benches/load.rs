@@ -26,7 +26,9 @@ fn main() {
     let events = env("ZPULSE_BENCH_EVENTS", 10_000);
     let batch = env("ZPULSE_BENCH_BATCH", 100).max(1);
     let gzip = env("ZPULSE_BENCH_GZIP", 0) == 1;
-    let running = common::start(|c| c.max_connections = senders + 8);
+    // Every sender connects before any has proven itself with a first message, and unproven
+    // connections hold at most half the slots: room for all of them, twice over.
+    let running = common::start(|c| c.max_connections = 2 * senders + 8);
     let (server, db) = (running.server, running.db);
     let addr = server.addr;
     let t0 = Instant::now();

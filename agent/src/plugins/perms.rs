@@ -379,7 +379,8 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let plugins = dir_with_mode(&root.path().join("plugins"), 0o755);
         let open = dir_with_mode(&root.path().join("open"), 0o777);
-        // plugins/libx.so → open/hop.so → libz (root's, in a root-owned directory).
+        // A plugin that is a link to a link in the open directory, which leads to libz (root's,
+        // in a root-owned directory).
         std::os::unix::fs::symlink(LIBZ, open.join("hop.so")).unwrap();
         std::os::unix::fs::symlink(open.join("hop.so"), plugins.join("libx.so")).unwrap();
         let err = check_plugin_file(&plugins.join("libx.so"), euid).unwrap_err();
@@ -388,7 +389,8 @@ mod tests {
             "{err}"
         );
         // The same through a relative link, and through a directory that is a link.
-        std::os::unix::fs::symlink("../open/hop.so", plugins.join("librel.so")).unwrap();
+        let relative = Path::new("..").join("open").join("hop.so");
+        std::os::unix::fs::symlink(&relative, plugins.join("librel.so")).unwrap();
         let err = check_plugin_file(&plugins.join("librel.so"), euid).unwrap_err();
         assert!(err.contains(&open.display().to_string()), "{err}");
         std::fs::create_dir(open.join("lib")).unwrap();
