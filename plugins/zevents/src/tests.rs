@@ -207,10 +207,14 @@ fn a_burst_of_ten_thousand_checksum_reports_is_one_finding() {
 #[test]
 fn a_quiet_device_clears_its_burst_at_the_sample_after_quiet_after() {
     let c = checksum(1, 0, "/dev/sdb1");
-    let mut sample = Sample::default();
-    sample.end = at(599).as_f64();
-    let mut later = Sample::default();
-    later.end = at(601).as_f64();
+    let sample = Sample {
+        end: at(599).as_f64(),
+        ..Sample::default()
+    };
+    let later = Sample {
+        end: at(601).as_f64(),
+        ..Sample::default()
+    };
     let events = run(&[Feed::Event(&c), Feed::Sample(&sample), Feed::Sample(&later)]);
     assert_eq!(
         events.iter().map(|e| e.state.unwrap()).collect::<Vec<_>>(),
