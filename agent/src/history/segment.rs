@@ -85,6 +85,10 @@ pub fn check_dir(dir: &Path, euid: u32) -> Result<(), String> {
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        // A state directory this user cannot enter yet (before the service first starts:
+        // the unit's StateDirectory= makes it the agent's then): nothing to judge, as with a
+        // missing one; `run` checks what it finds at start.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Ok(()),
         Err(e) => return Err(format!("{}: {e}", dir.display())),
     };
     if !meta.file_type().is_dir() {
