@@ -87,7 +87,7 @@ fn sigterm_ends_it_within_5s(agent: &mut std::process::Child) {
     assert!(status.success(), "{status:?}");
 }
 
-/// Issue 29: a C plugin's `signal(SIGTERM, SIG_IGN)` left only SIGKILL to stop the agent.
+/// A C plugin's `signal(SIGTERM, SIG_IGN)` left only SIGKILL to stop the agent.
 /// The plugin here ignores SIGTERM, SIGINT and SIGHUP when loaded, in `create` and in every
 /// sample; the agent restores its handling after each and still exits on SIGTERM within 5 s.
 #[test]

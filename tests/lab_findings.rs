@@ -2,7 +2,7 @@
 //!
 //! `golden/lab-findings.jsonl` holds every event record that `zpulse replay --format json`
 //! printed for each lab series below, with the five checks shipped then ([`RECORDED_WITH`])
-//! loaded, **as the agent did before the performance work of issue #14** (sample layout,
+//! loaded, **as the agent did before its performance work** (sample layout,
 //! plugin dispatch, keyed lookups).
 //! It was produced by running that binary, not derived from the captures: it is a regression
 //! guard that the optimised sample path and plugins raise exactly the same findings — same
@@ -22,7 +22,7 @@ use zpulse_tests::{
 
 /// Every lab directory whose captures form one series (`lab/checks` itself holds separate
 /// scenarios, out of time order, and is not one).
-/// The checks the golden record was made with: the five shipped before issue #14, in the
+/// The checks the golden record was made with: the five shipped before that work, in the
 /// order they are loaded (the order of their records). Checks shipped since (pool-health,
 /// layout) are not in it, and are turned off here; what they raise on the lab captures is
 /// asserted by their own replay tests (`plugins/*/tests/replay.rs`).

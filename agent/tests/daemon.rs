@@ -163,7 +163,7 @@ fn reloads_during_an_outage_lose_nothing_and_the_counters_run_on() {
     write(100);
     let mut agent = Agent::start(&config);
     // The first sample brings the first heartbeat, to both sinks; then one a minute, reloads
-    // or not (issue 29: each reload sent one at once). The collector is down, so each one
+    // or not (each reload sent one at once). The collector is down, so each one
     // the Forward sink gets stays in its spool, across the sinks that replace it.
     let heartbeat = |agent: &Agent, within: u64| -> serde_json::Value {
         let line = Agent::expect(&agent.out, "agent.heartbeat", Duration::from_secs(within));
@@ -300,7 +300,7 @@ fn heartbeat_reload_and_clean_stop() {
     assert!(refused.contains("bogus_key"), "{refused}");
     assert!(agent.child.try_wait().unwrap().is_none(), "still running");
 
-    // A good file is taken, three times: the heartbeat keeps its minute (issue 29: each
+    // A good file is taken, three times: the heartbeat keeps its minute (each
     // reload sent one at once, so a burst of SIGHUPs was a burst of heartbeats). Nothing
     // else goes to stdout here, so nothing may come while the samples go on at 2 s.
     std::fs::write(

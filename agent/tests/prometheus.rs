@@ -280,7 +280,7 @@ fn a_trickled_request_head_is_cut_off_at_the_timeout() {
     );
 }
 
-/// Issue #29's attack: eight connections (every slot of the default `max_connections`) each
+/// The trickling attack: eight connections (every slot of the default `max_connections`) each
 /// send `GET /metrics HTTP/1.1` and then a byte every 2 s; meanwhile 20 real scrapes must all
 /// be answered 200, each within 1 s. The trickling ones are given up for them.
 #[test]

@@ -1,4 +1,4 @@
-//! #17 item 2's "under spool pressure a reload really dropped 901 ('File exists')": a reload
+//! "Under spool pressure a reload really dropped 901 ('File exists')": a reload
 //! used to open the new Forward sink's spool while the old sink was still appending to it, and
 //! the two numbered new segments alike (`create_new` then failed: `File exists`, the batch
 //! lost). The daemon now plans the new sink (which touches nothing), lets the old one end, and

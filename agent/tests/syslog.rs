@@ -878,7 +878,7 @@ fn kept_prefix(received: &str, sent: &Value) -> usize {
     got.len()
 }
 
-/// Issue 30: syslog-ng refused every heartbeat whose lists were cut (a bare `]` ended the SD
+/// Syslog-ng refused every heartbeat whose lists were cut (a bare `]` ended the SD
 /// element early; rsyslog's default parsing did not mind). Both framings into syslog-ng, and
 /// rsyslog's own SD parser (mmpstrucdata): the message is taken, every param is there and
 /// unescaped to the figure sent.

@@ -945,7 +945,7 @@ struct Decoding<'a> {
 /// The thread heavy messages are decoded on, and their rows made: all their memory is
 /// allocated by one thread, so the allocator reuses what the last one freed. Decoded on
 /// each connection's own thread, every thread's arena kept what it had once held: 48 heavy
-/// gzip messages (issue 29) took a release build to a 357 MB peak with at most 128 MiB of
+/// gzip messages took a release build to a 357 MB peak with at most 128 MiB of
 /// them in flight; on this one thread, 167 MB (the allocator keeps about as much for the
 /// next burst). At most [`DECODERS`] connections use it at once.
 struct DecodeThread {

@@ -479,7 +479,7 @@ fn bearer_authorization_reaches_the_receiver() {
     );
 }
 
-/// Issue 29: "reachable again" is logged when Alertmanager answered, not when a round had
+/// "reachable again" is logged when Alertmanager answered, not when a round had
 /// nothing to send. Alertmanager is down while a finding is raised and cleared, and for the
 /// ten rounds after which the clear is no longer sent; then it comes up.
 #[test]

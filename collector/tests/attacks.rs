@@ -1,4 +1,4 @@
-//! The attacks of issue 15 against the real binary (a child of this test, so its memory is
+//! Attacks on the real binary (a child of this test, so its memory is
 //! its own): each is survived with the figures the issue asks for.
 //!
 //! * Four gzip messages of ~60 KB, each inflating to 2 million tiny entries `[t, {}]`, took
@@ -179,7 +179,7 @@ fn status_kb(pid: u32, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
 }
 
-/// One legal CompressedPackedForward message as issue 29's attack sent them: 5,000 foreign
+/// One legal CompressedPackedForward message as the memory attack sent them: 5,000 foreign
 /// records (the default `max_entries`) of 5,852 bytes each, some of each record random hex
 /// so that gzip keeps about 1:90 — ~330 KB on the wire, ~29 MB inflated, under the 32 MiB
 /// `max_inflated_bytes`. Its chunk id is `chunk(0)`; [`with_chunk`] gives copies with others.
@@ -225,7 +225,7 @@ fn with_chunk(message: &[u8], id: &str) -> Vec<u8> {
     m
 }
 
-/// Issue 29: 48 concurrent, individually legal gzip messages (~330 KB inflating to ~29 MB
+/// 48 concurrent, individually legal gzip messages (~330 KB inflating to ~29 MB
 /// each) from 8 loopback addresses took the collector to a 968 MiB peak, 2.4 times its
 /// documented bound and just under the unit's MemoryMax=1G, and ~500 MiB stayed resident.
 /// Now inflated entries and decoded rows are held against one budget (`max_inflight_bytes`)
@@ -321,7 +321,7 @@ fn a_burst_of_48_heavy_gzip_messages_stays_within_the_memory_budget() {
     );
 }
 
-/// Issue 29: 300 connections from 9 addresses, each sending a nil byte every 3 s, re-took all
+/// 300 connections from 9 addresses, each sending a nil byte every 3 s, re-took all
 /// 256 slots after every read timeout, and agents from a tenth address were refused. Now a
 /// connection must send something valid within `first_message_timeout` whatever trickles in,
 /// unproven connections hold at most half the slots, and a newcomer takes the place of the

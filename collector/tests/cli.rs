@@ -216,7 +216,7 @@ fn serve_refuses_an_unauthenticated_listener_beyond_loopback() {
     );
 }
 
-/// Issue 15: `hosts`/`query` printed a foreign record's control characters raw to the
+/// `hosts`/`query` printed a foreign record's control characters raw to the
 /// terminal, and `hosts | head` panicked on the closed pipe. Now every table cell is
 /// escaped, and a reader that goes away ends the command quietly with status 0.
 #[test]

@@ -1,4 +1,4 @@
-//! Identity (issue 15): a host authenticated with its own key cleared another host's
+//! Identity: a host authenticated with its own key cleared another host's
 //! critical finding and planted a fake one; TLS clients without a certificate were accepted.
 //! Now each per-client key and each client certificate may write records only for its
 //! hosts; other records are refused, counted and never stored; client certificates can be
@@ -202,7 +202,7 @@ fn certificate_names_map_to_hosts_and_optional_certificates_are_any_host() {
     assert_eq!(r.server.stats.snapshot()["records_refused_host"], 2);
 }
 
-/// Issue 29: chunk-id de-duplication was global, so host A's chunk `X` made host B's batch
+/// Chunk-id de-duplication was global, so host A's chunk `X` made host B's batch
 /// with chunk `X` be acked and not stored. Chunk ids are scoped to the sender now.
 #[test]
 fn equal_chunk_ids_from_two_clients_are_both_stored_and_a_replay_once() {
@@ -262,7 +262,7 @@ fn unauthenticated_clients_dedup_per_host() {
     assert_eq!(r.server.stats.snapshot()["duplicates"], 2);
 }
 
-/// Issue 29: a TLS client that closes between messages without close_notify (as most do
+/// A TLS client that closes between messages without close_notify (as most do
 /// when they exit) logged an error line per connection. The real binary, a raw rustls
 /// client: a batch acked, then the TCP connection closed without close_notify; the
 /// collector's log has no line for it, and a client cut off in the middle of a message

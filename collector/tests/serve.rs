@@ -392,7 +392,7 @@ fn keep_alive_until_closed(c: &mut Client, every: Duration) -> u32 {
     }
 }
 
-/// The attack of issue 15: connections sending one nil every few seconds held every slot.
+/// Connections sending one nil every few seconds held every slot.
 /// Keep-alives do not count as messages: a connection that completes none within
 /// first_message_timeout is closed whatever keep-alives it sends, and each is counted.
 #[test]
@@ -506,7 +506,7 @@ fn web_page_shows_hosts_findings_and_charts() {
     let (head, _) = get(addr, "/host/nobody");
     assert!(head.starts_with("HTTP/1.1 404"));
     // The host list's orders, as the README lists them; anything else is a 400 with the
-    // reason (issue 29: `sort=name;drop` was served with the default order).
+    // reason (`sort=name;drop` was served with the default order).
     for sort in ["name", "seen", "open", "worst"] {
         let (head, _) = get(addr, &format!("/?sort={sort}"));
         assert!(head.starts_with("HTTP/1.1 200"), "{sort}: {head}");
@@ -595,7 +595,7 @@ fn retention_by_age_and_size() {
     assert_eq!(newest[0].ts, (now - 10_000 + 4999) * 1_000_000_000);
 }
 
-/// Issue 15: retention trusted the sender's clock (an event dated 1970 was deleted within a
+/// Retention trusted the sender's clock (an event dated 1970 was deleted within a
 /// minute, one dated 2096 never). Now it goes by receive time, and the sender's time is kept.
 #[test]
 fn retention_and_last_seen_go_by_receive_time() {

@@ -213,7 +213,7 @@ fn the_webhook_queue_survives_a_collector_restart() {
     assert!(rx.try_recv().is_err(), "a delivery was sent twice");
 }
 
-/// Issue 29: forty changes of one finding within a second (raised, updated, cleared, raised
+/// Forty changes of one finding within a second (raised, updated, cleared, raised
 /// again, …), with a resend round of a minute: forty posts, in the order sent, each the
 /// change it was (its state and its summary from the event sent).
 #[test]

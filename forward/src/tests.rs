@@ -314,7 +314,7 @@ fn limits_refuse_big_deep_and_inflating_values() {
     assert_eq!(d.next_client(), Err(FrameError::TooLarge { limit: 10_000 }));
 }
 
-/// The attack of issue 15: a gzip blob of ~65 KB inflating to ~2 million entries `[t, {}]`
+/// A decompression bomb: a gzip blob of ~65 KB inflating to ~2 million entries `[t, {}]`
 /// (each 11 bytes on the wire, a decoded `Entry` and its record allocation each).
 #[test]
 fn a_gzip_blob_of_millions_of_tiny_entries_is_refused_by_count() {

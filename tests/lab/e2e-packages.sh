@@ -1,6 +1,6 @@
 #!/bin/bash
 # e2e-packages.sh [--no-build] [TIMEOUT_S]: the Debian packages end to end on a real
-# OpenZFS kernel (issue #8, item 5).
+# OpenZFS kernel.
 #
 #  1. builds zpulse_*.deb and zpulse-collector_*.deb with packaging/build-deb.sh (release;
 #     cargo reuses target/ when it is current; --no-build packages target/release as it is);

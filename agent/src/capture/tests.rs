@@ -283,7 +283,7 @@ fn unreadable_sources_are_reported_not_copied() {
     assert!(dest.join("proc/spl/kstat/zfs/zil").is_file());
 }
 
-/// Issue 29: a capture whose `arcstats` or `pool_configs.nvlist` is a dangling symbolic link
+/// A capture whose `arcstats` or `pool_configs.nvlist` is a dangling symbolic link
 /// lost the ARC or the pool layout without a word (a missing file is one this kernel does
 /// not have). Each is a note naming the link now; the rest is still read.
 #[test]

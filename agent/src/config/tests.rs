@@ -379,7 +379,7 @@ fn toml_syntax_errors_name_the_line() {
 fn hostname_must_be_a_name() {
     assert!(parse_err("hostname = \"\"\n").contains(":1: hostname: give a name"));
     assert!(parse_err("hostname = \"a b\"\n").contains("hostname"));
-    // Issue 29: a NUL or an ESC passed check-config.
+    // A NUL or an ESC passed check-config.
     for name in ["nas\\u0000x", "nas\\u001b[31m", "nas\\u007f"] {
         let err = parse_err(&format!("hostname = \"{name}\"\n"));
         assert!(err.contains(":1: hostname: give a name"), "{name}: {err}");

@@ -544,7 +544,7 @@ fn a_snapshot_record_is_never_taken_for_kernel_events_or_the_reverse() {
     assert!(record::encode_zevents(&[]).is_err());
 }
 
-/// Issue 29: `check-config` said ok for a 0777 history directory that `run` refuses, and
+/// `check-config` said ok for a 0777 history directory that `run` refuses, and
 /// `report` read such a directory without a word.
 #[test]
 fn check_config_refuses_an_open_history_directory_and_report_warns_reading_one() {

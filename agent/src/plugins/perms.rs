@@ -370,7 +370,7 @@ mod tests {
         path.to_path_buf()
     }
 
-    /// Issue 29: the directory of the link the plugin path names was checked, and the
+    /// The directory of the link the plugin path names was checked, and the
     /// target's chain, but not the directory of a link met on the way: a good-looking link
     /// leading through a link in a 0777 directory to any root-owned library was loaded.
     #[test]

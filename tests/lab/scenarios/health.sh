@@ -1,5 +1,5 @@
 #!/bin/bash
-# Pool health and layout, recorded for the pool-health and layout checks (issue #11). Run with
+# Pool health and layout, recorded for the pool-health and layout checks. Run with
 # HDD_PBS=4096 (record.sh reads the scenario's LAB_ENV line): sda/sdb are 512e "AFT" HDDs.
 # LAB_ENV: HDD_PBS=4096
 # Series (each NNN is one capture by the lab's capture.sh, with zpool's own views in cli/):

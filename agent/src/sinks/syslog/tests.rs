@@ -1200,7 +1200,7 @@ fn heartbeat_with_awkward_names() -> Event {
     e
 }
 
-/// Issue 30: after every cut (every limit from a bare header to the whole message), the SD
+/// After every cut (every limit from a bare header to the whole message), the SD
 /// is valid by the RFC's grammar, and each param in it is whole: a figure is its full value,
 /// or (cut to its own limit) a prefix of its elements that is valid JSON, or a prefix of its
 /// text marked `...`; never half a param, never a dangling escape.

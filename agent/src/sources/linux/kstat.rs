@@ -763,7 +763,7 @@ mod tests {
             "arc_meta_used stays in 2.2+"
         );
 
-        // telegraf 2.3 (issue 17578).
+        // telegraf 2.3.
         let a = parse_named(&fixture("external/linux/telegraf-openzfs-2.3/arcstats")).unwrap();
         assert_eq!(a.u64("hits"), Some(33266704081));
         assert_eq!(a.u64("iohits"), Some(1992434));

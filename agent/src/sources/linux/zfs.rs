@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(tank.datasets[0].name.as_deref(), Some("tank/with space"));
     }
 
-    /// One pool's damaged kstats cost that pool's figures only (issue #11): four pools of a
+    /// One pool's damaged kstats cost that pool's figures only: four pools of a
     /// real OpenZFS 2.1 capture (tests/fixtures/lab/health/layout/000), with `same/state`
     /// garbled, `mix/iostats` cut in half and `wide/txgs` replaced by a directory.
     #[test]
