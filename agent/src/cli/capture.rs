@@ -1,7 +1,7 @@
 //! `zpulse capture`.
 
 use crate::capture::{self, capture_into};
-use crate::sources::zevent::{self, BATCH_MAX, Batch, Cursor, Reader};
+use crate::sources::zevent::{self, Batch, Cursor, Reader};
 use crate::sources::zfs_ioctl::device::ZfsDevice;
 use crate::sources::{Root, System};
 use std::path::Path;
@@ -113,14 +113,7 @@ impl LiveEvents {
     /// What was posted since the last call, and the cursor kept past it.
     fn take(&mut self) -> Result<Batch, String> {
         let reader = self.reader.as_mut().map_err(|e| e.clone())?;
-        let mut all = Batch::default();
-        loop {
-            let b = reader.read(false, BATCH_MAX).map_err(|e| e.to_string())?;
-            if b.is_empty() {
-                break;
-            }
-            all.append(b);
-        }
+        let all = reader.drain().map_err(|e| e.to_string())?;
         if let Some((path, boot)) = &self.cursor
             && let Some(c) = reader.cursor(boot)
         {

@@ -98,15 +98,10 @@ fn kernel_events(root: Option<&Path>) -> String {
                 // No /dev/zfs: the snapshot said so already.
                 Err(_) => return String::new(),
             };
-            let mut all = zevent::Batch::default();
-            loop {
-                match reader.read(false, zevent::BATCH_MAX) {
-                    Ok(b) if b.is_empty() => break,
-                    Ok(b) => all.append(b),
-                    Err(e) => return format!("\nKernel events: not read: {e}\n"),
-                }
+            match reader.drain() {
+                Ok(all) => all,
+                Err(e) => return format!("\nKernel events: not read: {e}\n"),
             }
-            all
         }
     };
     if batch.events.is_empty() {

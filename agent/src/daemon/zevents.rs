@@ -100,6 +100,12 @@ pub(super) fn read_loop(
     let (kept, boot_id) = kept;
     let started = EventTime::from_system_time(SystemTime::now());
     let mut said = String::new();
+    // Waits before the queue is tried again; false when the agent stops meanwhile.
+    let wait = || {
+        !stopping
+            .recv_timeout(REOPEN_EVERY)
+            .is_err_and(|e| e.is_disconnected())
+    };
     let mut say = |level: Level, why: String| {
         if why != said {
             log::log(level, "zevents", &why);
@@ -112,10 +118,7 @@ pub(super) fn read_loop(
             Ok(r) => r,
             Err(e) => {
                 say(Level::Info, format!("kernel events are not read: {e}"));
-                if stopping
-                    .recv_timeout(REOPEN_EVERY)
-                    .is_err_and(|e| e.is_disconnected())
-                {
+                if !wait() {
                     return;
                 }
                 continue;
@@ -140,10 +143,7 @@ pub(super) fn read_loop(
             ),
             Err(e) => {
                 say(Level::Warn, format!("kernel events are not read: {e}"));
-                if stopping
-                    .recv_timeout(REOPEN_EVERY)
-                    .is_err_and(|e| e.is_disconnected())
-                {
+                if !wait() {
                     return;
                 }
                 continue;
@@ -169,10 +169,7 @@ pub(super) fn read_loop(
                 recv(stopping) -> _ => return,
             }
         }
-        if stopping
-            .recv_timeout(REOPEN_EVERY)
-            .is_err_and(|e| e.is_disconnected())
-        {
+        if !wait() {
             return;
         }
     }

@@ -196,6 +196,19 @@ impl<D: Ioctl> Reader<D> {
         Ok(batch)
     }
 
+    /// Everything queued after the cursor, without waiting: batch after batch until the
+    /// queue is empty (what `zpulse capture` and `zpulse once` take).
+    pub fn drain(&mut self) -> Result<Batch, IoctlError> {
+        let mut all = Batch::default();
+        loop {
+            let b = self.read(false, BATCH_MAX)?;
+            if b.is_empty() {
+                return Ok(all);
+            }
+            all.append(b);
+        }
+    }
+
     /// Whether `event` was handled before the restart (the kept cursor's event had left the
     /// queue, so reading started at the oldest one). An id at or below the kept one that is
     /// also no newer is one of those; a newer one with a small id is a new queue (the module
