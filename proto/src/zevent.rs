@@ -106,6 +106,11 @@ pub struct ZEventZio {
     pub delay_ns: Option<u64>,
     pub timestamp: Option<u64>,
     pub delta: Option<u64>,
+    /// The file the I/O was for, named as `zpool status -v` names it (`/tank/fs/file`,
+    /// `tank/fs:/file` when not mounted, `<metadata>:<0x…>`, …). Not in the kernel's
+    /// event: the agent asks `/dev/zfs` for it when it reads the event (from `objset` and
+    /// `object`), so it is the name at that moment.
+    pub file: Option<String>,
 }
 
 /// What a checksum error report says about the bad data.
@@ -335,6 +340,9 @@ impl ZEvent {
                     if let (Some(o), Some(n)) = (z.offset, z.size) {
                         let _ = write!(s, " at offset {o:#x}, {n} bytes");
                     }
+                    if let Some(file) = &z.file {
+                        let _ = write!(s, " in {file}");
+                    }
                     if let (Some(os), Some(obj)) = (z.objset, z.object) {
                         let _ = write!(s, " (objset {os}, object {obj}");
                         if let (Some(l), Some(b)) = (z.level, z.blkid) {
@@ -437,6 +445,7 @@ impl ZEvent {
             put("zio_size", z.size.into());
             put("zio_objset", z.objset.into());
             put("zio_object", z.object.into());
+            put("file", z.file.clone().into());
             put("zio_level", z.level.into());
             put("zio_blkid", z.blkid.into());
             put("zio_delay", z.delay_ns.into());

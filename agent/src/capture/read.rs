@@ -115,7 +115,14 @@ pub fn load_zevents(dir: &Path) -> crate::sources::zevent::Batch {
                     .map_err(|e| e.to_string())
             });
         match read {
-            Ok((event, bytes)) => {
+            Ok((mut event, bytes)) => {
+                let named = events_dir.join(name.replace(".nvlist", ".file"));
+                if let (Some(zio), Ok(file)) = (
+                    event.zio.as_mut(),
+                    sources::root::read_regular(&named, FILE_NAME_MAX),
+                ) {
+                    zio.file = Some(String::from_utf8_lossy(&file).into_owned());
+                }
                 batch.events.push(event);
                 batch.packed.push(bytes);
             }
@@ -124,3 +131,6 @@ pub fn load_zevents(dir: &Path) -> crate::sources::zevent::Batch {
     }
     batch
 }
+
+/// The longest file name an event's `.file` holds: `zc_value`, 2 × MAXPATHLEN.
+const FILE_NAME_MAX: u64 = 8192;

@@ -63,6 +63,11 @@ pub fn write_zevents(
     for (event, packed) in batch.events.iter().zip(&batch.packed) {
         let rel = format!("{}/{:020}.nvlist", super::ZEVENTS_DIR, event.eid);
         write(dest, &rel, packed, stats)?;
+        // The file the agent named for it: not in the kernel's bytes, asked of /dev/zfs.
+        if let Some(file) = event.zio.as_ref().and_then(|z| z.file.as_deref()) {
+            let rel = format!("{}/{:020}.file", super::ZEVENTS_DIR, event.eid);
+            write(dest, &rel, file.as_bytes(), stats)?;
+        }
     }
     let counts = format!(
         "dropped {}\nmissing {}\nundecodable {}\n",

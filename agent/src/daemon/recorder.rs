@@ -7,7 +7,7 @@ use crate::daemon::log;
 use crate::history::{self, Writer};
 use crate::plugins::Level;
 use crossbeam_channel::{Receiver, Sender, bounded, select};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use zpulse_proto::Snapshot;
 
@@ -23,10 +23,17 @@ enum Msg {
     Config(history::Config),
 }
 
+/// Kernel events that may wait for the disk: far more than a burst the kernel's queue
+/// holds (`zfs_zevent_len_max`, 512 by default), so a slow disk loses none of a burst.
+const EVENTS_WAITING_MAX: usize = 65_536;
+
 /// The sampler's side: cheap to clone.
 #[derive(Clone)]
 pub struct Recorder {
     tx: Sender<Msg>,
+    /// Kernel events not yet handed over: they wait here while the queue is full (a
+    /// snapshot may be dropped, an event is not) and go with the next message.
+    waiting: Arc<Mutex<Vec<zpulse_proto::ZEvent>>>,
 }
 
 impl Recorder {
@@ -50,17 +57,37 @@ impl Recorder {
         }
     }
 
-    /// Hands a batch of kernel events over without waiting (as [`Recorder::offer`]).
+    /// Hands a batch of kernel events over without waiting. Unlike a snapshot, a batch is
+    /// never dropped because the disk is behind: it waits (up to [`EVENTS_WAITING_MAX`]
+    /// events) and is recorded before the next snapshot.
     pub fn offer_zevents(&self, events: Vec<zpulse_proto::ZEvent>) {
         if events.is_empty() {
             return;
         }
-        if self.tx.try_send(Msg::Zevents(events)).is_err() {
-            log::log(
-                Level::Warn,
-                "history",
-                "the disk is behind: a batch of kernel events was not recorded",
-            );
+        let waiting = {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let room = EVENTS_WAITING_MAX.saturating_sub(waiting.len());
+            let lost = events.len().saturating_sub(room);
+            waiting.extend(events.into_iter().take(room));
+            if lost > 0 {
+                log::log(
+                    Level::Warn,
+                    "history",
+                    &format!(
+                        "the disk is far behind: {lost} kernel events were not recorded \
+                         ({EVENTS_WAITING_MAX} wait already)"
+                    ),
+                );
+            }
+            std::mem::take(&mut *waiting)
+        };
+        if let Err(e) = self.tx.try_send(Msg::Zevents(waiting)) {
+            let Msg::Zevents(back) = e.into_inner() else {
+                return;
+            };
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let newer = std::mem::replace(&mut *waiting, back);
+            waiting.extend(newer);
         }
     }
 
@@ -74,18 +101,23 @@ impl Recorder {
 /// `dir` (see [`history::Config::dir`]).
 pub fn start(config: history::Config, replay: bool) -> (Recorder, Option<JoinHandle<()>>) {
     let (tx, rx) = bounded(QUEUE);
+    let waiting = Arc::new(Mutex::new(Vec::new()));
+    let recorder = Recorder {
+        tx,
+        waiting: Arc::clone(&waiting),
+    };
     let thread = std::thread::Builder::new()
         .name("history".into())
-        .spawn(move || record(config, replay, rx));
+        .spawn(move || record(config, replay, rx, &waiting));
     match thread {
-        Ok(t) => (Recorder { tx }, Some(t)),
+        Ok(t) => (recorder, Some(t)),
         Err(e) => {
             log::log(
                 Level::Error,
                 "history",
                 &format!("cannot start the history thread, no history is kept: {e}"),
             );
-            (Recorder { tx }, None)
+            (recorder, None)
         }
     }
 }
@@ -94,7 +126,22 @@ fn wanted(config: &history::Config, replay: bool) -> bool {
     config.enabled && !(replay && config.dir.is_none())
 }
 
-fn record(mut config: history::Config, replay: bool, inbox: Receiver<Msg>) {
+/// The events [`Recorder::offer_zevents`] could not hand over, once every message queued
+/// before them is handled (so events are recorded in the order they came).
+fn take_waiting(inbox: &Receiver<Msg>, waiting: &Mutex<Vec<zpulse_proto::ZEvent>>) -> Option<Msg> {
+    if !inbox.is_empty() {
+        return None;
+    }
+    let events = std::mem::take(&mut *waiting.lock().unwrap_or_else(|p| p.into_inner()));
+    (!events.is_empty()).then_some(Msg::Zevents(events))
+}
+
+fn record(
+    mut config: history::Config,
+    replay: bool,
+    inbox: Receiver<Msg>,
+    waiting: &Mutex<Vec<zpulse_proto::ZEvent>>,
+) {
     if replay && config.enabled && config.dir.is_none() {
         log::log(
             Level::Info,
@@ -104,7 +151,10 @@ fn record(mut config: history::Config, replay: bool, inbox: Receiver<Msg>) {
     }
     let mut writer: Option<Writer> = None;
     let mut last_attempt: Option<f64> = None;
-    for msg in inbox {
+    let mut messages = inbox
+        .iter()
+        .chain(std::iter::from_fn(|| take_waiting(&inbox, waiting)));
+    while let Some(msg) = take_waiting(&inbox, waiting).or_else(|| messages.next()) {
         let snapshot = match msg {
             Msg::Config(next) => {
                 if next != config {
@@ -150,5 +200,48 @@ fn record(mut config: history::Config, replay: bool, inbox: Receiver<Msg>) {
         if let Err(e) = w.append(&snapshot) {
             log::log(Level::Warn, "history", &e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(ids: &[u64]) -> Vec<zpulse_proto::ZEvent> {
+        (ids.iter())
+            .map(|&eid| zpulse_proto::ZEvent {
+                eid,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    fn ids(msg: Option<Msg>) -> Vec<u64> {
+        match msg {
+            Some(Msg::Zevents(e)) => e.iter().map(|e| e.eid).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A disk so slow that the queue is full when events come: they wait instead of being
+    /// dropped, and the history's thread takes them after what was queued before them.
+    #[test]
+    fn events_that_find_the_queue_full_wait_and_keep_their_order() {
+        let (tx, inbox) = bounded(1);
+        let waiting = Arc::new(Mutex::new(Vec::new()));
+        let recorder = Recorder {
+            tx,
+            waiting: Arc::clone(&waiting),
+        };
+        recorder.offer_zevents(events(&[1, 2]));
+        recorder.offer_zevents(events(&[3]));
+        recorder.offer_zevents(events(&[4, 5]));
+        assert!(
+            take_waiting(&inbox, &waiting).is_none(),
+            "queued ones go first"
+        );
+        assert_eq!(ids(inbox.try_recv().ok()), vec![1, 2]);
+        assert_eq!(ids(take_waiting(&inbox, &waiting)), vec![3, 4, 5]);
+        assert!(take_waiting(&inbox, &waiting).is_none());
     }
 }

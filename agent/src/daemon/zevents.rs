@@ -17,6 +17,9 @@ const REOPEN_EVERY: Duration = Duration::from_secs(30);
 /// The cursor is written at most this often (and at the stop): a crash repeats at most
 /// this much of the queue, a burst does not write the file per batch.
 const STORE_EVERY: Duration = Duration::from_secs(1);
+/// Waits in the kernel interrupted in a row before the thread pauses between them.
+const INTERRUPTS_BEFORE_PAUSE: u32 = 3;
+const INTERRUPTED_PAUSE: Duration = Duration::from_millis(200);
 
 /// The cursor file: what the last run handled, and what this one has.
 pub(super) struct Keeper {
@@ -149,28 +152,62 @@ pub(super) fn read_loop(
                 continue;
             }
         }
-        loop {
-            let batch = match reader.read(true, BATCH_MAX) {
-                Ok(batch) => batch,
-                Err(e) => {
-                    say(Level::Warn, format!("reading kernel events failed: {e}"));
-                    break;
-                }
-            };
-            if batch.is_empty() {
-                continue;
-            }
-            select! {
-                send(stage, StageMsg::Zevents(Box::new(batch))) -> sent => {
-                    if sent.is_err() {
-                        return;
-                    }
-                }
-                recv(stopping) -> _ => return,
-            }
+        match follow(&mut reader, &stage, &stopping) {
+            Followed::Stopped => return,
+            Followed::Failed(e) => say(Level::Warn, format!("reading kernel events failed: {e}")),
         }
         if !wait() {
             return;
+        }
+    }
+}
+
+/// How [`follow`] ended.
+enum Followed {
+    /// The agent is stopping (or the stage is gone).
+    Stopped,
+    /// The queue failed: it is opened again after a pause.
+    Failed(crate::sources::zfs_ioctl::IoctlError),
+}
+
+/// Hands every batch `reader` reads to the stage until the agent stops or the queue fails.
+fn follow<D: crate::sources::zfs_ioctl::Ioctl>(
+    reader: &mut zevent::Reader<D>,
+    stage: &Sender<StageMsg>,
+    stopping: &Receiver<()>,
+) -> Followed {
+    let mut interrupted = 0u32;
+    loop {
+        let batch = match reader.read(true, BATCH_MAX) {
+            Ok(batch) => batch,
+            Err(e) => return Followed::Failed(e),
+        };
+        // A wait in the kernel ends without an event only when a signal interrupts it
+        // (EINTR). A few in a row is a storm of signals, or a kernel that answers EINTR at
+        // once: the thread pauses rather than spin, and ends if the agent is stopping.
+        if batch.is_empty() {
+            interrupted += 1;
+            let pause = if interrupted >= INTERRUPTS_BEFORE_PAUSE {
+                INTERRUPTED_PAUSE
+            } else {
+                Duration::ZERO
+            };
+            if stopping
+                .recv_timeout(pause)
+                .is_err_and(|e| e.is_disconnected())
+            {
+                return Followed::Stopped;
+            }
+            continue;
+        }
+        interrupted = 0;
+        select! {
+            send(stage, StageMsg::Zevents(Box::new(batch))) -> sent => {
+                if sent.is_err() {
+                    return Followed::Stopped;
+                }
+            }
+            recv(stopping) -> _ => return Followed::Stopped,
         }
     }
 }
@@ -206,4 +243,44 @@ pub fn dropped_note(batch: &Batch) -> Option<Stamped> {
     );
     event.kind = Kind::Agent;
     Some(Stamped { time, event })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::zfs_ioctl::fake::FakeQueue;
+    use crossbeam_channel::bounded;
+
+    /// A kernel whose every wait is interrupted (EINTR at once, as under a storm of
+    /// signals): the reader neither spins nor outlives the agent's stop.
+    #[test]
+    fn interrupted_waits_pause_and_end_at_the_stop() {
+        let mut queue = FakeQueue::new(Vec::new());
+        queue.fail = Some(libc::EINTR);
+        let mut reader = zevent::Reader::new(queue, 3, EventTime::default());
+        let (stage, _inbox) = bounded::<StageMsg>(1);
+        let (stop_tx, stopping) = bounded::<()>(0);
+        let (done_tx, done) = bounded::<usize>(1);
+        std::thread::spawn(move || {
+            let end = follow(&mut reader, &stage, &stopping);
+            assert!(matches!(end, Followed::Stopped));
+            let _ = done_tx.send(0);
+        });
+        drop(stop_tx);
+        // Bounded so that a reader that never ends fails the test instead of hanging it.
+        assert!(done.recv_timeout(Duration::from_secs(30)).is_ok());
+    }
+
+    #[test]
+    fn a_failing_queue_ends_the_follow_with_its_error() {
+        let mut queue = FakeQueue::new(Vec::new());
+        queue.fail = Some(libc::ESHUTDOWN);
+        let mut reader = zevent::Reader::new(queue, 3, EventTime::default());
+        let (stage, _inbox) = bounded::<StageMsg>(1);
+        let (_stop_tx, stopping) = bounded::<()>(0);
+        match follow(&mut reader, &stage, &stopping) {
+            Followed::Failed(e) => assert!(e.to_string().contains("unloaded"), "{e}"),
+            Followed::Stopped => panic!("a failing queue is not a stop"),
+        }
+    }
 }

@@ -5,6 +5,7 @@
 pub mod diskstats;
 pub mod host;
 pub mod kstat;
+pub mod mounts;
 pub mod sysblock;
 pub mod tunables;
 pub mod zfs;

@@ -139,6 +139,7 @@ pub fn from_nvlist(list: &NvList<'_>) -> Result<ZEvent, DecodeError> {
         delay_ns: u("zio_delay"),
         timestamp: u("zio_timestamp"),
         delta: u("zio_delta"),
+        file: None,
     };
     let numbers = |name: &str| list.get(name).map(numbers).unwrap_or_default();
     let ranges = numbers("bad_ranges");

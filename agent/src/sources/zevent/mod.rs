@@ -15,6 +15,7 @@ pub mod cursor;
 pub mod decode;
 
 use crate::sources::zfs_ioctl::events::{Next, events_next, events_seek};
+use crate::sources::zfs_ioctl::objects;
 use crate::sources::zfs_ioctl::{Ioctl, IoctlError, Platform};
 pub use cursor::Cursor;
 use serde::{Deserialize, Serialize};
@@ -131,7 +132,18 @@ pub struct Reader<D> {
     skip_through: Option<(u64, EventTime)>,
     /// Events posted before this are marked [`ZEvent::before_start`].
     started: EventTime,
+    /// Where a dataset is mounted, for naming the file an error report is about
+    /// ([`ZEventZio::file`](zpulse_proto::zevent::ZEventZio::file)); `None`: files are not
+    /// named (a queue double without the naming calls).
+    mounts: Option<MountLookup>,
 }
+
+/// The mount point of a dataset, if it is mounted.
+pub type MountLookup = Box<dyn Fn(&str) -> Option<String> + Send>;
+
+/// Distinct files named per read at most: a burst of errors on many objects costs at most
+/// this many pairs of calls; the rest keep their object numbers only.
+const FILES_NAMED_MAX: usize = 64;
 
 impl<D: Ioctl> Reader<D> {
     /// A reader over `dev` whose cursor is `cursor_fd`'s (the descriptor `dev` issues its
@@ -143,7 +155,15 @@ impl<D: Ioctl> Reader<D> {
             last: None,
             skip_through: None,
             started,
+            mounts: None,
         }
+    }
+
+    /// Names the file of each error report read from now on, with `mounts` telling where
+    /// datasets are mounted.
+    pub fn naming_files(mut self, mounts: MountLookup) -> Reader<D> {
+        self.mounts = Some(mounts);
+        self
     }
 
     /// Puts the cursor after `kept` when it is this boot's: the same queue, so every event
@@ -169,7 +189,36 @@ impl<D: Ioctl> Reader<D> {
         let mut batch = Batch::default();
         let mut block = wait;
         while batch.events.len() + batch.undecodable.len() < max.max(1) {
-            let (packed, dropped) = match events_next(&mut self.dev, self.cursor_fd, block)? {
+            let next = match events_next(&mut self.dev, self.cursor_fd, block) {
+                Err(IoctlError::ReplyTooLarge { needed, limit, .. }) => {
+                    // The cursor stays before an event it cannot take: past it by its id (the
+                    // one after the last read), or the queue cannot be read at all.
+                    let Some((last, _)) = self.last else {
+                        return Err(IoctlError::ReplyTooLarge {
+                            call: "ZFS_IOC_EVENTS_NEXT",
+                            needed,
+                            limit,
+                        });
+                    };
+                    if !events_seek(&mut self.dev, self.cursor_fd, last + 1)? {
+                        return Err(IoctlError::ReplyTooLarge {
+                            call: "ZFS_IOC_EVENTS_NEXT",
+                            needed,
+                            limit,
+                        });
+                    }
+                    self.last = Some((last + 1, self.last.map_or(EventTime::default(), |l| l.1)));
+                    batch.undecodable.push(format!(
+                        "event {}: the kernel claims {needed} bytes for it, more than the \
+                         {limit} any event can take; skipped",
+                        last + 1
+                    ));
+                    block = false;
+                    continue;
+                }
+                other => other?,
+            };
+            let (packed, dropped) = match next {
                 Next::Event { packed, dropped } => (packed, dropped),
                 Next::Empty => break,
             };
@@ -193,7 +242,31 @@ impl<D: Ioctl> Reader<D> {
                 Err(e) => batch.undecodable.push(e.to_string()),
             }
         }
+        self.name_files(&mut batch.events);
         Ok(batch)
+    }
+
+    /// Sets the file of every error report that has an objset and an object, asking the
+    /// kernel once per distinct (pool, objset, object) of the batch.
+    fn name_files(&mut self, events: &mut [ZEvent]) {
+        let Some(mounts) = &self.mounts else { return };
+        let mut named: std::collections::HashMap<(String, u64, u64), String> = Default::default();
+        for event in events {
+            let (Some(pool), Some(zio)) = (&event.pool, event.zio.as_mut()) else {
+                continue;
+            };
+            let (Some(dsobj), Some(obj)) = (zio.objset, zio.object) else {
+                continue;
+            };
+            let key = (pool.clone(), dsobj, obj);
+            if let Some(name) = named.get(&key) {
+                zio.file = Some(name.clone());
+            } else if named.len() < FILES_NAMED_MAX {
+                let name = objects::file_name(&mut self.dev, pool, dsobj, obj, mounts);
+                zio.file = Some(name.clone());
+                named.insert(key, name);
+            }
+        }
     }
 
     /// Everything queued after the cursor, without waiting: batch after batch until the
@@ -250,7 +323,25 @@ pub fn open_live(
         freebsd_abi,
     )?;
     let fd = dev.cursor_fd();
-    Ok(Reader::new(dev, fd, started))
+    Ok(Reader::new(dev, fd, started).naming_files(Box::new(live_mountpoint)))
+}
+
+/// Where `dataset` is mounted on this machine. Linux: `/proc/self/mounts`, read afresh at
+/// each error report named (a mount can change any time). FreeBSD: not looked up, so files
+/// are named `DATASET:PATH` (the mount table is `getfsstat(2)`, a call zpulse does not make).
+fn live_mountpoint(dataset: &str) -> Option<String> {
+    #[cfg(target_os = "freebsd")]
+    {
+        let _ = dataset;
+        None
+    }
+    #[cfg(not(target_os = "freebsd"))]
+    {
+        let table =
+            crate::sources::root::read_regular(std::path::Path::new("/proc/self/mounts"), 4 << 20)
+                .ok()?;
+        crate::sources::linux::mounts::zfs_mountpoint(&table, dataset)
+    }
 }
 
 /// What identifies this boot, so that a cursor kept by an earlier boot (whose queue is gone)

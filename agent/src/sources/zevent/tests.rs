@@ -218,3 +218,59 @@ mod attacks {
         assert_eq!((batch.dropped, batch.missing), (7, 0));
     }
 }
+
+/// An event the kernel claims is larger than any event can be (its queue refuses nvlists
+/// over `ERPT_DATA_SZ`, 6 KiB, in `zfs_zevent_post`): the reader does not allocate what it
+/// says, seeks past it and goes on with the next one.
+#[test]
+fn an_event_claiming_more_than_any_event_can_be_is_skipped() {
+    let huge = (
+        2,
+        vec![0u8; crate::sources::zfs_ioctl::events::EVENT_MAX + 1],
+    );
+    let q = FakeQueue::new(vec![event(1, 100), huge, event(3, 300)]);
+    let mut r = Reader::new(q, 7, at(0));
+    let b = r.read(false, 10).unwrap();
+    assert_eq!(eids(&b), vec![1, 3]);
+    assert_eq!(b.undecodable.len(), 1, "{:?}", b.undecodable);
+    assert!(b.undecodable[0].starts_with("event 2: the kernel claims"));
+    // As the first event, with no id to seek past, the queue cannot be read: said so.
+    let huge = (
+        1,
+        vec![0u8; crate::sources::zfs_ioctl::events::EVENT_MAX + 1],
+    );
+    let mut r = Reader::new(FakeQueue::new(vec![huge]), 7, at(0));
+    let e = r.read(false, 10).unwrap_err().to_string();
+    assert!(e.contains("more than the 65536-byte limit"), "{e}");
+}
+
+/// An error report's file is asked of the kernel once per object in a batch; a kernel that
+/// refuses the naming calls (this double answers ENOTTY) leaves the ids, in the form
+/// `zpool status -v` prints then.
+#[test]
+fn error_reports_are_named_once_per_object() {
+    let report = |eid: u64| {
+        let l = NvList::new()
+            .with("class", NvValue::String("ereport.fs.zfs.checksum".into()))
+            .with("pool", NvValue::String("scrubp".into()))
+            .with("zio_objset", NvValue::Uint64(0x54))
+            .with("zio_object", NvValue::Uint64(2))
+            .with("time", NvValue::Int64Array(vec![100, 0]))
+            .with("eid", NvValue::Uint64(eid));
+        (eid, encode(&l, Endian::Little))
+    };
+    let q = FakeQueue::new(vec![report(1), report(2), event(3, 100)]);
+    let mut r = Reader::new(q, 7, at(0)).naming_files(Box::new(|_| None));
+    let b = r.read(false, 10).unwrap();
+    let files: Vec<Option<&str>> = (b.events.iter())
+        .map(|e| e.zio.as_ref().and_then(|z| z.file.as_deref()))
+        .collect();
+    assert_eq!(
+        files,
+        vec![Some("<0x54>:<0x2>"), Some("<0x54>:<0x2>"), None]
+    );
+    let naming = (r.dev.calls.iter())
+        .filter(|c| c.0 == crate::sources::zfs_ioctl::layout::Request::DsobjToDsname)
+        .count();
+    assert_eq!(naming, 1);
+}

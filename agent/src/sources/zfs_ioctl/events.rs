@@ -19,6 +19,12 @@ use super::protocol::{Ioctl, IoctlError, call_growing};
 /// `zfs_zevent_post`).
 pub const EVENT_START: usize = 8 << 10;
 
+/// The largest event read: ten times what the kernel queues (a kernel claiming more for one
+/// event is wrong, and the reader skips that event rather than allocate what it says). The
+/// plugins' limit too ([`zpulse_proto::abi::ZEVENT_MAX_BYTES`]), so every event read can
+/// reach them.
+pub const EVENT_MAX: usize = zpulse_proto::abi::ZEVENT_MAX_BYTES;
+
 /// One answer of `ZFS_IOC_EVENTS_NEXT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
@@ -44,6 +50,7 @@ pub fn events_next(dev: &mut dyn Ioctl, cursor_fd: i32, wait: bool) -> Result<Ne
         "",
         0,
         EVENT_START,
+        EVENT_MAX,
         Vec::new(),
         &fill,
     ) {

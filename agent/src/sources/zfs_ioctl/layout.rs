@@ -14,7 +14,8 @@ pub enum Platform {
 }
 
 /// `ZFS_IOC_POOL_CONFIGS` and `ZFS_IOC_POOL_STATS` are entries 4 and 5 of the ioctl table,
-/// `ZFS_IOC_OBJSET_STATS` entry 0x12; `ZFS_IOC_EVENTS_NEXT` and `ZFS_IOC_EVENTS_SEEK` entries 0x81 and 0x83, the first of the
+/// `ZFS_IOC_OBJSET_STATS` entry 0x12, `ZFS_IOC_DSOBJ_TO_DSNAME` and `ZFS_IOC_OBJ_TO_PATH`
+/// entries 0x24 and 0x25; `ZFS_IOC_EVENTS_NEXT` and `ZFS_IOC_EVENTS_SEEK` entries 0x81 and 0x83, the first of the
 /// platform range (`ZFS_IOC_PLATFORM = ZFS_IOC_FIRST + 0x80`, `include/sys/fs/zfs.h`), which
 /// `zfs_ioctl_init` registers on every platform, FreeBSD included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub enum Request {
     PoolConfigs,
     PoolStats,
     ObjsetStats,
+    DsobjToDsname,
+    ObjToPath,
     EventsNext,
     EventsSeek,
 }
@@ -86,6 +89,13 @@ impl Platform {
         self.value() + 2 * self.maxpathlen() + 256 + 24
     }
 
+    /// `zc_obj` (u64): the object number DSOBJ_TO_DSNAME and OBJ_TO_PATH take. After
+    /// `zc_cookie`: `zc_objset_type`, `zc_perm_action`, `zc_history_len`,
+    /// `zc_history_offset`.
+    pub const fn obj(self) -> usize {
+        self.cookie() + 8 + 4 * 8
+    }
+
     /// `zc_guid` (u64): the events ioctls' flags (NEXT) and event id (SEEK).
     pub const fn guid(self) -> usize {
         self.value() + 2 * self.maxpathlen() + 256
@@ -115,6 +125,8 @@ impl Platform {
             Request::PoolConfigs => 4,
             Request::PoolStats => 5,
             Request::ObjsetStats => 0x12,
+            Request::DsobjToDsname => 0x24,
+            Request::ObjToPath => 0x25,
             Request::EventsNext => 0x81,
             Request::EventsSeek => 0x83,
         };
@@ -155,6 +167,11 @@ impl CmdBuffer {
         self.put(self.platform.guid(), value);
     }
 
+    /// Sets `zc_obj`: the dataset or file object a name is asked for.
+    pub fn set_obj(&mut self, value: u64) {
+        self.put(self.platform.obj(), value);
+    }
+
     /// Sets `zc_cleanup_fd` at every offset it has had ([`Platform::cleanup_fd_offsets`]).
     pub fn set_cleanup_fd(&mut self, fd: i32) {
         for offset in self.platform.cleanup_fd_offsets() {
@@ -180,7 +197,8 @@ impl CmdBuffer {
         self.get(self.platform.cookie())
     }
 
-    /// `zc_value` up to its first NUL (the altroot after POOL_STATS).
+    /// `zc_value` up to its first NUL (the altroot after POOL_STATS, a name after
+    /// DSOBJ_TO_DSNAME and OBJ_TO_PATH).
     pub fn value(&self) -> String {
         let start = self.platform.value();
         let field = &self.bytes[start..start + 2 * self.platform.maxpathlen()];
@@ -240,6 +258,9 @@ mod tests {
             (f.nvlist_dst(), f.nvlist_dst_size(), f.value(), f.cookie()),
             (1040, 1048, 1072, 3400)
         );
+        // zc_obj: five u64 after zc_cookie's start (zc_cookie, zc_objset_type,
+        // zc_perm_action, zc_history_len, zc_history_offset).
+        assert_eq!((l.obj(), f.obj()), (12656, 3440));
         // The buffers exceed every version's sizeof(zfs_cmd_t): 13760 (2.3.1) / 4544.
         assert!(l.cmd_buffer_size() > 13760 && f.cmd_buffer_size() > 4544);
     }
@@ -257,6 +278,11 @@ mod tests {
         // Commented `0x5a12` beside ZFS_IOC_OBJSET_STATS in include/sys/fs/zfs.h (2.1.11).
         assert_eq!(Platform::Linux.request(Request::ObjsetStats), 0x5A12);
         assert_eq!(Platform::Freebsd.request(Request::ObjsetStats), 0xC018_5A12);
+        // Commented `0x5a24` and `0x5a25` beside ZFS_IOC_DSOBJ_TO_DSNAME and
+        // ZFS_IOC_OBJ_TO_PATH there.
+        assert_eq!(Platform::Linux.request(Request::DsobjToDsname), 0x5A24);
+        assert_eq!(Platform::Linux.request(Request::ObjToPath), 0x5A25);
+        assert_eq!(Platform::Freebsd.request(Request::ObjToPath), 0xC018_5A25);
         assert_eq!(Platform::Linux.request(Request::EventsNext), 0x5A81);
         assert_eq!(Platform::Linux.request(Request::EventsSeek), 0x5A83);
         assert_eq!(Platform::Freebsd.request(Request::EventsNext), 0xC018_5A81);

@@ -9,6 +9,8 @@
 //!   the [`Ioctl`] trait, so it is tested without a kernel.
 //! * [`events`] — the kernel's event queue (`ZFS_IOC_EVENTS_NEXT`/`SEEK`) read with a
 //!   cursor of this reader's own.
+//! * [`objects`] — the dataset and file an error report's objset and object ids name
+//!   (`ZFS_IOC_DSOBJ_TO_DSNAME`, `ZFS_IOC_OBJ_TO_PATH`), as `zpool status -v` names them.
 //! * [`device`] — the one module with `unsafe`: opening `/dev/zfs` and the `ioctl(2)` call.
 //!
 //! Replies are packed NATIVE nvlists; [`super::nvlist`] decodes them.
@@ -18,6 +20,7 @@ pub mod events;
 #[cfg(test)]
 pub mod fake;
 pub mod layout;
+pub mod objects;
 pub mod protocol;
 
 pub use layout::Platform;

@@ -36,10 +36,12 @@ pub enum IoctlError {
     BadPoolName(String),
     /// The pool was exported or destroyed between listing and asking.
     PoolGone(String),
-    /// The reply would exceed [`MAX_REPLY`], or kept growing.
+    /// The reply would exceed the call's limit ([`MAX_REPLY`] for the pool calls), or kept
+    /// growing.
     ReplyTooLarge {
         call: &'static str,
         needed: u64,
+        limit: usize,
     },
     Errno {
         call: &'static str,
@@ -91,9 +93,13 @@ impl fmt::Display for IoctlError {
                 write!(f, "pool name {name:?} cannot be passed to the kernel")
             }
             IoctlError::PoolGone(name) => write!(f, "pool {name} disappeared while being read"),
-            IoctlError::ReplyTooLarge { call, needed } => write!(
+            IoctlError::ReplyTooLarge {
+                call,
+                needed,
+                limit,
+            } => write!(
                 f,
-                "{call}: the kernel asked for a {needed}-byte buffer, more than the {MAX_REPLY}-byte limit"
+                "{call}: the kernel asked for a {needed}-byte buffer, more than the {limit}-byte limit"
             ),
             IoctlError::Refused { call, why } => write!(f, "{call}: {why}"),
             IoctlError::Errno { call, errno } => write!(
@@ -136,6 +142,7 @@ pub fn pool_configs(dev: &mut dyn Ioctl, generation: u64) -> Result<PoolConfigs,
         "",
         generation,
         CONFIGS_START,
+        MAX_REPLY,
         Vec::new(),
         &|_| {},
     ) {
@@ -173,7 +180,16 @@ pub fn pool_stats_into(
 ) -> Result<PoolStats, IoctlError> {
     refuse_unfit_name(dev, pool)?;
     let start = start.clamp(1, MAX_REPLY);
-    match call_growing(dev, Request::PoolStats, pool, 0, start, buffer, &|_| {}) {
+    match call_growing(
+        dev,
+        Request::PoolStats,
+        pool,
+        0,
+        start,
+        MAX_REPLY,
+        buffer,
+        &|_| {},
+    ) {
         Ok((packed, cmd)) => {
             let altroot = cmd.value();
             Ok(PoolStats {
@@ -215,6 +231,7 @@ pub fn objset_stats(dev: &mut dyn Ioctl, name: &str) -> Result<Vec<u8>, IoctlErr
         name,
         0,
         OBJSET_STATS_START,
+        MAX_REPLY,
         Vec::new(),
         &|_| {},
     ) {
@@ -241,6 +258,7 @@ pub(super) fn call_growing(
     name: &str,
     cookie: u64,
     start: usize,
+    limit: usize,
     mut dst: Vec<u8>,
     fill: &dyn Fn(&mut CmdBuffer),
 ) -> Result<(Vec<u8>, CmdBuffer), IoctlError> {
@@ -248,6 +266,8 @@ pub(super) fn call_growing(
         Request::PoolConfigs => "ZFS_IOC_POOL_CONFIGS",
         Request::PoolStats => "ZFS_IOC_POOL_STATS",
         Request::ObjsetStats => "ZFS_IOC_OBJSET_STATS",
+        Request::DsobjToDsname => "ZFS_IOC_DSOBJ_TO_DSNAME",
+        Request::ObjToPath => "ZFS_IOC_OBJ_TO_PATH",
         Request::EventsNext => "ZFS_IOC_EVENTS_NEXT",
         Request::EventsSeek => "ZFS_IOC_EVENTS_SEEK",
     };
@@ -262,17 +282,16 @@ pub(super) fn call_growing(
         let too_small = matches!(result, Err(e) if e == libc::ENOMEM)
             || (result.is_ok() && reported > size as u64);
         if too_small {
-            if reported > MAX_REPLY as u64 {
+            if reported > limit as u64 {
                 return Err(IoctlError::ReplyTooLarge {
                     call,
                     needed: reported,
+                    limit,
                 });
             }
             // A kernel that reports no larger size still gets a bigger buffer, so the loop
             // always makes progress.
-            size = (reported as usize)
-                .max(size.saturating_mul(2))
-                .min(MAX_REPLY);
+            size = (reported as usize).max(size.saturating_mul(2)).min(limit);
             continue;
         }
         return match result {
@@ -286,6 +305,7 @@ pub(super) fn call_growing(
     Err(IoctlError::ReplyTooLarge {
         call,
         needed: size as u64,
+        limit,
     })
 }
 
