@@ -10,13 +10,11 @@
 /// same name is the one in use.
 pub fn zfs_mountpoint(table: &[u8], dataset: &str) -> Option<String> {
     let text = String::from_utf8_lossy(table);
-    text.lines()
-        .filter_map(|line| {
-            let mut fields = line.split(' ');
-            let (spec, dir, fstype) = (fields.next()?, fields.next()?, fields.next()?);
-            (fstype == "zfs" && unescape(spec) == dataset).then(|| unescape(dir))
-        })
-        .last()
+    text.lines().rev().find_map(|line| {
+        let mut fields = line.split(' ');
+        let (spec, dir, fstype) = (fields.next()?, fields.next()?, fields.next()?);
+        (fstype == "zfs" && unescape(spec) == dataset).then(|| unescape(dir))
+    })
 }
 
 fn unescape(field: &str) -> String {

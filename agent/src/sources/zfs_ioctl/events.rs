@@ -49,8 +49,7 @@ pub fn events_next(dev: &mut dyn Ioctl, cursor_fd: i32, wait: bool) -> Result<Ne
         Request::EventsNext,
         "",
         0,
-        EVENT_START,
-        EVENT_MAX,
+        (EVENT_START, EVENT_MAX),
         Vec::new(),
         &fill,
     ) {

@@ -141,8 +141,7 @@ pub fn pool_configs(dev: &mut dyn Ioctl, generation: u64) -> Result<PoolConfigs,
         Request::PoolConfigs,
         "",
         generation,
-        CONFIGS_START,
-        MAX_REPLY,
+        (CONFIGS_START, MAX_REPLY),
         Vec::new(),
         &|_| {},
     ) {
@@ -185,8 +184,7 @@ pub fn pool_stats_into(
         Request::PoolStats,
         pool,
         0,
-        start,
-        MAX_REPLY,
+        (start, MAX_REPLY),
         buffer,
         &|_| {},
     ) {
@@ -230,8 +228,7 @@ pub fn objset_stats(dev: &mut dyn Ioctl, name: &str) -> Result<Vec<u8>, IoctlErr
         Request::ObjsetStats,
         name,
         0,
-        OBJSET_STATS_START,
-        MAX_REPLY,
+        (OBJSET_STATS_START, MAX_REPLY),
         Vec::new(),
         &|_| {},
     ) {
@@ -246,8 +243,8 @@ pub fn objset_stats(dev: &mut dyn Ioctl, name: &str) -> Result<Vec<u8>, IoctlErr
     }
 }
 
-/// Issues `request`, growing the reply buffer as the kernel asks (ENOMEM with the needed size
-/// in `zc_nvlist_dst_size`). Each try starts from a fresh command (`fill` sets what the
+/// Issues `request` with a reply buffer of `start` bytes, growing it up to `limit` bytes as
+/// the kernel asks (ENOMEM with the needed size in `zc_nvlist_dst_size`). Each try starts from a fresh command (`fill` sets what the
 /// request needs beyond the name, buffer and cookie), so the cookie the kernel overwrote
 /// before failing is reset. The reply is written into `dst`'s memory: only the
 /// bytes past its length are zeroed when it is sized for a try, so a buffer kept from the
@@ -257,8 +254,7 @@ pub(super) fn call_growing(
     request: Request,
     name: &str,
     cookie: u64,
-    start: usize,
-    limit: usize,
+    (start, limit): (usize, usize),
     mut dst: Vec<u8>,
     fill: &dyn Fn(&mut CmdBuffer),
 ) -> Result<(Vec<u8>, CmdBuffer), IoctlError> {
