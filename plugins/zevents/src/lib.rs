@@ -65,7 +65,13 @@ struct Burst {
     last_where: String,
     /// Counts by kind: checksum, io, data (errors) or delay, deadman (slow I/O).
     kinds: BTreeMap<&'static str, u64>,
+    /// The files the reports were about, as the agent named them (the first
+    /// [`FILES_KEPT`]).
+    files: Vec<String>,
 }
+
+/// Files named per burst at most: enough to act on, bounded for a burst over a whole pool.
+const FILES_KEPT: usize = 8;
 
 impl Default for Burst {
     fn default() -> Burst {
@@ -77,6 +83,7 @@ impl Default for Burst {
             max_ms: 0.0,
             last_where: String::new(),
             kinds: BTreeMap::new(),
+            files: Vec::new(),
         }
     }
 }
@@ -448,6 +455,12 @@ fn record<'a>(
         if let Some(ns) = zio.delay_ns {
             b.max_ms = b.max_ms.max(ns as f64 / 1e6);
         }
+        if let Some(file) = &zio.file
+            && b.files.len() < FILES_KEPT
+            && !b.files.contains(file)
+        {
+            b.files.push(file.clone());
+        }
         let mut at = String::new();
         if let (Some(os), Some(obj)) = (zio.objset, zio.object) {
             at = format!("objset {os}, object {obj}");
@@ -486,12 +499,18 @@ fn error_report(subject: &str, b: &Burst) -> Report {
     } else {
         format!("; last at {}", b.last_where)
     };
+    let files = if b.files.is_empty() {
+        String::new()
+    } else {
+        format!(" in {}", b.files.join(", "))
+    };
     let mut r = Report::new(format!(
-        "{subject}: {} error report(s){rate}: {}{at}",
+        "{subject}: {} error report(s){rate}{files}: {}{at}",
         b.count,
         kinds_text(&b.kinds)
     ))
     .with("count", b.count)
+    .with("files", (!b.files.is_empty()).then(|| b.files.join("\n")))
     .with("per_min", per_minute(b))
     .with("first", b.first)
     .with("last", b.last);
@@ -500,9 +519,14 @@ fn error_report(subject: &str, b: &Burst) -> Report {
     }
     let pool = subject.split('/').next().unwrap_or(subject);
     r.advice(if b.kinds.contains_key("data") {
+        let which = if b.files.is_empty() {
+            format!("`zpool status -v {pool}` names the files")
+        } else {
+            format!("in {}", b.files.join(", "))
+        };
         format!(
-            "Data was lost: no copy could repair it. `zpool status -v {pool}` names the files; \
-             restore them from a backup, then `zpool clear {pool}`."
+            "Data was lost ({which}): no copy could repair it. Restore the files from a \
+             backup, then `zpool clear {pool}`."
         )
     } else {
         format!(

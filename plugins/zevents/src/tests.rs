@@ -274,3 +274,31 @@ fn an_export_is_noted_and_the_import_clears_it() {
         ]
     );
 }
+
+/// A data error whose file the agent named (`/scrubp/d/victim`, what `zpool status -v`
+/// listed in the lab's scrub phase): the finding and its advice name it, once however many
+/// reports name it.
+#[test]
+fn a_data_error_names_the_file_it_was_in() {
+    let mut reports = Vec::new();
+    for (eid, class) in [(1, "ereport.fs.zfs.checksum"), (2, "ereport.fs.zfs.data")] {
+        let mut z = checksum(eid, 0, "/dev/sde1");
+        z.class = class.into();
+        z.zio.as_mut().unwrap().file = Some("/scrubp/d/victim".into());
+        reports.push(z);
+    }
+    let feeds: Vec<Feed> = reports.iter().map(Feed::Event).collect();
+    let events = run(&feeds);
+    let last = events
+        .iter()
+        .rfind(|e| e.check == "zevents.errors")
+        .expect("an errors finding");
+    assert!(
+        last.summary.contains(" in /scrubp/d/victim:"),
+        "{}",
+        last.summary
+    );
+    assert_eq!(last.data["files"].as_str(), Some("/scrubp/d/victim"));
+    let advice = last.advice.as_deref().unwrap_or("");
+    assert!(advice.contains("(in /scrubp/d/victim)"), "{advice}");
+}
