@@ -92,19 +92,28 @@ fn lab() -> PathBuf {
 
 /// The captures of every phase, in the order they were taken.
 fn captures() -> Vec<PathBuf> {
-    PHASES
+    captures_in(&lab(), &PHASES)
+}
+
+fn captures_in(lab: &Path, phases: &[&str]) -> Vec<PathBuf> {
+    phases
         .iter()
-        .flat_map(|p| capture::series(&lab().join(p)).expect("a recorded phase"))
+        .flat_map(|p| capture::series(&lab.join(p)).expect("a recorded phase"))
         .collect()
 }
 
 /// Every event any `zpool events -v` listing printed during the run, by eid.
 fn printed() -> BTreeMap<u64, Printed> {
+    printed_of(&lab(), &PHASES)
+}
+
+/// The same for one run of the lab (each run boots the module afresh: ids begin at 1).
+fn printed_of(lab: &Path, phases: &[&str]) -> BTreeMap<u64, Printed> {
     let mut all = BTreeMap::new();
-    for c in captures() {
+    for c in captures_in(lab, phases) {
         all.extend(zpool_events(&c.join("cli/zpool-events-v.txt")));
     }
-    all.extend(zpool_events(&lab().join("zpool-events-v.final.txt")));
+    all.extend(zpool_events(&lab.join("zpool-events-v.final.txt")));
     all
 }
 
@@ -265,6 +274,10 @@ fn a_reader_beside_zed_and_zpool_events_sees_every_event_and_takes_none() {
 /// The records `zpulse replay --format json` printed for one phase with the zevents check
 /// alone: `(check, state, severity, subject, summary)`.
 fn findings(phase: &str) -> Vec<(String, String, String, String, String)> {
+    findings_in(&lab(), phase)
+}
+
+fn findings_in(lab: &Path, phase: &str) -> Vec<(String, String, String, String, String)> {
     let profile = build_into_test_target(&[CHECKS_PACKAGE]);
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("zpulse.toml");
@@ -273,7 +286,7 @@ fn findings(phase: &str) -> Vec<(String, String, String, String, String)> {
     let out = Command::new(profile.join("zpulse"))
         .args(["replay", "--format", "json", "--config"])
         .arg(&config)
-        .arg(lab().join(phase))
+        .arg(lab.join(phase))
         .arg("--plugin")
         .arg(profile.join(CHECKS_LIBRARY))
         .output()
@@ -857,4 +870,206 @@ fn zpulse_once_shows_the_latest_kernel_events_of_a_capture() {
     }
     let oldest_shown = events[events.len() - shown].eid;
     assert!(!text.contains(&format!("eid {}  ", oldest_shown - 1)));
+}
+
+/// `fixtures/lab/events-devices` (`tests/lab/scenarios/events-devices.sh`): a damaged file,
+/// device changes and a device that stopped answering, on a VM run of its own.
+const DEVICE_PHASES: [&str; 3] = ["named", "devices", "probe"];
+
+fn devices_lab() -> PathBuf {
+    fixture("lab/events-devices")
+}
+
+/// The files `zpool status -v` listed under "Permanent errors have been detected in the
+/// following files:" (`cmd/zpool/zpool_main.c`, `print_error_log`).
+fn permanent_errors(status: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(status).unwrap();
+    let Some((_, list)) = text.split_once("in the following files:") else {
+        return Vec::new();
+    };
+    list.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_device_event_is_the_one_zpool_events_printed() {
+    let printed = printed_of(&devices_lab(), &DEVICE_PHASES);
+    let mut decoded = 0;
+    for c in captures_in(&devices_lab(), &DEVICE_PHASES) {
+        let batch = capture::load_zevents(&c);
+        assert!(
+            batch.undecodable.is_empty(),
+            "{}: {:?}",
+            c.display(),
+            batch.undecodable
+        );
+        assert_eq!((batch.dropped, batch.missing), (0, 0), "{}", c.display());
+        for z in &batch.events {
+            let p = printed
+                .get(&z.eid)
+                .unwrap_or_else(|| panic!("{}: eid {} never printed", c.display(), z.eid));
+            assert_same(z, p, &c);
+            decoded += 1;
+        }
+    }
+    assert!(decoded > 50, "the run holds {decoded} events");
+}
+
+/// Each error report about the damaged file names it as `zpool status -v` listed it at the
+/// same moment: by its path while its file system was mounted (named/001), as
+/// `DATASET:PATH` once unmounted (named/002).
+#[test]
+fn error_reports_name_the_file_zpool_status_lists() {
+    for capture in ["named/001", "named/002"] {
+        let dir = devices_lab().join(capture);
+        let listed = permanent_errors(&dir.join("cli/zpool-status-v.namep.txt"));
+        assert_eq!(listed.len(), 1, "{capture}: {listed:?}");
+        let reports: Vec<ZEvent> = (capture::load_zevents(&dir).events.into_iter())
+            .filter(|z| z.zio.as_ref().is_some_and(|io| io.object.is_some()))
+            .collect();
+        assert!(!reports.is_empty(), "{capture}: no error report captured");
+        for z in &reports {
+            let file = z.zio.as_ref().and_then(|io| io.file.as_deref());
+            assert_eq!(file, Some(listed[0].as_str()), "{capture} eid {}", z.eid);
+        }
+    }
+}
+
+/// The mount table as the lab's kernel wrote it: the damaged file's file system found where
+/// `zpool status -v` said it was mounted, and not once unmounted.
+#[test]
+fn the_real_mount_table_gives_the_mount_point() {
+    use zpulse_agent::sources::linux::mounts::zfs_mountpoint;
+    let table = |c: &str| std::fs::read(devices_lab().join(c).join("cli/mounts.txt")).unwrap();
+    let listed = permanent_errors(&devices_lab().join("named/001/cli/zpool-status-v.namep.txt"));
+    let mounted = zfs_mountpoint(&table("named/001"), "namep/d").expect("namep/d mounted");
+    assert_eq!(format!("{mounted}/victim"), listed[0]);
+    assert_eq!(zfs_mountpoint(&table("named/002"), "namep/d"), None);
+}
+
+/// Device changes between samples (devices/001: a disk added, one attached and resilvered,
+/// then detached; devices/002: a spare added, a disk replaced by it, both removed): every
+/// one `zpool events -v` printed gives a `zevents.change` finding on its pool and device,
+/// the spare's a warning, the rest information.
+#[test]
+fn device_changes_are_each_raised_on_their_device() {
+    let lab = devices_lab();
+    let dirs = capture::series(&lab.join("devices")).unwrap();
+    let after = (capture::load_zevents(&dirs[0]).events.last()).map_or(0, |e| e.eid);
+    let printed = printed_of(&lab, &["devices"]);
+    let changes: Vec<&Printed> = (printed.values())
+        .filter(|p| p.eid() > after)
+        .filter(|p| {
+            let class = p.class.trim_start_matches("sysevent.fs.zfs.");
+            [
+                "vdev_add",
+                "vdev_attach",
+                "vdev_remove",
+                "vdev_remove_dev",
+                "vdev_spare",
+            ]
+            .contains(&class)
+        })
+        .collect();
+    let classes: BTreeSet<&str> = changes.iter().map(|p| p.class.as_str()).collect();
+    assert!(
+        classes.len() >= 4,
+        "the run printed adds, attaches, removals and a spare: {classes:?}"
+    );
+    let findings = findings_in(&lab, "devices");
+    for p in &changes {
+        let pool = p.text("pool_name").or(p.text("pool")).unwrap();
+        let subject = match p.text("vdev_path") {
+            Some(path) => format!("{pool}/{}", path.trim_start_matches("/dev/")),
+            None => pool,
+        };
+        let spare = p.class.ends_with("vdev_spare");
+        let found = findings.iter().any(|(check, _, severity, s, _)| {
+            check == "zevents.change"
+                && *s == subject
+                && severity == if spare { "warning" } else { "info" }
+        });
+        assert!(
+            found,
+            "{} eid {} on {subject}: {findings:?}",
+            p.class,
+            p.eid()
+        );
+    }
+}
+
+/// One side of a mirror whose SCSI device went offline under writes (probe/001): the kernel
+/// reported I/O errors, a failed probe and the device UNAVAIL; back online and cleared
+/// (probe/002), ONLINE. Each is a finding on the device `zpool events -v` named, and the
+/// state finding clears when `zpool status` shows the device ONLINE again.
+#[test]
+fn a_device_that_stops_answering_is_probed_and_comes_back() {
+    let lab = devices_lab();
+    let printed = printed_of(&lab, &["probe"]);
+    let dirs = capture::series(&lab.join("probe")).unwrap();
+    let after = (capture::load_zevents(&dirs[0]).events.last()).map_or(0, |e| e.eid);
+    let of = |class: &str| -> Vec<&Printed> {
+        (printed.values())
+            .filter(|p| p.eid() > after && p.class == class)
+            .collect()
+    };
+    let probe = of("ereport.fs.zfs.probe_failure");
+    assert_eq!(probe.len(), 1);
+    let device = probe[0].text("vdev_path").unwrap();
+    let subject = format!("probep/{}", device.trim_start_matches("/dev/"));
+    let states: Vec<String> = of("resource.fs.zfs.statechange")
+        .iter()
+        .map(|p| {
+            p.pairs["vdev_state"]
+                .split(' ')
+                .next()
+                .unwrap()
+                .trim_matches('"')
+                .to_string()
+        })
+        .collect();
+    assert_eq!(states, ["UNAVAIL", "ONLINE"]);
+    assert!(!of("ereport.fs.zfs.io").is_empty());
+    let status = std::fs::read_to_string(dirs[1].join("cli/zpool-status-v.probep.txt")).unwrap();
+    assert!(status.contains("sdb     UNAVAIL"), "{status}");
+
+    let findings = findings_in(&lab, "probe");
+    let on = |check: &str, state: &str, severity: &str| {
+        findings
+            .iter()
+            .any(|(c, st, sev, s, _)| c == check && st == state && sev == severity && *s == subject)
+    };
+    assert!(on("zevents.probe", "raised", "warning"), "{findings:?}");
+    assert!(
+        on("zevents.vdev-state", "raised", "critical"),
+        "{findings:?}"
+    );
+    assert!(on("zevents.errors", "raised", "warning"), "{findings:?}");
+    assert!(
+        on("zevents.vdev-state", "cleared", "critical")
+            || on("zevents.vdev-state", "cleared", "info"),
+        "{findings:?}"
+    );
+}
+
+/// A real OpenZFS 2.1 reply to `ZFS_IOC_OBJSET_STATS` (the pool's root dataset, recorded in
+/// named/000's `zfs-ioctl/objset_stats/`): the pool's creation time read from it is the
+/// second the kernel's pool history recorded `create` (`history_time` of the pool's first
+/// `history_event`, as `zpool events -v` printed it).
+#[test]
+fn a_pools_creation_time_comes_from_its_root_dataset() {
+    let dir = devices_lab().join("named/000");
+    let snapshot = capture::load(&dir).expect("loads");
+    let pool = snapshot.pool("namep").expect("pool namep");
+    let printed = zpool_events(&dir.join("cli/zpool-events-v.txt"));
+    let create = (printed.values())
+        .find(|p| {
+            p.text("pool").as_deref() == Some("namep")
+                && p.text("history_internal_name").as_deref() == Some("create")
+        })
+        .expect("the pool's create record");
+    assert_eq!(pool.created_at, create.number("history_time"));
 }
