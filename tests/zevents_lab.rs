@@ -1048,9 +1048,9 @@ fn a_device_that_stops_answering_is_probed_and_comes_back() {
         "{findings:?}"
     );
     assert!(on("zevents.errors", "raised", "warning"), "{findings:?}");
+    // A clear carries the severity of what it clears.
     assert!(
-        on("zevents.vdev-state", "cleared", "critical")
-            || on("zevents.vdev-state", "cleared", "info"),
+        on("zevents.vdev-state", "cleared", "critical"),
         "{findings:?}"
     );
 }
