@@ -26,6 +26,7 @@ fi
 env_line=$(sed -n 's/^# LAB_ENV: *//p' "$here/scenarios/$scenario.sh" | head -1)
 for kv in $env_line; do export "${kv?}"; done
 cp "$here/scenarios/$scenario.sh" "$share/run.sh"; chmod +x "$share/run.sh"
+cp -r "$here/scenarios/lib" "$share/lib"
 "$lab/run-vm.sh" "$share" "$limit"
 rc=$(cat "$share/run.rc" 2>/dev/null || echo none)
 dest=$repo/tests/fixtures/lab/$scenario

@@ -18,6 +18,7 @@ H=/mnt/host; O=$H/out; Z=$H/zpulse
 CUR=/tmp/zevent-cursor
 mkdir -p $O
 modprobe zfs
+. $H/lib/damage.sh
 
 cap() {
   local out=$O/$1; shift
@@ -35,13 +36,7 @@ zfs create -o compression=off -o recordsize=128k namep/d
 dd if=/dev/urandom of=/namep/d/victim bs=1M count=8 status=none
 zpool sync namep
 cap named/000 namep
-obj=$(stat -c %i /namep/d/victim)
-off=$(zdb -ddddd namep/d "$obj" | awk '$2 == "L0" { print $3; exit }' | cut -d: -f2)
-echo "victim object $obj, first L0 block at $off"
-zpool export namep
-dd if=/dev/urandom of=/dev/sde1 bs=4096 count=32 seek=$(( (0x$off + 4194304) / 4096 )) \
-  conv=notrunc oflag=direct status=none
-zpool import -d /dev namep
+damage_first_block namep namep/d /namep/d/victim sde
 zpool scrub namep
 zpool wait -t scrub namep
 sleep 1

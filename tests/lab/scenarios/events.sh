@@ -21,6 +21,7 @@ P=/sys/module/zfs/parameters
 CUR=/tmp/zevent-cursor
 mkdir -p $O
 modprobe zfs
+. $H/lib/damage.sh
 
 # cap PHASE/NNN POOL...: a capture with its events, and the CLI's view of the same moment.
 cap() {
@@ -61,13 +62,7 @@ zfs create -o compression=off -o recordsize=128k scrubp/d
 dd if=/dev/urandom of=/scrubp/d/victim bs=1M count=8 status=none
 zpool sync scrubp
 cap scrub/000 scrubp
-obj=$(stat -c %i /scrubp/d/victim)
-off=$(zdb -ddddd scrubp/d "$obj" | awk '$2 == "L0" { print $3; exit }' | cut -d: -f2)
-echo "victim object $obj, first L0 block at $off"
-zpool export scrubp
-dd if=/dev/urandom of=/dev/sde1 bs=4096 count=32 seek=$(( (0x$off + 4194304) / 4096 )) \
-  conv=notrunc oflag=direct status=none
-zpool import -d /dev scrubp
+damage_first_block scrubp scrubp/d /scrubp/d/victim sde
 zpool scrub scrubp
 zpool wait -t scrub scrubp
 sleep 1
