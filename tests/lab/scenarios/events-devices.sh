@@ -14,21 +14,8 @@
 #                                                          under writes: errors, a probe
 #                                             probe/002    the device back, cleared
 set -x
-H=/mnt/host; O=$H/out; Z=$H/zpulse
-CUR=/tmp/zevent-cursor
-mkdir -p $O
-modprobe zfs
-. $H/lib/damage.sh
-
-cap() {
-  local out=$O/$1; shift
-  mkdir -p "$(dirname "$out")"
-  $Z capture "$out" --zevent-cursor $CUR || echo "capture $out failed"
-  mkdir -p "$out/cli"
-  zpool events -v > "$out/cli/zpool-events-v.txt" 2>&1
-  cat /proc/self/mounts > "$out/cli/mounts.txt"
-  for p in "$@"; do zpool status -v "$p" > "$out/cli/zpool-status-v.$p.txt" 2>&1; done
-}
+# shellcheck source=lib/events.sh
+. /mnt/host/lib/events.sh
 
 # --- named: the file a damaged block belongs to ----------------------------------------------
 zpool create -f namep sde

@@ -16,22 +16,8 @@
 #   overflow/000 a full queue, then            overflow/001 after 60 events: nothing lost
 #                zfs_zevent_len_max = 16                    (see events-overflow.sh)
 set -x
-H=/mnt/host; O=$H/out; Z=$H/zpulse
-P=/sys/module/zfs/parameters
-CUR=/tmp/zevent-cursor
-mkdir -p $O
-modprobe zfs
-. $H/lib/damage.sh
-
-# cap PHASE/NNN POOL...: a capture with its events, and the CLI's view of the same moment.
-cap() {
-  local out=$O/$1; shift
-  mkdir -p "$(dirname "$out")"
-  $Z capture "$out" --zevent-cursor $CUR || echo "capture $out failed"
-  mkdir -p "$out/cli"
-  zpool events -v > "$out/cli/zpool-events-v.txt" 2>&1
-  for p in "$@"; do zpool status -v "$p" > "$out/cli/zpool-status-v.$p.txt" 2>&1; done
-}
+# shellcheck source=lib/events.sh
+. /mnt/host/lib/events.sh
 
 # The agent's own reader beside everyone else, for the whole run.
 $Z events --follow --format json > $O/follow.jsonl 2> $O/follow.err &
