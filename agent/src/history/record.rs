@@ -74,18 +74,6 @@ pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
             snapshot.taken_at
         ));
     }
-    // `monotonic` counts from the agent's start: between two runs its difference means
-    // nothing, so the history keeps wall-clock time alone and readers take intervals from it.
-    let stripped;
-    let snapshot = if snapshot.monotonic.is_some() {
-        stripped = Snapshot {
-            monotonic: None,
-            ..snapshot.clone()
-        };
-        &stripped
-    } else {
-        snapshot
-    };
     // Encoded whole, then deflated in one call: MessagePack's many small writes straight
     // into the compressor cost several times the compression itself.
     let msgpack = rmp_serde::to_vec_named(snapshot)
@@ -181,8 +169,12 @@ pub fn decode_body(header: &Header, rest: &[u8]) -> Result<Snapshot, String> {
         return Err("it holds kernel events, not a snapshot".into());
     }
     let msgpack = inflate(header, rest)?;
-    let snapshot: Snapshot =
+    let mut snapshot: Snapshot =
         rmp_serde::from_slice(&msgpack).map_err(|e| format!("cannot decode it: {e}"))?;
+    // `monotonic` counts from the agent's start: between two runs its difference means
+    // nothing, so readers take intervals from wall-clock time alone. It is dropped here, not
+    // before writing: that would copy the whole snapshot at every append.
+    snapshot.monotonic = None;
     if snapshot.taken_at.to_bits() != header.taken_at.to_bits() {
         return Err("its time differs from its header's".into());
     }

@@ -107,7 +107,7 @@ fn snapshots_come_back_whole_in_time_order_with_the_one_before_the_range() {
 }
 
 #[test]
-fn the_agents_monotonic_clock_is_not_stored_as_it_restarts_with_each_run() {
+fn the_agents_monotonic_clock_is_not_read_back_as_it_restarts_with_each_run() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(tmp.path());
     let lab = storm().remove(0);
@@ -588,4 +588,27 @@ fn check_config_refuses_an_open_history_directory_and_report_warns_reading_one()
         "{:?}",
         r.notes
     );
+}
+
+/// Ten minutes at the default 10 s interval: the data reaches the disk once a minute of
+/// snapshot time, not at every append (the first append syncs at once).
+#[test]
+fn appends_sync_once_a_minute_of_snapshot_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path());
+    let lab = storm().remove(0);
+    let mut w = Writer::open(&cfg).unwrap();
+    let start = lab.taken_at;
+    for i in 0..60 {
+        w.append(&Snapshot {
+            taken_at: start + 10.0 * f64::from(i),
+            ..lab.clone()
+        })
+        .unwrap();
+    }
+    // At 0, 60, 120, … 540 s: one sync in each of the ten minutes.
+    assert_eq!(w.syncs(), 10);
+    drop(w);
+    let back = decoded(&read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap()).0;
+    assert_eq!(back.len(), 60);
 }
