@@ -1,9 +1,33 @@
 //! The zpulse agent as a library: everything the `zpulse` binary does, testable in-process.
 //!
-//! The folders follow the data: [`sources`] read the kernel (or a capture) into a
-//! [`zpulse_proto::Snapshot`]; `zpulse_proto::Sample` turns two snapshots into rates;
-//! [`capture`] writes and reads the capture layout; [`report`] renders snapshots and samples
-//! for people; [`cli`] wires it to the command line.
+//! # A brief overview
+//!
+//! The modules follow the data, from the kernel to the places it leaves the agent:
+//!
+//! * [`sources`] read the kernel, or a capture of it, into a [`zpulse_proto::Snapshot`]:
+//!   [`sources::System`] is what is read (the live Linux or FreeBSD system, a Linux root, a
+//!   capture) and keeps what does not change between readings; [`sources::snapshot`] takes one
+//!   reading. Two snapshots make a `zpulse_proto::Sample` (rates), in the proto crate.
+//! * [`capture`] writes and reads the capture layout (`zpulse capture`, `replay`):
+//!   [`capture::capture_into`], [`capture::load`], [`capture::series`], and
+//!   [`capture::Reader`], which reads captures as the live agent reads its system.
+//! * [`plugins`] is the plugin host: [`plugins::PluginHost`] loads the check plugins from shared
+//!   objects and runs them on every sample and kernel event, contained (budget, failures,
+//!   floods), with [`plugins::PluginInfo`] saying what became of each.
+//! * [`config`] reads `zpulse.toml` into a [`config::Config`] (with its
+//!   [`config::PluginSettings`] and sink tables), with file, line and key in every error.
+//! * [`sinks`] is where events leave the agent: the [`sinks::Sink`] trait and its kinds
+//!   ([`sinks::stdout`], [`sinks::syslog`], [`sinks::forward`], [`sinks::prometheus`]),
+//!   planned from the config by [`sinks::build`].
+//! * [`history`] keeps every snapshot `zpulse run` takes on local disk
+//!   ([`history::Writer`]) and reads a window of it back ([`history::read`]).
+//! * [`daemon`] is `zpulse run`: [`daemon::run`] with its [`daemon::Options`] wires the sampler,
+//!   the kernel-event reader, the plugin host, the sinks and the history, and reloads on SIGHUP.
+//! * [`baseline`] turns a window of snapshots into `zpulse report`'s model
+//!   ([`baseline::Builder`] → [`baseline::Baseline`]) and renders it as a page or text.
+//! * [`report`] renders snapshots and samples for people and programs ([`report::Format`]).
+//! * [`cli`] is the command line ([`cli::Cli`]): one duration grammar, one exit-status
+//!   convention (docs/commands.md).
 //!
 //! Invariant: nothing in this crate starts a process. Parsers are pure functions of bytes;
 //! only the thin readers in [`sources`] touch the file system or the kernel.

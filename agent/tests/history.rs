@@ -160,7 +160,7 @@ fn a_replay_without_a_configured_dir_writes_no_history() {
 fn the_history_settings_are_documented_with_their_defaults() {
     zpulse_tests::settings::assert_agent_table_documented::<history::Config>(
         "history",
-        &["agent/src/history/mod.rs", "docs/history.md", "README.md"],
+        &["agent/src/history/mod.rs", "docs/history.md"],
     );
 }
 

@@ -1,6 +1,6 @@
 //! `zpulse-collector.toml`: every key has a default; the command line overrides the file.
-//! `packaging/conf/zpulse-collector.toml` is the annotated sample with every key; README
-//! (collector section) and zpulse-collector(8) explain them.
+//! `packaging/conf/zpulse-collector.toml` is the annotated sample with every key;
+//! docs/collector.md and zpulse-collector(8) explain them.
 //!
 //! Safe by default: the listener is on loopback. Listening beyond loopback needs a shared
 //! key, per-client keys, or TLS with required client certificates, unless `insecure = true`.

@@ -620,7 +620,7 @@ fn index(
     }
     // The host list: filtered and sorted by the query parameters (a plain GET form).
     let filter = HostFilter::from_params(params)?;
-    // An unknown order is a bad parameter (400), as the README promises, not the default.
+    // An unknown order is a bad parameter (400), as docs/collector.md promises, not the default.
     let sort = match params.get("sort").map(String::as_str) {
         None => "worst",
         Some(known @ ("name" | "seen" | "open" | "worst")) => known,

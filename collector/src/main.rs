@@ -14,11 +14,11 @@ use zpulse_collector::{alert, query};
     name = "zpulse-collector",
     version,
     about = "Receives zpulse events over Fluent Forward, stores them in SQLite, answers queries",
-    after_help = "Exit status: 0 success (also when the reader of the output went away, as in \
-                  `hosts | head`, and for serve stopped by SIGTERM/SIGINT); 1 an ack or unack \
-                  of an unknown host, check or subject, or not done at every Alertmanager; \
-                  2 any other error: bad usage, a configuration refused, a database missing or unreadable, a \
-                  listener that cannot be bound."
+    after_help = "Exit status: 0 done (also when the reader of the output went away, as in \
+                  `hosts | head`, and for serve stopped by SIGTERM/SIGINT); 1 a failure: an ack \
+                  or unack of an unknown host, check or subject, or not done at every \
+                  Alertmanager, a configuration refused, a database missing or unreadable, a \
+                  listener that cannot be bound; 2 a command line that does not parse."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -27,20 +27,36 @@ struct Cli {
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum Format {
+    /// Columns for people.
     Table,
+    /// For programs.
     Json,
+}
+
+/// `ack --reason`: a silence says why.
+fn reason_arg(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("say why".into());
+    }
+    Ok(text.to_string())
+}
+
+/// `--since`, `--until`: the one duration grammar of the config file and the agent.
+fn duration_arg(text: &str) -> Result<std::time::Duration, String> {
+    parse_duration(text)
 }
 
 #[derive(clap::Args)]
 struct DbArgs {
     /// The database (default: the config file's `db`, else /var/lib/zpulse-collector/events.db;
     /// on FreeBSD /var/db/zpulse-collector/events.db).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     db: Option<PathBuf>,
     /// The config file (default: /etc/zpulse-collector/zpulse-collector.toml when it exists;
     /// on FreeBSD /usr/local/etc/zpulse-collector/zpulse-collector.toml).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// table for people, or json.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
 }
@@ -48,16 +64,21 @@ struct DbArgs {
 /// One finding, who acts on it, and where it is stored (`ack`, `unack`).
 #[derive(clap::Args)]
 struct FindingArgs {
+    /// The host the finding is about, as `hosts` lists it.
     host: String,
+    /// The check that raised it (`pool-health`, `special-fill`, …).
     check: String,
+    /// What it is about, as `open` lists it (`tank`, `tank/special`, …).
     subject: String,
     /// Who (default: $SUDO_USER, else $USER).
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     by: Option<String>,
     /// The database (default: the config file's `db`).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     db: Option<PathBuf>,
-    #[arg(long)]
+    /// The config file, for its database and its Alertmanagers (default: the system's, when
+    /// it exists).
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 }
 
@@ -73,34 +94,42 @@ enum Cmd {
     Serve {
         /// Forward listener, `host:port` (default 127.0.0.1:24224; beyond loopback only with
         /// client authentication or `insecure = true`).
-        #[arg(long)]
+        #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
-        #[arg(long)]
+        /// The database, created when missing (default: the config file's `db`, else
+        /// /var/lib/zpulse-collector/events.db; on FreeBSD /var/db/zpulse-collector/events.db).
+        #[arg(long, value_name = "FILE")]
         db: Option<PathBuf>,
-        #[arg(long)]
+        /// The config file, read again on SIGHUP (default:
+        /// /etc/zpulse-collector/zpulse-collector.toml when it exists; on FreeBSD
+        /// /usr/local/etc/zpulse-collector/zpulse-collector.toml).
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Serve the read-only web page at `host:port`.
-        #[arg(long)]
+        #[arg(long, value_name = "ADDR")]
         http: Option<String>,
     },
     /// Stored events, newest first.
     Query {
         #[command(flatten)]
         db: DbArgs,
-        #[arg(long)]
+        /// Only this host's events.
+        #[arg(long, value_name = "NAME")]
         host: Option<String>,
-        #[arg(long)]
+        /// Only this check's events.
+        #[arg(long, value_name = "NAME")]
         check: Option<String>,
         /// This severity or worse: info, warning, critical.
-        #[arg(long)]
+        #[arg(long, value_name = "LEVEL")]
         severity: Option<String>,
         /// Only events newer than this: 90s, 15m, 1h, 7d.
-        #[arg(long)]
-        since: Option<String>,
+        #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+        since: Option<std::time::Duration>,
         /// finding, metrics, agent, zevent (kernel events) or foreign (repeatable).
-        #[arg(long)]
+        #[arg(long, value_name = "KIND")]
         kind: Vec<String>,
-        #[arg(long, default_value_t = 100)]
+        /// At most this many events, newest first.
+        #[arg(long, value_name = "N", default_value_t = 100)]
         limit: usize,
     },
     /// Every host: last seen, agent version, open findings.
@@ -114,11 +143,11 @@ enum Cmd {
         #[command(flatten)]
         finding: FindingArgs,
         /// Why (Alertmanager's silence comment; shown with the finding).
-        #[arg(long, short = 'm')]
+        #[arg(long, short = 'm', value_name = "TEXT", value_parser = reason_arg)]
         reason: String,
         /// For this long only: 90s, 15m, 1h, 7d.
-        #[arg(long)]
-        until: Option<String>,
+        #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+        until: Option<std::time::Duration>,
     },
     /// Removes an ack, and expires its Alertmanager silences.
     Unack {
@@ -130,48 +159,34 @@ enum Cmd {
     CheckConfig {
         /// Default: the system's config file (FreeBSD /usr/local/etc/zpulse-collector, else
         /// /etc/zpulse-collector), when it exists.
-        #[arg(long)]
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// As `serve --listen` would override it.
-        #[arg(long)]
+        #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
         /// As `serve --db` would override it.
-        #[arg(long)]
+        #[arg(long, value_name = "FILE")]
         db: Option<PathBuf>,
     },
     /// Open findings, worst first.
     Open {
         #[command(flatten)]
         db: DbArgs,
-        #[arg(long)]
+        /// Only this host's findings.
+        #[arg(long, value_name = "NAME")]
         host: Option<String>,
     },
 }
 
-/// Why a command failed: `Refused` (exit 1) when what was asked for does not exist or was
-/// not done in full (an unknown finding to ack, an Alertmanager that made no silence);
-/// anything else is exit 2.
-enum Failure {
-    Refused(String),
-    Error(String),
-}
-
-impl From<String> for Failure {
-    fn from(e: String) -> Failure {
-        Failure::Error(e)
-    }
-}
-
+/// Exit status, as for the agent (zpulse-collector(8), docs/commands.md): 0 done, 1 a
+/// failure (the message says what), 2 a command line that does not parse — clap's, before
+/// anything runs, so every option's value is checked by its parser.
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Refused(e)) => {
+        Err(e) => {
             eprintln!("zpulse-collector: {e}");
-            ExitCode::from(1)
-        }
-        Err(Failure::Error(e)) => {
-            eprintln!("zpulse-collector: {e}");
-            ExitCode::from(2)
+            ExitCode::FAILURE
         }
     }
 }
@@ -190,14 +205,11 @@ fn finding_store(
     db: Option<PathBuf>,
     config: Option<&Path>,
     key: (&str, &str, &str),
-) -> Result<(Store, Config), Failure> {
+) -> Result<(Store, Config), String> {
     let config = load_config(config)?;
     let db = db.unwrap_or_else(|| config.db.clone());
     if !db.exists() {
-        return Err(Failure::Error(format!(
-            "{}: no database there",
-            db.display()
-        )));
+        return Err(format!("{}: no database there", db.display()));
     }
     let store = Store::open(&db)?;
     let (host, check, subject) = key;
@@ -219,7 +231,7 @@ fn finding_store(
                 p(subject)
             )
         };
-        return Err(Failure::Refused(why));
+        return Err(why);
     }
     Ok((store, config))
 }
@@ -265,7 +277,7 @@ fn emit_json(v: &serde_json::Value) -> Result<(), String> {
     ))
 }
 
-fn run(cli: Cli) -> Result<(), Failure> {
+fn run(cli: Cli) -> Result<(), String> {
     match cli.cmd {
         Cmd::Serve {
             listen,
@@ -299,16 +311,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             limit,
         } => {
             let (store, _) = open_db(&db)?;
-            let since_ts = match since {
-                Some(s) => Some(
-                    (now_s()
-                        - parse_duration(&s)
-                            .map_err(|e| format!("--since: {e}"))?
-                            .as_secs() as i64)
-                        * 1_000_000_000,
-                ),
-                None => None,
-            };
+            let since_ts = since.map(|s| (now_s() - s.as_secs() as i64) * 1_000_000_000);
             let f = Filter {
                 host,
                 check,
@@ -375,16 +378,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
 }
 
 /// `ack`: the finding marked, its silences made at each Alertmanager.
-fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Failure> {
+fn ack(f: FindingArgs, reason: String, until: Option<std::time::Duration>) -> Result<(), String> {
     let key = f.key();
     let now = now_s();
-    let until = until
-        .map(|u| parse_duration(&u).map(|d| now + d.as_secs() as i64))
-        .transpose()
-        .map_err(|e| format!("--until: {e}"))?;
-    if reason.trim().is_empty() {
-        return Err(Failure::Error("--reason: say why".into()));
-    }
+    let until = until.map(|d| now + d.as_secs() as i64);
     let (mut store, config) = finding_store(f.db.clone(), f.config.as_deref(), key)?;
     let ack = zpulse_collector::store::Ack {
         by: f.by.clone().unwrap_or_else(invoking_user),
@@ -415,28 +412,28 @@ fn ack(f: FindingArgs, reason: String, until: Option<String>) -> Result<(), Fail
         emit(&format!("silence {id} at {url}\n"))?;
     }
     if !failed.is_empty() {
-        return Err(Failure::Refused(format!(
+        return Err(format!(
             "acknowledged in the collector, but no silence at {} yet (the running \
              collector makes it when that Alertmanager answers again)",
             failed.join("; ")
-        )));
+        ));
     }
     Ok(())
 }
 
 /// `unack`: the ack removed, its silences expired.
-fn unack(f: FindingArgs) -> Result<(), Failure> {
+fn unack(f: FindingArgs) -> Result<(), String> {
     let key = f.key();
     let (mut store, config) = finding_store(f.db.clone(), f.config.as_deref(), key)?;
     let p = query::printable;
     let Some(silences) = store.unack(key, &f.by.clone().unwrap_or_else(invoking_user), now_s())?
     else {
-        return Err(Failure::Refused(format!(
+        return Err(format!(
             "{} {} {} is not acknowledged",
             p(&f.host),
             p(&f.check),
             p(&f.subject)
-        )));
+        ));
     };
     let failed = alert::expire_silences(&config.alerting, &silences);
     emit(&format!(
@@ -446,10 +443,7 @@ fn unack(f: FindingArgs) -> Result<(), Failure> {
         p(&f.subject)
     ))?;
     if !failed.is_empty() {
-        return Err(Failure::Refused(format!(
-            "silences not expired: {}",
-            failed.join("; ")
-        )));
+        return Err(format!("silences not expired: {}", failed.join("; ")));
     }
     Ok(())
 }

@@ -183,7 +183,7 @@ fn a_small_fleet_through_serve_query_hosts_open_and_the_page() {
 }
 
 /// Safe defaults: an open listener beyond loopback is refused at start, with the reason and
-/// the ways out, and exit status 2; with a key it starts.
+/// the ways out, and exit status 1 (a failure, not a usage error); with a key it starts.
 #[test]
 fn serve_refuses_an_unauthenticated_listener_beyond_loopback() {
     let dir = tempfile::tempdir().unwrap();
@@ -205,7 +205,7 @@ fn serve_refuses_an_unauthenticated_listener_beyond_loopback() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("beyond loopback") && err.contains("shared_key") && err.contains("insecure"),
         "{err}"
@@ -284,4 +284,43 @@ fn terminal_output_is_escaped_and_a_closed_pipe_ends_quietly() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+/// One exit-status convention with the agent: 2 for a command line that does not parse (a
+/// duration outside the one grammar, an empty reason), 1 for a failure of a command that
+/// did parse (here: no database).
+#[test]
+fn usage_errors_exit_2_and_failures_1() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_zpulse-collector"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for args in [
+        &["query", "--since", "5 parsecs"][..],
+        &["ack", "nas1", "pool-health", "tank", "--reason", " "],
+        &[
+            "ack",
+            "nas1",
+            "pool-health",
+            "tank",
+            "--reason",
+            "x",
+            "--until",
+            "-1h",
+        ],
+        &["hosts", "--format", "yaml"],
+    ] {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+    }
+    // Units in every duration, as in the config file: this parses, then finds no database.
+    let (code, err) = run(&["query", "--since", "1.5h", "--db", "/nonexistent/e.db"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/nonexistent/e.db"), "{err}");
 }

@@ -505,7 +505,7 @@ fn web_page_shows_hosts_findings_and_charts() {
     assert!(body.contains("agent.heartbeat cpu_pct"));
     let (head, _) = get(addr, "/host/nobody");
     assert!(head.starts_with("HTTP/1.1 404"));
-    // The host list's orders, as the README lists them; anything else is a 400 with the
+    // The host list's orders, as docs/collector.md lists them; anything else is a 400 with the
     // reason (`sort=name;drop` was served with the default order).
     for sort in ["name", "seen", "open", "worst"] {
         let (head, _) = get(addr, &format!("/?sort={sort}"));

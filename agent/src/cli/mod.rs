@@ -15,6 +15,7 @@ use crate::report::Format;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,10 +35,12 @@ pub enum Command {
         /// Read a capture directory instead of the live system.
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
-        /// Time between the two reads (live only): a duration (`5s`, `500ms`) or seconds.
-        #[arg(long, value_name = "DURATION", value_parser = duration_seconds)]
+        /// Time between the two reads (live only), up to 1d: a duration (`5s`, `500ms`) or
+        /// seconds.
+        #[arg(long, value_name = "DURATION", value_parser = sampling_interval)]
         interval: Option<f64>,
-        /// prometheus: the reading in the Prometheus text exposition format 0.0.4.
+        /// text for people, json for programs, prometheus: the reading in the Prometheus text
+        /// exposition format 0.0.4.
         #[arg(long, value_enum, default_value_t = once::OnceFormat::Text)]
         format: once::OnceFormat,
         /// With --interval, the configured plugins run on the sample and print their events.
@@ -57,6 +60,7 @@ pub enum Command {
         /// Every pair of each event, under its kernel name.
         #[arg(long, short = 'v')]
         verbose: bool,
+        /// text as `zpool events` prints it, or json: one event per line.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -64,10 +68,11 @@ pub enum Command {
     Capture {
         /// Destination directory; with --count > 1 it holds 000, 001, … subdirectories.
         dir: PathBuf,
-        #[arg(long, default_value_t = 1)]
+        /// How many captures: more than 1 makes a series.
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         count: u32,
-        /// Time between captures of a series: a duration (`10s`, `1m`) or seconds.
-        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration_seconds)]
+        /// Time between captures of a series, up to 1d: a duration (`10s`, `1m`) or seconds.
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = sampling_interval)]
         interval: f64,
         /// Capture from this Linux root instead of `/` (e.g. to re-capture a capture).
         #[arg(long, value_name = "DIR")]
@@ -82,6 +87,7 @@ pub enum Command {
     Replay {
         /// A series directory (or one capture).
         series: PathBuf,
+        /// text for people, or json: one sample per line.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// The configured plugins run on every sample and print their events.
@@ -105,9 +111,9 @@ pub enum Command {
         /// then flush and exit.
         #[arg(long, value_name = "SERIES")]
         replay: Option<PathBuf>,
-        /// With --replay: hold each reading this long, a duration (`15s`) or seconds (so that
-        /// a Prometheus scraping the prometheus sink sees every capture).
-        #[arg(long, value_name = "DURATION", requires = "replay", value_parser = duration_seconds)]
+        /// With --replay: hold each reading this long, up to 1h, a duration (`15s`) or
+        /// seconds (so that a Prometheus scraping the prometheus sink sees every capture).
+        #[arg(long, value_name = "DURATION", requires = "replay", value_parser = pace)]
         pace: Option<f64>,
     },
     /// Validate the config file (and build its sinks without connecting); exit 1 on errors.
@@ -118,6 +124,7 @@ pub enum Command {
     },
     /// List the plugins the agent would load: name, version, ABI, path, status and why.
     Plugins {
+        /// text, a table for people, or json.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         #[command(flatten)]
@@ -125,7 +132,10 @@ pub enum Command {
     },
 }
 
-/// Runs the command line and turns any error into a message and exit status 1.
+/// Runs the command line. Exit status (the table of zpulse(8) and docs/commands.md): 0 done;
+/// 1 a failure or a finding (an error message, a plugin not running, a configuration with
+/// errors); 2 a command line that does not parse, which clap reports before anything runs —
+/// so every value an option takes is checked by its parser here, not later.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -189,9 +199,26 @@ fn emit(text: &str) -> Result<(), String> {
 }
 
 /// A duration on the command line, in the one grammar of the config files and the collector
-/// (`zpulse_proto::sdk::config::parse_duration`; docs/configuration.md), as seconds.
-fn duration_seconds(text: &str) -> Result<f64, String> {
-    zpulse_proto::sdk::config::parse_duration(text).map(|d| d.as_secs_f64())
+/// (`zpulse_proto::sdk::config::parse_duration`; docs/configuration.md), from `min` to `max`
+/// (written in that grammar too, so the message says them as the user would).
+fn duration_between(text: &str, min: &str, max: &str) -> Result<Duration, String> {
+    use zpulse_proto::sdk::config::parse_duration;
+    let d = parse_duration(text)?;
+    let bound = |b: &str| parse_duration(b).map_err(|e| format!("the bound {b}: {e}"));
+    if d < bound(min)? || d > bound(max)? {
+        return Err(format!("{text:?}: give a duration from {min} to {max}"));
+    }
+    Ok(d)
+}
+
+/// `once --interval`, `capture --interval`: what the kernel can be sampled at.
+fn sampling_interval(text: &str) -> Result<f64, String> {
+    duration_between(text, "1ms", "1d").map(|d| d.as_secs_f64())
+}
+
+/// `run --pace`.
+fn pace(text: &str) -> Result<f64, String> {
+    duration_between(text, "1ms", "1h").map(|d| d.as_secs_f64())
 }
 
 #[cfg(test)]
@@ -214,7 +241,9 @@ mod tests {
         assert_eq!(capture_interval("10"), Ok(10.0));
         assert_eq!(capture_interval("250ms"), Ok(0.25));
         assert_eq!(capture_interval("1.5m"), Ok(90.0));
-        assert_eq!(capture_interval("1w"), Ok(604_800.0));
+        assert_eq!(capture_interval("1d"), Ok(86_400.0));
+        let err = capture_interval("1w").unwrap_err();
+        assert!(err.contains("give a duration from 1ms to 1d"), "{err}");
         let err = capture_interval("10 parsecs").unwrap_err();
         assert!(err.contains("is not a duration"), "{err}");
         let Cli {
@@ -224,5 +253,61 @@ mod tests {
             panic!("not capture");
         };
         assert_eq!(interval, 10.0, "the default, 10s");
+    }
+
+    fn report_args(args: &[&str]) -> Result<report::ReportArgs, clap::Error> {
+        let argv = ["zpulse", "report"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Report { args, .. } => Ok(args),
+            other => panic!("not report: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_duration_option_takes_units() {
+        let r = report_args(&["--duration", "1m", "--interval", "5s"]).unwrap();
+        assert_eq!(r.interval, 5.0);
+        assert_eq!(r.duration, Some(Duration::from_secs(60)));
+        let r = report_args(&["--last", "2h"]).unwrap();
+        assert_eq!(r.last, Some(Duration::from_secs(7200)));
+        assert_eq!(
+            report_args(&["--last", "1h", "--interval", "500ms"])
+                .unwrap_err()
+                .kind(),
+            clap::error::ErrorKind::ValueValidation,
+            "a report's samples are 1s apart at least"
+        );
+        let Cli {
+            command: Command::Run { pace, .. },
+        } = Cli::try_parse_from(["zpulse", "run", "--replay", "/s", "--pace", "1.5s"]).unwrap()
+        else {
+            panic!("not run");
+        };
+        assert_eq!(pace, Some(1.5));
+    }
+
+    #[test]
+    fn relative_times_parse_as_help_shows_them() {
+        let r = report_args(&["--from", "-2h", "--to", "-30m"]).unwrap();
+        assert_eq!(r.from.as_deref(), Some("-2h"));
+        assert_eq!(r.to.as_deref(), Some("-30m"));
+        let e = report_args(&["--from", "yesterday"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+    }
+
+    #[test]
+    fn usage_errors_are_clap_errors_so_exit_2() {
+        // clap exits 2 on these (`Error::exit`); the command's own failures exit 1.
+        for args in [
+            &["report"][..],
+            &["report", "--duration", "1m", "--interval", "5 parsecs"],
+            &["once", "--interval", "0"],
+            &["capture", "/tmp/x", "--count", "0"],
+            &["run", "--pace", "1s"],
+        ] {
+            let argv = std::iter::once(&"zpulse").chain(args);
+            let e = Cli::try_parse_from(argv).expect_err(&format!("{args:?} parsed"));
+            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        }
     }
 }

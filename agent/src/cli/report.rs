@@ -26,26 +26,32 @@ pub enum ReportFormat {
     Json,
 }
 
-/// Where the window comes from.
+/// Where the window comes from: exactly one of a series, `--duration`, `--last`, `--from` or
+/// `--compare` (none is a usage error, exit status 2, like any other bad option).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(group(
+    clap::ArgGroup::new("window")
+        .required(true)
+        .args(["series", "duration", "last", "from", "compare"])
+))]
 pub struct ReportArgs {
     /// A capture series (`zpulse capture DIR --count N`) to analyse instead of the live system.
     pub series: Option<PathBuf>,
     /// Live: sample the system for this long (`30m`, `2h`, `90s`).
-    #[arg(long, value_name = "D")]
-    pub duration: Option<String>,
-    /// Live: seconds between samples.
-    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    #[arg(long, value_name = "DURATION", value_parser = window_length)]
+    pub duration: Option<Duration>,
+    /// Live: time between samples, 1s to 1d (`5s`, `1m`, or seconds).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = report_interval)]
     pub interval: f64,
-    /// History: the last D of what `zpulse run` recorded (`30m`, `6h`).
-    #[arg(long, value_name = "D", conflicts_with_all = ["series", "duration"])]
-    pub last: Option<String>,
+    /// History: the last DURATION of what `zpulse run` recorded (`30m`, `6h`).
+    #[arg(long, value_name = "DURATION", value_parser = window_length, conflicts_with_all = ["series", "duration"])]
+    pub last: Option<Duration>,
     /// History: from this time (Unix seconds, `2026-12-01T03:00Z`, `2026-12-01 03:00` UTC,
     /// `-2h` for two hours ago, or `now`) …
-    #[arg(long, value_name = "T", conflicts_with_all = ["series", "duration", "last"])]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = time_arg, conflicts_with_all = ["series", "duration", "last"])]
     pub from: Option<String>,
     /// … to this time (default: now).
-    #[arg(long, value_name = "T", requires = "from")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = time_arg, requires = "from")]
     pub to: Option<String>,
     /// History: the directory `zpulse run` keeps it in [default: the configured one].
     #[arg(long, value_name = "DIR")]
@@ -58,8 +64,24 @@ pub struct ReportArgs {
     /// Write the report to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// html (the default with --out), text (the default without), or json.
     #[arg(long, value_enum)]
     pub format: Option<ReportFormat>,
+}
+
+/// `--duration`, `--last`: a window of at least a second.
+fn window_length(text: &str) -> Result<Duration, String> {
+    super::duration_between(text, "1s", "366d")
+}
+
+/// `--interval`: the live sampling of a report.
+fn report_interval(text: &str) -> Result<f64, String> {
+    super::duration_between(text, "1s", "1d").map(|d| d.as_secs_f64())
+}
+
+/// `--from`, `--to`: checked on the command line, resolved against one `now` later.
+fn time_arg(text: &str) -> Result<String, String> {
+    parse_time(text, 0.0).map(|_| text.to_string())
 }
 
 pub fn run(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<(), String> {
@@ -231,26 +253,18 @@ fn load_or_build(
 /// Sampling the live system on a fixed schedule until the duration is over or SIGINT/SIGTERM
 /// (then what was sampled so far is the window).
 fn live(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String> {
-    let duration = match &args.duration {
-        Some(d) => {
-            zpulse_proto::sdk::config::parse_duration(d).map_err(|e| format!("--duration: {e}"))?
-        }
-        None => {
-            return Err(
-                "say which window: --duration D (sample now), a SERIES, --last D or --from T \
-                 (the agent's history), or --compare BEFORE AFTER"
-                    .into(),
-            );
-        }
+    let Some(duration) = args.duration else {
+        return Err(
+            "say which window: --duration D (sample now), a SERIES, --last D or --from T \
+             (the agent's history), or --compare BEFORE AFTER"
+                .into(),
+        );
     };
     let interval = args.interval;
-    if !(1.0..=86_400.0).contains(&interval) {
-        return Err(format!("--interval {interval}: give 1 to 86400 seconds"));
-    }
     if duration.as_secs_f64() < interval {
         return Err(format!(
             "--duration {}: shorter than one interval ({interval} s)",
-            args.duration.as_deref().unwrap_or_default()
+            baseline::page::duration(duration.as_secs_f64())
         ));
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -305,11 +319,7 @@ fn live(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String>
 fn from_history(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<Baseline, String> {
     let now = now();
     let (from, to) = match (&args.last, &args.from) {
-        (Some(last), _) => {
-            let d = zpulse_proto::sdk::config::parse_duration(last)
-                .map_err(|e| format!("--last: {e}"))?;
-            (now - d.as_secs_f64(), now)
-        }
+        (Some(last), _) => (now - last.as_secs_f64(), now),
         (None, Some(from)) => (
             parse_time(from, now).map_err(|e| format!("--from: {e}"))?,
             match &args.to {

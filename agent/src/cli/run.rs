@@ -10,16 +10,11 @@ pub fn run(
     replay: Option<std::path::PathBuf>,
     pace: Option<f64>,
 ) -> Result<(), String> {
-    let pace = match pace {
-        None => None,
-        Some(s) if s > 0.0 && s <= 3600.0 => Some(std::time::Duration::from_secs_f64(s)),
-        Some(s) => return Err(format!("--pace {s}: give seconds between 0 and 3600")),
-    };
     daemon::run(Options {
         config: args.config.clone(),
         extra: args.extra(),
         replay,
-        pace,
+        pace: pace.map(std::time::Duration::from_secs_f64),
     })
 }
 

@@ -7,7 +7,7 @@
 //! What the bundle saves is the code they share: one copy of the SDK, serde and the standard
 //! library in one file instead of eight, which is most of every check's shared object (one
 //! check alone is ~2 MB of code, ~85% of it the shared part), and so most of the agent's
-//! resident memory for code (README, Performance). `[plugins] disable` turns one off.
+//! resident memory for code (docs/performance.md). `[plugins] disable` turns one off.
 //!
 //! The order below is the order the agent loads them in, and so the order of their events
 //! in a sample: the pool's basic health first, then what the kernel's events say.
