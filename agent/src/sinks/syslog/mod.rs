@@ -46,8 +46,8 @@ mod tests;
 pub use format::{Dialect, EXAMPLE_ENTERPRISE_NUMBER, Facility, Formatter};
 pub use transport::{Address, Framing, Timing};
 
-use super::backoff::{Clock, system_clock};
 use super::{Sink, SinkError, SinkStats, Stamped};
+use crate::base::clock::{Clock, system_clock};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::Deserialize;

@@ -4,7 +4,7 @@
 
 use super::format::{self, Dialect, Facility, Formatter, cut_escaped, escape_sd_value, sd_name};
 use super::*;
-use crate::sinks::backoff::ManualClock;
+use crate::base::clock::ManualClock;
 use jiff::tz::Offset;
 use proptest::prelude::*;
 use std::io::Read;
