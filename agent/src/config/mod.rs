@@ -30,7 +30,7 @@
 //!
 //! Relative paths in the file are relative to the file's directory.
 
-pub mod keys;
+pub use crate::base::keys;
 
 use crate::sinks::spec::SinkSpec;
 use keys::{KeyLines, line_of};
@@ -147,34 +147,7 @@ impl PluginTable {
     }
 }
 
-/// One `[[sink]]`: its typed config, the table as written (what a reload compares), and
-/// where each key was written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SinkConfig {
-    pub spec: SinkSpec,
-    pub table: toml::Table,
-    /// Its place among the `[[sink]]` tables, from 0.
-    pub index: usize,
-    pub keys: KeyLines,
-}
-
-impl SinkConfig {
-    /// `forward`, `syslog`, `stdout` or `prometheus`.
-    pub fn kind(&self) -> &'static str {
-        self.spec.kind()
-    }
-
-    /// `file:line` of the table's header.
-    pub fn origin(&self) -> String {
-        self.keys.origin()
-    }
-
-    /// An error about this sink, at the line of the key it names (`file:line: sink[0].key:
-    /// …`).
-    pub fn locate(&self, message: &str) -> String {
-        self.keys.locate(&format!("sink[{}]", self.index), message)
-    }
-}
+pub use crate::sinks::spec::SinkConfig;
 
 /// A config file is a page or two of TOML; a larger one is a mistake, not a config.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -188,7 +161,7 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
         None => return Ok(Config::default()),
     };
     // A regular file only: a FIFO in its place would block the reload (and SIGTERM behind it).
-    let bytes = crate::sources::root::read_regular(path, MAX_CONFIG_BYTES)
+    let bytes = crate::base::files::read_regular(path, MAX_CONFIG_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let text =
         String::from_utf8(bytes).map_err(|e| format!("{}: not UTF-8 text: {e}", path.display()))?;

@@ -27,11 +27,10 @@
 //! stop), so that a restart neither repeats nor loses an event.
 
 mod heartbeat;
-pub mod log;
+pub use crate::base::log;
 mod pipeline;
 mod recorder;
 pub mod schedule;
-pub mod selfstat;
 pub(crate) mod zevents;
 
 use crate::base::clock::{Clock, system_clock};
@@ -678,7 +677,7 @@ impl Stage {
             return None;
         }
         let plugins = self.host.plugins();
-        let me = selfstat::read();
+        let me = crate::base::selfstat::read();
         let hb = Heartbeat {
             hostname: self.hostname.clone(),
             interval_s: self.interval.as_secs_f64(),

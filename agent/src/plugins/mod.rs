@@ -45,34 +45,7 @@ use zpulse_proto::event::{Data, Entry, Event, EventTime, Kind, Severity, State, 
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::{Sample, sdk};
 
-/// Severity of a log line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Error,
-    Warn,
-    Info,
-    Debug,
-}
-
-impl Level {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Error => "error",
-            Level::Warn => "warning",
-            Level::Info => "info",
-            Level::Debug => "debug",
-        }
-    }
-}
-
-/// A log line from the host or a plugin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogLine {
-    pub level: Level,
-    /// The plugin's name (or file), or `plugins` for the host itself.
-    pub source: String,
-    pub message: String,
-}
+pub use crate::base::log::{Level, LogLine};
 
 impl fmt::Display for LogLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

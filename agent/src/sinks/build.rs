@@ -5,8 +5,8 @@
 //! once, in [`super::spec`].
 
 use super::Sink;
+use super::spec::SinkConfig;
 use super::spec::{self, Planned};
-use crate::config::SinkConfig;
 use std::path::{Path, PathBuf};
 
 /// What a sink is made from: its table as written, and the directory its relative paths are

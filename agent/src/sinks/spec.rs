@@ -11,6 +11,7 @@ use super::forward::{ForwardConfig, ForwardSink, Prepared};
 use super::prometheus::{PrometheusConfig, PrometheusSink};
 use super::stdout::{StdoutConfig, StdoutSink};
 use super::syslog::{SyslogConfig, SyslogSink};
+use crate::base::keys::KeyLines;
 use std::path::{Path, PathBuf};
 
 /// What every sink kind's config offers.
@@ -207,5 +208,34 @@ impl Planned for PrometheusSink {
     }
     fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String> {
         Ok(self)
+    }
+}
+
+/// One `[[sink]]`: its typed config, the table as written (what a reload compares), and
+/// where each key was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkConfig {
+    pub spec: SinkSpec,
+    pub table: toml::Table,
+    /// Its place among the `[[sink]]` tables, from 0.
+    pub index: usize,
+    pub keys: KeyLines,
+}
+
+impl SinkConfig {
+    /// `forward`, `syslog`, `stdout` or `prometheus`.
+    pub fn kind(&self) -> &'static str {
+        self.spec.kind()
+    }
+
+    /// `file:line` of the table's header.
+    pub fn origin(&self) -> String {
+        self.keys.origin()
+    }
+
+    /// An error about this sink, at the line of the key it names (`file:line: sink[0].key:
+    /// …`).
+    pub fn locate(&self, message: &str) -> String {
+        self.keys.locate(&format!("sink[{}]", self.index), message)
     }
 }

@@ -348,7 +348,7 @@ fn render_reading(
     findings: &[OpenFinding],
     mut agent: AgentHealth,
 ) -> exposition::Exposition {
-    let me = crate::daemon::selfstat::read();
+    let me = crate::base::selfstat::read();
     agent.cpu_seconds = me.cpu_seconds;
     agent.rss_bytes = me.rss_bytes;
     renderer.lock().unwrap_or_else(|e| e.into_inner()).render(

@@ -21,7 +21,7 @@ pub struct KeyLines {
 
 impl KeyLines {
     /// The keys under `value` (a table of the file read as `text`), at `file`.
-    pub(super) fn of(file: &str, text: &str, value: &Spanned<DeValue<'_>>) -> KeyLines {
+    pub fn of(file: &str, text: &str, value: &Spanned<DeValue<'_>>) -> KeyLines {
         let mut lines = BTreeMap::new();
         if let DeValue::Table(table) = value.get_ref() {
             collect(text, table, "", &mut lines);
@@ -113,7 +113,7 @@ fn walk(text: &str, value: &Spanned<DeValue<'_>>, path: &str, out: &mut BTreeMap
 }
 
 /// 1-based line of a byte offset.
-pub(super) fn line_of(text: &str, offset: usize) -> usize {
+pub fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
