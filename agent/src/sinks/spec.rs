@@ -195,19 +195,21 @@ impl SinkKind for PrometheusConfig {
     fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<Self, String> {
         PrometheusConfig::from_table(table, base)
     }
-    /// The listener is opened here (or this process's own reused), so that a bad address or
-    /// a busy port is an error in check-config and before a reload swaps anything.
+    /// Nothing is opened: the listener is bound (or this process's own reused) by
+    /// [`Planned::start`]; its address was checked when the table was read.
     fn plan(&self) -> Result<Box<dyn Planned>, String> {
-        Ok(Box::new(PrometheusSink::new(self.clone())?))
+        Ok(Box::new(PlannedPrometheus(self.clone())))
     }
 }
 
-impl Planned for PrometheusSink {
+struct PlannedPrometheus(PrometheusConfig);
+
+impl Planned for PlannedPrometheus {
     fn name(&self) -> String {
-        Sink::name(self)
+        PrometheusSink::name_of(&self.0)
     }
     fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String> {
-        Ok(self)
+        Ok(Box::new(PrometheusSink::new(self.0)?))
     }
 }
 

@@ -206,8 +206,18 @@ pub struct PrometheusSink {
 }
 
 impl PrometheusSink {
-    /// Opens the listener now, so that a bad address or a busy port is an error at start
-    /// (and in `check-config`), not a log line later.
+    /// `prometheus 127.0.0.1:9134`, `prometheus /path/zpulse.prom`, or both.
+    pub fn name_of(config: &PrometheusConfig) -> String {
+        match (&config.listen, &config.textfile) {
+            (Some(a), None) => format!("prometheus {a}"),
+            (None, Some(p)) => format!("prometheus {}", p.display()),
+            (Some(a), Some(p)) => format!("prometheus {a} {}", p.display()),
+            (None, None) => "prometheus".into(),
+        }
+    }
+
+    /// Opens the listener (or takes this process's own on that address): a busy port is
+    /// an error when the sink starts.
     pub fn new(config: PrometheusConfig) -> Result<PrometheusSink, String> {
         let endpoint = match config.listen {
             Some(addr) => Some(server::endpoint(addr, config.limits)?),
@@ -417,12 +427,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 impl Sink for PrometheusSink {
     fn name(&self) -> String {
-        match (&self.config.listen, &self.config.textfile) {
-            (Some(a), None) => format!("prometheus {a}"),
-            (None, Some(p)) => format!("prometheus {}", p.display()),
-            (Some(a), Some(p)) => format!("prometheus {a} {}", p.display()),
-            (None, None) => "prometheus".into(),
-        }
+        PrometheusSink::name_of(&self.config)
     }
 
     fn deliver(&mut self, batch: &[Stamped]) -> Result<(), SinkError> {

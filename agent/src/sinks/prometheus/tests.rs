@@ -219,3 +219,38 @@ fn kernel_events_are_counted_by_class_and_pool_and_what_was_dropped_too() {
         "{text}"
     );
 }
+
+/// Planning binds nothing (check-config and a reload's check have no side effects); the
+/// start binds, and a port another process holds is the start's error, naming the address.
+#[test]
+fn planning_binds_nothing_and_a_busy_port_fails_the_start() {
+    use crate::sinks::spec::SinkKind;
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap();
+    let mut table = toml::Table::new();
+    table.insert("listen".into(), addr.to_string().into());
+    let config = PrometheusConfig::from_table(&table, None).unwrap();
+    let planned = config.plan().unwrap();
+    assert_eq!(planned.name(), format!("prometheus {addr}"));
+    let Err(e) = planned.start() else {
+        panic!("started on a port another socket holds")
+    };
+    assert!(
+        e.contains(&format!("listen {addr}: the port is already in use")),
+        "{e}"
+    );
+    drop(busy);
+
+    // A free port: planned twice, nothing bound in between, then started once.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let mut table = toml::Table::new();
+    table.insert("listen".into(), addr.to_string().into());
+    let config = PrometheusConfig::from_table(&table, None).unwrap();
+    let first = config.plan().unwrap();
+    let _second = config.plan().unwrap();
+    std::net::TcpListener::bind(addr).expect("planning bound the port");
+    let sink = first.start().unwrap();
+    assert_eq!(sink.name(), format!("prometheus {addr}"));
+}
