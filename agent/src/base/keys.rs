@@ -38,6 +38,13 @@ impl KeyLines {
         format!("{}:{}", self.file, self.header)
     }
 
+    /// `file:line` of `key` (or of the longest part of it this table has), else of the
+    /// table's header.
+    pub fn at(&self, key: &str) -> String {
+        let line = self.deepest_line(key).unwrap_or(self.header);
+        format!("{}:{line}", self.file)
+    }
+
     /// The message as the config's errors read: `file:line: PREFIX.key: rest` at the line of
     /// the key the message is about, or `file:line: PREFIX: message` at the table's header
     /// when it names no key of this table. `prefix` names the table (`sink[0]`,
@@ -84,6 +91,22 @@ impl KeyLines {
             .find_map(|end| self.lines.get(&key[..end]))
             .copied()
     }
+}
+
+/// A table read into its serde type, every key's error prefixed with the key's path as the
+/// file spells it (`tls.ca: invalid type: …`; serde's message alone for the table itself),
+/// ready for [`KeyLines::locate`]. Sinks and `[plugins]` are read through here.
+pub fn decode_table<T: serde::de::DeserializeOwned>(table: toml::Table) -> Result<T, String> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let path = e.path().to_string();
+        // `message` is the error alone, without the "in `tls`" context lines.
+        let message = e.into_inner().message().trim_end().to_string();
+        if path == "." {
+            message
+        } else {
+            format!("{path}: {message}")
+        }
+    })
 }
 
 fn collect(text: &str, table: &DeTable<'_>, prefix: &str, out: &mut BTreeMap<String, usize>) {

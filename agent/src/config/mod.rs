@@ -33,11 +33,10 @@
 pub use crate::base::keys;
 
 use crate::sinks::spec::SinkSpec;
-use keys::{KeyLines, line_of};
+use keys::{KeyLines, decode_table, line_of};
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::Deserializer;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
@@ -226,42 +225,47 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         config.hostname = Some(name.clone());
     }
 
-    let p = raw.plugins;
+    let plugin_keys = top("plugins")
+        .map(|v| KeyLines::of(&file_name, text, v))
+        .unwrap_or_default();
+    let (agent_keys, tables) = split_plugin_tables(raw.plugins.unwrap_or_default());
+    let p: PluginKeys = decode_table(agent_keys).map_err(|e| {
+        let e = if e.contains("unknown field") {
+            format!("{e}; a plugin's own settings go in a table [plugins.<name>]")
+        } else {
+            e
+        };
+        plugin_keys.locate("plugins", &e)
+    })?;
     let settings = &mut config.plugins;
+    let fail = |message: String| Err(plugin_keys.locate("plugins", &message));
     if let Some(dirs) = p.dirs {
-        settings.dirs = dirs.into_inner().into_iter().map(resolve).collect();
+        settings.dirs = dirs.into_iter().map(resolve).collect();
         settings.default_dirs = false;
     }
     if let Some(paths) = p.paths {
-        settings.paths = paths.into_inner().into_iter().map(resolve).collect();
+        settings.paths = paths.into_iter().map(resolve).collect();
     }
     if let Some(disable) = p.disable {
-        let at = origin(Some(disable.span()));
-        for name in disable.get_ref() {
+        for name in &disable {
             if let Err(e) = zpulse_proto::abi::check_name(name) {
-                return Err(format!("{at}: plugins.disable: {name:?}: {e}"));
+                return fail(format!("disable: {name:?}: {e}"));
             }
         }
-        settings.disable = disable.into_inner();
+        settings.disable = disable;
     }
-    if let Some(budget) = p.budget {
-        let d = budget.get_ref().0;
+    if let Some(TomlDuration(d)) = p.budget {
         if d.is_zero() || d > Duration::from_secs(600) {
-            return Err(format!(
-                "{}: plugins.budget: give a duration between 1ms and 10m",
-                origin(Some(budget.span()))
-            ));
+            return fail("budget: give a duration between 1ms and 10m".into());
         }
         settings.budget = d;
     }
-    let positive = |v: Option<Spanned<u64>>, key: &str, max: u64| -> Result<Option<u64>, String> {
+    let positive = |v: Option<u64>, key: &str, max: u64| -> Result<Option<u64>, String> {
         match v {
-            Some(v) if *v.get_ref() == 0 || *v.get_ref() > max => Err(format!(
-                "{}: plugins.{key}: give a number from 1 to {max}",
-                origin(Some(v.span()))
-            )),
-            Some(v) => Ok(Some(v.into_inner())),
-            None => Ok(None),
+            Some(v) if v == 0 || v > max => {
+                Err(plugin_keys.locate("plugins", &format!("{key}: give a number from 1 to {max}")))
+            }
+            v => Ok(v),
         }
     };
     if let Some(n) = positive(p.max_failures, "max_failures", 1000)? {
@@ -273,15 +277,8 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     if let Some(n) = positive(p.max_event_bytes, "max_event_bytes", 16 << 20)? {
         settings.max_event_bytes = n as usize;
     }
-    for (name, value) in p.tables {
-        let at = origin(Some(value.span()));
-        let toml::Value::Table(table) = value.into_inner() else {
-            return Err(format!(
-                "{at}: plugins.{name}: unknown setting; [plugins] has {}, and a table \
-                 [plugins.<name>] for each plugin's own settings",
-                PLUGIN_KEYS.join(", ")
-            ));
-        };
+    for (name, table) in tables {
+        let at = plugin_keys.at(&name);
         if let Err(e) = zpulse_proto::abi::check_name(&name) {
             return Err(format!("{at}: plugins.{name}: {e}"));
         }
@@ -349,15 +346,32 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     Ok(config)
 }
 
-const PLUGIN_KEYS: &[&str] = &[
-    "dirs",
-    "paths",
-    "disable",
-    "budget",
-    "max_failures",
-    "max_events_per_sample",
-    "max_event_bytes",
-];
+/// `[plugins]` split into the agent's own keys and the plugins' tables. A key is a plugin's
+/// table when its value is a table that is not one of the agent's keys (a table under an
+/// agent key's name stays with the agent's keys, to be refused for its type).
+fn split_plugin_tables(plugins: toml::Table) -> (toml::Table, Vec<(String, toml::Table)>) {
+    let mut agent = toml::Table::new();
+    let mut tables = Vec::new();
+    for (key, value) in plugins {
+        match value {
+            toml::Value::Table(table) if !is_agent_key(&key) => tables.push((key, table)),
+            value => {
+                agent.insert(key, value);
+            }
+        }
+    }
+    (agent, tables)
+}
+
+/// Whether `key` is one of [`PluginKeys`]' own: asked of serde, which knows the type's keys.
+fn is_agent_key(key: &str) -> bool {
+    let mut probe = toml::Table::new();
+    probe.insert(key.to_string(), toml::Value::Table(toml::Table::new()));
+    match decode_table::<PluginKeys>(probe) {
+        Ok(_) => true,
+        Err(e) => !e.contains("unknown field"),
+    }
+}
 
 /// Two Forward sinks on one spool directory would both append to it and number their new
 /// segments alike (a batch then fails with "File exists" and is lost): refused.
@@ -413,8 +427,7 @@ fn key_path(path: &serde_path_to_error::Path) -> String {
 struct RawConfig {
     interval: Option<Spanned<TomlDuration>>,
     hostname: Option<Spanned<String>>,
-    #[serde(default)]
-    plugins: RawPlugins,
+    plugins: Option<toml::Table>,
     #[serde(default)]
     sink: Vec<toml::Table>,
     history: Option<Spanned<crate::history::Config>>,
@@ -430,52 +443,18 @@ impl<'de> Deserialize<'de> for TomlDuration {
     }
 }
 
-/// `[plugins]`: the agent's keys, typed; every other key is kept for checking afterwards
-/// (it must be a plugin's table).
-#[derive(Default)]
-struct RawPlugins {
-    dirs: Option<Spanned<Vec<PathBuf>>>,
-    paths: Option<Spanned<Vec<PathBuf>>>,
-    disable: Option<Spanned<Vec<String>>>,
-    budget: Option<Spanned<TomlDuration>>,
-    max_failures: Option<Spanned<u64>>,
-    max_events_per_sample: Option<Spanned<u64>>,
-    max_event_bytes: Option<Spanned<u64>>,
-    tables: Vec<(String, Spanned<toml::Value>)>,
-}
-
-impl<'de> Deserialize<'de> for RawPlugins {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawPlugins;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("the [plugins] table")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawPlugins, A::Error> {
-                let mut p = RawPlugins::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "dirs" => p.dirs = Some(map.next_value()?),
-                        "paths" => p.paths = Some(map.next_value()?),
-                        "disable" => p.disable = Some(map.next_value()?),
-                        "budget" => p.budget = Some(map.next_value()?),
-                        "max_failures" => p.max_failures = Some(map.next_value()?),
-                        "max_events_per_sample" => {
-                            p.max_events_per_sample = Some(map.next_value()?)
-                        }
-                        "max_event_bytes" => p.max_event_bytes = Some(map.next_value()?),
-                        _ => {
-                            let value = map.next_value()?;
-                            p.tables.push((key, value));
-                        }
-                    }
-                }
-                Ok(p)
-            }
-        }
-        d.deserialize_map(V)
-    }
+/// `[plugins]`: the agent's own keys, typed (the plugins' tables are split off before, see
+/// [`split_plugin_tables`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PluginKeys {
+    dirs: Option<Vec<PathBuf>>,
+    paths: Option<Vec<PathBuf>>,
+    disable: Option<Vec<String>>,
+    budget: Option<TomlDuration>,
+    max_failures: Option<u64>,
+    max_events_per_sample: Option<u64>,
+    max_event_bytes: Option<u64>,
 }
 
 #[cfg(test)]

@@ -159,10 +159,24 @@ fn the_interval_is_1s_to_1d_nothing_is_clamped() {
 fn a_misspelt_agent_setting_in_plugins_is_an_error() {
     let err = parse_err("[plugins]\ndir = [\"/x\"]\n");
     assert!(
-        err.starts_with("/etc/zpulse/zpulse.toml:2: plugins.dir: unknown setting"),
+        err.starts_with("/etc/zpulse/zpulse.toml:2: plugins.dir: unknown field `dir`"),
         "{err}"
     );
-    assert!(err.contains("dirs, paths, disable, budget"), "{err}");
+    assert!(
+        err.contains("`dirs`, `paths`, `disable`, `budget`"),
+        "{err}"
+    );
+    assert!(err.contains("[plugins.<name>]"), "{err}");
+    // A table under an agent key's name is the agent key's, refused for its type.
+    let err = parse_err(
+        "[plugins.budget]
+x = 1
+",
+    );
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:1: plugins.budget: "),
+        "{err}"
+    );
 }
 
 #[test]

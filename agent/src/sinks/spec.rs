@@ -32,16 +32,7 @@ pub trait SinkKind: Sized {
 pub fn decode_table<T: serde::de::DeserializeOwned>(table: &toml::Table) -> Result<T, String> {
     let mut table = table.clone();
     table.remove("type");
-    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let path = e.path().to_string();
-        // `message` is the error alone, without the "in `tls`" context lines.
-        let message = e.into_inner().message().trim_end().to_string();
-        if path == "." {
-            message
-        } else {
-            format!("{path}: {message}")
-        }
-    })
+    crate::base::keys::decode_table(table)
 }
 
 /// Takes each relative path among `paths` (a sink's files: `tls.ca`, a spool directory) from
