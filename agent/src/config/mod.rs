@@ -121,10 +121,58 @@ impl Default for PluginSettings {
             paths: Vec::new(),
             disable: Vec::new(),
             budget: Duration::from_secs(2),
-            max_failures: 3,
-            max_events_per_sample: 1000,
-            max_event_bytes: 64 * 1024,
+            max_failures: MAX_FAILURES.default as u32,
+            max_events_per_sample: MAX_EVENTS_PER_SAMPLE.default as u32,
+            max_event_bytes: MAX_EVENT_BYTES.default as usize,
             tables: BTreeMap::new(),
+        }
+    }
+}
+
+/// One of `[plugins]`' limits, a whole number from 1 to `max`: declared once, with its
+/// default and its doc line. The parser, [`PluginSettings::default`] and the test that holds
+/// the shipped conffile and zpulse.toml(5) to them all read this declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub key: &'static str,
+    pub default: u64,
+    pub max: u64,
+    pub doc: &'static str,
+}
+
+pub const MAX_FAILURES: Limit = Limit {
+    key: "max_failures",
+    default: 3,
+    max: 1000,
+    doc: "Failures in a row after which a plugin is disabled.",
+};
+
+pub const MAX_EVENTS_PER_SAMPLE: Limit = Limit {
+    key: "max_events_per_sample",
+    default: 1000,
+    max: 1_000_000,
+    doc: "Events one plugin may emit per sample; the rest are dropped.",
+};
+
+pub const MAX_EVENT_BYTES: Limit = Limit {
+    key: "max_event_bytes",
+    default: 64 * 1024,
+    max: 16 << 20,
+    doc: "Largest event record accepted, in bytes of MessagePack.",
+};
+
+/// Every limit of `[plugins]`.
+pub const PLUGIN_LIMITS: [Limit; 3] = [MAX_FAILURES, MAX_EVENTS_PER_SAMPLE, MAX_EVENT_BYTES];
+
+impl Limit {
+    /// `value` if it is within the limit's range, else the error naming the key.
+    fn check(&self, value: Option<u64>) -> Result<Option<u64>, String> {
+        match value {
+            Some(v) if v == 0 || v > self.max => Err(format!(
+                "{}: give a number from 1 to {}",
+                self.key, self.max
+            )),
+            v => Ok(v),
         }
     }
 }
@@ -260,21 +308,18 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         }
         settings.budget = d;
     }
-    let positive = |v: Option<u64>, key: &str, max: u64| -> Result<Option<u64>, String> {
-        match v {
-            Some(v) if v == 0 || v > max => {
-                Err(plugin_keys.locate("plugins", &format!("{key}: give a number from 1 to {max}")))
-            }
-            v => Ok(v),
-        }
+    let positive = |v: Option<u64>, limit: Limit| {
+        limit
+            .check(v)
+            .map_err(|e| plugin_keys.locate("plugins", &e))
     };
-    if let Some(n) = positive(p.max_failures, "max_failures", 1000)? {
+    if let Some(n) = positive(p.max_failures, MAX_FAILURES)? {
         settings.max_failures = n as u32;
     }
-    if let Some(n) = positive(p.max_events_per_sample, "max_events_per_sample", 1_000_000)? {
+    if let Some(n) = positive(p.max_events_per_sample, MAX_EVENTS_PER_SAMPLE)? {
         settings.max_events_per_sample = n as u32;
     }
-    if let Some(n) = positive(p.max_event_bytes, "max_event_bytes", 16 << 20)? {
+    if let Some(n) = positive(p.max_event_bytes, MAX_EVENT_BYTES)? {
         settings.max_event_bytes = n as usize;
     }
     for (name, table) in tables {

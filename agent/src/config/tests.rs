@@ -488,3 +488,35 @@ fn sink_errors_of_every_kind_name_the_key_and_its_line() {
         assert!(err.starts_with(expected), "{text}\n{err}");
     }
 }
+
+/// The shipped conffile and zpulse.toml(5) say each limit of `[plugins]` as it is declared:
+/// its default, and (the man page) its doc line; the parser takes 1 to its maximum.
+#[test]
+fn the_conffile_and_the_man_page_say_each_limit_as_declared() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let conffile = std::fs::read_to_string(root.join("packaging/conf/zpulse.toml")).unwrap();
+    let man = std::fs::read_to_string(root.join("packaging/man/zpulse.toml.5")).unwrap();
+    let man_lines: Vec<&str> = man.lines().collect();
+    for limit in PLUGIN_LIMITS {
+        let key = limit.key;
+        let line = format!("#{key} = {}", limit.default);
+        assert!(
+            conffile.lines().any(|l| l == line),
+            "the conffile lacks {line:?}"
+        );
+        let item = format!(".It Ic {key} Pq integer, default {}", limit.default);
+        let at = man_lines.iter().position(|l| *l == item);
+        let at = at.unwrap_or_else(|| panic!("zpulse.toml(5) lacks {item:?}"));
+        assert_eq!(man_lines.get(at + 1), Some(&limit.doc), "{key}'s doc line");
+        let set = |n: u64| parse(&format!("[plugins]\n{key} = {n}\n"), Path::new("/z.toml"));
+        assert!(set(limit.max).is_ok() && set(1).is_ok(), "{key}");
+        assert!(set(limit.max + 1).is_err() && set(0).is_err(), "{key}");
+    }
+    let defaults = PluginSettings::default();
+    assert_eq!(u64::from(defaults.max_failures), MAX_FAILURES.default);
+    assert_eq!(
+        u64::from(defaults.max_events_per_sample),
+        MAX_EVENTS_PER_SAMPLE.default
+    );
+    assert_eq!(defaults.max_event_bytes as u64, MAX_EVENT_BYTES.default);
+}
