@@ -79,7 +79,7 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             file: None,
-            interval: Duration::from_secs(10),
+            interval: INTERVAL.default(),
             hostname: None,
             plugins: PluginSettings::default(),
             sinks: Vec::new(),
@@ -120,7 +120,7 @@ impl Default for PluginSettings {
             default_dirs: true,
             paths: Vec::new(),
             disable: Vec::new(),
-            budget: Duration::from_secs(2),
+            budget: BUDGET.default(),
             max_failures: MAX_FAILURES.default as u32,
             max_events_per_sample: MAX_EVENTS_PER_SAMPLE.default as u32,
             max_event_bytes: MAX_EVENT_BYTES.default as usize,
@@ -160,6 +160,54 @@ pub const MAX_EVENT_BYTES: Limit = Limit {
     max: 16 << 20,
     doc: "Largest event record accepted, in bytes of MessagePack.",
 };
+
+/// One of the agent's durations: declared once, with its default and its range as the
+/// config file writes them (the one grammar, `zpulse_proto::sdk::config::parse_duration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub key: &'static str,
+    pub default: &'static str,
+    pub min: &'static str,
+    pub max: &'static str,
+}
+
+/// `interval`: how often the agent samples.
+pub const INTERVAL: Span = Span {
+    key: "interval",
+    default: "10s",
+    min: "1s",
+    max: "1d",
+};
+
+/// `plugins.budget`: how long one plugin call may take before the plugin is hung.
+pub const BUDGET: Span = Span {
+    key: "budget",
+    default: "2s",
+    min: "1ms",
+    max: "10m",
+};
+
+impl Span {
+    fn parse(text: &str) -> Duration {
+        zpulse_proto::sdk::config::parse_duration(text)
+            .unwrap_or_else(|e| panic!("a declared duration {text:?}: {e}"))
+    }
+
+    pub fn default(&self) -> Duration {
+        Span::parse(self.default)
+    }
+
+    /// `d` if it is within the range, else the error naming the key.
+    fn check(&self, d: Duration) -> Result<Duration, String> {
+        if d < Span::parse(self.min) || d > Span::parse(self.max) {
+            return Err(format!(
+                "{}: give a duration between {} and {}",
+                self.key, self.min, self.max
+            ));
+        }
+        Ok(d)
+    }
+}
 
 /// Every limit of `[plugins]`.
 pub const PLUGIN_LIMITS: [Limit; 3] = [MAX_FAILURES, MAX_EVENTS_PER_SAMPLE, MAX_EVENT_BYTES];
@@ -247,14 +295,9 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         ..Config::default()
     };
     if let Some(interval) = raw.interval {
-        let d = interval.get_ref().0;
-        if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
-            return Err(format!(
-                "{}: interval: give a duration between 1s and 1d",
-                origin(Some(interval.span()))
-            ));
-        }
-        config.interval = d;
+        config.interval = INTERVAL
+            .check(interval.get_ref().0)
+            .map_err(|e| format!("{}: {e}", origin(Some(interval.span()))))?;
     }
     if let Some(host) = raw.hostname {
         let name = host.get_ref();
@@ -303,10 +346,9 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         settings.disable = disable;
     }
     if let Some(TomlDuration(d)) = p.budget {
-        if d.is_zero() || d > Duration::from_secs(600) {
-            return fail("budget: give a duration between 1ms and 10m".into());
-        }
-        settings.budget = d;
+        settings.budget = BUDGET
+            .check(d)
+            .map_err(|e| plugin_keys.locate("plugins", &e))?;
     }
     let positive = |v: Option<u64>, limit: Limit| {
         limit

@@ -492,7 +492,7 @@ fn sink_errors_of_every_kind_name_the_key_and_its_line() {
 /// The shipped conffile and zpulse.toml(5) say each limit of `[plugins]` as it is declared:
 /// its default, and (the man page) its doc line; the parser takes 1 to its maximum.
 #[test]
-fn the_conffile_and_the_man_page_say_each_limit_as_declared() {
+fn the_conffile_and_the_man_page_say_each_declared_setting_as_declared() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let conffile = std::fs::read_to_string(root.join("packaging/conf/zpulse.toml")).unwrap();
     let man = std::fs::read_to_string(root.join("packaging/man/zpulse.toml.5")).unwrap();
@@ -512,7 +512,32 @@ fn the_conffile_and_the_man_page_say_each_limit_as_declared() {
         assert!(set(limit.max).is_ok() && set(1).is_ok(), "{key}");
         assert!(set(limit.max + 1).is_err() && set(0).is_err(), "{key}");
     }
+    for (span, section) in [(INTERVAL, ""), (BUDGET, "[plugins]\n")] {
+        let key = span.key;
+        let line = format!("#{key} = \"{}\"", span.default);
+        assert!(
+            conffile.lines().any(|l| l == line),
+            "the conffile lacks {line:?}"
+        );
+        let item = format!(".It Ic {key} Pq duration, default Dq {}", span.default);
+        assert!(
+            man_lines.contains(&item.as_str()),
+            "zpulse.toml(5) lacks {item:?}"
+        );
+        let set = |d: &str| parse(&format!("{section}{key} = \"{d}\"\n"), Path::new("/z.toml"));
+        assert!(set(span.min).is_ok() && set(span.max).is_ok(), "{key}");
+        let err = set("11d").unwrap_err();
+        assert!(
+            err.ends_with(&format!(
+                "give a duration between {} and {}",
+                span.min, span.max
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(Config::default().interval, Duration::from_secs(10));
     let defaults = PluginSettings::default();
+    assert_eq!(defaults.budget, Duration::from_secs(2));
     assert_eq!(u64::from(defaults.max_failures), MAX_FAILURES.default);
     assert_eq!(
         u64::from(defaults.max_events_per_sample),
