@@ -1,6 +1,6 @@
 //! The bottom layer of the agent: what any module may use and what imports nothing else of
 //! this crate. Sinks, the history and the config stand on it instead of on the daemon, the
-//! plugin host or the live system (ARCHITECTURE.md, "Layers").
+//! plugin host or the live system (ARCHITECTURE.md, "Layers point one way"; `tests/layers.rs` checks it).
 //!
 //! * [`log`] — the agent's log lines ([`log::Level`], [`log::LogLine`]) and the one writer of
 //!   them, which leaves out repeats.
