@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use zpulse_agent::base::clock::{Clock, ManualClock};
 use zpulse_agent::config::{self, PluginSettings};
 use zpulse_agent::plugins::{Extra, Output, PluginHost, Status};
 use zpulse_proto::event::{Kind, Severity, State, Value};
@@ -532,6 +533,8 @@ fn a_sample_layout_that_never_returns_costs_only_that_plugin() {
     host.shutdown();
 }
 
+/// The budget is kept on a manual clock: the plugin is hung because the test moved the clock
+/// past the budget while the call was in hand, not because a sleep outlasted a real one.
 #[test]
 fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
     let b = built();
@@ -540,11 +543,21 @@ fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
         (&b.hello_c, "libhello_c.so"),
     ]);
     let budget = Duration::from_millis(400);
-    let hang = Duration::from_millis(2500);
-    let mut host = dir.start(&format!(
-        "budget = \"400ms\"\n[plugins.hangs]\nhang_ms = {}\nhang_samples = [1]\n",
-        hang.as_millis()
+    let entered = dir.path().join("entered");
+    let release = dir.path().join("release");
+    let settings = dir.settings(&format!(
+        "budget = \"400ms\"\n[plugins.hangs]\nhang_samples = [1]\nentered_file = {:?}\n\
+         release_file = {:?}\n",
+        entered, release
     ));
+    let clock = Arc::new(ManualClock::default());
+    let mut host = PluginHost::start_on(
+        &settings,
+        &Extra::default(),
+        "lab-host",
+        None,
+        Arc::clone(&clock) as Arc<dyn Clock>,
+    );
     let hangs_events = |out: &Output| -> Vec<String> {
         from(out, "hangs")
             .iter()
@@ -553,14 +566,20 @@ fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
             .collect()
     };
 
-    // Sample 1: the plugin sleeps; the caller gets its answer after the budget, not the hang.
-    let start = Instant::now();
+    // Sample 1: the host waits for both plugins (its first wait), then, hello-c answered,
+    // for the hanging one alone (its second). Once the plugin is in its call, the budget
+    // passes on the clock: the caller gets its answer with the plugin hung.
+    let waits = clock.waits();
+    let driver = {
+        let (clock, entered) = (Arc::clone(&clock), entered.clone());
+        std::thread::spawn(move || {
+            clock.until_waits(waits + 2);
+            wait_for(|| entered.exists(), "the plugin to start its hang");
+            clock.advance(budget);
+        })
+    };
     let out = host.run(&sample_n(0));
-    let took = start.elapsed();
-    assert!(
-        took >= budget && took < budget + Duration::from_millis(800),
-        "{took:?}"
-    );
+    driver.join().unwrap();
     assert_hello(&out, 1);
     assert!(hangs_events(&out).is_empty());
     let hung = agent(&out, "plugin.hung");
@@ -574,33 +593,51 @@ fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
     );
     assert!(matches!(status_of(&host, "hangs"), Status::Hung(_)));
 
-    // Sample 2, at once: the plugin is skipped, nothing is reported again, no waiting for it.
-    let start = Instant::now();
+    // Sample 2, the clock standing still: the plugin is skipped and nothing is reported
+    // again; the call returns as soon as hello-c has answered (were the host waiting for the
+    // hung plugin, it would wait for a clock that does not move).
     let out = host.run(&sample_n(1));
-    assert!(
-        start.elapsed() < budget,
-        "only the C plugin ran: {:?}",
-        start.elapsed()
-    );
     assert_hello(&out, 2);
     assert!(hangs_events(&out).is_empty());
     assert!(agent(&out, "plugin.hung").is_empty());
 
     // After it returns: what it emitted late arrives, it runs again, and the finding clears.
-    std::thread::sleep(hang);
+    std::fs::write(&release, b"").unwrap();
+    let mut late = Vec::new();
+    wait_for(
+        || {
+            let out = host.take_output();
+            let back = !hangs_events(&out).is_empty();
+            late.push(out);
+            back
+        },
+        "the plugin's late return",
+    );
     let out = host.run(&sample_n(2));
     assert_hello(&out, 3);
-    assert_eq!(hangs_events(&out), ["sample 1", "sample 2"]);
-    let hung = agent(&out, "plugin.hung");
+    late.push(out);
+    let events: Vec<String> = late.iter().flat_map(hangs_events).collect();
+    assert_eq!(events, ["sample 1", "sample 2"]);
+    let hung: Vec<Entry> = late.iter().flat_map(|o| agent(o, "plugin.hung")).collect();
     assert_eq!(hung.len(), 1);
     assert_eq!(hung[0].event.state, Some(State::Cleared));
     assert!(
-        out.logs
-            .iter()
-            .any(|l| l.message.starts_with("on_sample returned after"))
+        late.iter()
+            .flat_map(|o| &o.logs)
+            .any(|l| l.message.starts_with("on_sample returned after 0.4 s")),
+        "{late:?}"
     );
     assert_eq!(status_of(&host, "hangs"), Status::Loaded);
     host.shutdown();
+}
+
+/// Polls `done` until it holds; fails the test after a minute (a guard, not a timing).
+fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
+    let guard = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < guard, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]

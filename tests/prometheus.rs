@@ -681,3 +681,368 @@ fn collect_exprs(panels: &Value, out: &mut Vec<(String, String)>) {
         collect_exprs(&p["panels"], out);
     }
 }
+
+/// An independent reader of the Prometheus text format (version 0.0.4), written from the
+/// format's description ("Text format details" in
+/// <https://prometheus.io/docs/instrumenting/exposition_formats/>), not from the renderer:
+/// every rule the description states for a line, a family and a histogram is checked here,
+/// and the series are handed back for their values to be compared with the capture.
+mod text_format {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// A series: its metric name and labels, as written.
+    pub type Series = (String, BTreeMap<String, String>);
+
+    /// Every series of `text` with its value, or the first rule it breaks (with its line).
+    pub fn read(text: &str) -> Result<BTreeMap<Series, f64>, String> {
+        if !text.is_empty() && !text.ends_with('\n') {
+            return Err("the last line must end with a line feed".into());
+        }
+        let mut help: BTreeSet<String> = BTreeSet::new();
+        let mut types: BTreeMap<String, String> = BTreeMap::new();
+        // Families whose group has ended: a name seen again after another family's lines.
+        let mut closed: BTreeSet<String> = BTreeSet::new();
+        let mut current: Option<String> = None;
+        let mut series: BTreeMap<Series, f64> = BTreeMap::new();
+        let mut order: Vec<(Series, f64)> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let at = |why: String| format!("line {}: {why}: {line:?}", n + 1);
+            let line_t = line.trim_matches([' ', '\t']);
+            if line_t.is_empty() {
+                continue;
+            }
+            let family = if let Some(comment) = line_t.strip_prefix('#') {
+                let mut tokens = comment
+                    .trim_start_matches([' ', '\t'])
+                    .splitn(3, [' ', '\t']);
+                match tokens.next() {
+                    Some("HELP") => {
+                        let name = tokens
+                            .next()
+                            .ok_or_else(|| at("HELP without a name".into()))?;
+                        check_metric_name(name).map_err(at)?;
+                        check_escapes(tokens.next().unwrap_or("")).map_err(at)?;
+                        if !help.insert(name.to_string()) {
+                            return Err(at(format!("a second HELP line for {name}")));
+                        }
+                        name.to_string()
+                    }
+                    Some("TYPE") => {
+                        let name = tokens
+                            .next()
+                            .ok_or_else(|| at("TYPE without a name".into()))?;
+                        check_metric_name(name).map_err(at)?;
+                        let kind = tokens.next().unwrap_or("").trim();
+                        if !["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind)
+                        {
+                            return Err(at(format!("{kind:?} is not a metric type")));
+                        }
+                        if types.insert(name.to_string(), kind.to_string()).is_some() {
+                            return Err(at(format!("a second TYPE line for {name}")));
+                        }
+                        if order.iter().any(|((m, _), _)| family_of(m, &types) == name) {
+                            return Err(at(format!("the TYPE of {name} after its samples")));
+                        }
+                        name.to_string()
+                    }
+                    // Any other comment is ignored.
+                    _ => continue,
+                }
+            } else {
+                let (name, labels, value) = sample(line_t).map_err(at)?;
+                let family = family_of(&name, &types).to_string();
+                let key = (name, labels);
+                if series.insert(key.clone(), value).is_some() {
+                    return Err(at("a second line for the same name and labels".into()));
+                }
+                order.push((key, value));
+                family
+            };
+            if current.as_deref() != Some(family.as_str()) {
+                if closed.contains(&family) {
+                    return Err(at(format!("the lines of {family} are not one group")));
+                }
+                if let Some(previous) = current.replace(family.clone()) {
+                    closed.insert(previous);
+                }
+            }
+        }
+        for (name, kind) in &types {
+            if kind == "histogram" {
+                check_histogram(name, &series)?;
+            }
+        }
+        Ok(series)
+    }
+
+    /// The family a sample belongs to: a histogram's `_bucket`, `_sum` and `_count` are its
+    /// own lines.
+    fn family_of<'a>(name: &'a str, types: &BTreeMap<String, String>) -> &'a str {
+        for suffix in ["_bucket", "_sum", "_count"] {
+            if let Some(base) = name.strip_suffix(suffix)
+                && types
+                    .get(base)
+                    .is_some_and(|t| t == "histogram" || t == "summary")
+            {
+                return base;
+            }
+        }
+        name
+    }
+
+    /// `metric_name [{label="value",…}] value [timestamp]`.
+    fn sample(line: &str) -> Result<(String, BTreeMap<String, String>, f64), String> {
+        let name_end = line
+            .find(['{', ' ', '\t'])
+            .ok_or("a sample without a value")?;
+        let name = &line[..name_end];
+        check_metric_name(name)?;
+        let mut rest = &line[name_end..];
+        let mut labels = BTreeMap::new();
+        if let Some(inner) = rest.strip_prefix('{') {
+            let mut pos = 0;
+            let close = loop {
+                let here = inner[pos..].trim_start_matches([' ', '\t']);
+                pos = inner.len() - here.len();
+                if here.starts_with('}') {
+                    break pos;
+                }
+                let eq = here.find('=').ok_or("labels without their closing }")?;
+                let label = here[..eq].trim_matches([' ', '\t']);
+                check_label_name(label)?;
+                let quoted = here[eq + 1..].trim_start_matches([' ', '\t']);
+                let body = quoted
+                    .strip_prefix('"')
+                    .ok_or_else(|| format!("the value of label {label} is not quoted"))?;
+                let mut value = String::new();
+                let mut escaped = false;
+                let mut end = None;
+                for (i, c) in body.char_indices() {
+                    match (escaped, c) {
+                        (true, '\\') => value.push('\\'),
+                        (true, '"') => value.push('"'),
+                        (true, 'n') => value.push('\n'),
+                        (true, other) => return Err(format!("\\{other} is not an escape")),
+                        (false, '\\') => {
+                            escaped = true;
+                            continue;
+                        }
+                        (false, '"') => {
+                            end = Some(i);
+                            break;
+                        }
+                        (false, c) => value.push(c),
+                    }
+                    escaped = false;
+                }
+                let end = end.ok_or("a label value without its closing quote")?;
+                if labels.insert(label.to_string(), value).is_some() {
+                    return Err(format!("label {label} twice"));
+                }
+                let after = body[end + 1..].trim_start_matches([' ', '\t']);
+                let after = match after.strip_prefix(',') {
+                    Some(more) => more,
+                    None if after.starts_with('}') => after,
+                    None => return Err("labels not separated by commas".into()),
+                };
+                pos = inner.len() - after.len();
+            };
+            rest = &inner[close + 1..];
+        }
+        let mut tokens = rest.split([' ', '\t']).filter(|t| !t.is_empty());
+        let value = parse_value(tokens.next().ok_or("a sample without a value")?)?;
+        if let Some(ts) = tokens.next() {
+            ts.parse::<i64>()
+                .map_err(|_| format!("{ts:?} is not a timestamp in milliseconds"))?;
+        }
+        if tokens.next().is_some() {
+            return Err("text after the timestamp".into());
+        }
+        Ok((name.to_string(), labels, value))
+    }
+
+    /// A float as Go's ParseFloat reads it, or `NaN`, `+Inf`, `-Inf`.
+    fn parse_value(text: &str) -> Result<f64, String> {
+        match text {
+            "NaN" => Ok(f64::NAN),
+            "+Inf" => Ok(f64::INFINITY),
+            "-Inf" => Ok(f64::NEG_INFINITY),
+            _ => text
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("{text:?} is not a value")),
+        }
+    }
+
+    fn check_metric_name(name: &str) -> Result<(), String> {
+        let mut chars = name.chars();
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':');
+        if first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            Ok(())
+        } else {
+            Err(format!("{name:?} is not a metric name"))
+        }
+    }
+
+    fn check_label_name(name: &str) -> Result<(), String> {
+        let mut chars = name.chars();
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("{name:?} is not a label name"));
+        }
+        if name.starts_with("__") {
+            return Err(format!("{name:?}: names starting with __ are reserved"));
+        }
+        Ok(())
+    }
+
+    /// A HELP text escapes only backslash and line feed.
+    fn check_escapes(text: &str) -> Result<(), String> {
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some('\\' | 'n') => {}
+                    other => return Err(format!("\\{other:?} is not an escape of HELP")),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Each histogram series: buckets with an `le`, cumulative, a `+Inf` bucket equal to its
+    /// `_count`, and a `_sum`.
+    fn check_histogram(name: &str, series: &BTreeMap<Series, f64>) -> Result<(), String> {
+        let bucket = format!("{name}_bucket");
+        let mut by_rest: BTreeMap<BTreeMap<String, String>, Vec<(f64, f64)>> = BTreeMap::new();
+        for ((metric, labels), value) in series {
+            if *metric != bucket {
+                continue;
+            }
+            let mut rest = labels.clone();
+            let le = rest
+                .remove("le")
+                .ok_or_else(|| format!("{bucket} without le: {labels:?}"))?;
+            let le = parse_value(&le).map_err(|e| format!("{bucket} le: {e}"))?;
+            by_rest.entry(rest).or_default().push((le, *value));
+        }
+        for (rest, mut buckets) in by_rest {
+            buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if buckets.windows(2).any(|w| w[1].1 < w[0].1) {
+                return Err(format!("{bucket}{rest:?}: the counts are not cumulative"));
+            }
+            let inf = buckets.last().filter(|b| b.0 == f64::INFINITY);
+            let inf = inf
+                .ok_or_else(|| format!("{bucket}{rest:?}: no +Inf bucket"))?
+                .1;
+            let count = series.get(&(format!("{name}_count"), rest.clone()));
+            if count != Some(&inf) {
+                return Err(format!(
+                    "{name}_count{rest:?} is {count:?}, its +Inf bucket {inf}"
+                ));
+            }
+            if !series.contains_key(&(format!("{name}_sum"), rest.clone())) {
+                return Err(format!("{name}_sum{rest:?} is missing"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The reader refuses what the format's description forbids, so that its silence about a
+/// rendering means something.
+#[test]
+fn the_text_format_reader_refuses_what_the_format_forbids() {
+    let good = "# HELP a_total Things, with a \\\\ and a \\n.\n# TYPE a_total counter\n\
+                a_total{x=\"q\\\"uote\",y=\"b\\\\s\"} 3\na_total 4 1700000000000\n\
+                # TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 0.5\n\
+                h_count 2\n";
+    let series = text_format::read(good).unwrap();
+    let key = |name: &str, labels: &[(&str, &str)]| {
+        (
+            name.to_string(),
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    };
+    assert_eq!(
+        series[&key("a_total", &[("x", "q\"uote"), ("y", "b\\s")])],
+        3.0
+    );
+    assert_eq!(series[&key("h_count", &[])], 2.0);
+    for (bad, why) in [
+        ("a 1", "no final line feed"),
+        ("# TYPE a gauge\n# TYPE a gauge\na 1\n", "two TYPE lines"),
+        ("a 1\n# TYPE a gauge\n", "TYPE after the samples"),
+        ("a 1\nb 1\na{x=\"1\"} 2\n", "a family in two groups"),
+        ("a 1\na 2\n", "the same series twice"),
+        ("1a 1\n", "a bad metric name"),
+        ("a{1x=\"v\"} 1\n", "a bad label name"),
+        ("a{x=v} 1\n", "an unquoted label value"),
+        ("a{x=\"\\t\"} 1\n", "an unknown escape"),
+        ("a one\n", "a value that is not a number"),
+        (
+            "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n",
+            "buckets not cumulative",
+        ),
+        (
+            "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n",
+            "no +Inf bucket",
+        ),
+        (
+            "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 1\n",
+            "a count that is not +Inf's",
+        ),
+    ] {
+        assert!(text_format::read(bad).is_err(), "accepted {why}: {bad:?}");
+    }
+}
+
+/// Every capture's exposition, at every detail, read by the reader above: it keeps the
+/// format's rules, and the ARC rows it exports are the capture's own `arcstats` text.
+#[test]
+fn the_exposition_of_every_lab_capture_keeps_the_text_format() {
+    use zpulse_agent::sinks::prometheus::exposition::{Detail, render_at};
+    fn captures(dir: &Path, out: &mut Vec<PathBuf>) {
+        if dir.join("zpulse-capture.toml").is_file() {
+            out.push(dir.to_path_buf());
+            return;
+        }
+        for entry in std::fs::read_dir(dir).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                captures(&path, out);
+            }
+        }
+    }
+    let mut dirs = Vec::new();
+    captures(&zpulse_tests::fixture(""), &mut dirs);
+    let mut checked = 0;
+    for dir in dirs {
+        {
+            let snapshot = zpulse_agent::capture::load(&dir).unwrap();
+            for detail in [Detail::Standard, Detail::Leaves, Detail::Full] {
+                let exposition = render_at(detail, &snapshot, &[], None);
+                let series = text_format::read(exposition.text_str())
+                    .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+                let arc = raw::arcstats(&dir);
+                let value = |name: &str| series.get(&(name.to_string(), BTreeMap::new()));
+                if let Some(size) = arc.get("size") {
+                    assert_eq!(value("zpulse_arc_size_bytes"), Some(&(*size as f64)));
+                }
+                if let Some(hits) = arc.get("hits") {
+                    assert_eq!(value("zpulse_arc_hits_total"), Some(&(*hits as f64)));
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 50, "the captures were found ({checked})");
+}

@@ -158,6 +158,20 @@ fn fixture_docs(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// An issue tracker's number cited in a line of code or a script (`issue #14`, `issues 5`),
+/// lower-cased: what the number meant is lost on whoever reads the code.
+fn tracker_number(lower: &str) -> Option<&str> {
+    lower.match_indices("issue").find_map(|(at, _)| {
+        let word_start = at == 0 || !lower.as_bytes()[at - 1].is_ascii_alphanumeric();
+        let rest = &lower[at + "issue".len()..];
+        let rest = rest.strip_prefix('s').unwrap_or(rest);
+        let after = rest.trim_start_matches(' ');
+        let after = after.strip_prefix('#').unwrap_or(after);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        (word_start && digits > 0).then(|| &lower[at..lower.len() - after.len() + digits])
+    })
+}
+
 #[test]
 fn every_file_a_comment_or_doc_names_exists() {
     let root = zpulse_tests::workspace();
@@ -180,14 +194,24 @@ fn every_file_a_comment_or_doc_names_exists() {
             continue;
         }
         let upstream_paths = rel == "tests/fixtures/external/PROVENANCE.md";
+        let code = !rel.ends_with(".md");
         for (n, line) in text.lines().enumerate() {
+            // Case-insensitive: "The brief's" at the start of a sentence is the same citation.
+            let lower = line.to_lowercase();
             for name in OUTSIDE {
-                if line.contains(name) {
+                if lower.contains(name) {
                     broken.push(format!(
                         "{rel}:{}: cites {name:?}, which is not in the repository",
                         n + 1
                     ));
                 }
+            }
+            if code && let Some(cited) = tracker_number(&lower) {
+                broken.push(format!(
+                    "{rel}:{}: cites {cited:?}; say what happened instead (a tracker's numbers \
+                     mean nothing to a reader of the code)",
+                    n + 1
+                ));
             }
             for reference in references(line) {
                 if !upstream_paths && !exists(&root, file, &reference) {
@@ -202,6 +226,22 @@ fn every_file_a_comment_or_doc_names_exists() {
         broken.len(),
         broken.join("\n")
     );
+}
+
+#[test]
+fn tracker_numbers_are_found_in_any_case() {
+    assert_eq!(
+        tracker_number("# the quick mode (issue #14): one run"),
+        Some("issue #14")
+    );
+    assert_eq!(tracker_number("see issues 5 and 6"), Some("issues 5"));
+    assert_eq!(
+        tracker_number("Issue 3".to_lowercase().as_str()),
+        Some("issue 3")
+    );
+    assert_eq!(tracker_number("a source issue in the snapshot"), None);
+    assert_eq!(tracker_number("sourceissue 4"), None);
+    assert_eq!(tracker_number("color:#222"), None);
 }
 
 #[test]

@@ -32,6 +32,7 @@
 //! Invariant: nothing in this crate starts a process. Parsers are pure functions of bytes;
 //! only the thin readers in [`sources`] touch the file system or the kernel.
 
+pub mod base;
 pub mod baseline;
 pub mod capture;
 pub mod cli;

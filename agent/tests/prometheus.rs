@@ -1,7 +1,7 @@
 //! The Prometheus exposition and sink, run as the binary: `promtool check metrics` (Debian's
 //! `prometheus` package, which `.ci/run` installs) on every lab capture, the `/metrics`
 //! endpoint's negotiation (gzip, OpenMetrics), its limits against idle clients, and the
-//! errors `check-config` gives for bad settings and busy ports.
+//! errors `check-config` gives for bad settings (it binds no port).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -419,7 +419,7 @@ fn check_config(dir: &Path, sink: &str) -> (bool, String) {
 }
 
 #[test]
-fn check_config_names_bad_listen_values_and_busy_ports() {
+fn check_config_names_bad_listen_values_and_binds_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let file = dir.join("zpulse.toml").display().to_string();
@@ -432,19 +432,21 @@ fn check_config_names_bad_listen_values_and_busy_ports() {
         "{msg}"
     );
 
+    // check-config has no side effects: it binds nothing, so a port another process holds
+    // is not its business (the sink's start says so, see the sink's unit tests), and the
+    // port stays as it was.
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = busy.local_addr().unwrap();
     let (ok, msg) = check_config(&dir, &format!("listen = \"{addr}\"\n"));
-    assert!(!ok);
-    assert!(
-        msg.contains(&format!("listen {addr}: the port is already in use")),
-        "{msg}"
-    );
-    drop(busy);
-
-    let (ok, msg) = check_config(&dir, &format!("listen = \"{addr}\"\n"));
     assert!(ok, "{msg}");
     assert!(msg.contains(&format!("prometheus {addr}")), "{msg}");
+    drop(busy);
+    let free = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let (ok, msg) = check_config(&dir, &format!("listen = \"{addr}\"\n"));
+    assert!(ok, "{msg}");
+    TcpListener::bind(addr).expect("check-config left the port free");
 }
 
 /// One row of docs/metrics.md's "Series per object" table.

@@ -30,14 +30,13 @@
 //!
 //! Relative paths in the file are relative to the file's directory.
 
-pub mod keys;
+pub use crate::base::keys;
 
 use crate::sinks::spec::SinkSpec;
-use keys::{KeyLines, line_of};
+use keys::{KeyLines, decode_table, line_of};
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::Deserializer;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
@@ -80,7 +79,7 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             file: None,
-            interval: Duration::from_secs(10),
+            interval: INTERVAL.default(),
             hostname: None,
             plugins: PluginSettings::default(),
             sinks: Vec::new(),
@@ -121,11 +120,107 @@ impl Default for PluginSettings {
             default_dirs: true,
             paths: Vec::new(),
             disable: Vec::new(),
-            budget: Duration::from_secs(2),
-            max_failures: 3,
-            max_events_per_sample: 1000,
-            max_event_bytes: 64 * 1024,
+            budget: BUDGET.default(),
+            max_failures: MAX_FAILURES.default as u32,
+            max_events_per_sample: MAX_EVENTS_PER_SAMPLE.default as u32,
+            max_event_bytes: MAX_EVENT_BYTES.default as usize,
             tables: BTreeMap::new(),
+        }
+    }
+}
+
+/// One of `[plugins]`' limits, a whole number from 1 to `max`: declared once, with its
+/// default and its doc line. The parser, [`PluginSettings::default`] and the test that holds
+/// the shipped conffile and zpulse.toml(5) to them all read this declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub key: &'static str,
+    pub default: u64,
+    pub max: u64,
+    pub doc: &'static str,
+}
+
+pub const MAX_FAILURES: Limit = Limit {
+    key: "max_failures",
+    default: 3,
+    max: 1000,
+    doc: "Failures in a row after which a plugin is disabled.",
+};
+
+pub const MAX_EVENTS_PER_SAMPLE: Limit = Limit {
+    key: "max_events_per_sample",
+    default: 1000,
+    max: 1_000_000,
+    doc: "Events one plugin may emit per sample; the rest are dropped.",
+};
+
+pub const MAX_EVENT_BYTES: Limit = Limit {
+    key: "max_event_bytes",
+    default: 64 * 1024,
+    max: 16 << 20,
+    doc: "Largest event record accepted, in bytes of MessagePack.",
+};
+
+/// One of the agent's durations: declared once, with its default and its range as the
+/// config file writes them (the one grammar, `zpulse_proto::sdk::config::parse_duration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub key: &'static str,
+    pub default: &'static str,
+    pub min: &'static str,
+    pub max: &'static str,
+}
+
+/// `interval`: how often the agent samples.
+pub const INTERVAL: Span = Span {
+    key: "interval",
+    default: "10s",
+    min: "1s",
+    max: "1d",
+};
+
+/// `plugins.budget`: how long one plugin call may take before the plugin is hung.
+pub const BUDGET: Span = Span {
+    key: "budget",
+    default: "2s",
+    min: "1ms",
+    max: "10m",
+};
+
+impl Span {
+    fn parse(text: &str) -> Duration {
+        zpulse_proto::sdk::config::parse_duration(text)
+            .unwrap_or_else(|e| panic!("a declared duration {text:?}: {e}"))
+    }
+
+    pub fn default(&self) -> Duration {
+        Span::parse(self.default)
+    }
+
+    /// `d` if it is within the range, else the error naming the key.
+    fn check(&self, d: Duration) -> Result<Duration, String> {
+        if d < Span::parse(self.min) || d > Span::parse(self.max) {
+            return Err(format!(
+                "{}: give a duration between {} and {}",
+                self.key, self.min, self.max
+            ));
+        }
+        Ok(d)
+    }
+}
+
+/// Every limit of `[plugins]`.
+pub const PLUGIN_LIMITS: [Limit; 3] = [MAX_FAILURES, MAX_EVENTS_PER_SAMPLE, MAX_EVENT_BYTES];
+
+impl Limit {
+    /// `value` if it is within the limit's range, else the error naming the key.
+    fn check(&self, value: Option<u64>) -> Result<Option<u64>, String> {
+        match value {
+            Some(v) if v == 0 || v > self.max => Err(format!(
+                "{}: give a number from 1 to {}",
+                self.key, self.max
+            )),
+            v => Ok(v),
         }
     }
 }
@@ -147,34 +242,7 @@ impl PluginTable {
     }
 }
 
-/// One `[[sink]]`: its typed config, the table as written (what a reload compares), and
-/// where each key was written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SinkConfig {
-    pub spec: SinkSpec,
-    pub table: toml::Table,
-    /// Its place among the `[[sink]]` tables, from 0.
-    pub index: usize,
-    pub keys: KeyLines,
-}
-
-impl SinkConfig {
-    /// `forward`, `syslog`, `stdout` or `prometheus`.
-    pub fn kind(&self) -> &'static str {
-        self.spec.kind()
-    }
-
-    /// `file:line` of the table's header.
-    pub fn origin(&self) -> String {
-        self.keys.origin()
-    }
-
-    /// An error about this sink, at the line of the key it names (`file:line: sink[0].key:
-    /// …`).
-    pub fn locate(&self, message: &str) -> String {
-        self.keys.locate(&format!("sink[{}]", self.index), message)
-    }
-}
+pub use crate::sinks::spec::SinkConfig;
 
 /// A config file is a page or two of TOML; a larger one is a mistake, not a config.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -188,7 +256,7 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
         None => return Ok(Config::default()),
     };
     // A regular file only: a FIFO in its place would block the reload (and SIGTERM behind it).
-    let bytes = crate::sources::root::read_regular(path, MAX_CONFIG_BYTES)
+    let bytes = crate::base::files::read_regular(path, MAX_CONFIG_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let text =
         String::from_utf8(bytes).map_err(|e| format!("{}: not UTF-8 text: {e}", path.display()))?;
@@ -227,14 +295,9 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         ..Config::default()
     };
     if let Some(interval) = raw.interval {
-        let d = interval.get_ref().0;
-        if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
-            return Err(format!(
-                "{}: interval: give a duration between 1s and 1d",
-                origin(Some(interval.span()))
-            ));
-        }
-        config.interval = d;
+        config.interval = INTERVAL
+            .check(interval.get_ref().0)
+            .map_err(|e| format!("{}: {e}", origin(Some(interval.span()))))?;
     }
     if let Some(host) = raw.hostname {
         let name = host.get_ref();
@@ -253,62 +316,56 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         config.hostname = Some(name.clone());
     }
 
-    let p = raw.plugins;
+    let plugin_keys = top("plugins")
+        .map(|v| KeyLines::of(&file_name, text, v))
+        .unwrap_or_default();
+    let (agent_keys, tables) = split_plugin_tables(raw.plugins.unwrap_or_default());
+    let p: PluginKeys = decode_table(agent_keys).map_err(|e| {
+        let e = if e.contains("unknown field") {
+            format!("{e}; a plugin's own settings go in a table [plugins.<name>]")
+        } else {
+            e
+        };
+        plugin_keys.locate("plugins", &e)
+    })?;
     let settings = &mut config.plugins;
+    let fail = |message: String| Err(plugin_keys.locate("plugins", &message));
     if let Some(dirs) = p.dirs {
-        settings.dirs = dirs.into_inner().into_iter().map(resolve).collect();
+        settings.dirs = dirs.into_iter().map(resolve).collect();
         settings.default_dirs = false;
     }
     if let Some(paths) = p.paths {
-        settings.paths = paths.into_inner().into_iter().map(resolve).collect();
+        settings.paths = paths.into_iter().map(resolve).collect();
     }
     if let Some(disable) = p.disable {
-        let at = origin(Some(disable.span()));
-        for name in disable.get_ref() {
+        for name in &disable {
             if let Err(e) = zpulse_proto::abi::check_name(name) {
-                return Err(format!("{at}: plugins.disable: {name:?}: {e}"));
+                return fail(format!("disable: {name:?}: {e}"));
             }
         }
-        settings.disable = disable.into_inner();
+        settings.disable = disable;
     }
-    if let Some(budget) = p.budget {
-        let d = budget.get_ref().0;
-        if d.is_zero() || d > Duration::from_secs(600) {
-            return Err(format!(
-                "{}: plugins.budget: give a duration between 1ms and 10m",
-                origin(Some(budget.span()))
-            ));
-        }
-        settings.budget = d;
+    if let Some(TomlDuration(d)) = p.budget {
+        settings.budget = BUDGET
+            .check(d)
+            .map_err(|e| plugin_keys.locate("plugins", &e))?;
     }
-    let positive = |v: Option<Spanned<u64>>, key: &str, max: u64| -> Result<Option<u64>, String> {
-        match v {
-            Some(v) if *v.get_ref() == 0 || *v.get_ref() > max => Err(format!(
-                "{}: plugins.{key}: give a number from 1 to {max}",
-                origin(Some(v.span()))
-            )),
-            Some(v) => Ok(Some(v.into_inner())),
-            None => Ok(None),
-        }
+    let positive = |v: Option<u64>, limit: Limit| {
+        limit
+            .check(v)
+            .map_err(|e| plugin_keys.locate("plugins", &e))
     };
-    if let Some(n) = positive(p.max_failures, "max_failures", 1000)? {
+    if let Some(n) = positive(p.max_failures, MAX_FAILURES)? {
         settings.max_failures = n as u32;
     }
-    if let Some(n) = positive(p.max_events_per_sample, "max_events_per_sample", 1_000_000)? {
+    if let Some(n) = positive(p.max_events_per_sample, MAX_EVENTS_PER_SAMPLE)? {
         settings.max_events_per_sample = n as u32;
     }
-    if let Some(n) = positive(p.max_event_bytes, "max_event_bytes", 16 << 20)? {
+    if let Some(n) = positive(p.max_event_bytes, MAX_EVENT_BYTES)? {
         settings.max_event_bytes = n as usize;
     }
-    for (name, value) in p.tables {
-        let at = origin(Some(value.span()));
-        let toml::Value::Table(table) = value.into_inner() else {
-            return Err(format!(
-                "{at}: plugins.{name}: unknown setting; [plugins] has {}, and a table \
-                 [plugins.<name>] for each plugin's own settings",
-                PLUGIN_KEYS.join(", ")
-            ));
-        };
+    for (name, table) in tables {
+        let at = plugin_keys.at(&name);
         if let Err(e) = zpulse_proto::abi::check_name(&name) {
             return Err(format!("{at}: plugins.{name}: {e}"));
         }
@@ -376,15 +433,32 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
     Ok(config)
 }
 
-const PLUGIN_KEYS: &[&str] = &[
-    "dirs",
-    "paths",
-    "disable",
-    "budget",
-    "max_failures",
-    "max_events_per_sample",
-    "max_event_bytes",
-];
+/// `[plugins]` split into the agent's own keys and the plugins' tables. A key is a plugin's
+/// table when its value is a table that is not one of the agent's keys (a table under an
+/// agent key's name stays with the agent's keys, to be refused for its type).
+fn split_plugin_tables(plugins: toml::Table) -> (toml::Table, Vec<(String, toml::Table)>) {
+    let mut agent = toml::Table::new();
+    let mut tables = Vec::new();
+    for (key, value) in plugins {
+        match value {
+            toml::Value::Table(table) if !is_agent_key(&key) => tables.push((key, table)),
+            value => {
+                agent.insert(key, value);
+            }
+        }
+    }
+    (agent, tables)
+}
+
+/// Whether `key` is one of [`PluginKeys`]' own: asked of serde, which knows the type's keys.
+fn is_agent_key(key: &str) -> bool {
+    let mut probe = toml::Table::new();
+    probe.insert(key.to_string(), toml::Value::Table(toml::Table::new()));
+    match decode_table::<PluginKeys>(probe) {
+        Ok(_) => true,
+        Err(e) => !e.contains("unknown field"),
+    }
+}
 
 /// Two Forward sinks on one spool directory would both append to it and number their new
 /// segments alike (a batch then fails with "File exists" and is lost): refused.
@@ -440,8 +514,7 @@ fn key_path(path: &serde_path_to_error::Path) -> String {
 struct RawConfig {
     interval: Option<Spanned<TomlDuration>>,
     hostname: Option<Spanned<String>>,
-    #[serde(default)]
-    plugins: RawPlugins,
+    plugins: Option<toml::Table>,
     #[serde(default)]
     sink: Vec<toml::Table>,
     history: Option<Spanned<crate::history::Config>>,
@@ -457,52 +530,18 @@ impl<'de> Deserialize<'de> for TomlDuration {
     }
 }
 
-/// `[plugins]`: the agent's keys, typed; every other key is kept for checking afterwards
-/// (it must be a plugin's table).
-#[derive(Default)]
-struct RawPlugins {
-    dirs: Option<Spanned<Vec<PathBuf>>>,
-    paths: Option<Spanned<Vec<PathBuf>>>,
-    disable: Option<Spanned<Vec<String>>>,
-    budget: Option<Spanned<TomlDuration>>,
-    max_failures: Option<Spanned<u64>>,
-    max_events_per_sample: Option<Spanned<u64>>,
-    max_event_bytes: Option<Spanned<u64>>,
-    tables: Vec<(String, Spanned<toml::Value>)>,
-}
-
-impl<'de> Deserialize<'de> for RawPlugins {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawPlugins;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("the [plugins] table")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawPlugins, A::Error> {
-                let mut p = RawPlugins::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "dirs" => p.dirs = Some(map.next_value()?),
-                        "paths" => p.paths = Some(map.next_value()?),
-                        "disable" => p.disable = Some(map.next_value()?),
-                        "budget" => p.budget = Some(map.next_value()?),
-                        "max_failures" => p.max_failures = Some(map.next_value()?),
-                        "max_events_per_sample" => {
-                            p.max_events_per_sample = Some(map.next_value()?)
-                        }
-                        "max_event_bytes" => p.max_event_bytes = Some(map.next_value()?),
-                        _ => {
-                            let value = map.next_value()?;
-                            p.tables.push((key, value));
-                        }
-                    }
-                }
-                Ok(p)
-            }
-        }
-        d.deserialize_map(V)
-    }
+/// `[plugins]`: the agent's own keys, typed (the plugins' tables are split off before, see
+/// [`split_plugin_tables`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PluginKeys {
+    dirs: Option<Vec<PathBuf>>,
+    paths: Option<Vec<PathBuf>>,
+    disable: Option<Vec<String>>,
+    budget: Option<TomlDuration>,
+    max_failures: Option<u64>,
+    max_events_per_sample: Option<u64>,
+    max_event_bytes: Option<u64>,
 }
 
 #[cfg(test)]

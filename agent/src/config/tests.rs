@@ -159,10 +159,24 @@ fn the_interval_is_1s_to_1d_nothing_is_clamped() {
 fn a_misspelt_agent_setting_in_plugins_is_an_error() {
     let err = parse_err("[plugins]\ndir = [\"/x\"]\n");
     assert!(
-        err.starts_with("/etc/zpulse/zpulse.toml:2: plugins.dir: unknown setting"),
+        err.starts_with("/etc/zpulse/zpulse.toml:2: plugins.dir: unknown field `dir`"),
         "{err}"
     );
-    assert!(err.contains("dirs, paths, disable, budget"), "{err}");
+    assert!(
+        err.contains("`dirs`, `paths`, `disable`, `budget`"),
+        "{err}"
+    );
+    assert!(err.contains("[plugins.<name>]"), "{err}");
+    // A table under an agent key's name is the agent key's, refused for its type.
+    let err = parse_err(
+        "[plugins.budget]
+x = 1
+",
+    );
+    assert!(
+        err.starts_with("/etc/zpulse/zpulse.toml:1: plugins.budget: "),
+        "{err}"
+    );
 }
 
 #[test]
@@ -274,7 +288,7 @@ fn a_sinks_errors_name_the_key_at_its_own_line() {
     );
     let err = parse_err("[[sink]]\ntype = \"stdout\"\nformat = \"json\"\n");
     assert!(
-        err.starts_with("/etc/zpulse/zpulse.toml:3: sink[0].format: unknown setting"),
+        err.starts_with("/etc/zpulse/zpulse.toml:3: sink[0].format: unknown field `format`"),
         "{err}"
     );
 }
@@ -433,4 +447,101 @@ fn two_forward_sinks_cannot_share_a_spool() {
          [[sink]]\ntype = \"forward\"\naddress = \"b:24224\"\n",
     );
     assert_eq!(c.sinks.len(), 2);
+}
+
+/// Every sink kind reads its table the same way (serde's derive), and its errors, from the
+/// types or from the checks after them, point at the key's own line.
+#[test]
+fn sink_errors_of_every_kind_name_the_key_and_its_line() {
+    let cases = [
+        (
+            "[[sink]]\ntype = \"stdout\"\n\nformat = \"json\"\n",
+            "/etc/zpulse/zpulse.toml:4: sink[0].format: unknown field `format`",
+        ),
+        (
+            "[[sink]]\ntype = \"prometheus\"\n\nlisten = \"nas1\"\n",
+            "/etc/zpulse/zpulse.toml:4: sink[0].listen: 'nas1' is not IP:PORT",
+        ),
+        (
+            "[[sink]]\ntype = \"prometheus\"\nlisten = \"127.0.0.1:9134\"\nmax_connections = 0\n",
+            "/etc/zpulse/zpulse.toml:4: sink[0].max_connections: give a number from 1 to 256",
+        ),
+        (
+            "[[sink]]\ntype = \"prometheus\"\ntimeout = []\n",
+            "/etc/zpulse/zpulse.toml:3: sink[0].timeout: ",
+        ),
+        (
+            "[[sink]]\ntype = \"stdout\"\n[[sink]]\ntype = \"syslog\"\naddress = \"udp://h\"\nfacilty = \"user\"\n",
+            "/etc/zpulse/zpulse.toml:6: sink[1].facilty: unknown field `facilty`",
+        ),
+        (
+            "[[sink]]\ntype = \"forward\"\naddress = \"c:24224\"\n[sink.tls]\nca = 5\n",
+            "/etc/zpulse/zpulse.toml:5: sink[0].tls.ca: invalid type",
+        ),
+        (
+            "[[sink]]\ntype = \"pigeon\"\n",
+            "/etc/zpulse/zpulse.toml:2: sink[0].type: \"pigeon\" is not one of stdout, syslog, forward, prometheus",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = parse_err(text);
+        assert!(err.starts_with(expected), "{text}\n{err}");
+    }
+}
+
+/// The shipped conffile and zpulse.toml(5) say each limit of `[plugins]` as it is declared:
+/// its default, and (the man page) its doc line; the parser takes 1 to its maximum.
+#[test]
+fn the_conffile_and_the_man_page_say_each_declared_setting_as_declared() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let conffile = std::fs::read_to_string(root.join("packaging/conf/zpulse.toml")).unwrap();
+    let man = std::fs::read_to_string(root.join("packaging/man/zpulse.toml.5")).unwrap();
+    let man_lines: Vec<&str> = man.lines().collect();
+    for limit in PLUGIN_LIMITS {
+        let key = limit.key;
+        let line = format!("#{key} = {}", limit.default);
+        assert!(
+            conffile.lines().any(|l| l == line),
+            "the conffile lacks {line:?}"
+        );
+        let item = format!(".It Ic {key} Pq integer, default {}", limit.default);
+        let at = man_lines.iter().position(|l| *l == item);
+        let at = at.unwrap_or_else(|| panic!("zpulse.toml(5) lacks {item:?}"));
+        assert_eq!(man_lines.get(at + 1), Some(&limit.doc), "{key}'s doc line");
+        let set = |n: u64| parse(&format!("[plugins]\n{key} = {n}\n"), Path::new("/z.toml"));
+        assert!(set(limit.max).is_ok() && set(1).is_ok(), "{key}");
+        assert!(set(limit.max + 1).is_err() && set(0).is_err(), "{key}");
+    }
+    for (span, section) in [(INTERVAL, ""), (BUDGET, "[plugins]\n")] {
+        let key = span.key;
+        let line = format!("#{key} = \"{}\"", span.default);
+        assert!(
+            conffile.lines().any(|l| l == line),
+            "the conffile lacks {line:?}"
+        );
+        let item = format!(".It Ic {key} Pq duration, default Dq {}", span.default);
+        assert!(
+            man_lines.contains(&item.as_str()),
+            "zpulse.toml(5) lacks {item:?}"
+        );
+        let set = |d: &str| parse(&format!("{section}{key} = \"{d}\"\n"), Path::new("/z.toml"));
+        assert!(set(span.min).is_ok() && set(span.max).is_ok(), "{key}");
+        let err = set("11d").unwrap_err();
+        assert!(
+            err.ends_with(&format!(
+                "give a duration between {} and {}",
+                span.min, span.max
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(Config::default().interval, Duration::from_secs(10));
+    let defaults = PluginSettings::default();
+    assert_eq!(defaults.budget, Duration::from_secs(2));
+    assert_eq!(u64::from(defaults.max_failures), MAX_FAILURES.default);
+    assert_eq!(
+        u64::from(defaults.max_events_per_sample),
+        MAX_EVENTS_PER_SAMPLE.default
+    );
+    assert_eq!(defaults.max_event_bytes as u64, MAX_EVENT_BYTES.default);
 }

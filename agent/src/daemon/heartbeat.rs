@@ -2,7 +2,7 @@
 //! punctuality, each sink's queue, spool and losses), as one event.
 
 use super::pipeline::SinkReport;
-use super::selfstat::SelfStat;
+use crate::base::selfstat::SelfStat;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use zpulse_proto::event::{Event, Severity, State, Value};

@@ -27,13 +27,13 @@
 //! stop), so that a restart neither repeats nor loses an event.
 
 mod heartbeat;
-pub mod log;
+pub use crate::base::log;
 mod pipeline;
 mod recorder;
 pub mod schedule;
-pub mod selfstat;
 pub(crate) mod zevents;
 
+use crate::base::clock::{Clock, system_clock};
 use crate::config::{self, Config};
 use crate::plugins::{Extra, Level, PluginHost, Status};
 use crate::sinks::build::{SinkKey, SinkPlan};
@@ -197,7 +197,16 @@ pub fn run(options: Options) -> Result<(), String> {
             .name("sampler".into())
             .spawn(move || match replay {
                 Some(dirs) => replay_loop(&dirs, pace, stage_tx, history, stopping, counters),
-                None => sampler_loop(system, interval, sampler_rx, stage_tx, history, counters),
+                None => {
+                    let sampler = Sampler {
+                        control: sampler_rx,
+                        stage: stage_tx,
+                        history,
+                        counters,
+                        clock: system_clock(),
+                    };
+                    sampler_loop(system, interval, sampler)
+                }
             })
             .map_err(|e| format!("cannot start the sampler thread: {e}"))?
     };
@@ -387,33 +396,40 @@ fn replay_loop(
     let _ = signal_hook::low_level::raise(signal_hook::consts::SIGTERM);
 }
 
-fn sampler_loop(
-    system: System,
-    interval: Duration,
+/// What the sampler thread talks to, and the clock its schedule is kept on.
+struct Sampler {
     control: Receiver<SamplerMsg>,
     stage: Sender<StageMsg>,
     history: recorder::Recorder,
     counters: Arc<Mutex<SamplerCounters>>,
-) {
-    let mut schedule = Schedule::new(Instant::now(), interval);
+    clock: Arc<dyn Clock>,
+}
+
+fn sampler_loop(system: System, interval: Duration, sampler: Sampler) {
+    let Sampler {
+        control,
+        stage,
+        history,
+        counters,
+        clock,
+    } = sampler;
+    let mut schedule = Schedule::new(clock.now(), interval);
     let mut prev: Option<Arc<zpulse_proto::Snapshot>> = None;
     let identity = system.identity();
     loop {
-        let wait = schedule
-            .next_due()
-            .saturating_duration_since(Instant::now());
+        let due = clock.at(schedule.next_due());
         select! {
             recv(control) -> msg => match msg {
                 Ok(SamplerMsg::Interval(d)) if d != schedule.interval() => {
-                    schedule = Schedule::new(Instant::now(), d);
+                    schedule = Schedule::new(clock.now(), d);
                     continue;
                 }
                 Ok(SamplerMsg::Interval(_)) => continue,
                 Ok(SamplerMsg::Stop) | Err(_) => return,
             },
-            default(wait) => {}
+            recv(due) -> _ => {}
         }
-        let now = Instant::now();
+        let now = clock.now();
         let tick = schedule.take(now);
         let late = now.saturating_duration_since(tick.due) > schedule.interval() / 2;
         let snap = Arc::new(sources::snapshot(&system, identity.clone()));
@@ -661,7 +677,7 @@ impl Stage {
             return None;
         }
         let plugins = self.host.plugins();
-        let me = selfstat::read();
+        let me = crate::base::selfstat::read();
         let hb = Heartbeat {
             hostname: self.hostname.clone(),
             interval_s: self.interval.as_secs_f64(),
@@ -734,11 +750,14 @@ impl Stage {
 mod sampler_tests {
     use super::*;
 
+    use crate::base::clock::ManualClock;
+
     /// The sampler's counts add up to the slots that passed, whatever holds up what follows
     /// it: with the plugin stage stalled (nothing takes its samples, as with a plugin that
     /// never returns or sinks that do not drain), every slot of the run is a sample taken or
     /// a slot counted missed, and every sample the stage could not take is counted dropped
-    /// (the first reading waits in the stage's queue, so all the samples after it).
+    /// (the first reading waits in the stage's queue, so all the samples after it). The
+    /// schedule runs on a manual clock: the test says when each slot comes.
     #[test]
     fn a_stalled_stage_leaves_the_sampler_counts_adding_up_to_the_slots() {
         let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/basic/001");
@@ -754,25 +773,33 @@ mod sampler_tests {
             false,
         );
         let counters = Arc::new(Mutex::new(SamplerCounters::default()));
-        let c = Arc::clone(&counters);
-        let start = Instant::now();
-        let sampler =
-            std::thread::spawn(move || sampler_loop(system, interval, control, stage, history, c));
-        std::thread::sleep(Duration::from_millis(1500));
+        let clock = Arc::new(ManualClock::default());
+        let sampler = Sampler {
+            control,
+            stage,
+            history,
+            counters: Arc::clone(&counters),
+            clock: Arc::clone(&clock) as Arc<dyn Clock>,
+        };
+        let thread = std::thread::spawn(move || sampler_loop(system, interval, sampler));
+        // Slot 0 is due at once; then five slots one by one, on time (the sampler waits once
+        // for each slot to come).
+        for slot in 1..=5 {
+            clock.until_waits(slot);
+            clock.advance(interval);
+        }
+        // The host stalls for three and a half intervals: slots 6 and 7 pass untaken, slot
+        // 8's sample is taken half an interval late.
+        clock.until_waits(6);
+        clock.advance(interval * 3 + interval / 2);
+        clock.until_waits(7);
         control_tx.send(SamplerMsg::Stop).unwrap();
-        sampler.join().unwrap();
-        let elapsed = start.elapsed();
+        thread.join().unwrap();
         let c = *counters.lock().unwrap();
-        // Slot k starts at k × interval; the run saw slots 0 to elapsed / interval.
-        let slots = (elapsed.as_millis() / interval.as_millis()) as u64 + 1;
-        let accounted = c.samples + c.missed;
-        assert!(
-            accounted + 1 >= slots && accounted <= slots,
-            "{c:?} over {elapsed:?}: {slots} slots"
-        );
-        assert!(c.samples >= 2, "{c:?}");
+        // Slots 0 to 8 passed: 7 taken, 2 missed.
+        assert_eq!((c.samples, c.missed), (7, 2), "{c:?}");
         assert_eq!(c.dropped, c.samples - 1, "{c:?}");
-        assert!(c.late <= c.samples, "{c:?}");
+        assert_eq!(c.late, 0, "half an interval late is not late: {c:?}");
         assert_eq!(stalled.len(), 1, "only the first reading waits");
     }
 }

@@ -89,7 +89,7 @@ pub fn read(dir: &Path, from: f64, to: f64) -> Result<HistoryRead, String> {
         return Err(format!(
             "{}: not a directory (a {})",
             dir.display(),
-            crate::sources::root::file_kind(meta.file_type())
+            crate::base::files::file_kind(meta.file_type())
         ));
     }
     let mut notes = Vec::new();

@@ -95,7 +95,7 @@ pub fn check_dir(dir: &Path, euid: u32) -> Result<(), String> {
         return Err(format!(
             "{}: the history directory is a {}, not a directory; refusing to write there",
             dir.display(),
-            crate::sources::root::file_kind(meta.file_type())
+            crate::base::files::file_kind(meta.file_type())
         ));
     }
     if meta.uid() != euid {
@@ -147,7 +147,7 @@ pub fn open_read(path: &Path) -> io::Result<File> {
             io::ErrorKind::InvalidInput,
             format!(
                 "not a regular file (a {})",
-                crate::sources::root::file_kind(kind)
+                crate::base::files::file_kind(kind)
             ),
         ));
     }

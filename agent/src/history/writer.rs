@@ -59,7 +59,7 @@ impl Writer {
     /// headers to know their ages and sizes.
     pub fn open(config: &Config) -> Result<Writer, String> {
         let dir = config.dir();
-        segment::ensure_dir(&dir, crate::plugins::perms::effective_uid())?;
+        segment::ensure_dir(&dir, crate::base::host::effective_uid())?;
         let mut w = Writer {
             retention_s: config.retention.as_secs_f64(),
             max_size: config.max_size,
@@ -211,7 +211,7 @@ impl Writer {
                                 "{}: a {} stands at the new segment's name; refusing to \
                                  write there",
                                 path.display(),
-                                crate::sources::root::file_kind(m.file_type())
+                                crate::base::files::file_kind(m.file_type())
                             ));
                         }
                         Err(_) => continue,

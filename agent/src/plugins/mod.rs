@@ -29,6 +29,7 @@ mod worker;
 
 pub use perms::{check_plugin_file, effective_uid};
 
+use crate::base::clock::{Clock, system_clock};
 use crate::config::PluginSettings;
 use crossbeam_channel::{Receiver, Sender};
 use lane::{Lane, Place, Queued};
@@ -44,34 +45,7 @@ use zpulse_proto::event::{Data, Entry, Event, EventTime, Kind, Severity, State, 
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::{Sample, sdk};
 
-/// Severity of a log line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Error,
-    Warn,
-    Info,
-    Debug,
-}
-
-impl Level {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Error => "error",
-            Level::Warn => "warning",
-            Level::Info => "info",
-            Level::Debug => "debug",
-        }
-    }
-}
-
-/// A log line from the host or a plugin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogLine {
-    pub level: Level,
-    /// The plugin's name (or file), or `plugins` for the host itself.
-    pub source: String,
-    pub message: String,
-}
+pub use crate::base::log::{Level, LogLine};
 
 impl fmt::Display for LogLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -254,6 +228,9 @@ pub struct PluginHost {
     interrupt: Option<Receiver<()>>,
     /// Whether plugins whose layout agrees get the sample natively (see [`PluginHost::run`]).
     native: bool,
+    /// What a call's time in hand is measured on: when it was posted, and when the budget
+    /// has run out.
+    clock: Arc<dyn Clock>,
 }
 
 impl PluginHost {
@@ -274,6 +251,18 @@ impl PluginHost {
         hostname: &str,
         interrupt: Option<Receiver<()>>,
     ) -> PluginHost {
+        PluginHost::start_on(settings, extra, hostname, interrupt, system_clock())
+    }
+
+    /// [`start_interruptible`](PluginHost::start_interruptible), the budget kept on `clock`
+    /// (a test's manual clock decides when a call has run too long).
+    pub fn start_on(
+        settings: &PluginSettings,
+        extra: &Extra,
+        hostname: &str,
+        interrupt: Option<Receiver<()>>,
+        clock: Arc<dyn Clock>,
+    ) -> PluginHost {
         signals::keep_agents();
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let mut host = PluginHost {
@@ -293,6 +282,7 @@ impl PluginHost {
             pending: Output::default(),
             interrupt,
             native: true,
+            clock,
         };
         let sources = sources_of(settings, extra);
 
@@ -340,7 +330,8 @@ impl PluginHost {
                 );
             }
         }
-        host.wait(Instant::now() + host.budget.budget);
+        let deadline = host.clock.now() + host.budget.budget;
+        host.wait(deadline);
         host.mark_hung();
         host
     }
@@ -446,7 +437,7 @@ impl PluginHost {
         };
         let index = self.slots.len();
         let member = Arc::new(Mutex::new(Member::new(opened.calls, &shared)));
-        let since = Instant::now();
+        let since = self.clock.now();
         self.lanes[lane].lane.post([Queued {
             owner: index,
             posted: since,
@@ -593,7 +584,7 @@ impl PluginHost {
         mut job: impl FnMut(&Running, bool) -> Option<Job>,
     ) {
         self.collect();
-        let now = Instant::now();
+        let now = self.clock.now();
         // One batch a lane, so that each lane is woken once.
         let mut batches: Vec<Vec<Queued<Call>>> = self.lanes.iter().map(|_| Vec::new()).collect();
         for (index, slot) in self.slots.iter_mut().enumerate() {
@@ -733,7 +724,7 @@ impl PluginHost {
         };
         self.lanes[lane].lane.post([Queued {
             owner: index,
-            posted: Instant::now(),
+            posted: self.clock.now(),
             job: Call {
                 member: Arc::clone(&run.member),
                 job: Job::Stop,
@@ -787,12 +778,16 @@ impl PluginHost {
             if !waiting {
                 return;
             }
+            let budget_over = self.clock.at(deadline);
             let dry = match &self.interrupt {
-                None => self.done_rx.recv_deadline(deadline).ok(),
+                None => crossbeam_channel::select! {
+                    recv(self.done_rx) -> dry => dry.ok(),
+                    recv(budget_over) -> _ => None,
+                },
                 Some(stop) => crossbeam_channel::select! {
                     recv(self.done_rx) -> dry => dry.ok(),
                     recv(stop) -> _ => None,
-                    default(deadline.saturating_duration_since(Instant::now())) => None,
+                    recv(budget_over) -> _ => None,
                 },
             };
             // What finished before the deadline counts, also on a lane still busy.
@@ -809,11 +804,12 @@ impl PluginHost {
     /// it is not hung: it has not started.
     fn mark_hung(&mut self) {
         let budget = self.budget.budget;
+        let now = self.clock.now();
         for lane in 0..self.lanes.len() {
             let Some(in_hand) = self.lanes[lane].lane.in_hand() else {
                 continue;
             };
-            if in_hand.posted.elapsed() < budget {
+            if now.saturating_duration_since(in_hand.posted) < budget {
                 continue;
             }
             // A call that spins is not held to the CPU the host was on when it posted.
@@ -907,7 +903,7 @@ impl PluginHost {
             let line = format!(
                 "{} returned after {}",
                 busy.call,
-                seconds(busy.since.elapsed())
+                seconds(self.clock.now().saturating_duration_since(busy.since))
             );
             self.log(Level::Info, &name, line);
         }

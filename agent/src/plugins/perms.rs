@@ -16,11 +16,7 @@ use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// The agent's effective user id.
-pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions, touches no memory of ours and cannot fail.
-    unsafe { libc::geteuid() }
-}
+pub use crate::base::host::effective_uid;
 
 /// Checks a plugin file for loading by a process running as `euid`.
 pub fn check_plugin_file(path: &Path, euid: u32) -> Result<(), String> {

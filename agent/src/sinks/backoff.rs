@@ -1,5 +1,5 @@
 //! When a sink that lost its receiver may try again: [`Backoff`], the one reconnect policy of
-//! the sinks that reconnect (Forward, syslog), and [`Clock`], the time it is read against.
+//! the sinks that reconnect (Forward, syslog), read against a [`crate::base::clock::Clock`].
 //!
 //! The wait starts at a minimum and doubles after each failure up to a maximum; a success
 //! starts over. With jitter ([`Backoff::jittered`]) each wait is drawn from the upper half of
@@ -8,54 +8,10 @@
 //! keeps the time of the next attempt itself, so callers ask it ([`Backoff::remaining`])
 //! instead of keeping a second copy of that fact.
 //!
-//! Time comes in as an argument ([`Clock::now`] at the call site), never from a clock read
-//! here, so tests step a [`ManualClock`] instead of sleeping.
+//! Time comes in as an argument (`Clock::now` at the call site), never from a clock read
+//! here, so tests step a `ManualClock` instead of sleeping.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Where a sink reads the time for its backoff.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> Instant;
-}
-
-/// The monotonic clock of the OS.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-}
-
-/// The system clock, shared: what sinks use outside tests.
-pub fn system_clock() -> Arc<dyn Clock> {
-    Arc::new(SystemClock)
-}
-
-/// A clock that moves only when told to ([`ManualClock::advance`]): tests.
-#[derive(Debug)]
-pub struct ManualClock(Mutex<Instant>);
-
-impl Default for ManualClock {
-    fn default() -> ManualClock {
-        ManualClock(Mutex::new(Instant::now()))
-    }
-}
-
-impl ManualClock {
-    pub fn advance(&self, by: Duration) {
-        let mut now = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        *now += by;
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Instant {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// Exponential backoff between connection attempts. See the [module documentation](self).
 #[derive(Debug, Clone)]
@@ -137,6 +93,7 @@ fn random_u64() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::clock::{Clock, ManualClock};
 
     const MIN: Duration = Duration::from_millis(500);
     const MAX: Duration = Duration::from_secs(30);

@@ -5,8 +5,8 @@
 //! once, in [`super::spec`].
 
 use super::Sink;
-use super::spec::{self, Planned};
-use crate::config::SinkConfig;
+use super::spec::Planned;
+use super::spec::SinkConfig;
 use std::path::{Path, PathBuf};
 
 /// What a sink is made from: its table as written, and the directory its relative paths are
@@ -36,7 +36,7 @@ impl SinkPlan {
     pub fn stdout() -> SinkPlan {
         let mut table = toml::Table::new();
         table.insert("type".into(), "stdout".into());
-        let planned = spec::stdout_plan();
+        let planned = super::stdout::stdout_plan();
         SinkPlan {
             key: SinkKey(table, None),
             name: planned.name(),

@@ -1,46 +1,54 @@
 //! `[[sink]]` tables, typed: [`SinkSpec`] has one variant per sink kind, chosen by the table's
 //! `type`, each holding that kind's own config type (as Vector's sink configs are one tagged
-//! enum). The config file's parser reads sinks only through [`SinkSpec::from_table`], and
-//! [`super::build`] makes them only through [`SinkSpec::plan`], so adding a sink kind is a
-//! variant here and an implementation of [`SinkKind`] for its config. [`decode_table`] and
-//! [`resolve_relative`] are how a kind whose config is a serde type reads its table and takes
-//! its files from the config file's directory.
+//! enum). Every kind reads its table the same way ([`SinkKind::read`]: serde's derive through
+//! [`decode_table`], then its relative paths from the config file's directory, then the checks
+//! its types do not make), and is planned without side effects ([`SinkKind::plan`]). Adding a
+//! sink kind is a line in [`sink_kinds!`] and a module with its config type and its
+//! [`SinkKind`] implementation.
 
 use super::Sink;
-use super::forward::{ForwardConfig, ForwardSink, Prepared};
-use super::prometheus::{PrometheusConfig, PrometheusSink};
-use super::stdout::{StdoutConfig, StdoutSink};
-use super::syslog::{SyslogConfig, SyslogSink};
+use super::forward::ForwardConfig;
+use super::prometheus::PrometheusConfig;
+use super::stdout::StdoutConfig;
+use super::syslog::SyslogConfig;
+use crate::base::keys::KeyLines;
 use std::path::{Path, PathBuf};
 
 /// What every sink kind's config offers.
-pub trait SinkKind: Sized {
+pub trait SinkKind: serde::de::DeserializeOwned + Sized {
     /// The `type` of its tables.
     const TYPE: &'static str;
-    /// Reads its `[[sink]]` table as written (the `type` key included, which it skips);
-    /// relative paths are taken from `base`, the config file's directory. An error starts with
-    /// the key it is about (`tls.ca: …`), so that the config can point at that key's line.
-    fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<Self, String>;
-    /// Checks what can be checked without side effects and makes the sink, not started.
+    /// Takes its relative paths (`tls.ca`, a spool directory, a textfile) from `base`, the
+    /// config file's directory.
+    fn resolve_paths(&mut self, _base: &Path) {}
+    /// The checks that serde's types do not make, without side effects; an error starts
+    /// with the key it is about (`tls: give both cert and key …`).
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Checks what can be checked without side effects and makes the sink, not started:
+    /// nothing is opened, bound or connected before [`Planned::start`].
     fn plan(&self) -> Result<Box<dyn Planned>, String>;
+
+    /// Reads its `[[sink]]` table as written (the `type` key skipped). An error starts with
+    /// the key it is about (`tls.ca: …`), so that the config can point at that key's line.
+    fn read(table: &toml::Table, base: Option<&Path>) -> Result<Self, String> {
+        let mut config: Self = decode_table(table)?;
+        if let Some(base) = base {
+            config.resolve_paths(base);
+        }
+        config.check()?;
+        Ok(config)
+    }
 }
 
-/// A sink kind's config as serde reads it from its `[[sink]]` table (the `type` key skipped),
-/// for the kinds whose config is a serde type. An error starts with the key it is about
-/// (`tls.ca: invalid type: …`), or is serde's message alone for the table itself.
+/// A sink kind's config as serde reads it from its `[[sink]]` table (the `type` key skipped).
+/// An error starts with the key it is about (`tls.ca: invalid type: …`), or is serde's
+/// message alone for the table itself.
 pub fn decode_table<T: serde::de::DeserializeOwned>(table: &toml::Table) -> Result<T, String> {
     let mut table = table.clone();
     table.remove("type");
-    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let path = e.path().to_string();
-        // `message` is the error alone, without the "in `tls`" context lines.
-        let message = e.into_inner().message().trim_end().to_string();
-        if path == "." {
-            message
-        } else {
-            format!("{path}: {message}")
-        }
-    })
+    crate::base::keys::decode_table(table)
 }
 
 /// Takes each relative path among `paths` (a sink's files: `tls.ca`, a spool directory) from
@@ -60,9 +68,48 @@ pub trait Planned: Send {
     fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String>;
 }
 
-/// One `[[sink]]`, typed by its `type`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SinkSpec {
+/// The one list of sink kinds: each `Variant(ConfigType)` becomes a variant of [`SinkSpec`],
+/// chosen by its config type's [`SinkKind::TYPE`].
+macro_rules! sink_kinds {
+    ($($variant:ident($config:ty)),* $(,)?) => {
+        /// One `[[sink]]`, typed by its `type`.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum SinkSpec {
+            $($variant($config)),*
+        }
+
+        impl SinkSpec {
+            /// Every `type` a `[[sink]]` may have.
+            pub const TYPES: &'static [&'static str] = &[$(<$config as SinkKind>::TYPE),*];
+
+            fn read_kind(
+                kind: &str,
+                table: &toml::Table,
+                base: Option<&Path>,
+            ) -> Option<Result<SinkSpec, String>> {
+                $(if kind == <$config as SinkKind>::TYPE {
+                    return Some(<$config as SinkKind>::read(table, base).map(SinkSpec::$variant));
+                })*
+                None
+            }
+
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(SinkSpec::$variant(_) => <$config as SinkKind>::TYPE),*
+                }
+            }
+
+            /// The sink, checked and not started ([`SinkKind::plan`]).
+            pub fn plan(&self) -> Result<Box<dyn Planned>, String> {
+                match self {
+                    $(SinkSpec::$variant(c) => c.plan()),*
+                }
+            }
+        }
+    };
+}
+
+sink_kinds! {
     Stdout(StdoutConfig),
     Syslog(SyslogConfig),
     Forward(ForwardConfig),
@@ -70,14 +117,6 @@ pub enum SinkSpec {
 }
 
 impl SinkSpec {
-    /// Every `type` a `[[sink]]` may have.
-    pub const TYPES: [&'static str; 4] = [
-        StdoutConfig::TYPE,
-        SyslogConfig::TYPE,
-        ForwardConfig::TYPE,
-        PrometheusConfig::TYPE,
-    ];
-
     /// Reads a `[[sink]]` table: its `type`, then that kind's own config.
     pub fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<SinkSpec, String> {
         let types = SinkSpec::TYPES.join(", ");
@@ -86,126 +125,36 @@ impl SinkSpec {
             Some(other) => return Err(format!("type: {other} is not one of {types}")),
             None => return Err(format!("type: missing; say which sink: {types}")),
         };
-        fn read<K: SinkKind>(
-            table: &toml::Table,
-            base: Option<&Path>,
-            wrap: fn(K) -> SinkSpec,
-        ) -> Result<SinkSpec, String> {
-            K::from_table(table, base).map(wrap)
-        }
-        match kind {
-            StdoutConfig::TYPE => read(table, base, SinkSpec::Stdout),
-            SyslogConfig::TYPE => read(table, base, SinkSpec::Syslog),
-            ForwardConfig::TYPE => read(table, base, SinkSpec::Forward),
-            PrometheusConfig::TYPE => read(table, base, SinkSpec::Prometheus),
-            other => Err(format!("type: \"{other}\" is not one of {types}")),
-        }
+        SinkSpec::read_kind(kind, table, base)
+            .unwrap_or_else(|| Err(format!("type: \"{kind}\" is not one of {types}")))
     }
+}
 
+/// One `[[sink]]`: its typed config, the table as written (what a reload compares), and
+/// where each key was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkConfig {
+    pub spec: SinkSpec,
+    pub table: toml::Table,
+    /// Its place among the `[[sink]]` tables, from 0.
+    pub index: usize,
+    pub keys: KeyLines,
+}
+
+impl SinkConfig {
+    /// `forward`, `syslog`, `stdout` or `prometheus`.
     pub fn kind(&self) -> &'static str {
-        match self {
-            SinkSpec::Stdout(_) => StdoutConfig::TYPE,
-            SinkSpec::Syslog(_) => SyslogConfig::TYPE,
-            SinkSpec::Forward(_) => ForwardConfig::TYPE,
-            SinkSpec::Prometheus(_) => PrometheusConfig::TYPE,
-        }
+        self.spec.kind()
     }
 
-    pub fn plan(&self) -> Result<Box<dyn Planned>, String> {
-        match self {
-            SinkSpec::Stdout(c) => c.plan(),
-            SinkSpec::Syslog(c) => c.plan(),
-            SinkSpec::Forward(c) => c.plan(),
-            SinkSpec::Prometheus(c) => c.plan(),
-        }
+    /// `file:line` of the table's header.
+    pub fn origin(&self) -> String {
+        self.keys.origin()
     }
-}
 
-impl SinkKind for StdoutConfig {
-    const TYPE: &'static str = "stdout";
-    fn from_table(table: &toml::Table, _base: Option<&Path>) -> Result<Self, String> {
-        match table.keys().find(|k| *k != "type") {
-            Some(k) => Err(format!("{k}: unknown setting; a stdout sink takes none")),
-            None => Ok(StdoutConfig),
-        }
-    }
-    fn plan(&self) -> Result<Box<dyn Planned>, String> {
-        Ok(stdout_plan())
-    }
-}
-
-/// The stdout sink, checked: there is nothing to check.
-pub fn stdout_plan() -> Box<dyn Planned> {
-    Box::new(PlannedStdout)
-}
-
-struct PlannedStdout;
-
-impl Planned for PlannedStdout {
-    fn name(&self) -> String {
-        "stdout".into()
-    }
-    fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String> {
-        Ok(Box::new(StdoutSink::new()))
-    }
-}
-
-impl SinkKind for SyslogConfig {
-    const TYPE: &'static str = "syslog";
-    fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<Self, String> {
-        SyslogConfig::from_table(table, base)
-    }
-    fn plan(&self) -> Result<Box<dyn Planned>, String> {
-        Ok(Box::new(SyslogSink::new(self.clone())?))
-    }
-}
-
-impl Planned for SyslogSink {
-    fn name(&self) -> String {
-        Sink::name(self)
-    }
-    fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String> {
-        Ok(self)
-    }
-}
-
-impl SinkKind for ForwardConfig {
-    const TYPE: &'static str = "forward";
-    fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<Self, String> {
-        ForwardConfig::from_toml(table, base.unwrap_or(Path::new(".")))
-    }
-    /// Nothing is opened: the spool waits for [`Planned::start`].
-    fn plan(&self) -> Result<Box<dyn Planned>, String> {
-        Ok(Box::new(ForwardSink::prepare(self.clone())?))
-    }
-}
-
-impl Planned for Prepared {
-    fn name(&self) -> String {
-        Prepared::name(self)
-    }
-    fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String> {
-        Ok(Box::new(Prepared::start(*self)?))
-    }
-}
-
-impl SinkKind for PrometheusConfig {
-    const TYPE: &'static str = "prometheus";
-    fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<Self, String> {
-        PrometheusConfig::from_table(table, base)
-    }
-    /// The listener is opened here (or this process's own reused), so that a bad address or
-    /// a busy port is an error in check-config and before a reload swaps anything.
-    fn plan(&self) -> Result<Box<dyn Planned>, String> {
-        Ok(Box::new(PrometheusSink::new(self.clone())?))
-    }
-}
-
-impl Planned for PrometheusSink {
-    fn name(&self) -> String {
-        Sink::name(self)
-    }
-    fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String> {
-        Ok(self)
+    /// An error about this sink, at the line of the key it names (`file:line: sink[0].key:
+    /// …`).
+    pub fn locate(&self, message: &str) -> String {
+        self.keys.locate(&format!("sink[{}]", self.index), message)
     }
 }

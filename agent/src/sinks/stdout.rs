@@ -5,8 +5,32 @@ use std::io::Write;
 use std::time::Instant;
 
 /// `[[sink]] type = "stdout"`: it takes no settings.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StdoutConfig;
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdoutConfig {}
+
+impl super::spec::SinkKind for StdoutConfig {
+    const TYPE: &'static str = "stdout";
+    fn plan(&self) -> Result<Box<dyn super::spec::Planned>, String> {
+        Ok(stdout_plan())
+    }
+}
+
+/// The stdout sink, checked: there is nothing to check.
+pub fn stdout_plan() -> Box<dyn super::spec::Planned> {
+    Box::new(PlannedStdout)
+}
+
+struct PlannedStdout;
+
+impl super::spec::Planned for PlannedStdout {
+    fn name(&self) -> String {
+        "stdout".into()
+    }
+    fn start(self: Box<Self>) -> Result<Box<dyn super::Sink>, String> {
+        Ok(Box::new(StdoutSink::new()))
+    }
+}
 
 pub struct StdoutSink<W: Write + Send> {
     out: W,

@@ -113,20 +113,6 @@ impl ForwardConfig {
         }
     }
 
-    /// Reads a `[[sink]]` table of the config file (its `type` key is skipped). Relative
-    /// paths are taken from `base`, the config file's directory. The error names the key:
-    /// `tls.ca: invalid type: …`.
-    pub fn from_toml(table: &toml::Table, base: &Path) -> Result<ForwardConfig, String> {
-        let mut config: ForwardConfig = crate::sinks::spec::decode_table(table)?;
-        let (spool_dir, tls) = (&mut config.spool_dir, &mut config.tls);
-        let files = tls
-            .iter_mut()
-            .flat_map(|tls| [&mut tls.ca, &mut tls.cert, &mut tls.key]);
-        crate::sinks::spec::resolve_relative(base, spool_dir.iter_mut().chain(files.flatten()));
-        config.check()?;
-        Ok(config)
-    }
-
     /// The checks that serde's types do not make; the error names the key.
     pub fn check(&self) -> Result<(), String> {
         split_address(&self.address)?;
@@ -192,6 +178,33 @@ impl ForwardConfig {
             })
             .collect();
         Path::new(base).join(format!("forward-{name}"))
+    }
+}
+
+impl crate::sinks::spec::SinkKind for ForwardConfig {
+    const TYPE: &'static str = "forward";
+    fn resolve_paths(&mut self, base: &Path) {
+        let (spool_dir, tls) = (&mut self.spool_dir, &mut self.tls);
+        let files = tls
+            .iter_mut()
+            .flat_map(|tls| [&mut tls.ca, &mut tls.cert, &mut tls.key]);
+        crate::sinks::spec::resolve_relative(base, spool_dir.iter_mut().chain(files.flatten()));
+    }
+    fn check(&self) -> Result<(), String> {
+        ForwardConfig::check(self)
+    }
+    /// Nothing is opened: the spool waits for [`crate::sinks::spec::Planned::start`].
+    fn plan(&self) -> Result<Box<dyn crate::sinks::spec::Planned>, String> {
+        Ok(Box::new(super::ForwardSink::prepare(self.clone())?))
+    }
+}
+
+impl crate::sinks::spec::Planned for super::Prepared {
+    fn name(&self) -> String {
+        super::Prepared::name(self)
+    }
+    fn start(self: Box<Self>) -> Result<Box<dyn crate::sinks::Sink>, String> {
+        Ok(Box::new(super::Prepared::start(*self)?))
     }
 }
 

@@ -47,8 +47,7 @@ pub use config::{ForwardConfig, TlsConfig, split_address};
 use super::backoff::Backoff;
 use super::prometheus::exposition;
 use super::{Reading, Sink, SinkError, SinkStats, Stamped};
-use crate::daemon::log::log;
-use crate::plugins::Level;
+use crate::base::log::{Level, log};
 use conn::{Connection, Failure, Target};
 use rustls::pki_types::ServerName;
 use spool::Spool;
@@ -620,10 +619,5 @@ fn random16() -> [u8; 16] {
 
 /// The hostname the handshake names when `self_hostname` is not set.
 fn system_hostname() -> String {
-    let name = crate::sources::System::live().identity().hostname;
-    if name.is_empty() {
-        "zpulse".into()
-    } else {
-        name
-    }
+    crate::base::host::hostname().unwrap_or_else(|| "zpulse".into())
 }

@@ -5,6 +5,7 @@
 
 use super::spool::{BatchId, Spool};
 use super::*;
+use crate::sinks::spec::SinkKind;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -505,7 +506,7 @@ fn config_keys_defaults_and_errors() {
     let base = Path::new("/etc/zpulse");
     let parse = |text: &str| {
         let table: toml::Table = toml::from_str(text).unwrap();
-        ForwardConfig::from_toml(&table, base)
+        ForwardConfig::read(&table, Some(base))
     };
     let c = parse("type = \"forward\"\naddress = \"collector:24224\"").unwrap();
     assert_eq!(c, ForwardConfig::new("collector:24224"));

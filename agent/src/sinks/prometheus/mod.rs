@@ -25,6 +25,7 @@
 pub mod exposition;
 pub mod server;
 
+use super::spec::{Planned, SinkKind};
 use super::{Reading, Sink, SinkError, SinkStats, Stamped};
 use exposition::{AgentHealth, Detail, OpenFinding, SinkHealth};
 use server::{Endpoint, Limits, Published};
@@ -39,7 +40,8 @@ use zpulse_proto::event::{Kind, State, Value};
 /// to claim; 9134 is the one this project documents.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9134";
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(try_from = "PrometheusTable")]
 pub struct PrometheusConfig {
     /// `None`: no HTTP server (textfile only).
     pub listen: Option<SocketAddr>,
@@ -48,93 +50,64 @@ pub struct PrometheusConfig {
     pub detail: Detail,
 }
 
-const KEYS: &[&str] = &[
-    "type",
-    "listen",
-    "textfile",
-    "max_connections",
-    "timeout",
-    "detail",
-];
+/// A `[[sink]] type = "prometheus"` table as written, before its values are checked and
+/// turned into a [`PrometheusConfig`].
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrometheusTable {
+    listen: Option<String>,
+    textfile: Option<PathBuf>,
+    #[serde(default = "default_max_connections")]
+    max_connections: i64,
+    #[serde(
+        default = "default_timeout",
+        deserialize_with = "zpulse_proto::sdk::config::duration::deserialize"
+    )]
+    timeout: Duration,
+    detail: Option<String>,
+}
 
-impl PrometheusConfig {
-    /// Reads a `[[sink]]` table; relative paths are relative to the config file's directory.
-    pub fn from_table(table: &toml::Table, config_dir: Option<&Path>) -> Result<Self, String> {
-        if let Some(k) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+fn default_max_connections() -> i64 {
+    8
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+impl TryFrom<PrometheusTable> for PrometheusConfig {
+    type Error = String;
+    /// What can be said of the values alone; the textfile's directory is checked once its
+    /// path is taken from the config file's directory ([`SinkKind::check`]).
+    fn try_from(table: PrometheusTable) -> Result<PrometheusConfig, String> {
+        if let Some(p) = &table.textfile
+            && p.extension().is_none_or(|e| e != "prom")
+        {
             return Err(format!(
-                "{k}: unknown setting; a prometheus sink has {}",
-                KEYS[1..].join(", ")
+                "textfile: {} must end in .prom (node_exporter's textfile collector reads only *.prom)",
+                p.display()
             ));
         }
-        let text = |key: &str| -> Result<Option<&str>, String> {
-            match table.get(key) {
-                None => Ok(None),
-                Some(toml::Value::String(s)) => Ok(Some(s.as_str())),
-                Some(other) => Err(format!("{key}: give a string, not {other}")),
-            }
-        };
-        let textfile = match text("textfile")? {
-            None => None,
-            Some(p) => {
-                let p = PathBuf::from(p);
-                let p = match config_dir {
-                    Some(dir) if p.is_relative() => dir.join(p),
-                    _ => p,
-                };
-                if p.extension().is_none_or(|e| e != "prom") {
-                    return Err(format!(
-                        "textfile: {} must end in .prom (node_exporter's textfile collector reads only *.prom)",
-                        p.display()
-                    ));
-                }
-                match p.parent() {
-                    Some(dir) if dir.as_os_str().is_empty() || dir.is_dir() => {}
-                    Some(dir) => {
-                        return Err(format!(
-                            "textfile: directory {} does not exist",
-                            dir.display()
-                        ));
-                    }
-                    None => return Err(format!("textfile: {} is not a file", p.display())),
-                }
-                Some(p)
-            }
-        };
-        let listen = match text("listen")? {
+        let listen = match table.listen.as_deref() {
             // Only a textfile: no port unless one is asked for.
-            None if textfile.is_some() => None,
-            None => Some(DEFAULT_LISTEN),
+            None if table.textfile.is_some() => None,
+            None => Some(parse_listen(DEFAULT_LISTEN)?),
             Some("") => None,
-            Some(s) => Some(s),
-        };
-        let listen = match listen {
-            None => None,
             Some(s) => Some(parse_listen(s)?),
         };
-        if listen.is_none() && textfile.is_none() {
+        if listen.is_none() && table.textfile.is_none() {
             return Err("listen = \"\" needs a textfile: the sink would export nowhere".into());
         }
-        let max_connections = match table.get("max_connections") {
-            None => 8,
-            Some(toml::Value::Integer(n)) if (1..=256).contains(n) => *n as usize,
-            Some(other) => {
-                return Err(format!(
-                    "max_connections: give a number from 1 to 256, not {other}"
-                ));
-            }
-        };
-        let timeout = match table.get("timeout") {
-            None => Duration::from_secs(10),
-            Some(v) => {
-                let d = zpulse_proto::sdk::config::duration::deserialize(v.clone())
-                    .map_err(|e| format!("timeout: {e}"))?;
-                if d.is_zero() || d > Duration::from_secs(300) {
-                    return Err("timeout: give a duration between 1ms and 5m".into());
-                }
-                d
-            }
-        };
-        let detail = match text("detail")? {
+        if !(1..=256).contains(&table.max_connections) {
+            return Err(format!(
+                "max_connections: give a number from 1 to 256, not {}",
+                table.max_connections
+            ));
+        }
+        if table.timeout.is_zero() || table.timeout > Duration::from_secs(300) {
+            return Err("timeout: give a duration between 1ms and 5m".into());
+        }
+        let detail = match table.detail.as_deref() {
             None => Detail::default(),
             Some(s) => Detail::parse(s).ok_or_else(|| {
                 format!(
@@ -144,14 +117,50 @@ impl PrometheusConfig {
             })?,
         };
         Ok(PrometheusConfig {
-            detail,
             listen,
-            textfile,
+            textfile: table.textfile,
             limits: Limits {
-                max_connections,
-                timeout,
+                max_connections: table.max_connections as usize,
+                timeout: table.timeout,
             },
+            detail,
         })
+    }
+}
+
+impl SinkKind for PrometheusConfig {
+    const TYPE: &'static str = "prometheus";
+    fn resolve_paths(&mut self, base: &Path) {
+        super::spec::resolve_relative(base, self.textfile.iter_mut());
+    }
+    fn check(&self) -> Result<(), String> {
+        let Some(p) = &self.textfile else {
+            return Ok(());
+        };
+        match p.parent() {
+            Some(dir) if dir.as_os_str().is_empty() || dir.is_dir() => Ok(()),
+            Some(dir) => Err(format!(
+                "textfile: directory {} does not exist",
+                dir.display()
+            )),
+            None => Err(format!("textfile: {} is not a file", p.display())),
+        }
+    }
+    /// Nothing is opened: the listener is bound (or this process's own reused) by
+    /// [`Planned::start`]; its address was checked when the table was read.
+    fn plan(&self) -> Result<Box<dyn Planned>, String> {
+        Ok(Box::new(PlannedPrometheus(self.clone())))
+    }
+}
+
+struct PlannedPrometheus(PrometheusConfig);
+
+impl Planned for PlannedPrometheus {
+    fn name(&self) -> String {
+        PrometheusSink::name_of(&self.0)
+    }
+    fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String> {
+        Ok(Box::new(PrometheusSink::new(self.0)?))
     }
 }
 
@@ -206,8 +215,18 @@ pub struct PrometheusSink {
 }
 
 impl PrometheusSink {
-    /// Opens the listener now, so that a bad address or a busy port is an error at start
-    /// (and in `check-config`), not a log line later.
+    /// `prometheus 127.0.0.1:9134`, `prometheus /path/zpulse.prom`, or both.
+    pub fn name_of(config: &PrometheusConfig) -> String {
+        match (&config.listen, &config.textfile) {
+            (Some(a), None) => format!("prometheus {a}"),
+            (None, Some(p)) => format!("prometheus {}", p.display()),
+            (Some(a), Some(p)) => format!("prometheus {a} {}", p.display()),
+            (None, None) => "prometheus".into(),
+        }
+    }
+
+    /// Opens the listener (or takes this process's own on that address): a busy port is
+    /// an error when the sink starts.
     pub fn new(config: PrometheusConfig) -> Result<PrometheusSink, String> {
         let endpoint = match config.listen {
             Some(addr) => Some(server::endpoint(addr, config.limits)?),
@@ -348,7 +367,7 @@ fn render_reading(
     findings: &[OpenFinding],
     mut agent: AgentHealth,
 ) -> exposition::Exposition {
-    let me = crate::daemon::selfstat::read();
+    let me = crate::base::selfstat::read();
     agent.cpu_seconds = me.cpu_seconds;
     agent.rss_bytes = me.rss_bytes;
     renderer.lock().unwrap_or_else(|e| e.into_inner()).render(
@@ -417,12 +436,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 impl Sink for PrometheusSink {
     fn name(&self) -> String {
-        match (&self.config.listen, &self.config.textfile) {
-            (Some(a), None) => format!("prometheus {a}"),
-            (None, Some(p)) => format!("prometheus {}", p.display()),
-            (Some(a), Some(p)) => format!("prometheus {a} {}", p.display()),
-            (None, None) => "prometheus".into(),
-        }
+        PrometheusSink::name_of(&self.config)
     }
 
     fn deliver(&mut self, batch: &[Stamped]) -> Result<(), SinkError> {

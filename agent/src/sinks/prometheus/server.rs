@@ -259,6 +259,9 @@ pub struct Endpoint {
     pub shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     limits: Arc<Mutex<Limits>>,
+    /// The accept thread, which holds the listener: joined on drop, so that the port is
+    /// free once the endpoint is gone (a reload binds it again at once).
+    accepting: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Endpoint {
@@ -279,7 +282,14 @@ impl Drop for Endpoint {
                 SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
             });
         }
-        let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+        let woken = TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok();
+        // Only a woken thread is sure to return; one that was not is left to let the port
+        // go when it next wakes.
+        if let Some(thread) = self.accepting.take()
+            && woken
+        {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -307,18 +317,19 @@ pub fn endpoint(addr: SocketAddr, limits: Limits) -> Result<Arc<Endpoint>, Strin
     let shared = Arc::new(Shared::default());
     let stop = Arc::new(AtomicBool::new(false));
     let limits = Arc::new(Mutex::new(limits));
-    {
+    let accepting = {
         let (shared, stop, limits) = (Arc::clone(&shared), Arc::clone(&stop), Arc::clone(&limits));
         std::thread::Builder::new()
             .name(format!("prometheus {addr}"))
             .spawn(move || accept_loop(listener, shared, stop, limits))
-            .map_err(|e| format!("listen {addr}: cannot start the server thread: {e}"))?;
-    }
+            .map_err(|e| format!("listen {addr}: cannot start the server thread: {e}"))?
+    };
     let endpoint = Arc::new(Endpoint {
         addr,
         shared,
         stop,
         limits,
+        accepting: Some(accepting),
     });
     reg.push((addr, Arc::downgrade(&endpoint)));
     Ok(endpoint)

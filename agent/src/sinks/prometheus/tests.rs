@@ -18,7 +18,7 @@ fn finding(state: State, severity: Severity) -> Stamped {
 fn textfile_sink(dir: &Path) -> PrometheusSink {
     let mut table = toml::Table::new();
     table.insert("textfile".into(), "zpulse.prom".into());
-    let config = PrometheusConfig::from_table(&table, Some(dir)).unwrap();
+    let config = PrometheusConfig::read(&table, Some(dir)).unwrap();
     assert_eq!(config.listen, None, "a textfile alone opens no port");
     PrometheusSink::new(config).unwrap()
 }
@@ -59,20 +59,20 @@ fn findings_open_on_raise_follow_updates_and_go_on_clear() {
 #[test]
 fn settings_are_checked_with_clear_errors() {
     let table = |text: &str| -> toml::Table { toml::from_str(text).unwrap() };
-    let err = |text: &str| PrometheusConfig::from_table(&table(text), None).unwrap_err();
+    let err = |text: &str| PrometheusConfig::read(&table(text), None).unwrap_err();
     assert!(err(r#"listen = "localhost""#).contains("is not IP:PORT"));
     assert!(err(r#"listen = "127.0.0.1:0""#).contains("give a port"));
-    assert!(err(r#"listen = 9134"#).contains("give a string"));
+    assert!(err(r#"listen = 9134"#).contains("expected a string"));
     assert!(err(r#"textfile = "/tmp/zpulse.txt""#).contains("must end in .prom"));
     assert!(err(r#"textfile = "/nonexistent-dir/zpulse.prom""#).contains("does not exist"));
     assert!(err(r#"listen = """#).contains("needs a textfile"));
     assert!(err(r#"max_connections = 0"#).contains("from 1 to 256"));
     assert!(err(r#"timeout = "0s""#).contains("between 1ms and 5m"));
-    assert!(err(r#"port = 9134"#).contains("unknown setting"));
+    assert!(err(r#"port = 9134"#).contains("unknown field `port`"));
     assert!(err(r#"detail = "all""#).contains(r#"is not one of "standard", "leaves", "full""#));
-    let full = PrometheusConfig::from_table(&table(r#"detail = "full""#), None).unwrap();
+    let full = PrometheusConfig::read(&table(r#"detail = "full""#), None).unwrap();
     assert_eq!(full.detail, Detail::Full);
-    let default = PrometheusConfig::from_table(&table(""), None).unwrap();
+    let default = PrometheusConfig::read(&table(""), None).unwrap();
     assert_eq!(default.listen, Some("127.0.0.1:9134".parse().unwrap()));
     assert_eq!(default.detail, Detail::Standard);
 }
@@ -218,4 +218,39 @@ fn kernel_events_are_counted_by_class_and_pool_and_what_was_dropped_too() {
         text.contains(&format!("zpulse_zevents_dropped_total {dropped}")),
         "{text}"
     );
+}
+
+/// Planning binds nothing (check-config and a reload's check have no side effects); the
+/// start binds, and a port another process holds is the start's error, naming the address.
+#[test]
+fn planning_binds_nothing_and_a_busy_port_fails_the_start() {
+    use crate::sinks::spec::SinkKind;
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap();
+    let mut table = toml::Table::new();
+    table.insert("listen".into(), addr.to_string().into());
+    let config = PrometheusConfig::read(&table, None).unwrap();
+    let planned = config.plan().unwrap();
+    assert_eq!(planned.name(), format!("prometheus {addr}"));
+    let Err(e) = planned.start() else {
+        panic!("started on a port another socket holds")
+    };
+    assert!(
+        e.contains(&format!("listen {addr}: the port is already in use")),
+        "{e}"
+    );
+    drop(busy);
+
+    // A free port: planned twice, nothing bound in between, then started once.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let mut table = toml::Table::new();
+    table.insert("listen".into(), addr.to_string().into());
+    let config = PrometheusConfig::read(&table, None).unwrap();
+    let first = config.plan().unwrap();
+    let _second = config.plan().unwrap();
+    std::net::TcpListener::bind(addr).expect("planning bound the port");
+    let sink = first.start().unwrap();
+    assert_eq!(sink.name(), format!("prometheus {addr}"));
 }

@@ -46,8 +46,8 @@ mod tests;
 pub use format::{Dialect, EXAMPLE_ENTERPRISE_NUMBER, Facility, Formatter};
 pub use transport::{Address, Framing, Timing};
 
-use super::backoff::{Clock, system_clock};
 use super::{Sink, SinkError, SinkStats, Stamped};
+use crate::base::clock::{Clock, system_clock};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::Deserialize;
@@ -131,17 +131,28 @@ impl SyslogConfig {
             tls: None,
         }
     }
+}
 
-    /// From a `[[sink]]` table as the config file gives it (its `type` key is skipped). A
-    /// relative `tls.ca`, `tls.cert` or `tls.key` is taken relative to `base` (the config
-    /// file's directory). Errors start with the key (`facility: …`).
-    pub fn from_table(table: &toml::Table, base: Option<&Path>) -> Result<SyslogConfig, String> {
-        let mut config: SyslogConfig = super::spec::decode_table(table)?;
-        if let (Some(base), Some(tls)) = (base, config.tls.as_mut()) {
+impl super::spec::SinkKind for SyslogConfig {
+    const TYPE: &'static str = "syslog";
+    fn resolve_paths(&mut self, base: &Path) {
+        if let Some(tls) = self.tls.as_mut() {
             let files = [&mut tls.ca, &mut tls.cert, &mut tls.key];
             super::spec::resolve_relative(base, files.into_iter().flatten());
         }
-        Ok(config)
+    }
+    /// Checks the address, facility and names, and reads the TLS files; connects nowhere.
+    fn plan(&self) -> Result<Box<dyn super::spec::Planned>, String> {
+        Ok(Box::new(SyslogSink::new(self.clone())?))
+    }
+}
+
+impl super::spec::Planned for SyslogSink {
+    fn name(&self) -> String {
+        Sink::name(self)
+    }
+    fn start(self: Box<Self>) -> Result<Box<dyn Sink>, String> {
+        Ok(self)
     }
 }
 

@@ -4,7 +4,8 @@
 
 use super::format::{self, Dialect, Facility, Formatter, cut_escaped, escape_sd_value, sd_name};
 use super::*;
-use crate::sinks::backoff::ManualClock;
+use crate::base::clock::ManualClock;
+use crate::sinks::spec::SinkKind;
 use jiff::tz::Offset;
 use proptest::prelude::*;
 use std::io::Read;
@@ -623,7 +624,7 @@ fn config_from_table_with_defaults() {
         "#,
     )
     .unwrap();
-    let c = SyslogConfig::from_table(&table, Some(Path::new("/etc/zpulse"))).unwrap();
+    let c = SyslogConfig::read(&table, Some(Path::new("/etc/zpulse"))).unwrap();
     assert_eq!(c.address, "tls://logs.example.net");
     assert_eq!(c.facility, "daemon");
     assert_eq!(c.app_name, "zpulse");
@@ -645,22 +646,22 @@ fn config_from_table_with_defaults() {
         "#,
     )
     .unwrap();
-    let c = SyslogConfig::from_table(&table, Some(Path::new("/etc/zpulse"))).unwrap();
+    let c = SyslogConfig::read(&table, Some(Path::new("/etc/zpulse"))).unwrap();
     assert_eq!(c.framing, Some(Framing::Lf));
     let tls = c.tls.unwrap();
     assert_eq!(tls.cert.unwrap(), PathBuf::from("/etc/zpulse/agent.pem"));
     assert_eq!(tls.key.unwrap(), PathBuf::from("/keys/agent.key"));
     let table: toml::Table = toml::from_str("address = \"tcp://h\"\nframing = \"nul\"").unwrap();
-    let err = SyslogConfig::from_table(&table, None).unwrap_err();
+    let err = SyslogConfig::read(&table, None).unwrap_err();
     assert!(
         err.contains("octet-counting") && err.contains("lf"),
         "{err}"
     );
 
     let table: toml::Table = toml::from_str("address = \"udp://h\"\nfacilty = \"user\"").unwrap();
-    let err = SyslogConfig::from_table(&table, None).unwrap_err();
+    let err = SyslogConfig::read(&table, None).unwrap_err();
     assert!(err.contains("facilty"), "{err}");
-    let err = SyslogConfig::from_table(&toml::Table::new(), None).unwrap_err();
+    let err = SyslogConfig::read(&toml::Table::new(), None).unwrap_err();
     assert!(err.contains("address"), "{err}");
 }
 

@@ -17,7 +17,8 @@
 //! [`Clock`]) before it tries again, refusing messages meanwhile. The sink drops and counts
 //! what was refused.
 
-use crate::sinks::backoff::{Backoff, Clock};
+use crate::base::clock::Clock;
+use crate::sinks::backoff::Backoff;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use std::fmt;

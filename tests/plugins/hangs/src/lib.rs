@@ -1,5 +1,7 @@
 //! Sleeps in `on_sample` for the samples listed in `hang_samples` (1-based), `hang_ms` each;
-//! emits one metrics event per sample it finishes, so the test sees when it runs again.
+//! emits one metrics event per sample it finishes, so the test sees when it runs again. With
+//! `entered_file` it creates that file when it starts to hang (so a test knows the call is in
+//! hand), and with `release_file` it hangs until that file exists instead of for `hang_ms`.
 //! Asked for a report, it gives one section, then sleeps `report_hang_ms` and gives another.
 
 use std::time::Duration;
@@ -13,6 +15,8 @@ pub struct Config {
     hang_ms: u64,
     hang_samples: Vec<u64>,
     report_hang_ms: u64,
+    entered_file: Option<std::path::PathBuf>,
+    release_file: Option<std::path::PathBuf>,
 }
 
 pub struct Hangs {
@@ -32,7 +36,17 @@ impl Plugin for Hangs {
     fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
         self.seen += 1;
         if self.config.hang_samples.contains(&self.seen) {
-            std::thread::sleep(Duration::from_millis(self.config.hang_ms));
+            if let Some(entered) = &self.config.entered_file {
+                std::fs::write(entered, b"")?;
+            }
+            match &self.config.release_file {
+                Some(release) => {
+                    while !release.exists() {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+                None => std::thread::sleep(Duration::from_millis(self.config.hang_ms)),
+            }
         }
         let event = Event::metrics(Self::NAME, "hangs", format!("sample {}", self.seen))
             .with("n", self.seen)

@@ -300,7 +300,7 @@ fn vdev_stats_match_zpool_list_and_get() {
                 assert_eq!(Some(vs[VS_FRAGMENTATION]), frag);
             }
         }
-        // The brief's headline fact: mirror-0's vs_alloc is its ALLOC column.
+        // The fact the lab pool was built to show: mirror-0's vs_alloc is its ALLOC column.
         assert_eq!(
             pool.lookup("vdev_tree.children[0].vdev_stats")
                 .and_then(NvValue::as_u64_array)

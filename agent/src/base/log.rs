@@ -9,11 +9,39 @@
 //! (source `agent`: starting, reloaded, reload refused, stopping) answer an operator's action
 //! and are always written.
 
-use crate::plugins::{Level, LogLine};
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+/// Severity of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warn => "warning",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
+}
+
+/// A log line from the host or a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub level: Level,
+    /// The plugin's name (or file), or `plugins` for the host itself.
+    pub source: String,
+    pub message: String,
+}
 
 /// How long a message, once written, is not written again.
 pub const REPEAT_WINDOW: Duration = Duration::from_secs(600);

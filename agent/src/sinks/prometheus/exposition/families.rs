@@ -1,736 +1,11 @@
-//! A snapshot as Prometheus metrics: the text exposition format 0.0.4 and OpenMetrics 1.0
-//! ([`Exposition`]), or as a Forward metric record — the metric set said once, by the
-//! functions below, to either emitter.
-//!
-//! Counters stay counters (Prometheus computes the rates); a value the kernel did not report
-//! is an absent series, never 0. Names follow the Prometheus conventions: the `zpulse_`
-//! prefix, base units (bytes, seconds, ratios 0–1) in the name, `_total` on counters, HELP and
-//! TYPE for every family. `docs/metrics.md` lists every family.
-//!
-//! The two text formats differ only in a counter's TYPE/HELP name (OpenMetrics names the
-//! family without `_total`) and in the `# EOF` terminator, so only the text is written: the
-//! OpenMetrics form is the text with those cuts.
-//!
-//! A sink renders every reading, so the cost is per reading: [`Renderer`] and
-//! [`RecordRenderer`] keep, from one reading to the next, what readings share (the headers
-//! and kstat families, checked against each reading) and write a line as copies of ready
-//! bytes (label sets written once per rendering, fixed-size copies for bucket bounds and
-//! counts) and integer formatting, with no allocation per line. [`render`] and
-//! [`series_record`] are the same with nothing kept.
-
-use std::collections::BTreeMap;
-use std::io::Write as _;
-use zpulse_forward::series::{Number, SeriesType, SeriesWriter};
-use zpulse_proto::Snapshot;
-use zpulse_proto::snapshot::{
-    DiskCounters, KstatValue, LatencyHistograms, Os, Vdev, VdevClass, VdevStats,
-};
-
-/// What Prometheus needs to know about one open finding.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct OpenFinding {
-    pub check: String,
-    pub subject: String,
-    pub severity: String,
-}
-
-/// The agent's own figures, from its heartbeat and its process.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AgentHealth {
-    pub cpu_seconds: Option<f64>,
-    pub rss_bytes: Option<u64>,
-    pub samples: Option<u64>,
-    pub late_samples: Option<u64>,
-    pub missed_slots: Option<u64>,
-    pub dropped_samples: Option<u64>,
-    pub plugins_running: Option<u64>,
-    pub plugins_total: Option<u64>,
-    pub sinks: Vec<SinkHealth>,
-    /// Kernel events sent, by (class, pool; empty for an event of no pool).
-    pub zevents: BTreeMap<(String, String), u64>,
-    /// Kernel events the queue dropped before the agent read them: the kernel's count and
-    /// the event ids that never came.
-    pub zevents_dropped: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SinkHealth {
-    pub name: String,
-    pub queued_batches: Option<u64>,
-    pub delivered: Option<u64>,
-    pub dropped: Option<u64>,
-    pub pending: Option<u64>,
-    pub spool_bytes: Option<u64>,
-}
-
-/// One rendering: the text format, and where the OpenMetrics form differs from it.
-///
-/// The formats differ only in a counter family's HELP/TYPE name (OpenMetrics names the
-/// family without the `_total` of its samples) and in the `# EOF` terminator, so the
-/// OpenMetrics form is not written out a second time: it is the text with those `_total`s
-/// left out ([`Exposition::openmetrics_pieces`]), put together by whoever sends it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Exposition {
-    /// `text/plain; version=0.0.4` (UTF-8: it is made of `str`s and ASCII, cut only
-    /// between lines).
-    text: Vec<u8>,
-    /// Where in `text` a `_total` starts that OpenMetrics leaves out, ascending.
-    om_cuts: Vec<usize>,
-}
-
-const OM_CUT: &str = "_total";
-const OM_EOF: &str = "# EOF\n";
-
-impl Exposition {
-    /// `application/openmetrics-text; version=1.0.0`, piece by piece: the text between the
-    /// cuts, then `# EOF`.
-    pub fn openmetrics_pieces(&self) -> impl Iterator<Item = &[u8]> {
-        let text = &self.text[..];
-        let starts = std::iter::once(0).chain(self.om_cuts.iter().map(|c| c + OM_CUT.len()));
-        let ends = self.om_cuts.iter().copied().chain([text.len()]);
-        starts
-            .zip(ends)
-            .map(move |(a, b)| &text[a..b])
-            .chain([OM_EOF.as_bytes()])
-    }
-
-    /// Bytes of the OpenMetrics form.
-    pub fn openmetrics_len(&self) -> usize {
-        self.text.len() - OM_CUT.len() * self.om_cuts.len() + OM_EOF.len()
-    }
-
-    /// `text/plain; version=0.0.4`.
-    pub fn text(&self) -> &[u8] {
-        &self.text
-    }
-
-    /// The text format as a `str`.
-    pub fn text_str(&self) -> &str {
-        std::str::from_utf8(&self.text).unwrap_or_default()
-    }
-
-    /// The OpenMetrics form in one piece.
-    pub fn openmetrics(&self) -> String {
-        let bytes = self.openmetrics_pieces().collect::<Vec<_>>().concat();
-        String::from_utf8(bytes).unwrap_or_default()
-    }
-}
-
-/// How much of a reading an exposition carries (a sink's `detail` setting).
-/// `docs/metrics.md` gives the series each costs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Detail {
-    /// What a fleet's Prometheus can carry: latency histograms of top-level vdevs (which name
-    /// their class) in the standard buckets ([`STANDARD_EDGES`]), only those with I/O; block
-    /// devices that are storage (no partitions, loop devices, RAM disks, … unless they serve
-    /// a pool).
-    #[default]
-    Standard,
-    /// Standard, and the latency histograms of leaf vdevs too.
-    Leaves,
-    /// Everything: every vdev's histograms in the kernel's own power-of-two buckets (empty
-    /// ones too), every block device.
-    Full,
-}
-
-impl Detail {
-    pub const NAMES: [&'static str; 3] = ["standard", "leaves", "full"];
-
-    pub fn parse(s: &str) -> Option<Detail> {
-        match s {
-            "standard" => Some(Detail::Standard),
-            "leaves" => Some(Detail::Leaves),
-            "full" => Some(Detail::Full),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Detail::Standard => "standard",
-            Detail::Leaves => "leaves",
-            Detail::Full => "full",
-        }
-    }
-}
-
-pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-pub const OPENMETRICS_CONTENT_TYPE: &str =
-    "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Type {
-    Counter,
-    Gauge,
-    Histogram,
-}
-
-impl Type {
-    fn as_str(self) -> &'static str {
-        self.series_type().as_str()
-    }
-
-    fn series_type(self) -> SeriesType {
-        match self {
-            Type::Counter => SeriesType::Counter,
-            Type::Gauge => SeriesType::Gauge,
-            Type::Histogram => SeriesType::Histogram,
-        }
-    }
-}
-
-/// Where the metric set goes: the text formats ([`TextOut`]) or a Forward metric record
-/// ([`SeriesOut`]). The functions below say each family once, to either.
-trait Emit {
-    /// Starts a family; a family that gets no series leaves no trace.
-    fn family(&mut self, name: &str, kind: Type, help: &str);
-    fn line(&mut self, name: &str, labels: &Labels, value: Value) {
-        self.line_in(name, &LabelSet::default(), labels, value);
-    }
-    /// Labels that many series share (a disk's, a vdev's), made ready once per rendering.
-    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a>;
-    /// A series with the labels of `set`, then `extra`.
-    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value);
-    /// The buckets of one histogram series (`name` ends in `_bucket`) with the labels of
-    /// `set` and `extra`: each bound with its cumulative count, `+Inf` last.
-    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]);
-}
-
-type Labels<'a> = [(&'a str, &'a str)];
-
-/// Labels many series share, as [`Emit::label_set`] made them ready: the pairs (at most
-/// [`LabelSet::MAX`]) and, for the text, where their written form `{k="v",…` lies in the
-/// emitter's scratch buffer (empty when no label has a value).
-#[derive(Debug, Clone, Default)]
-struct LabelSet<'a> {
-    pairs: [(&'a str, &'a str); LabelSet::MAX],
-    len: usize,
-    text: std::ops::Range<usize>,
-}
-
-impl<'a> LabelSet<'a> {
-    const MAX: usize = 4;
-
-    fn new(labels: &Labels<'a>) -> LabelSet<'a> {
-        debug_assert!(labels.len() <= LabelSet::MAX, "{labels:?}");
-        let mut set = LabelSet::default();
-        for (slot, label) in set.pairs.iter_mut().zip(labels) {
-            *slot = *label;
-            set.len += 1;
-        }
-        set
-    }
-
-    fn labels(&self) -> &[(&'a str, &'a str)] {
-        &self.pairs[..self.len]
-    }
-
-    /// The set's labels, then `extra`, in `buf` (for an emitter that wants them in one slice).
-    fn with<'b>(
-        &self,
-        extra: &Labels<'a>,
-        buf: &'b mut [(&'a str, &'a str); 8],
-    ) -> &'b [(&'a str, &'a str)] {
-        let n = self.len + extra.len();
-        debug_assert!(n <= buf.len(), "{extra:?}");
-        for (slot, label) in buf.iter_mut().zip(self.labels().iter().chain(extra)) {
-            *slot = *label;
-        }
-        &buf[..n.min(8)]
-    }
-}
-
-/// A family's HELP and TYPE lines as the text writes them, and where in them OpenMetrics cuts
-/// a `_total`.
-#[derive(Debug)]
-struct Header {
-    name: String,
-    kind: Type,
-    help: String,
-    text: Vec<u8>,
-    om_cuts: Vec<usize>,
-}
-
-impl Header {
-    fn new(name: &str, kind: Type, help: &str) -> Header {
-        let mut t = Vec::with_capacity(2 * name.len() + help.len() + 24);
-        t.extend_from_slice(b"# HELP ");
-        let help_name = t.len();
-        t.extend_from_slice(name.as_bytes());
-        t.push(b' ');
-        escape_help_into(&mut t, help);
-        t.extend_from_slice(b"\n# TYPE ");
-        let type_name = t.len();
-        t.extend_from_slice(name.as_bytes());
-        t.push(b' ');
-        t.extend_from_slice(kind.as_str().as_bytes());
-        t.push(b'\n');
-        // OpenMetrics names a counter family without the `_total` of its samples.
-        let om_cuts = match name.strip_suffix(OM_CUT) {
-            Some(base) if kind == Type::Counter => {
-                vec![help_name + base.len(), type_name + base.len()]
-            }
-            _ => Vec::new(),
-        };
-        Header {
-            name: name.to_owned(),
-            kind,
-            help: help.to_owned(),
-            text: t,
-            om_cuts,
-        }
-    }
-}
-
-/// The headers of the last rendering by position: a rendering starts the families of the one
-/// before in the same order (most families are there every time), so each is checked against
-/// the family asked for and written again only when it differs.
-#[derive(Debug, Default)]
-struct Headers {
-    kept: Vec<Header>,
-    next: usize,
-}
-
-impl Headers {
-    fn next(&mut self, name: &str, kind: Type, help: &str) -> &Header {
-        let i = self.next;
-        self.next += 1;
-        match self.kept.get(i) {
-            Some(h) if h.kind == kind && h.name == name && h.help == help => {}
-            Some(_) => self.kept[i] = Header::new(name, kind, help),
-            // Positions are asked for in order, so `i` is the length here.
-            None => self.kept.push(Header::new(name, kind, help)),
-        }
-        &self.kept[i]
-    }
-}
-
-/// Writes the text format (and the OpenMetrics cuts).
-struct TextOut<'r> {
-    text: Vec<u8>,
-    om_cuts: Vec<usize>,
-    /// The header of the family started last while it has no series yet: where it starts in
-    /// `text` and how many cuts there were before it.
-    unused_header: Option<(usize, usize)>,
-    /// A histogram series up to its `le` value, kept allocated between histograms.
-    prefix: &'r mut Vec<u8>,
-    /// The written form of the label sets of this rendering.
-    sets: &'r mut Vec<u8>,
-    headers: &'r mut Headers,
-}
-
-impl Emit for TextOut<'_> {
-    fn family(&mut self, name: &str, kind: Type, help: &str) {
-        self.drop_unused_header();
-        self.unused_header = Some((self.text.len(), self.om_cuts.len()));
-        let header = self.headers.next(name, kind, help);
-        let at = self.text.len();
-        self.text.extend_from_slice(&header.text);
-        self.om_cuts.extend(header.om_cuts.iter().map(|c| at + c));
-    }
-
-    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a> {
-        let mut set = LabelSet::new(labels);
-        let start = self.sets.len();
-        write_labels(self.sets, labels, false);
-        set.text = start..self.sets.len();
-        set
-    }
-
-    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value) {
-        self.unused_header = None;
-        let t = &mut self.text;
-        t.extend_from_slice(name.as_bytes());
-        t.extend_from_slice(&self.sets[set.text.clone()]);
-        if write_labels(t, extra, !set.text.is_empty()) || !set.text.is_empty() {
-            t.push(b'}');
-        }
-        t.push(b' ');
-        value.write(t);
-        t.push(b'\n');
-    }
-
-    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]) {
-        self.unused_header = None;
-        let prefix = &mut *self.prefix;
-        prefix.clear();
-        prefix.extend_from_slice(bucket_name.as_bytes());
-        prefix.extend_from_slice(&self.sets[set.text.clone()]);
-        let any = write_labels(prefix, extra, !set.text.is_empty()) || !set.text.is_empty();
-        prefix.extend_from_slice(if any { b",le=\"" } else { b"{le=\"" });
-        // Cumulative counts repeat (every bucket below the fastest I/O, every one above the
-        // slowest): formatted once per run.
-        let mut digits = Digits::default();
-        let mut last = None;
-        for &(bound, count) in counts {
-            if last != Some(count) {
-                digits.set(count);
-                last = Some(count);
-            }
-            let t = &mut self.text;
-            t.extend_from_slice(prefix);
-            extend_padded(t, &bound.text);
-            extend_padded(t, &digits.line());
-        }
-    }
-}
-
-impl TextOut<'_> {
-    fn drop_unused_header(&mut self) {
-        if let Some((text, cuts)) = self.unused_header.take() {
-            self.text.truncate(text);
-            self.om_cuts.truncate(cuts);
-        }
-    }
-
-    fn finish(mut self) -> Exposition {
-        self.drop_unused_header();
-        Exposition {
-            text: self.text,
-            om_cuts: self.om_cuts,
-        }
-    }
-}
-
-/// Writes a Forward metric record: the same series, labels as given (an empty value is an
-/// absent label there too).
-struct SeriesOut {
-    writer: SeriesWriter,
-    kind: Type,
-}
-
-impl Emit for SeriesOut {
-    fn family(&mut self, _name: &str, kind: Type, _help: &str) {
-        self.kind = kind;
-    }
-
-    fn line(&mut self, name: &str, labels: &Labels, value: Value) {
-        self.writer
-            .series(name, self.kind.series_type(), labels, value.number());
-    }
-
-    fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a> {
-        LabelSet::new(labels)
-    }
-
-    fn line_in(&mut self, name: &str, set: &LabelSet, extra: &Labels, value: Value) {
-        let mut buf = Default::default();
-        self.line(name, set.with(extra, &mut buf), value);
-    }
-
-    fn buckets(&mut self, bucket_name: &str, set: &LabelSet, extra: &Labels, counts: &[Bucket]) {
-        let mut buf = Default::default();
-        self.writer.series_run(
-            bucket_name,
-            SeriesType::Histogram,
-            set.with(extra, &mut buf),
-            "le",
-            counts
-                .iter()
-                .map(|&(bound, n)| (bound.le.as_str(), Number::Unsigned(n))),
-        );
-    }
-}
-
-/// A histogram bucket as exposed: its bound and the cumulative count of I/Os up to it.
-type Bucket = (&'static Bound, u64);
-
-/// A kernel latency histogram as Prometheus buckets, one per kernel bucket, into `out`. Bucket
-/// i counts I/Os of [2^i, 2^(i+1)) ns; the last one also everything longer (vdev_stat_update,
-/// module/zfs/vdev.c), so it is +Inf's alone.
-fn kernel_buckets(counts: &[u64], out: &mut Vec<Bucket>) {
-    let le = bucket_bounds();
-    let last = counts.len().saturating_sub(1);
-    let mut total = 0u64;
-    out.clear();
-    out.extend(counts.iter().enumerate().map(|(i, &n)| {
-        total = total.saturating_add(n);
-        let bound = if i == last { &le[64] } else { &le[i.min(63)] };
-        (bound, total)
-    }));
-}
-
-/// The bounds of the standard histograms, as powers of two in ns: 2^13 (8.2 µs) to 2^33
-/// (8.6 s), every second one. They are edges of the kernel's own buckets, so each count is
-/// exact (the kernel's buckets are summed, never split or interpolated); a factor of 4 per
-/// bucket spans NVMe reads to a stalled disk in 11 bounds and `+Inf`, 12 buckets where the
-/// kernel has 37 (most of them always 0: nothing completes in under 8 µs, and I/O slower than
-/// 8.6 s is for `zpulse_vdev_slow_ios_total` to count).
-const STANDARD_EDGES: [u32; 11] = [13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 33];
-
-/// A kernel latency histogram in the standard buckets ([`STANDARD_EDGES`]), into `out`: the
-/// bound 2^k ns counts the kernel's buckets below it, the kernel's last bucket (which also
-/// holds everything longer) only `+Inf`.
-fn standard_buckets(counts: &[u64], out: &mut Vec<Bucket>) {
-    let le = bucket_bounds();
-    let last = counts.len().saturating_sub(1);
-    out.clear();
-    let mut below = counts[..last].iter().copied();
-    let mut total = 0u64;
-    let mut summed = 0usize;
-    for k in STANDARD_EDGES {
-        // Kernel bucket i ends at 2^(i+1) ns: the ones with i + 1 <= k lie below 2^k.
-        while summed < k as usize && summed < last {
-            total = total.saturating_add(below.next().unwrap_or(0));
-            summed += 1;
-        }
-        out.push((&le[k as usize - 1], total));
-    }
-    let all = counts.iter().fold(0u64, |a, &n| a.saturating_add(n));
-    out.push((&le[64], all));
-}
-
-/// `{k="v",…` for the labels with a value (an empty value is the same as no label in the
-/// exposition formats), or `,k="v",…` after labels already written (`after`); whether any
-/// label is written now (the caller closes the brace).
-fn write_labels(buf: &mut Vec<u8>, labels: &Labels, after: bool) -> bool {
-    let mut first = !after;
-    let mut any = false;
-    for (k, v) in labels.iter().filter(|(_, v)| !v.is_empty()) {
-        any = true;
-        buf.push(if first { b'{' } else { b',' });
-        first = false;
-        buf.extend_from_slice(k.as_bytes());
-        buf.extend_from_slice(b"=\"");
-        escape_label_into(buf, v);
-        buf.push(b'"');
-    }
-    any
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Value {
-    Int(u64),
-    Signed(i64),
-    Float(f64),
-    /// `units / 10^decimals` (milliseconds, nanoseconds or percent in base units): the
-    /// float of that quotient, written without float formatting where its decimal form is
-    /// the same ([`Value::decimal`]).
-    Decimal {
-        units: u64,
-        decimals: u8,
-    },
-}
-
-/// 10^k as f64, exactly (k ≤ 9).
-const POWERS_OF_TEN: [f64; 10] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
-
-/// For k decimals, the `units` below which `units / 10^k` as f64 prints as the exact decimal
-/// `units / 10^k`: where the f64's spacing (ulp) is below 10^-k, no other decimal of k places
-/// or fewer rounds to the same f64, so the shortest form that does (what `{}` prints) is that
-/// decimal. The ulp of x < 2^(52-c) is below 2^-c ≤ 10^-k for c = ⌈k·log2 10⌉.
-const DECIMAL_FAST_BELOW: [u64; 10] = {
-    const BITS: [u32; 10] = [0, 4, 7, 10, 14, 17, 20, 24, 27, 30];
-    let mut t = [0u64; 10];
-    let mut k = 0;
-    while k < 10 {
-        t[k] = 10u64.pow(k as u32) << (52 - BITS[k]);
-        k += 1;
-    }
-    t
-};
-
-impl Value {
-    fn decimal(units: u64, decimals: u8) -> Value {
-        debug_assert!((decimals as usize) < POWERS_OF_TEN.len());
-        Value::Decimal { units, decimals }
-    }
-
-    /// As a Forward record carries it.
-    fn number(self) -> Number {
-        match self {
-            Value::Int(v) => Number::Unsigned(v),
-            Value::Signed(v) => Number::Signed(v),
-            Value::Float(v) => Number::Float(v),
-            Value::Decimal { .. } => Number::Float(self.as_f64()),
-        }
-    }
-
-    fn as_f64(self) -> f64 {
-        match self {
-            Value::Int(v) => v as f64,
-            Value::Signed(v) => v as f64,
-            Value::Float(v) => v,
-            Value::Decimal { units, decimals } => {
-                units as f64 / POWERS_OF_TEN[usize::from(decimals).min(9)]
-            }
-        }
-    }
-
-    fn write(self, out: &mut Vec<u8>) {
-        let mut digits = Digits::default();
-        match self {
-            Value::Int(v) => {
-                digits.set(v);
-                out.extend_from_slice(digits.as_bytes());
-            }
-            Value::Signed(v) => {
-                if v < 0 {
-                    out.push(b'-');
-                }
-                digits.set(v.unsigned_abs());
-                out.extend_from_slice(digits.as_bytes());
-            }
-            Value::Decimal { units, decimals }
-                if usize::from(decimals) < DECIMAL_FAST_BELOW.len()
-                    && units < DECIMAL_FAST_BELOW[usize::from(decimals)] =>
-            {
-                let scale = 10u64.pow(u32::from(decimals));
-                digits.set(units / scale);
-                out.extend_from_slice(digits.as_bytes());
-                let mut fraction = units % scale;
-                if fraction != 0 {
-                    // The fraction's digits, zero-padded to `decimals`, trailing zeros cut.
-                    let mut places = usize::from(decimals);
-                    while fraction % 10 == 0 {
-                        fraction /= 10;
-                        places -= 1;
-                    }
-                    digits.set(fraction);
-                    out.push(b'.');
-                    let shown = digits.as_bytes().len();
-                    out.resize(out.len() + places.saturating_sub(shown), b'0');
-                    out.extend_from_slice(digits.as_bytes());
-                }
-            }
-            Value::Decimal { .. } => Value::Float(self.as_f64()).write(out),
-            Value::Float(v) if v.is_nan() => out.extend_from_slice(b"NaN"),
-            Value::Float(v) if v == f64::INFINITY => out.extend_from_slice(b"+Inf"),
-            Value::Float(v) if v == f64::NEG_INFINITY => out.extend_from_slice(b"-Inf"),
-            Value::Float(v) => {
-                let _ = write!(out, "{v}");
-            }
-        }
-    }
-}
-
-/// Two decimal digits for each of 0–99.
-const DIGIT_PAIRS: [u8; 200] = {
-    let mut t = [0u8; 200];
-    let mut i = 0;
-    while i < 100 {
-        t[2 * i] = b'0' + (i / 10) as u8;
-        t[2 * i + 1] = b'0' + (i % 10) as u8;
-        i += 1;
-    }
-    t
-};
-
-/// Up to 24 bytes in a buffer of that size, so that appending them is a copy of a size known
-/// when compiling (moves, not a call to memcpy): bucket lines are most of an exposition.
-#[derive(Debug, Clone, Copy)]
-struct Padded {
-    bytes: [u8; 24],
-    len: usize,
-}
-
-impl Padded {
-    fn new(s: &[u8]) -> Padded {
-        let mut p = Padded {
-            bytes: [0; 24],
-            len: s.len().min(24),
-        };
-        p.bytes[..p.len].copy_from_slice(&s[..p.len]);
-        p
-    }
-}
-
-/// Appends `p`: all 24 bytes, then the padding cut off again.
-fn extend_padded(out: &mut Vec<u8>, p: &Padded) {
-    let end = out.len() + p.len;
-    out.extend_from_slice(&p.bytes);
-    out.truncate(end);
-}
-
-/// An integer in decimal, and a line feed after it. Most values of an exposition are integers
-/// (histogram buckets above all): two digits at a time into a stack buffer cost a fraction of
-/// `write!`'s machinery.
-#[derive(Default)]
-struct Digits {
-    buf: [u8; 24],
-    /// How many digits.
-    len: usize,
-}
-
-impl Digits {
-    fn set(&mut self, mut v: u64) {
-        let len = v.checked_ilog10().map_or(1, |l| l as usize + 1);
-        self.len = len;
-        self.buf[len] = b'\n';
-        let mut i = len;
-        while v >= 100 {
-            let pair = (v % 100) as usize * 2;
-            v /= 100;
-            i -= 2;
-            self.buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-        }
-        if v >= 10 {
-            let pair = v as usize * 2;
-            i -= 2;
-            self.buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-        } else {
-            i -= 1;
-            self.buf[i] = b'0' + v as u8;
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-
-    /// The digits and a line feed.
-    fn line(&self) -> Padded {
-        Padded {
-            bytes: self.buf,
-            len: self.len + 1,
-        }
-    }
-}
-
-/// HELP text: backslash and line feed escaped (exposition format 0.0.4).
-fn escape_help_into(out: &mut Vec<u8>, s: &str) {
-    escape_into(out, s, false);
-}
-
-/// A label value: backslash, double quote and line feed escaped.
-fn escape_label_into(out: &mut Vec<u8>, v: &str) {
-    escape_into(out, v, true);
-}
-
-/// `s` with backslash and line feed escaped, and the double quote too if `quote`.
-fn escape_into(out: &mut Vec<u8>, s: &str, quote: bool) {
-    let special = |b: u8| b == b'\\' || b == b'\n' || (quote && b == b'"');
-    // Almost every text needs nothing escaped: copy it whole.
-    if !s.bytes().any(special) {
-        out.extend_from_slice(s.as_bytes());
-        return;
-    }
-    for b in s.bytes() {
-        match b {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'"' if quote => out.extend_from_slice(b"\\\""),
-            b => out.push(b),
-        }
-    }
-}
-
-/// A kstat row or config key as a metric-name fragment: `[a-z0-9_]`, anything else `_`.
-fn name_fragment(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
+//! The families of the exposition: every metric the sink exports, said once to an [`Emit`]
+//! (the text formats or a Forward metric record). `docs/metrics.md` lists them.
+
+use super::writer::*;
+use super::*;
 /// Every pool state `zpool status` can print (`zpool_state_to_name`, lib/libzfs/libzfs_pool.c),
 /// and SUSPENDED (`zpool_pool_state_to_name`): one gauge each, 1 for the current one.
-const POOL_STATES: &[&str] = &[
+pub(super) const POOL_STATES: &[&str] = &[
     "ONLINE",
     "DEGRADED",
     "FAULTED",
@@ -740,141 +15,18 @@ const POOL_STATES: &[&str] = &[
     "SUSPENDED",
 ];
 
-/// Renders successive readings for one sink, keeping between them what a reading seldom
-/// changes: each family's HELP and TYPE lines as written, the family name and HELP made from
-/// each kstat row, and the size of the last rendering (the next one's buffer is sized like
-/// it, so it does not grow and copy as it fills). Its output is exactly [`render`]'s: what it
-/// keeps is checked against the reading it renders.
-#[derive(Debug, Default)]
-pub struct Renderer {
-    detail: Detail,
-    kstat: KstatFamilies,
-    headers: Headers,
-    prefix: Vec<u8>,
-    sets: Vec<u8>,
-    last_len: usize,
-}
-
-impl Renderer {
-    pub fn new(detail: Detail) -> Renderer {
-        Renderer {
-            detail,
-            ..Renderer::default()
-        }
-    }
-
-    /// Renders one snapshot, the open findings and the agent's health.
-    pub fn render(
-        &mut self,
-        snapshot: &Snapshot,
-        findings: &[OpenFinding],
-        agent: Option<&AgentHealth>,
-    ) -> Exposition {
-        let mut out = TextOut {
-            text: Vec::with_capacity(self.last_len.max(64 * 1024) / 8 * 9),
-            om_cuts: Vec::new(),
-            unused_header: None,
-            prefix: &mut self.prefix,
-            sets: &mut self.sets,
-            headers: &mut self.headers,
-        };
-        out.sets.clear();
-        out.headers.next = 0;
-        snapshot_metrics(&mut out, &mut self.kstat, snapshot, self.detail);
-        out.family(
-            "zpulse_finding",
-            Type::Gauge,
-            "An open finding of a check: 1 while raised, gone when cleared.",
-        );
-        for f in findings {
-            out.line(
-                "zpulse_finding",
-                &[
-                    ("check", &f.check),
-                    ("subject", &f.subject),
-                    ("severity", &f.severity),
-                ],
-                Value::Int(1),
-            );
-        }
-        if let Some(agent) = agent {
-            agent_health(&mut out, agent);
-        }
-        let exposition = out.finish();
-        self.last_len = exposition.text.len();
-        exposition
-    }
-}
-
-/// Renders one snapshot, the open findings and the agent's health at the standard detail,
-/// keeping nothing.
-pub fn render(
-    snapshot: &Snapshot,
-    findings: &[OpenFinding],
-    agent: Option<&AgentHealth>,
-) -> Exposition {
-    render_at(Detail::Standard, snapshot, findings, agent)
-}
-
-/// [`render`] at `detail`.
-pub fn render_at(
-    detail: Detail,
-    snapshot: &Snapshot,
-    findings: &[OpenFinding],
-    agent: Option<&AgentHealth>,
-) -> Exposition {
-    Renderer::new(detail).render(snapshot, findings, agent)
-}
-
-/// Encodes successive readings as Forward metric records for one sink, keeping what
-/// [`Renderer`] keeps. Its output is exactly [`series_record`]'s.
-#[derive(Debug, Default)]
-pub struct RecordRenderer {
-    detail: Detail,
-    kstat: KstatFamilies,
-    last_len: usize,
-}
-
-impl RecordRenderer {
-    pub fn new(detail: Detail) -> RecordRenderer {
-        RecordRenderer {
-            detail,
-            ..RecordRenderer::default()
-        }
-    }
-
-    /// The series of [`Renderer::render`] that come from the snapshot (findings and the
-    /// agent's health travel as events).
-    pub fn record(&mut self, snapshot: &Snapshot, host: &str) -> Vec<u8> {
-        let mut out = SeriesOut {
-            writer: SeriesWriter::new(host, self.last_len / 8 * 9),
-            kind: Type::Gauge,
-        };
-        snapshot_metrics(&mut out, &mut self.kstat, snapshot, self.detail);
-        let bytes = out.writer.finish();
-        self.last_len = bytes.len();
-        bytes
-    }
-}
-
-/// A Forward metric record ([`zpulse_forward::series`]) of one snapshot at the standard
-/// detail, keeping nothing.
-pub fn series_record(snapshot: &Snapshot, host: &str) -> Vec<u8> {
-    RecordRenderer::default().record(snapshot, host)
-}
-
 /// The family name and HELP of each kstat row (ARC, ZIL, pool `iostats`), made once per
 /// row name. A reading has the rows of the one before in the same order unless the kernel
 /// module changed, so they are kept by position, each checked against its row name.
 #[derive(Debug, Default)]
-struct KstatFamilies {
-    arc: RowFamilies,
-    zil: RowFamilies,
-    pool: RowFamilies,
+pub(super) struct KstatFamilies {
+    pub(super) arc: RowFamilies,
+    pub(super) zil: RowFamilies,
+    pub(super) pool: RowFamilies,
 }
 
 impl KstatFamilies {
-    fn restart(&mut self) {
+    pub(super) fn restart(&mut self) {
         for rows in [&mut self.arc, &mut self.zil, &mut self.pool] {
             rows.next = 0;
         }
@@ -882,16 +34,16 @@ impl KstatFamilies {
 }
 
 #[derive(Debug, Default)]
-struct RowFamilies {
-    rows: Vec<(String, Row)>,
+pub(super) struct RowFamilies {
+    pub(super) rows: Vec<(String, Row)>,
     /// Position of the next row asked for in this rendering.
-    next: usize,
+    pub(super) next: usize,
 }
 
 impl RowFamilies {
     /// The family of the next row, `row`: the kept one if the row at this position was
     /// `row` last time, else made and kept.
-    fn next(&mut self, row: &str, classify: fn(&str) -> Row) -> &Row {
+    pub(super) fn next(&mut self, row: &str, classify: fn(&str) -> Row) -> &Row {
         let i = self.next;
         self.next += 1;
         match self.rows.get(i) {
@@ -905,7 +57,7 @@ impl RowFamilies {
 }
 
 /// Every family that comes from the snapshot, in exposition order.
-fn snapshot_metrics(
+pub(super) fn snapshot_metrics(
     out: &mut dyn Emit,
     kstat: &mut KstatFamilies,
     snapshot: &Snapshot,
@@ -926,7 +78,7 @@ fn snapshot_metrics(
     cpu_memory_network(out, snapshot);
 }
 
-fn host(out: &mut dyn Emit, s: &Snapshot) {
+pub(super) fn host(out: &mut dyn Emit, s: &Snapshot) {
     out.family(
         "zpulse_build_info",
         Type::Gauge,
@@ -987,15 +139,15 @@ fn host(out: &mut dyn Emit, s: &Snapshot) {
 
 /// How one kstat row is exposed: family name, type and HELP.
 #[derive(Debug)]
-struct Row {
-    name: String,
-    kind: Type,
-    help: String,
+pub(super) struct Row {
+    pub(super) name: String,
+    pub(super) kind: Type,
+    pub(super) help: String,
 }
 
 /// ARC rows (`arc_stats_t` in module/zfs/arc.c): sizes and limits are gauges in bytes, the
 /// rest are event counts that only grow.
-fn arc_row(row: &str) -> Row {
+pub(super) fn arc_row(row: &str) -> Row {
     const GAUGES: &[&str] = &[
         "hash_elements",
         "hash_elements_max",
@@ -1070,7 +222,7 @@ fn arc_row(row: &str) -> Row {
 }
 
 /// ZIL rows (`zil_kstat_values_t`, module/zfs/zil.c): every one is a counter.
-fn zil_row(row: &str) -> Row {
+pub(super) fn zil_row(row: &str) -> Row {
     let frag = name_fragment(row);
     let frag = frag.strip_prefix("zil_").unwrap_or(&frag);
     let base = frag.strip_suffix("_count").unwrap_or(frag);
@@ -1081,7 +233,7 @@ fn zil_row(row: &str) -> Row {
     }
 }
 
-fn kstat_rows(
+pub(super) fn kstat_rows(
     out: &mut dyn Emit,
     fields: &BTreeMap<String, KstatValue>,
     families: &mut RowFamilies,
@@ -1099,7 +251,7 @@ fn kstat_rows(
     }
 }
 
-fn pools(out: &mut dyn Emit, iostats: &mut RowFamilies, s: &Snapshot) {
+pub(super) fn pools(out: &mut dyn Emit, iostats: &mut RowFamilies, s: &Snapshot) {
     out.family(
         "zpulse_pool_state",
         Type::Gauge,
@@ -1200,7 +352,7 @@ fn pools(out: &mut dyn Emit, iostats: &mut RowFamilies, s: &Snapshot) {
 }
 
 /// Pool `iostats` rows (`spa_iostats_t`, module/zfs/spa_stats.c): counters.
-fn pool_iostats_row(row: &str) -> Row {
+pub(super) fn pool_iostats_row(row: &str) -> Row {
     Row {
         name: format!("zpulse_pool_{}_total", name_fragment(row)),
         kind: Type::Counter,
@@ -1210,7 +362,7 @@ fn pool_iostats_row(row: &str) -> Row {
 
 /// The pool-wide `io` kstat (KSTAT_TYPE_IO, OpenZFS up to 2.0; include/sys/kstat.h: byte and
 /// operation counts, and the ns the wait and run queues were busy).
-fn pool_io(out: &mut dyn Emit, s: &Snapshot) {
+pub(super) fn pool_io(out: &mut dyn Emit, s: &Snapshot) {
     type Pick = fn(&zpulse_proto::snapshot::PoolIo) -> Value;
     let fields: [(&str, &str, Pick); 6] = [
         (
@@ -1254,7 +406,7 @@ fn pool_io(out: &mut dyn Emit, s: &Snapshot) {
     }
 }
 
-fn scans(out: &mut dyn Emit, s: &Snapshot) {
+pub(super) fn scans(out: &mut dyn Emit, s: &Snapshot) {
     let scans: Vec<_> = s
         .pools
         .iter()
@@ -1336,13 +488,13 @@ fn scans(out: &mut dyn Emit, s: &Snapshot) {
 
 /// A vdev below a pool's root with the labels that name it: `pool`, `class`, `vdev` (the
 /// top-level vdev) and, below the top level, `leaf`.
-struct VdevRef<'a> {
-    labels: LabelSet<'a>,
-    vdev: &'a Vdev,
-    top_level: bool,
+pub(super) struct VdevRef<'a> {
+    pub(super) labels: LabelSet<'a>,
+    pub(super) vdev: &'a Vdev,
+    pub(super) top_level: bool,
 }
 
-fn vdev_refs<'a>(out: &mut dyn Emit, s: &'a Snapshot) -> Vec<VdevRef<'a>> {
+pub(super) fn vdev_refs<'a>(out: &mut dyn Emit, s: &'a Snapshot) -> Vec<VdevRef<'a>> {
     let mut refs = Vec::new();
     for p in &s.pools {
         let Some(config) = &p.config else { continue };
@@ -1368,11 +520,11 @@ fn vdev_refs<'a>(out: &mut dyn Emit, s: &'a Snapshot) -> Vec<VdevRef<'a>> {
 }
 
 /// Every vdev state `zpool status` prints (`zpool_state_to_name`).
-const VDEV_STATES: &[&str] = &[
+pub(super) const VDEV_STATES: &[&str] = &[
     "ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SPLIT",
 ];
 
-fn vdevs(out: &mut dyn Emit, s: &Snapshot, detail: Detail) {
+pub(super) fn vdevs(out: &mut dyn Emit, s: &Snapshot, detail: Detail) {
     let refs = vdev_refs(out, s);
     out.family(
         "zpulse_vdev_info",
@@ -1518,44 +670,12 @@ fn vdevs(out: &mut dyn Emit, s: &Snapshot, detail: Detail) {
     latency_histograms(out, &refs, detail);
 }
 
-/// A bucket's upper bound: the `le` value, and as a bucket line writes it, with the `"} ` that
-/// ends the labels.
-#[derive(Debug)]
-struct Bound {
-    le: String,
-    text: Padded,
-}
-
-/// The bound of bucket i < 64: 2^(i+1) ns, in seconds; then +Inf (at 64).
-fn bucket_bounds() -> &'static [Bound] {
-    static BOUNDS: std::sync::OnceLock<Vec<Bound>> = std::sync::OnceLock::new();
-    BOUNDS.get_or_init(|| {
-        let bound = |le: Vec<u8>| {
-            let mut text = le.clone();
-            text.extend_from_slice(b"\"} ");
-            Bound {
-                le: String::from_utf8(le).unwrap_or_default(),
-                // At most "18446744073.709553" (2^64 ns) and the 3 bytes.
-                text: Padded::new(&text),
-            }
-        };
-        (0..64)
-            .map(|i| {
-                let mut le = Vec::new();
-                Value::Float((1u128 << (i + 1)) as f64 / 1e9).write(&mut le);
-                bound(le)
-            })
-            .chain([bound(b"+Inf".to_vec())])
-            .collect()
-    })
-}
-
-type Histo = fn(&LatencyHistograms) -> &Vec<u64>;
+pub(super) type Histo = fn(&LatencyHistograms) -> &Vec<u64>;
 
 /// The `zpool iostat -w` histograms as Prometheus histograms: at [`Detail::Full`] every
 /// vdev's in the kernel's buckets, else the standard buckets of those with I/O, of top-level
 /// vdevs only below [`Detail::Leaves`].
-fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef], detail: Detail) {
+pub(super) fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef], detail: Detail) {
     type Family<'a> = (&'a str, &'a str, &'a [(&'a str, Histo)]);
     let families: [Family; 6] = [
         (
@@ -1651,7 +771,7 @@ fn latency_histograms(out: &mut dyn Emit, refs: &[VdevRef], detail: Detail) {
     }
 }
 
-fn datasets(out: &mut dyn Emit, s: &Snapshot) {
+pub(super) fn datasets(out: &mut dyn Emit, s: &Snapshot) {
     // objset-0x* kstats (module/os/linux/zfs/zfs_kstat or dataset_kstats.c): all counters.
     let known: [(&str, &str, &str); 6] = [
         (
@@ -1703,7 +823,7 @@ fn datasets(out: &mut dyn Emit, s: &Snapshot) {
     }
 }
 
-fn disks(out: &mut dyn Emit, s: &Snapshot, detail: Detail) {
+pub(super) fn disks(out: &mut dyn Emit, s: &Snapshot, detail: Detail) {
     type Pick = fn(&DiskCounters) -> Option<Value>;
     let fields: [(&str, &str, Type, Pick); 17] = [
         (
@@ -1927,9 +1047,9 @@ fn disks(out: &mut dyn Emit, s: &Snapshot, detail: Detail) {
 }
 
 /// Clock ticks per second of `/proc/stat` (USER_HZ, fixed by the kernel ABI: proc(5)).
-const LINUX_USER_HZ: f64 = 100.0;
+pub(super) const LINUX_USER_HZ: f64 = 100.0;
 
-fn cpu_memory_network(out: &mut dyn Emit, s: &Snapshot) {
+pub(super) fn cpu_memory_network(out: &mut dyn Emit, s: &Snapshot) {
     if let Some(cpu) = &s.cpu {
         let modes: [(&str, Option<u64>); 8] = [
             ("user", Some(cpu.user)),
@@ -2054,7 +1174,7 @@ fn cpu_memory_network(out: &mut dyn Emit, s: &Snapshot) {
     }
 }
 
-fn agent_health(out: &mut dyn Emit, a: &AgentHealth) {
+pub(super) fn agent_health(out: &mut dyn Emit, a: &AgentHealth) {
     let scalars: [(&str, &str, Type, Option<Value>); 9] = [
         (
             "zpulse_agent_cpu_seconds_total",
@@ -2175,6 +1295,3 @@ fn agent_health(out: &mut dyn Emit, a: &AgentHealth) {
     );
     out.line(name, &[], Value::Int(a.zevents_dropped));
 }
-
-#[cfg(test)]
-mod tests;

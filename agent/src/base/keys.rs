@@ -21,7 +21,7 @@ pub struct KeyLines {
 
 impl KeyLines {
     /// The keys under `value` (a table of the file read as `text`), at `file`.
-    pub(super) fn of(file: &str, text: &str, value: &Spanned<DeValue<'_>>) -> KeyLines {
+    pub fn of(file: &str, text: &str, value: &Spanned<DeValue<'_>>) -> KeyLines {
         let mut lines = BTreeMap::new();
         if let DeValue::Table(table) = value.get_ref() {
             collect(text, table, "", &mut lines);
@@ -36,6 +36,13 @@ impl KeyLines {
     /// `file:line` of the table's header.
     pub fn origin(&self) -> String {
         format!("{}:{}", self.file, self.header)
+    }
+
+    /// `file:line` of `key` (or of the longest part of it this table has), else of the
+    /// table's header.
+    pub fn at(&self, key: &str) -> String {
+        let line = self.deepest_line(key).unwrap_or(self.header);
+        format!("{}:{line}", self.file)
     }
 
     /// The message as the config's errors read: `file:line: PREFIX.key: rest` at the line of
@@ -86,6 +93,22 @@ impl KeyLines {
     }
 }
 
+/// A table read into its serde type, every key's error prefixed with the key's path as the
+/// file spells it (`tls.ca: invalid type: …`; serde's message alone for the table itself),
+/// ready for [`KeyLines::locate`]. Sinks and `[plugins]` are read through here.
+pub fn decode_table<T: serde::de::DeserializeOwned>(table: toml::Table) -> Result<T, String> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let path = e.path().to_string();
+        // `message` is the error alone, without the "in `tls`" context lines.
+        let message = e.into_inner().message().trim_end().to_string();
+        if path == "." {
+            message
+        } else {
+            format!("{path}: {message}")
+        }
+    })
+}
+
 fn collect(text: &str, table: &DeTable<'_>, prefix: &str, out: &mut BTreeMap<String, usize>) {
     for (key, value) in table {
         let path = if prefix.is_empty() {
@@ -113,7 +136,7 @@ fn walk(text: &str, value: &Spanned<DeValue<'_>>, path: &str, out: &mut BTreeMap
 }
 
 /// 1-based line of a byte offset.
-pub(super) fn line_of(text: &str, offset: usize) -> usize {
+pub fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
