@@ -17,6 +17,10 @@
 //!
 //! This crate does no I/O. It is what plugin authors depend on, so it stays small and stable.
 
+// `settings!` names this crate `zpulse_proto` (serde's `crate` attribute takes a path as
+// text, so `$crate` cannot be used there); the alias lets the SDK's own tests use it too.
+extern crate self as zpulse_proto;
+
 pub mod abi;
 pub mod counter;
 pub mod event;
