@@ -54,6 +54,7 @@ pub mod config;
 #[doc(hidden)]
 pub mod export;
 mod findings;
+mod sample_builder;
 pub mod section;
 pub mod settings;
 pub mod stats;
