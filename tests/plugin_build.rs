@@ -51,13 +51,7 @@ fn a_descriptor_flagged_panic_abort_is_refused_at_load() {
         .status()
         .expect("running the C compiler");
     assert!(status.success());
-    std::fs::set_permissions(&so, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = Command::new(profile.join("zpulse"))
-        .args(["plugins", "--plugin"])
-        .arg(&so)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, text) = listed(&profile, &so);
     assert!(text.contains("refused"), "{text}");
     assert!(text.contains("built with panic = \"abort\""), "{text}");
 }
@@ -133,14 +127,7 @@ fn a_plugin_built_outside_the_workspace_against_the_packaged_sdk_loads() {
     );
     let so = dir.path().join("libbusy.so");
     std::fs::copy(target.join("busy/debug/libbusy.so"), &so).unwrap();
-    std::fs::set_permissions(&so, std::fs::Permissions::from_mode(0o644)).unwrap();
-
-    let out = Command::new(profile.join("zpulse"))
-        .args(["plugins", "--plugin"])
-        .arg(&so)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (out, text) = listed(&profile, &so);
     assert!(out.status.success(), "{text}");
     assert!(
         text.lines()
@@ -171,6 +158,20 @@ fn a_plugin_built_outside_the_workspace_against_the_packaged_sdk_loads() {
         ),
         "{err}"
     );
+}
+
+/// `zpulse plugins --plugin so`, the file made 0644 (writable by its owner only, as the agent
+/// requires):
+/// its output and its stdout.
+fn listed(profile: &std::path::Path, so: &std::path::Path) -> (std::process::Output, String) {
+    std::fs::set_permissions(so, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new(profile.join("zpulse"))
+        .args(["plugins", "--plugin"])
+        .arg(so)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
 }
 
 /// The plugin of [`a_plugin_built_outside_the_workspace_against_the_packaged_sdk_loads`]: a
