@@ -723,7 +723,13 @@ fn an_invalid_plugin_config_is_refused_naming_file_line_and_key() {
     let Status::Refused(why) = status_of(&host, "template") else {
         panic!()
     };
-    assert!(why.contains("create failed: the clear level (60)"), "{why}");
+    // Refused by its declared settings before it is built, as a config error naming the key.
+    assert!(
+        why.contains(
+            "[plugins.template] is invalid: clear_pct: must be at most busy_pct (50), not 60"
+        ),
+        "{why}"
+    );
 }
 
 #[test]
@@ -943,13 +949,23 @@ fn plugins_contribute_to_a_report_through_the_abi() {
     ]);
     let mut host = dir.start("");
     let (sections, out) = report_after_three_samples(&mut host);
-    // The template has no report: it adds nothing, and nothing goes wrong.
-    assert!(
-        sections.iter().all(|s| s.check == "hello-c"),
-        "{sections:?}"
-    );
-    assert_eq!(sections.len(), 1, "{sections:?} {:?}", out.logs);
-    let s = &sections[0];
+    // The template's sections: one per whole disk of the window, each with its %util.
+    let whole = &window_of_three().whole;
+    let disks: Vec<&str> = whole
+        .disks
+        .iter()
+        .filter(|d| d.whole_disk.is_none() && !d.virtual_device)
+        .map(|d| d.name.as_str())
+        .collect();
+    let template: Vec<&str> = sections
+        .iter()
+        .filter(|s| s.check == "template")
+        .filter_map(|s| s.subject.as_deref())
+        .collect();
+    assert_eq!(template, disks, "{sections:?}");
+    let hello: Vec<_> = sections.iter().filter(|s| s.check == "hello-c").collect();
+    assert_eq!(hello.len(), 1, "{sections:?} {:?}", out.logs);
+    let s = hello[0];
     assert_eq!(s.title, "hello from C");
     // The figures the C code computed: the samples it saw, the window it was given, and the
     // status the agent returned for its section without a title (ZPULSE_EMIT_INVALID).

@@ -154,7 +154,12 @@ typedef struct zpulse_plugin_descriptor {
     /* Free the state. */
     void (*destroy)(void *state);
     /* ABI 1.1, may be NULL: whether create would accept this config, without building any
-     * state; ZPULSE_STATUS_OK, or ZPULSE_STATUS_CONFIG with the reason given to set_error. */
+     * state; ZPULSE_STATUS_OK, or ZPULSE_STATUS_CONFIG with the reason given to set_error.
+     * Run the whole validation create runs (types, ranges, relations between keys): the
+     * agent calls it for `zpulse check-config`, before a reload, on a thread of its own,
+     * and must be able to drop the result. No threads, no files, no state. A reason that
+     * starts with the key ("clear_pct: must be at most busy_pct") is shown at that key's
+     * line of the config file; several reasons, one a line. */
     int32_t (*check_config)(const zpulse_host_api *host, const uint8_t *config,
                             size_t config_len);
     /* ABI 1.1: ZPULSE_PART_* bits this plugin does not read; 0 = send the whole sample. A

@@ -16,6 +16,31 @@
 //!   side for plugin authors (a `Plugin` trait, an export macro, stateful findings).
 //!
 //! This crate does no I/O. It is what plugin authors depend on, so it stays small and stable.
+//!
+//! # Depending on it, and what stays compatible
+//!
+//! A plugin depends on this crate alone (`zpulse-proto = "0.1"`); it needs nothing from
+//! the zpulse workspace. Two promises, kept apart:
+//!
+//! * **The ABI** ([`abi`], `include/zpulse_plugin.h`) is what a built plugin and a running
+//!   agent share. Within one ABI major version, an agent loads every plugin built for an
+//!   earlier or equal minor version: a minor version only appends fields to the descriptor
+//!   and the host API (each side reads the other's `struct_size` and takes an absent field's
+//!   older meaning) and adds flags. A plugin built for a newer minor than the agent's is
+//!   loaded as far as the agent understands it. A new major is refused at load, naming both
+//!   versions. The history of every minor version is in [`abi::ABI_MINOR`].
+//! * **The Rust API** (the SDK, the sample model, the event record) follows semver as Cargo
+//!   reads it for a 0.x crate: a release that can break code that compiles against the one
+//!   before bumps the minor (0.1 → 0.2); one that only adds bumps the patch (0.1.0 → 0.1.1).
+//!   The model grows with every kernel figure zpulse learns to read, so a plugin should read
+//!   the fields it needs and build the types it must with their constructors
+//!   ([`sdk::Report::new`], [`sdk::testing`]), not with struct literals of every field.
+//!   `CHANGELOG.md` beside this crate says what each release changed, and under which of the
+//!   two promises.
+
+// `settings!` names this crate `zpulse_proto` (serde's `crate` attribute takes a path as
+// text, so `$crate` cannot be used there); the alias lets the SDK's own tests use it too.
+extern crate self as zpulse_proto;
 
 pub mod abi;
 pub mod counter;

@@ -27,11 +27,13 @@ pub fn check(path: Option<&Path>) -> Result<(), String> {
         crate::history::check_dir(&cfg.history.dir(), crate::plugins::effective_uid())
             .map_err(|e| format!("history: {e}"))?;
     }
-    // Each plugin checks its own table (decoding only, nothing created), as a reload does.
+    // Each plugin validates its own table (nothing created), as a reload does; tables and
+    // `disable` entries that name no plugin found are refused.
     let notes = crate::plugins::check_tables(
         &cfg.plugins,
         &crate::plugins::Extra::default(),
         std::time::Duration::from_secs(5),
+        cfg.file.as_deref(),
     )?;
     for note in &notes {
         eprintln!("zpulse: note: {note}");

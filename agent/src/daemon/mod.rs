@@ -281,8 +281,12 @@ const RELOAD_CHECK_WITHIN: Duration = Duration::from_secs(1);
 fn reload(options: &Options) -> Result<Generation, String> {
     let config = config::load(options.config.as_deref())?;
     // A table the plugin would refuse must not stop it at the swap: refuse the file instead.
-    for note in crate::plugins::check_tables(&config.plugins, &options.extra, RELOAD_CHECK_WITHIN)?
-    {
+    for note in crate::plugins::check_tables(
+        &config.plugins,
+        &options.extra,
+        RELOAD_CHECK_WITHIN,
+        config.file.as_deref(),
+    )? {
         log::log(Level::Info, "agent", &note);
     }
     generation(config, &System::live())

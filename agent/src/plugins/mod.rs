@@ -1248,26 +1248,45 @@ fn sources_of(settings: &PluginSettings, extra: &Extra) -> Vec<Source> {
 }
 
 /// Checks every `[plugins.<name>]` table with that plugin's own `check_config` (ABI 1.1),
-/// which decodes it as `create` would and builds nothing: what `check-config` and a reload
-/// do before anything changes. `Err` holds one line per refused table, naming the file, the
-/// line and the plugin's reason; `Ok` holds notes (a plugin that cannot check its table
-/// without running it, ABI 1.0). Plugins that would be refused at load are `run`'s to
-/// report, not config errors.
+/// which decodes it and validates it as `create` would (the SDK's declared settings and the
+/// check's own rules) and builds nothing: what `check-config` and a reload do before anything
+/// changes. Also refused: a table that names no plugin found (misspelt, or no plugin could
+/// be loaded to check it: said so, with why), and a `disable` entry that names none. `Err`
+/// holds one line per problem, naming the file, the line and the key; `Ok` holds notes (a
+/// plugin that cannot check its table without running it, ABI 1.0). Plugins that would be
+/// refused at load for other reasons are `run`'s to report, not config errors. `file` is
+/// the config file, for the line of `disable`.
 pub fn check_tables(
     settings: &PluginSettings,
     extra: &Extra,
     within: Duration,
+    file: Option<&Path>,
 ) -> Result<Vec<String>, String> {
-    let (files, _) = load::discover(&sources_of(settings, extra));
+    let (files, unreadable) = load::discover(&sources_of(settings, extra));
     let euid = perms::effective_uid();
     let mut errors = Vec::new();
     let mut notes = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    let opened = files.iter().filter_map(|path| {
-        let plugins = load::open(path, euid).ok()?;
-        Some(plugins.into_iter().flatten().map(move |p| (path, p)))
-    });
-    for (path, opened) in opened.flatten() {
+    // Why files gave no plugin, for a table whose plugin is not among those found.
+    let mut not_loaded: Vec<String> = unreadable
+        .iter()
+        .map(|(dir, why)| format!("{}: {why}", dir.display()))
+        .collect();
+    let mut opened_all = Vec::new();
+    for path in &files {
+        match load::open(path, euid) {
+            Ok(plugins) => {
+                for plugin in plugins {
+                    match plugin {
+                        Ok(p) => opened_all.push((path, p)),
+                        Err(r) => not_loaded.push(format!("{}: {}", path.display(), r.reason)),
+                    }
+                }
+            }
+            Err(r) => not_loaded.push(format!("{}: {}", path.display(), r.reason)),
+        }
+    }
+    for (path, opened) in &opened_all {
         // The first of a name is the one loaded; one that `disable` names is not started.
         if !seen.insert(opened.name.clone()) || settings.disable.contains(&opened.name) {
             continue;
@@ -1289,7 +1308,47 @@ pub fn check_tables(
         };
         let config = sdk::config::encode(&toml_to_value(toml::Value::Table(table.table.clone())));
         if let Err(why) = worker::check_config(check, config, name, within) {
-            errors.push(table.locate(name, &why));
+            // One line per failure the plugin gave, each at its key's line.
+            for line in why.lines().filter(|l| !l.trim().is_empty()) {
+                errors.push(table.locate(name, line));
+            }
+        }
+    }
+    let found: Vec<&str> = seen.iter().map(String::as_str).collect();
+    let unknown = |name: &str| {
+        if found.is_empty() {
+            let why = if not_loaded.is_empty() {
+                "none was found".to_string()
+            } else {
+                not_loaded.join("; ")
+            };
+            format!("no plugin could be loaded to check it ({why})")
+        } else {
+            let mut text = format!("no plugin is called {name:?} (found: {})", found.join(", "));
+            if let Some(near) = nearest(name, &found) {
+                text.push_str(&format!("; did you mean {near:?}?"));
+            }
+            text
+        }
+    };
+    for (name, table) in &settings.tables {
+        if !seen.contains(name) {
+            errors.push(format!(
+                "{}: plugins.{name}: {}",
+                table.origin,
+                unknown(name)
+            ));
+        }
+    }
+    let disable_lines = file.map(disable_lines).unwrap_or_default();
+    for (i, name) in settings.disable.iter().enumerate() {
+        if !seen.contains(name) {
+            let at = match (file, disable_lines.get(i)) {
+                (Some(f), Some(line)) => format!("{}:{line}", f.display()),
+                (Some(f), None) => f.display().to_string(),
+                (None, _) => "plugins".to_string(),
+            };
+            errors.push(format!("{at}: plugins.disable[{i}]: {}", unknown(name)));
         }
     }
     if errors.is_empty() {
@@ -1297,6 +1356,63 @@ pub fn check_tables(
     } else {
         Err(errors.join("\n"))
     }
+}
+
+/// The found name one or two edits from `name` (a misspelt table), if exactly one is.
+fn nearest<'a>(name: &str, found: &[&'a str]) -> Option<&'a str> {
+    let mut close = found.iter().filter(|f| edit_distance(name, f) <= 2);
+    let first = close.next()?;
+    close.next().is_none().then_some(*first)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
+/// The line of each entry of `[plugins] disable` in the config file (already parsed once by
+/// the config, so it reads; none when it cannot be read again).
+fn disable_lines(file: &Path) -> Vec<usize> {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    let Ok(doc) = toml::de::DeTable::parse(&text) else {
+        return Vec::new();
+    };
+    let plugins = doc.get_ref().iter().find(|(k, _)| k.get_ref() == "plugins");
+    let Some((_, plugins)) = plugins else {
+        return Vec::new();
+    };
+    let toml::de::DeValue::Table(plugins) = plugins.get_ref() else {
+        return Vec::new();
+    };
+    let Some((_, disable)) = plugins.iter().find(|(k, _)| k.get_ref() == "disable") else {
+        return Vec::new();
+    };
+    let toml::de::DeValue::Array(items) = disable.get_ref() else {
+        return Vec::new();
+    };
+    let line = |at: usize| {
+        text.as_bytes()[..at.min(text.len())]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    };
+    items.iter().map(|item| line(item.span().start)).collect()
 }
 
 pub fn toml_to_value(v: toml::Value) -> Value {

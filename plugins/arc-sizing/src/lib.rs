@@ -21,84 +21,50 @@
 //! limit at 94.7% while RAM was free: raise it".
 //!
 //! Config (`[plugins.arc-sizing]` in zpulse.toml), every key optional; the page
-//! `docs/checks/arc-sizing.md` explains each:
-//!
-//! ```toml
-//! [plugins.arc-sizing]
-//! window = "30m"               # the window the figures are over …
-//! window_samples = 360         # … and at most this many samples (0 = no limit)
-//! min_samples = 12             # fewer samples in the window: say nothing
-//! raise_after = 1              # consecutive samples before raising
-//! min_hold = "10m"             # a finding stays up at least this long
-//! pinned_pct = 97              # mean size ≥ this % of c_max: pinned …
-//! pinned_clear_pct = 90        # … no longer, at or below this
-//! ghost_share_pct = 1.0        # ghost hits ≥ this % of ARC reads …
-//! ghost_share_clear_pct = 0.5  # … clear at or below this
-//! min_ghost_hits_per_s = 5     # and at least this many per second (clear at half)
-//! keep_free_pct = 15           # memory to leave free, % of RAM …
-//! keep_free_min_mib = 1024     # … and at least this much
-//! max_growth_pct = 100         # advise at most this % more than the current limit
-//! min_step_mib = 256           # smaller raises are not worth advising
-//! ```
+//! `docs/checks/arc-sizing.md` explains each
+//! (the `settings!` declaration of `Config` is the one definition of them).
 
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::sections_of_events;
-use zpulse_proto::sdk::stats::{Timed, Window, check_window, least_squares_slope, round2, settle};
+use zpulse_proto::sdk::settings::{Rule, Settings};
+use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2, settle};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
 };
-use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::Os;
 
 const MIB: f64 = 1024.0 * 1024.0;
 const GIB: f64 = 1024.0 * MIB;
 
-/// The `[plugins.arc-sizing]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    #[serde(with = "sdk::config::duration")]
-    pub window: Duration,
-    pub window_samples: u32,
-    pub min_samples: u32,
-    pub raise_after: u32,
-    #[serde(with = "sdk::config::duration")]
-    pub min_hold: Duration,
-    pub pinned_pct: f64,
-    pub pinned_clear_pct: f64,
-    pub ghost_share_pct: f64,
-    pub ghost_share_clear_pct: f64,
-    pub min_ghost_hits_per_s: f64,
-    pub keep_free_pct: f64,
-    pub keep_free_min_mib: f64,
-    pub max_growth_pct: f64,
-    pub min_step_mib: f64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            window: Duration::from_secs(30 * 60),
-            window_samples: 360,
-            min_samples: 12,
-            raise_after: 1,
-            min_hold: Duration::from_secs(600),
-            // The ARC hovers a little under its target while it evicts; the seed's sat at
-            // 15.7 of 16 GiB (98%).
-            pinned_pct: 97.0,
-            pinned_clear_pct: 90.0,
-            // One percentage point of hit ratio is worth RAM: at 95% it is a fifth of the
-            // misses, each a disk read.
-            ghost_share_pct: 1.0,
-            ghost_share_clear_pct: 0.5,
-            min_ghost_hits_per_s: 5.0,
-            keep_free_pct: 15.0,
-            keep_free_min_mib: 1024.0,
-            max_growth_pct: 100.0,
-            min_step_mib: 256.0,
-        }
+zpulse_proto::settings! {
+    /// The `[plugins.arc-sizing]` table.
+    pub struct Config {
+        window(Duration::from_secs(30 * 60), 360, 12);
+        /// consecutive holding samples before raising
+        raise_after: u32 = 1, [];
+        /// a raised finding is not cleared sooner
+        #[serde(with = "sdk::config::duration")]
+        min_hold: Duration = Duration::from_secs(600), [];
+        /// mean `size/c_max` (%) from which the ARC counts as pinned (the seed: 15.7 of 16 GiB = 98%)
+        pinned_pct: f64 = 97.0, [Rule::Pct];
+        /// clear level for pinned
+        pinned_clear_pct: f64 = 90.0, [Rule::Pct, Rule::NotAbove("pinned_pct")];
+        /// ghost hits as % of ARC reads: one point of hit ratio to gain (at 95%, a fifth of the misses)
+        ghost_share_pct: f64 = 1.0, [Rule::Pct];
+        /// clear level for the share
+        ghost_share_clear_pct: f64 = 0.5, [Rule::Pct, Rule::NotAbove("ghost_share_pct")];
+        /// fewer ghost hits per second are not worth RAM (clear at half)
+        min_ghost_hits_per_s: f64 = 5.0, [Rule::AtLeast(0.0)];
+        /// % of RAM the advice leaves available
+        keep_free_pct: f64 = 15.0, [Rule::AtLeast(0.0), Rule::AtMost(99.0)];
+        /// … and at least this many MiB
+        keep_free_min_mib: f64 = 1024.0, [Rule::AtLeast(0.0)];
+        /// one advice raises the limit by at most this % of `c_max`
+        max_growth_pct: f64 = 100.0, [Rule::AtLeast(0.0)];
+        /// a smaller possible raise is reported as "no memory to spare" (info)
+        min_step_mib: f64 = 256.0, [Rule::AtLeast(0.0)];
     }
 }
 
@@ -323,7 +289,7 @@ impl ArcSizing {
         let whole = &window.whole;
         let config = Config {
             window: window.judging_span(),
-            window_samples: u32::MAX,
+            window_samples: usize::MAX,
             min_samples: 1,
             raise_after: 1,
             ..self.config.clone()
@@ -387,6 +353,7 @@ impl ArcSizing {
 impl ArcSizing {
     /// The check without a host: validates the config the way [`Check::build`] does.
     pub fn with_config(config: Config) -> Result<ArcSizing, String> {
+        config.check_rules().map_err(|e| e.to_string())?;
         let pinned = Threshold::above(config.pinned_pct, config.pinned_clear_pct)
             .map_err(|e| format!("pinned_pct: {e}"))?;
         let ghost_share = Threshold::above(config.ghost_share_pct, config.ghost_share_clear_pct)
@@ -409,11 +376,6 @@ impl ArcSizing {
         if config.keep_free_pct >= 100.0 {
             return Err("keep_free_pct must be below 100".into());
         }
-        check_window(
-            config.window,
-            config.window_samples as usize,
-            config.min_samples as usize,
-        )?;
         let findings = Findings::new(
             Self::NAME,
             Rules {
@@ -422,7 +384,7 @@ impl ArcSizing {
                 material_change: 0.25,
             },
         );
-        let window = Window::new(config.window.as_secs_f64(), config.window_samples as usize);
+        let window = config.new_window();
         Ok(ArcSizing {
             config,
             pinned,
@@ -457,7 +419,7 @@ impl ArcSizing {
 
     /// The window as of `sample`, judged; `None` with fewer than `min_samples` samples.
     pub fn judge(&self, sample: &Sample) -> Option<Judgement> {
-        if self.window.len() < self.config.min_samples.max(1) as usize {
+        if self.window.len() < self.config.min_samples.max(1) {
             return None;
         }
         let stats = WindowStats::over(&self.window)?;

@@ -502,7 +502,11 @@ fn bad_configs_are_refused_with_the_key() {
             &[],
         )
         .unwrap_err();
-    assert!(err.contains("pinned_pct") && err.contains("flap"), "{err}");
+    // The clear level's own key, at its line of the config file.
+    assert!(
+        err.contains("pinned_clear_pct: must be at most pinned_pct (90), not 95"),
+        "{err}"
+    );
     let err = host
         .run::<ArcSizing>(&config(&[("pinned", Value::UInt(1))]), &[])
         .unwrap_err();

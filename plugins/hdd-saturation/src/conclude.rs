@@ -22,7 +22,7 @@ impl HddSaturation {
         let mut config = self.config.clone();
         // One observation covering the whole window, judged however few samples it holds.
         config.window = window.judging_span();
-        config.window_samples = u32::MAX;
+        config.window_samples = usize::MAX;
         config.min_samples = 1;
         let Ok(mut judge) = HddSaturation::with_config(config) else {
             return Vec::new();

@@ -18,30 +18,8 @@
 //! pool.
 //!
 //! Config (`[plugins.hdd-saturation]` in zpulse.toml), every key optional; the page
-//! `docs/checks/hdd-saturation.md` explains each:
-//!
-//! ```toml
-//! [plugins.hdd-saturation]
-//! saturation_pct = 95                 # a sample at or above this %util is "saturated"
-//! saturated_share_pct = 10            # raise when this share of samples is saturated …
-//! saturated_share_clear_pct = 5       # … clear at or below this share
-//! saturated_share_critical_pct = 50   # … critical from this share
-//! mean_util_pct = 60                  # or raise when the mean %util reaches this …
-//! mean_util_clear_pct = 45            # … clear at or below this mean
-//! mean_util_critical_pct = 90         # … critical from this mean
-//! window = "30m"                      # the window the figures are over …
-//! window_samples = 360                # … and at most this many samples (0 = no limit)
-//! min_samples = 12                    # fewer samples in the window: say nothing
-//! raise_after = 1                     # consecutive samples before raising
-//! min_hold = "10m"                    # a finding stays up at least this long
-//! sequential_mb_s = 150               # what one of these disks streams sequentially
-//! seek_bound_pct = 25                 # seek-bound below this share of it per busy second …
-//! small_request_kib = 64              # … in requests no larger than this
-//! streaming_pct = 50                  # bandwidth-bound from this share per busy second
-//! metadata_share_pct = 50             # ARC metadata share that points at a special vdev
-//! per_disk = true                     # findings per disk as well as per vdev
-//! disks = []                          # only these disks (kernel names); empty = all HDDs
-//! ```
+//! `docs/checks/hdd-saturation.md` explains each
+//! (the `settings!` declaration of `Config` is the one definition of them).
 
 mod conclude;
 mod window;
@@ -53,68 +31,51 @@ use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sample::DiskRates;
-use zpulse_proto::sdk::stats::{check_window, round2, settle};
+use zpulse_proto::sdk::settings::{Rule, Settings};
+use zpulse_proto::sdk::stats::{round2, settle};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Threshold, Value, Verdict};
-use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::VdevClass;
 
-/// The `[plugins.hdd-saturation]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    pub saturation_pct: f64,
-    pub saturated_share_pct: f64,
-    pub saturated_share_clear_pct: f64,
-    pub saturated_share_critical_pct: f64,
-    pub mean_util_pct: f64,
-    pub mean_util_clear_pct: f64,
-    pub mean_util_critical_pct: f64,
-    #[serde(with = "sdk::config::duration")]
-    pub window: Duration,
-    pub window_samples: u32,
-    pub min_samples: u32,
-    pub raise_after: u32,
-    #[serde(with = "sdk::config::duration")]
-    pub min_hold: Duration,
-    pub sequential_mb_s: f64,
-    pub seek_bound_pct: f64,
-    pub small_request_kib: f64,
-    pub streaming_pct: f64,
-    pub metadata_share_pct: f64,
-    pub per_disk: bool,
-    pub disks: Vec<String>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            // The seed's admin counted a sample at ≥ 95% busy as saturated.
-            saturation_pct: 95.0,
-            // The seed's mirror was saturated in 16% of its samples: a problem worth a
-            // warning; 10% leaves room below it.
-            saturated_share_pct: 10.0,
-            saturated_share_clear_pct: 5.0,
-            saturated_share_critical_pct: 50.0,
-            // At 60% busy a queue already doubles or triples response times (M/M/1: 1/(1-ρ)).
-            mean_util_pct: 60.0,
-            mean_util_clear_pct: 45.0,
-            mean_util_critical_pct: 90.0,
-            window: Duration::from_secs(30 * 60),
-            window_samples: 360,
-            // Two minutes at the default 10 s interval: one burst in a handful of samples is
-            // not a saturated disk.
-            min_samples: 12,
-            raise_after: 1,
-            min_hold: Duration::from_secs(600),
-            // A 7200-rpm disk streams 150–200 MB/s; the low end keeps the diagnosis honest.
-            sequential_mb_s: 150.0,
-            seek_bound_pct: 25.0,
-            small_request_kib: 64.0,
-            streaming_pct: 50.0,
-            metadata_share_pct: 50.0,
-            per_disk: true,
-            disks: Vec::new(),
-        }
+zpulse_proto::settings! {
+    /// The `[plugins.hdd-saturation]` table.
+    pub struct Config {
+        // 30 minutes as the seed measured; two minutes at the default 10 s interval before a
+        // verdict: one burst in a handful of samples is not a saturated disk.
+        window(Duration::from_secs(30 * 60), 360, 12);
+        /// `%util` at or above which a sample counts as saturated (the seed's "95% busy or more")
+        saturation_pct: f64 = 95.0, [Rule::Positive];
+        /// raise when at least this % of the window's samples are saturated (the seed: 16%)
+        saturated_share_pct: f64 = 10.0, [Rule::Pct];
+        /// clear level for the share
+        saturated_share_clear_pct: f64 = 5.0, [Rule::Pct, Rule::NotAbove("saturated_share_pct")];
+        /// critical from this share
+        saturated_share_critical_pct: f64 = 50.0,
+            [Rule::Pct, Rule::NotBelow("saturated_share_pct")];
+        /// raise when the time-weighted mean `%util` reaches this (M/M/1: 60% busy is 2.5× the wait)
+        mean_util_pct: f64 = 60.0, [Rule::Pct];
+        /// clear level for the mean
+        mean_util_clear_pct: f64 = 45.0, [Rule::Pct, Rule::NotAbove("mean_util_pct")];
+        /// critical from this mean
+        mean_util_critical_pct: f64 = 90.0, [Rule::Pct, Rule::NotBelow("mean_util_pct")];
+        /// consecutive holding samples before raising (the window already smooths)
+        raise_after: u32 = 1, [];
+        /// a raised finding is not cleared sooner
+        #[serde(with = "sdk::config::duration")]
+        min_hold: Duration = Duration::from_secs(600), [];
+        /// one disk's sequential rate, MB/s (10⁶ B); 7200-rpm disks do 150–200
+        sequential_mb_s: f64 = 150.0, [Rule::Positive];
+        /// at or below this busy-time share (and small requests): seek-bound
+        seek_bound_pct: f64 = 25.0, [Rule::AtLeast(0.0), Rule::NotAbove("streaming_pct")];
+        /// "small request" limit for the seek-bound diagnosis, KiB
+        small_request_kib: f64 = 64.0, [Rule::Positive];
+        /// at or above this busy-time share: bandwidth-bound
+        streaming_pct: f64 = 50.0, [];
+        /// the ARC is "mostly metadata" above this share (%)
+        metadata_share_pct: f64 = 50.0, [];
+        /// also one finding per disk (false: vdevs only, and one-disk vdevs as vdevs)
+        per_disk: bool = true, [];
+        /// watch only these kernel disk names (still only rotational ones); empty = every HDD
+        disks: Vec<String> = Vec::new(), [];
     }
 }
 
@@ -218,32 +179,13 @@ impl Check for HddSaturation {
 impl HddSaturation {
     /// The check without a host: validates the config the way [`Check::build`] does.
     pub fn with_config(config: Config) -> Result<HddSaturation, String> {
+        config.check_rules().map_err(|e| e.to_string())?;
         let share = Threshold::above(config.saturated_share_pct, config.saturated_share_clear_pct)
             .and_then(|t| t.critical(config.saturated_share_critical_pct))
             .map_err(|e| format!("saturated_share_pct: {e}"))?;
         let mean = Threshold::above(config.mean_util_pct, config.mean_util_clear_pct)
             .and_then(|t| t.critical(config.mean_util_critical_pct))
             .map_err(|e| format!("mean_util_pct: {e}"))?;
-        for (key, value) in [
-            ("saturation_pct", config.saturation_pct),
-            ("sequential_mb_s", config.sequential_mb_s),
-            ("small_request_kib", config.small_request_kib),
-        ] {
-            if !(value.is_finite() && value > 0.0) {
-                return Err(format!("{key} must be a positive number, not {value}"));
-            }
-        }
-        if !(config.seek_bound_pct >= 0.0 && config.seek_bound_pct <= config.streaming_pct) {
-            return Err(format!(
-                "seek_bound_pct ({}) must be between 0 and streaming_pct ({})",
-                config.seek_bound_pct, config.streaming_pct
-            ));
-        }
-        check_window(
-            config.window,
-            config.window_samples as usize,
-            config.min_samples as usize,
-        )?;
         let findings = Findings::new(
             Self::NAME,
             Rules {
@@ -252,7 +194,7 @@ impl HddSaturation {
                 material_change: 0.25,
             },
         );
-        let metadata = Window::new(config.window.as_secs_f64(), config.window_samples as usize);
+        let metadata = config.new_window();
         Ok(HddSaturation {
             config,
             share,
@@ -272,10 +214,7 @@ impl HddSaturation {
     }
 
     fn new_window(&self) -> Window {
-        Window::new(
-            self.config.window.as_secs_f64(),
-            self.config.window_samples as usize,
-        )
+        self.config.new_window()
     }
 
     fn record(&mut self, sample: &Sample) {
@@ -429,7 +368,7 @@ impl HddSaturation {
         adjust: &dyn Fn(&[String], &mut Stats),
         wants: &dyn Fn(&str, Verdict) -> bool,
     ) -> Vec<Judgement> {
-        let min = self.config.min_samples.max(1) as usize;
+        let min = self.config.min_samples.max(1);
         let meta = self.metadata_share();
         let mut judged = Vec::new();
         let by_name = sample.snapshot.disks_by_name();

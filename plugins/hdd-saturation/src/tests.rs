@@ -621,8 +621,9 @@ fn bad_configs_are_refused_with_the_key() {
             &[],
         )
         .unwrap_err();
+    // The clear level's own key, at its line of the config file.
     assert!(
-        err.contains("mean_util_pct") && err.contains("flap"),
+        err.contains("mean_util_clear_pct: must be at most mean_util_pct (50), not 60"),
         "{err}"
     );
     let err = host

@@ -20,77 +20,42 @@
 //! * `marginal` (info) — in between, or still filling.
 //!
 //! Config (`[plugins.l2arc-value]`), every key optional; `docs/checks/l2arc-value.md`
-//! explains each:
-//!
-//! ```toml
-//! [plugins.l2arc-value]
-//! window = "15m"            # the verdict looks at most this far back …
-//! window_samples = 90       # … and at most this many samples
-//! min_samples = 3           # fewer samples in the window: no verdict
-//! min_reads = 10000         # fewer ARC reads in the window: no verdict
-//! worth_share_pct = 5       # serves at least this share of all ARC reads: worth it
-//! marginal_share_pct = 2    # serves less (and costs something): negative
-//! min_hold = "15m"          # a finding stays up at least this long
-//! ```
+//! explains each
+//! (the `settings!` declaration of `Config` is the one definition of them).
 
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::section_of;
-use zpulse_proto::sdk::stats::{Timed, Window, check_window, round_sig3};
+use zpulse_proto::sdk::settings::{Rule, Settings};
+use zpulse_proto::sdk::stats::{Timed, Window, round_sig3};
 use zpulse_proto::sdk::text::{bytes, duration};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Snapshot, VdevClass};
 
-/// The `[plugins.l2arc-value]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    #[serde(with = "sdk::config::duration")]
-    pub window: Duration,
-    pub window_samples: usize,
-    pub min_samples: usize,
-    pub min_reads: u64,
-    pub worth_share_pct: f64,
-    pub marginal_share_pct: f64,
-    #[serde(with = "sdk::config::duration")]
-    pub min_hold: Duration,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            window: Duration::from_secs(900),
-            window_samples: 90,
-            min_samples: 3,
-            min_reads: 10_000,
-            worth_share_pct: 5.0,
-            marginal_share_pct: 2.0,
-            min_hold: Duration::from_secs(900),
-        }
+zpulse_proto::settings! {
+    /// The `[plugins.l2arc-value]` table.
+    pub struct Config {
+        window(Duration::from_secs(900), 90, 3);
+        /// fewer ARC reads in the window: no verdict (a share of a handful of reads means nothing)
+        min_reads: u64 = 10_000, [];
+        /// worth it from this % of all ARC reads served
+        worth_share_pct: f64 = 5.0, [Rule::Pct];
+        /// under this % (served, or at most servable): negative when it costs
+        marginal_share_pct: f64 = 2.0, [Rule::Pct, Rule::NotAbove("worth_share_pct")];
+        /// a raised finding is not cleared sooner
+        #[serde(with = "sdk::config::duration")]
+        min_hold: Duration = Duration::from_secs(900), [];
     }
 }
 
 impl Config {
     /// Refuses settings that cannot work, saying why.
     pub fn validate(&self) -> Result<(), String> {
-        for (name, v) in [
-            ("worth_share_pct", self.worth_share_pct),
-            ("marginal_share_pct", self.marginal_share_pct),
-        ] {
-            sdk::config::check_pct(name, v)?;
-        }
-        if self.marginal_share_pct > self.worth_share_pct {
-            return Err(format!(
-                "marginal_share_pct ({}) must not be above worth_share_pct ({})",
-                self.marginal_share_pct, self.worth_share_pct
-            ));
-        }
         if self.min_samples < 1 {
-            return Err("min_samples must be at least 1".into());
+            return Err("min_samples: must be at least 1".into());
         }
-        check_window(self.window, self.window_samples, self.min_samples)
+        self.check_rules().map_err(|e| e.to_string())
     }
 }
 
@@ -229,7 +194,7 @@ impl L2arcValue {
                     material_change: 0.5,
                 },
             ),
-            window: Window::new(config.window.as_secs_f64(), config.window_samples),
+            window: config.new_window(),
             config,
         })
     }

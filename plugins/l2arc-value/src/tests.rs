@@ -432,5 +432,8 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
             &[],
         )
         .unwrap_err();
-    assert!(err.contains("must not be above worth_share_pct"), "{err}");
+    assert!(
+        err.contains("marginal_share_pct: must be at most worth_share_pct (1), not 2"),
+        "{err}"
+    );
 }

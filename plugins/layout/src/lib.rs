@@ -14,37 +14,23 @@
 //! the data vdevs is `special-fill.redundancy`, and a log on a file or loop device or an
 //! unmirrored log is `slog-usage.device` / `slog-usage.redundancy` (they judge it with the
 //! log's load). `docs/checks/layout.md` explains each finding and key.
-//!
-//! ```toml
-//! [plugins.layout]
-//! pools = []                  # empty: every pool
-//! raidz1_max_width = 8        # raidz1 wider than this: warning
-//! raidz1_max_hdd_tb = 4       # raidz1 of HDDs this large (decimal TB) or larger: warning
-//! ```
 
 use zpulse_proto::Sample;
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sdk::section::judge_afresh;
+use zpulse_proto::sdk::settings::{Rule, Settings};
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Disk, DisksByName, Pool, Redundancy, Vdev, VdevClass};
 
-/// The `[plugins.layout]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    pub pools: Vec<String>,
-    pub raidz1_max_width: usize,
-    pub raidz1_max_hdd_tb: f64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            pools: Vec::new(),
-            raidz1_max_width: 8,
-            raidz1_max_hdd_tb: 4.0,
-        }
+zpulse_proto::settings! {
+    /// The `[plugins.layout]` table.
+    pub struct Config {
+        /// watch only these pools; empty = every pool
+        pools: Vec<String> = Vec::new(), [];
+        /// raidz1 wider than this (data + parity disks): warning
+        raidz1_max_width: usize = 8, [Rule::AtLeast(2.0)];
+        /// raidz1 of HDDs this large (decimal TB) or larger: warning
+        raidz1_max_hdd_tb: f64 = 4.0, [Rule::Positive];
     }
 }
 
@@ -96,12 +82,7 @@ fn size_text(n: u64) -> String {
 
 impl Layout {
     pub fn new(config: Config) -> Result<Layout, String> {
-        if config.raidz1_max_width < 2 {
-            return Err("raidz1_max_width must be at least 2".into());
-        }
-        if config.raidz1_max_hdd_tb.is_nan() || config.raidz1_max_hdd_tb <= 0.0 {
-            return Err("raidz1_max_hdd_tb must be above 0".into());
-        }
+        config.check_rules().map_err(|e| e.to_string())?;
         let f = |name: &str| Findings::new(format!("layout.{name}"), FACT);
         Ok(Layout {
             config,

@@ -18,20 +18,6 @@
 //!
 //! Everything is judged at the sample's time (`Sample::end`), so a recorded series replays
 //! as it happened. `docs/checks/pool-health.md` explains each finding and key.
-//!
-//! ```toml
-//! [plugins.pool-health]
-//! pools = []                  # empty: every pool
-//! scrub_max_age = "35d"       # no completed scrub for longer: warning
-//! capacity_warn_pct = 80      # allocated / size ≥ this: warning …
-//! capacity_critical_pct = 90  # … ≥ this: critical
-//! capacity_clear_pct = 75     # … cleared at or below this
-//! fragmentation_pct = 50      # free-space fragmentation ≥ this: info …
-//! fragmentation_clear_pct = 45
-//! growth_window = "6h"        # the allocation growth and time to full are fitted over this
-//! growth_window_samples = 2160
-//! min_hold = "10m"            # capacity and fragmentation findings stay up at least this long
-//! ```
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -39,48 +25,40 @@ use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sample::VdevRates;
 use zpulse_proto::sdk::section::judge_afresh;
+use zpulse_proto::sdk::settings::{Rule, Settings};
 use zpulse_proto::sdk::stats::{Window, least_squares_slope, round_sig3, round2};
 use zpulse_proto::sdk::text::{bytes, ctime_utc, dhms, scan_status};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
 };
-use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Pool, PoolConfig, ScanStats, Vdev, VdevClass};
 
-/// The `[plugins.pool-health]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    /// Pools to watch; empty means every pool.
-    pub pools: Vec<String>,
-    #[serde(with = "sdk::config::duration")]
-    pub scrub_max_age: Duration,
-    pub capacity_warn_pct: f64,
-    pub capacity_critical_pct: f64,
-    pub capacity_clear_pct: f64,
-    pub fragmentation_pct: f64,
-    pub fragmentation_clear_pct: f64,
-    #[serde(with = "sdk::config::duration")]
-    pub growth_window: Duration,
-    pub growth_window_samples: usize,
-    #[serde(with = "sdk::config::duration")]
-    pub min_hold: Duration,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            pools: Vec::new(),
-            scrub_max_age: Duration::from_secs(35 * 86_400),
-            capacity_warn_pct: 80.0,
-            capacity_critical_pct: 90.0,
-            capacity_clear_pct: 75.0,
-            fragmentation_pct: 50.0,
-            fragmentation_clear_pct: 45.0,
-            growth_window: Duration::from_secs(6 * 3600),
-            growth_window_samples: 2160,
-            min_hold: Duration::from_secs(600),
-        }
+zpulse_proto::settings! {
+    /// The `[plugins.pool-health]` table.
+    pub struct Config {
+        /// watch only these pools; empty = every pool
+        pools: Vec<String> = Vec::new(), [];
+        /// no completed scrub for longer: warning
+        #[serde(with = "sdk::config::duration")]
+        scrub_max_age: Duration = Duration::from_secs(35 * 86_400), [Rule::Positive];
+        /// allocated / size at or above this: warning
+        capacity_warn_pct: f64 = 80.0, [Rule::Pct, Rule::NotAbove("capacity_critical_pct")];
+        /// allocated / size at or above this: critical
+        capacity_critical_pct: f64 = 90.0, [Rule::Pct];
+        /// the capacity finding clears at or below this
+        capacity_clear_pct: f64 = 75.0, [Rule::Pct, Rule::NotAbove("capacity_warn_pct")];
+        /// free-space fragmentation at or above this: info
+        fragmentation_pct: f64 = 50.0, [Rule::Pct];
+        /// the fragmentation finding clears at or below this
+        fragmentation_clear_pct: f64 = 45.0, [Rule::Pct, Rule::NotAbove("fragmentation_pct")];
+        /// the allocation growth and time to full are fitted over this
+        #[serde(with = "sdk::config::duration")]
+        growth_window: Duration = Duration::from_secs(6 * 3600), [Rule::Positive];
+        /// … and at most this many points (0 = no limit)
+        growth_window_samples: usize = 2160, [];
+        /// capacity and fragmentation findings stay up at least this long
+        #[serde(with = "sdk::config::duration")]
+        min_hold: Duration = Duration::from_secs(600), [];
     }
 }
 
@@ -156,9 +134,7 @@ pub struct PoolHealth {
 
 impl PoolHealth {
     pub fn new(config: Config) -> Result<PoolHealth, String> {
-        if config.capacity_warn_pct > config.capacity_critical_pct {
-            return Err("capacity_warn_pct must not be above capacity_critical_pct".into());
-        }
+        config.check_rules().map_err(|e| e.to_string())?;
         let capacity = Threshold::above(config.capacity_warn_pct, config.capacity_clear_pct)
             .map_err(|e| format!("capacity_warn_pct/capacity_clear_pct: {e}"))?
             .critical(config.capacity_critical_pct)
@@ -167,9 +143,6 @@ impl PoolHealth {
             Threshold::above(config.fragmentation_pct, config.fragmentation_clear_pct)
                 .map_err(|e| format!("fragmentation_pct/fragmentation_clear_pct: {e}"))?
                 .severity(Severity::Info);
-        if config.scrub_max_age.is_zero() {
-            return Err("scrub_max_age must be longer than 0".into());
-        }
         let held = Rules {
             min_hold: config.min_hold,
             ..FACT

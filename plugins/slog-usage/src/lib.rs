@@ -23,34 +23,18 @@
 //!   pool: critical while sync writes use it, else a warning), or on a spinning disk (info).
 //!
 //! Config (`[plugins.slog-usage]`), every key optional; `docs/checks/slog-usage.md` explains
-//! each:
-//!
-//! ```toml
-//! [plugins.slog-usage]
-//! window = "10m"            # the verdict looks at most this far back …
-//! window_samples = 60       # … and at most this many samples
-//! min_samples = 3           # fewer samples in the window: no verdict
-//! idle_writes_per_s = 0.1   # log-vdev writes/s below which the SLOG is idle
-//! saturated_busy_pct = 90   # mean %util of its busiest device: saturated
-//! saturated_wait_ms = 10    # mean write wait (queue + device) of a log vdev: saturated…
-//! saturated_wait_busy_pct = 60 # …when its busiest device is also at least this busy
-//! txgs_held = 2             # how many txgs of zfs_dirty_data_max a log can ever hold
-//! oversize_factor = 4       # bigger than this × what it can hold: oversized
-//! full_pct = 80             # peak allocation at this % of its size: undersized
-//! min_hold = "5m"           # a finding stays up at least this long
-//! pools = []                # only these pools; empty = every pool
-//! ```
+//! each (the `settings!` declaration of `Config` is the one definition of them).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sdk::section::sections_of_events;
-use zpulse_proto::sdk::stats::{self, Timed, check_window, round_sig3};
+use zpulse_proto::sdk::settings::{Rule, Settings};
+use zpulse_proto::sdk::stats::{self, Timed, round_sig3};
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::text::duration;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
 
 /// OpenZFS's cap on `zfs_dirty_data_max` when the kernel does not report it: 4 GiB
@@ -58,77 +42,39 @@ use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
 const DIRTY_MAX_MAX: u64 = 4 << 30;
 const DIRTY_MAX_PERCENT: u64 = 10;
 
-/// The `[plugins.slog-usage]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    #[serde(with = "sdk::config::duration")]
-    pub window: Duration,
-    pub window_samples: usize,
-    pub min_samples: usize,
-    pub idle_writes_per_s: f64,
-    pub saturated_busy_pct: f64,
-    pub saturated_wait_ms: f64,
-    /// The wait criterion counts only while the busiest log device is at least this busy.
-    pub saturated_wait_busy_pct: f64,
-    pub txgs_held: f64,
-    pub oversize_factor: f64,
-    pub full_pct: f64,
-    #[serde(with = "sdk::config::duration")]
-    pub min_hold: Duration,
-    pub pools: Vec<String>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            window: Duration::from_secs(600),
-            window_samples: 60,
-            min_samples: 3,
-            idle_writes_per_s: 0.1,
-            saturated_busy_pct: 90.0,
-            saturated_wait_ms: 10.0,
-            saturated_wait_busy_pct: 60.0,
-            txgs_held: 2.0,
-            oversize_factor: 4.0,
-            full_pct: 80.0,
-            min_hold: Duration::from_secs(300),
-            pools: Vec::new(),
-        }
+zpulse_proto::settings! {
+    /// The `[plugins.slog-usage]` table.
+    pub struct Config {
+        window(Duration::from_secs(600), 60, 3);
+        /// log-vdev writes/s below which the SLOG counts as idle (and an unmirrored one as not exposed)
+        idle_writes_per_s: f64 = 0.1, [Rule::AtLeast(0.0)];
+        /// time-weighted mean `%util` of the busiest log disk that means saturated
+        saturated_busy_pct: f64 = 90.0, [Rule::Pct];
+        /// write-weighted mean ZFS write wait (ms) of a log leaf that means saturated; an SSD SLOG answers in well under 1 ms
+        saturated_wait_ms: f64 = 10.0, [Rule::AtLeast(0.0)];
+        /// the wait criterion counts only while the busiest log device is at least this busy
+        saturated_wait_busy_pct: f64 = 60.0, [Rule::AtLeast(0.0)];
+        /// txgs of `zfs_dirty_data_max` a log can ever hold
+        txgs_held: f64 = 2.0, [Rule::Positive];
+        /// oversized above this × holdable
+        oversize_factor: f64 = 4.0, [Rule::AtLeast(1.0)];
+        /// undersized when the window's peak `alloc` reaches this % of `space`
+        full_pct: f64 = 80.0, [Rule::Pct];
+        /// a raised finding is not cleared sooner
+        #[serde(with = "sdk::config::duration")]
+        min_hold: Duration = Duration::from_secs(300), [];
+        /// watch only these pools; empty = every pool with a log vdev
+        pools: Vec<String> = Vec::new(), [];
     }
 }
 
 impl Config {
     /// Refuses settings that cannot work, saying why.
     pub fn validate(&self) -> Result<(), String> {
-        for (name, v) in [
-            ("saturated_busy_pct", self.saturated_busy_pct),
-            ("full_pct", self.full_pct),
-        ] {
-            sdk::config::check_pct(name, v)?;
-        }
-        for (name, v) in [
-            ("idle_writes_per_s", self.idle_writes_per_s),
-            ("saturated_wait_ms", self.saturated_wait_ms),
-            ("saturated_wait_busy_pct", self.saturated_wait_busy_pct),
-        ] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err(format!("{name} must be 0 or more, not {v}"));
-            }
-        }
-        if !(self.txgs_held > 0.0 && self.txgs_held.is_finite()) {
-            return Err(format!("txgs_held must be above 0, not {}", self.txgs_held));
-        }
-        if !(self.oversize_factor >= 1.0 && self.oversize_factor.is_finite()) {
-            return Err(format!(
-                "oversize_factor must be 1 or more, not {}",
-                self.oversize_factor
-            ));
-        }
         if self.min_samples < 1 {
-            return Err("min_samples must be at least 1".into());
+            return Err("min_samples: must be at least 1".into());
         }
-        check_window(self.window, self.window_samples, self.min_samples)
+        self.check_rules().map_err(|e| e.to_string())
     }
 }
 

@@ -534,7 +534,7 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
     let err = host
         .run::<SlogUsage>(&cfg("full_pct", Value::UInt(120)), &[])
         .unwrap_err();
-    assert!(err.contains("full_pct must be a percentage"), "{err}");
+    assert!(err.contains("full_pct: must be a percentage"), "{err}");
     let err = host
         .run::<SlogUsage>(&cfg("oversize_factor", Value::Float(0.5)), &[])
         .unwrap_err();

@@ -17,34 +17,18 @@
 //!   only receives metadata written after it was added.
 //!
 //! Config (`[plugins.special-fill]`), every key optional; `docs/checks/special-fill.md`
-//! explains each:
-//!
-//! ```toml
-//! [plugins.special-fill]
-//! # warn_used_pct = 75     # default: 100 − zfs_special_class_metadata_reserve_pct
-//! critical_used_pct = 90   # critical from this fill level
-//! clear_margin_pct = 5     # clear this many points below the warning level
-//! warn_days = 30           # warn when the reserve is projected to be reached within
-//! critical_days = 7        # critical when the class is projected to be full within
-//! window = "24h"           # growth fit over at most this much time …
-//! window_samples = 8640    # … and at most this many samples
-//! min_samples = 3          # fewer samples in the window: no growth figure
-//! max_extrapolation = 20   # trust a projection up to 20 × the time span it is fitted on
-//! late_share_pct = 50      # note when the special class served less of the metadata reads
-//! late_min_metadata_reads = 1000  # metadata reads from disk the window needs for that
-//! min_hold = "5m"          # a finding stays up at least this long
-//! pools = []               # only these pools; empty = every pool
-//! ```
+//! explains each
+//! (the `settings!` declaration of `Config` is the one definition of them).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sdk::section::judge_afresh;
-use zpulse_proto::sdk::stats::{Timed, Window, check_window, round_sig3};
+use zpulse_proto::sdk::settings::{Rule, Settings};
+use zpulse_proto::sdk::stats::{Timed, Window, round_sig3};
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
-use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::snapshot::{Pool, Redundancy, Vdev, VdevClass};
 
 /// OpenZFS's default of `zfs_special_class_metadata_reserve_pct`, used when the kernel does
@@ -53,82 +37,41 @@ pub const DEFAULT_RESERVE_PCT: f64 = 25.0;
 
 const DAY: f64 = 86_400.0;
 
-/// The `[plugins.special-fill]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    /// Warning from this fill level; absent = where the metadata reserve begins
-    /// (100 − `zfs_special_class_metadata_reserve_pct`, 75% by default).
-    pub warn_used_pct: Option<f64>,
-    pub critical_used_pct: f64,
-    pub clear_margin_pct: f64,
-    pub warn_days: f64,
-    pub critical_days: f64,
-    #[serde(with = "sdk::config::duration")]
-    pub window: Duration,
-    pub window_samples: usize,
-    pub min_samples: usize,
-    pub max_extrapolation: f64,
-    pub late_share_pct: f64,
-    pub late_min_metadata_reads: u64,
-    #[serde(with = "sdk::config::duration")]
-    pub min_hold: Duration,
-    pub pools: Vec<String>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            warn_used_pct: None,
-            critical_used_pct: 90.0,
-            clear_margin_pct: 5.0,
-            warn_days: 30.0,
-            critical_days: 7.0,
-            window: Duration::from_secs(24 * 3600),
-            window_samples: 8640,
-            min_samples: 3,
-            max_extrapolation: 20.0,
-            late_share_pct: 50.0,
-            late_min_metadata_reads: 1000,
-            min_hold: Duration::from_secs(300),
-            pools: Vec::new(),
-        }
+zpulse_proto::settings! {
+    /// The `[plugins.special-fill]` table.
+    pub struct Config {
+        window(Duration::from_secs(24 * 3600), 8640, 3);
+        /// warning from this used %; unset = where the metadata reserve begins (100 − `zfs_special_class_metadata_reserve_pct`, 75 by default)
+        warn_used_pct: Option<f64> = None, [Rule::Pct, Rule::NotAbove("critical_used_pct")];
+        /// critical from this used %
+        critical_used_pct: f64 = 90.0, [Rule::Pct];
+        /// clear at or below the warning level minus this
+        clear_margin_pct: f64 = 5.0, [Rule::Pct];
+        /// warning when the reserve or the end is projected within this many days
+        warn_days: f64 = 30.0, [Rule::AtLeast(0.0)];
+        /// critical when the end is projected within this many days
+        critical_days: f64 = 7.0, [Rule::AtLeast(0.0), Rule::NotAbove("warn_days")];
+        /// a projection is made only up to this many times the fitted span
+        max_extrapolation: f64 = 20.0, [Rule::Positive];
+        /// the late-added note when the special class served less than this %
+        late_share_pct: f64 = 50.0, [Rule::Pct];
+        /// metadata reads from disk the window needs for the estimate
+        late_min_metadata_reads: u64 = 1000, [];
+        /// a raised finding is not cleared sooner
+        #[serde(with = "sdk::config::duration")]
+        min_hold: Duration = Duration::from_secs(300), [];
+        /// watch only these pools; empty = every pool with a special or dedup vdev
+        pools: Vec<String> = Vec::new(), [];
     }
 }
 
 impl Config {
     /// Refuses settings that cannot work, saying why.
     pub fn validate(&self) -> Result<(), String> {
-        let pct = sdk::config::check_pct;
-        if let Some(w) = self.warn_used_pct {
-            pct("warn_used_pct", w)?;
-            if w > self.critical_used_pct {
-                return Err(format!(
-                    "warn_used_pct ({w}) must not be above critical_used_pct ({})",
-                    self.critical_used_pct
-                ));
-            }
-        }
-        pct("critical_used_pct", self.critical_used_pct)?;
-        pct("clear_margin_pct", self.clear_margin_pct)?;
-        pct("late_share_pct", self.late_share_pct)?;
-        if !(self.warn_days >= 0.0 && self.critical_days >= 0.0) {
-            return Err("warn_days and critical_days must be 0 or more".into());
-        }
-        if self.critical_days > self.warn_days {
-            return Err(format!(
-                "critical_days ({}) must not be above warn_days ({})",
-                self.critical_days, self.warn_days
-            ));
-        }
         if self.min_samples < 2 {
-            return Err("min_samples must be at least 2: a growth rate needs two points".into());
+            return Err("min_samples: must be at least 2: a growth rate needs two points".into());
         }
-        check_window(self.window, self.window_samples, self.min_samples)?;
-        if !(self.max_extrapolation > 0.0 && self.max_extrapolation.is_finite()) {
-            return Err("max_extrapolation must be a positive number".into());
-        }
-        Ok(())
+        self.check_rules().map_err(|e| e.to_string())
     }
 }
 
@@ -283,7 +226,7 @@ impl SpecialFill {
 
     /// An empty window of the configured `window` and `window_samples`.
     fn new_window<T: Timed>(&self) -> Window<T> {
-        Window::new(self.config.window.as_secs_f64(), self.config.window_samples)
+        self.config.new_window()
     }
 
     fn watched(&self, pool: &str) -> bool {

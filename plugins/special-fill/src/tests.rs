@@ -687,7 +687,10 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
             &[],
         )
         .unwrap_err();
-    assert!(err.contains("must not be above critical_used_pct"), "{err}");
+    assert!(
+        err.contains("warn_used_pct: must be at most critical_used_pct (90), not 95"),
+        "{err}"
+    );
     let err = host
         .run::<SpecialFill>(&cfg(&[("window", Value::Str("1 fortnight".into()))]), &[])
         .unwrap_err();

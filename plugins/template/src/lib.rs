@@ -6,107 +6,116 @@
 //! samples in a row, updates it when the figures change materially, and clears it once
 //! `%util` falls to `clear_pct` (and the finding has been up for `min_hold`).
 //!
-//! Config (`[plugins.template]` in zpulse.toml), every key optional:
-//!
-//! ```toml
-//! [plugins.template]
-//! busy_pct = 90       # raise at this %util
-//! clear_pct = 70      # clear at or below this %util (hysteresis)
-//! critical_pct = 98   # critical from this %util
-//! raise_after = 3     # consecutive samples before raising
-//! min_hold = "5m"     # a finding stays up at least this long
-//! disks = []          # only these disks (kernel names); empty = every whole disk
-//! ```
+//! Config: `[plugins.template]` in zpulse.toml, every key optional, declared once below
+//! with `settings!` (docs/plugin-authoring.md walks through it).
 
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sample::DiskRates;
-use zpulse_proto::sdk::{self, Findings, Host, Plugin, Report, Rules, Threshold, Verdict};
-use zpulse_proto::serde::Deserialize;
+use zpulse_proto::sdk::settings::Rule;
+use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Threshold, Verdict};
 
-/// The `[plugins.template]` table. `default` fills in missing keys; `deny_unknown_fields`
-/// turns a misspelt key into an error that names it.
-#[derive(Debug, Deserialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    pub busy_pct: f64,
-    pub clear_pct: f64,
-    pub critical_pct: f64,
-    pub raise_after: u32,
-    #[serde(with = "sdk::config::duration")]
-    pub min_hold: Duration,
-    pub disks: Vec<String>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            busy_pct: 90.0,
-            clear_pct: 70.0,
-            critical_pct: 98.0,
-            raise_after: 3,
-            min_hold: Duration::from_secs(300),
-            disks: Vec::new(),
-        }
+// The `[plugins.template]` table, each setting once: its type, default, rules and doc line.
+// The SDK refuses a table that breaks a rule before `build` runs, naming the key.
+zpulse_proto::settings! {
+    /// The `[plugins.template]` table.
+    pub struct Config {
+        /// raise at this %util
+        busy_pct: f64 = 90.0, [Rule::Pct];
+        /// clear at or below this %util (hysteresis)
+        clear_pct: f64 = 70.0, [Rule::Pct, Rule::NotAbove("busy_pct")];
+        /// critical from this %util
+        critical_pct: f64 = 98.0, [Rule::Pct, Rule::NotBelow("busy_pct")];
+        /// consecutive samples before raising
+        raise_after: u32 = 3, [Rule::AtLeast(1.0)];
+        /// a finding stays up at least this long
+        #[serde(with = "sdk::config::duration")]
+        min_hold: Duration = Duration::from_secs(300), [];
+        /// only these disks (kernel names); empty = every whole disk
+        disks: Vec<String> = Vec::new(), [];
     }
 }
 
 pub struct DiskBusy {
     threshold: Threshold,
     findings: Findings,
-    disks: Vec<String>,
+    config: Config,
 }
 
-impl Plugin for DiskBusy {
+impl Check for DiskBusy {
     const NAME: &'static str = "template";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = Config;
 
-    fn new(config: Config, host: &Host) -> Result<Self, sdk::Error> {
-        // Refuse a config that makes no sense, with a message that says why.
+    // Pure: no threads, no files. `check-config` runs it too, to check a table.
+    fn build(config: Config) -> Result<Self, sdk::Error> {
         let threshold =
             Threshold::above(config.busy_pct, config.clear_pct)?.critical(config.critical_pct)?;
-        host.info(&format!(
-            "watching {} at {}% busy",
-            if config.disks.is_empty() {
-                "every whole disk".to_string()
-            } else {
-                config.disks.join(", ")
-            },
-            config.busy_pct
-        ));
+        let rules = Rules {
+            raise_after: config.raise_after,
+            min_hold: config.min_hold,
+            material_change: 0.2,
+        };
+        let findings = Findings::new(Self::NAME, rules);
         Ok(DiskBusy {
             threshold,
-            findings: Findings::new(
-                Self::NAME,
-                Rules {
-                    raise_after: config.raise_after,
-                    min_hold: config.min_hold,
-                    material_change: 0.2,
-                },
-            ),
-            disks: config.disks,
+            findings,
+            config,
         })
     }
 
-    fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), sdk::Error> {
-        for disk in sample.disks.iter().filter(|d| watched(&self.disks, d)) {
+    fn started(&self) -> Option<String> {
+        let disks = match self.config.disks.is_empty() {
+            true => "every whole disk".to_string(),
+            false => self.config.disks.join(", "),
+        };
+        Some(format!(
+            "watching {disks} at {}% busy",
+            self.config.busy_pct
+        ))
+    }
+
+    fn observe(&mut self, sample: &Sample) -> Vec<Event> {
+        let mut events = Vec::new();
+        for disk in sample
+            .disks
+            .iter()
+            .filter(|d| watched(&self.config.disks, d))
+        {
             let verdict = self.threshold.verdict(disk.util);
             let report = report(disk, verdict);
-            if let Some(event) = self
-                .findings
-                .observe(sample.end, &disk.name, verdict, report)
-            {
-                host.emit(&event)?;
-            }
+            events.extend(
+                self.findings
+                    .observe(sample.end, &disk.name, verdict, report),
+            );
         }
         // A disk that vanished (pulled, or the pool exported) is no longer busy.
-        for event in self.findings.clear_unseen(sample.end, |name| {
+        events.extend(self.findings.clear_unseen(sample.end, |name| {
             Report::new(format!("{name} is no longer reported by the kernel"))
-        }) {
-            host.emit(&event)?;
-        }
-        Ok(())
+        }));
+        events
+    }
+
+    /// `zpulse report`: each watched disk's mean `%util` over the whole window.
+    fn report(&self, window: &ReportWindow) -> Vec<Section> {
+        let disks = window
+            .whole
+            .disks
+            .iter()
+            .filter(|d| watched(&self.config.disks, d));
+        disks
+            .map(|d| {
+                let rating = match self.threshold.verdict(d.util) {
+                    Verdict::Clear => Rating::Ok,
+                    _ => Rating::Warning,
+                };
+                let summary = format!("{} was {:.0}% busy over the window", d.name, d.util);
+                Section::new(rating, format!("{} busy", d.name), summary)
+                    .subject(d.name.clone())
+                    .figure("util_pct", "%util", round(d.util), "%")
+            })
+            .collect()
     }
 }
 
@@ -231,10 +240,75 @@ mod tests {
             ("clear_pct", Value::UInt(60)),
         ]);
         let err = host.run::<DiskBusy>(&cfg, &[]).unwrap_err();
-        assert!(err.contains("flap"), "{err}");
+        assert!(
+            err.contains("clear_pct: must be at most busy_pct (50), not 60"),
+            "{err}"
+        );
         let err = host
             .run::<DiskBusy>(&config(&[("bsy_pct", Value::UInt(1))]), &[])
             .unwrap_err();
         assert!(err.contains("unknown field `bsy_pct`"), "{err}");
+    }
+
+    /// The declared defaults are what an empty table gives, and each rule refuses with its
+    /// key (the agent shows it at that key's line).
+    #[test]
+    fn settings_default_and_refuse_by_their_rules() {
+        use zpulse_proto::sdk::settings::Settings;
+        assert_eq!(Config::default().busy_pct, 90.0);
+        assert_eq!(Config::default().check_rules(), Ok(()));
+        let host = TestHost::new();
+        let err = host
+            .run::<DiskBusy>(&config(&[("critical_pct", Value::UInt(80))]), &[])
+            .unwrap_err();
+        assert!(
+            err.contains("critical_pct: must be at least busy_pct (90), not 80"),
+            "{err}"
+        );
+    }
+
+    /// A disk's counters over six intervals of 10 s (busy 9.5 s of each, then 5 s): %util is
+    /// 95% (raise after three) and then 50% (clear once the 5-minute hold is over).
+    #[test]
+    fn a_series_built_from_counters_raises_and_clears() {
+        use zpulse_proto::sdk::testing::{DiskLoad, SampleBuilder};
+        let at = |end: f64, busy_ms: u64| {
+            SampleBuilder::new(end, 10.0)
+                .disk(
+                    "sdb",
+                    true,
+                    DiskLoad::requests(1_000, 0, 4, 9).busy_ms(busy_ms),
+                )
+                .build()
+        };
+        let samples = [
+            at(10.0, 9_500),
+            at(20.0, 9_500),
+            at(30.0, 9_500),
+            at(40.0, 5_000),
+            at(400.0, 5_000),
+        ];
+        let events = TestHost::new().run::<DiskBusy>(&[], &samples).unwrap();
+        let states: Vec<_> = events.iter().map(|e| e.state.unwrap()).collect();
+        assert_eq!(states, [State::Raised, State::Cleared]);
+        assert!(
+            events[0].summary.starts_with("sdb was busy 95%"),
+            "{}",
+            events[0].summary
+        );
+    }
+
+    #[test]
+    fn the_report_rates_each_disk_over_the_whole_window() {
+        let window = ReportWindow {
+            whole: sample(100.0, 93.0),
+            ..ReportWindow::default()
+        };
+        let (_, sections) = TestHost::new()
+            .report::<DiskBusy>(&[], &[], &window)
+            .unwrap();
+        assert_eq!(sections.len(), 1);
+        assert_eq!(sections[0].rating, Rating::Warning);
+        assert_eq!(sections[0].get("util_pct"), Some(93.0));
     }
 }

@@ -17,38 +17,25 @@
 //! seconds the same way). Events the kernel queued before the agent started
 //! (`ZEvent::before_start`) raise nothing: they reach the sinks as history, not as alerts.
 //! `docs/checks/zevents.md` explains each finding.
-//!
-//! ```toml
-//! [plugins.zevents]
-//! quiet_after = "10m"   # an error or slow-I/O finding clears after this long without one
-//! notice_hold = "1h"    # how long a pool or vdev change stays raised
-//! ```
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 use zpulse_proto::Sample;
+use zpulse_proto::sdk::settings::{Rule, Settings};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Verdict, ZEvent, ZEventKind,
 };
-use zpulse_proto::serde::{Deserialize, Serialize};
 use zpulse_proto::zevent::{VDEV_STATE_DEGRADED, VDEV_STATE_HEALTHY, vdev_state_name};
 
-/// The `[plugins.zevents]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(crate = "zpulse_proto::serde", default, deny_unknown_fields)]
-pub struct Config {
-    #[serde(with = "sdk::config::duration")]
-    pub quiet_after: Duration,
-    #[serde(with = "sdk::config::duration")]
-    pub notice_hold: Duration,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            quiet_after: Duration::from_secs(600),
-            notice_hold: Duration::from_secs(3600),
-        }
+zpulse_proto::settings! {
+    /// The `[plugins.zevents]` table.
+    pub struct Config {
+        /// an error or slow-I/O finding clears after this long without a new report
+        #[serde(with = "sdk::config::duration")]
+        quiet_after: Duration = Duration::from_secs(600), [Rule::AtLeast(1.0)];
+        /// how long a vdev change (added, attached, removed, spare) stays raised
+        #[serde(with = "sdk::config::duration")]
+        notice_hold: Duration = Duration::from_secs(3600), [Rule::AtLeast(1.0)];
     }
 }
 
@@ -141,11 +128,7 @@ impl Check for Zevents {
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {
-        if config.quiet_after < Duration::from_secs(1)
-            || config.notice_hold < Duration::from_secs(1)
-        {
-            return Err("quiet_after and notice_hold: give durations of at least 1s".into());
-        }
+        config.check_rules()?;
         Ok(Zevents {
             config,
             scans: BTreeMap::new(),

@@ -2,10 +2,10 @@
 //! events. [`Check`] is that shape; every `Check` is a [`Plugin`], so the plugin plumbing
 //! (emitting, logging the start) is written once, here.
 
+use super::settings::Settings;
 use super::{Error, Host, Plugin};
 use crate::report::{ReportWindow, Section};
 use crate::{Event, Sample, ZEvent};
-use serde::de::DeserializeOwned;
 
 /// A check as pure logic: build it from its config, feed it samples, get events. Export it
 /// with [`crate::export_plugin!`] like any plugin; its unit and replay tests call
@@ -15,12 +15,17 @@ pub trait Check: Sized + Send + 'static {
     const NAME: &'static str;
     /// As [`Plugin::VERSION`].
     const VERSION: &'static str;
-    type Config: DeserializeOwned;
+    /// Its `[plugins.<NAME>]` table, declared with [`crate::settings!`]: each setting's
+    /// type, default, rules and doc line, once.
+    type Config: Settings;
     /// As [`Plugin::READS`]: the parts of the sample this check reads (`abi::PART_*` bits);
     /// by default every part.
     const READS: u64 = crate::abi::PARTS_KNOWN;
 
-    /// Builds the check; an error refuses the plugin with that message.
+    /// Builds the check from a config whose declared rules hold; an error refuses the
+    /// plugin with that message (start it with the key it is about: `clear_pct: …`). It
+    /// must be pure (no threads, no files, no host): `check-config` and a reload run it to
+    /// check a table, and drop what it built.
     fn build(config: Self::Config) -> Result<Self, Error>;
 
     /// The events this sample causes (raised, updated, cleared findings).
@@ -59,11 +64,17 @@ impl<C: Check> Plugin for C {
     type Config = C::Config;
 
     fn new(config: C::Config, host: &Host) -> Result<Self, Error> {
+        config.check_rules()?;
         let check = C::build(config)?;
         if let Some(line) = check.started() {
             host.info(&line);
         }
         Ok(check)
+    }
+
+    fn validate(config: C::Config) -> Result<(), Error> {
+        config.check_rules()?;
+        C::build(config).map(drop)
     }
 
     fn on_sample(&mut self, sample: &Sample, host: &Host) -> Result<(), Error> {

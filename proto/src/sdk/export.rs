@@ -45,7 +45,8 @@ unsafe extern "C" fn sample_layout() -> u64 {
     abi::sample_layout()
 }
 
-/// Decodes the config as `create` would, and nothing else.
+/// Decodes the config and validates it as `create` would ([`Plugin::validate`]), building
+/// nothing.
 unsafe extern "C" fn check_config<P: Plugin>(
     host: *const HostApi,
     config: *const u8,
@@ -61,7 +62,8 @@ unsafe extern "C" fn check_config<P: Plugin>(
         return abi::STATUS_CONFIG;
     };
     let checked = catch_unwind(AssertUnwindSafe(|| {
-        config::decode::<P::Config>(config).map(drop)
+        let config = config::decode::<P::Config>(config)?;
+        P::validate(config).map_err(|e| e.to_string())
     }))
     .unwrap_or_else(|payload| Err(panicked(payload).1));
     match checked {
@@ -120,7 +122,12 @@ unsafe extern "C" fn create<P: Plugin>(
         return abi::STATUS_CONFIG;
     };
     let built = catch_unwind(AssertUnwindSafe(|| {
-        let config = config::decode::<P::Config>(config).map_err(|e| (abi::STATUS_CONFIG, e))?;
+        let refused = |e: String| (abi::STATUS_CONFIG, e);
+        // The one validation check_config runs, on a copy decoded for it: a config it
+        // refuses is refused here with the same words, as a config error.
+        P::validate(config::decode::<P::Config>(config).map_err(refused)?)
+            .map_err(|e| refused(e.to_string()))?;
+        let config = config::decode::<P::Config>(config).map_err(refused)?;
         P::new(config, &host).map_err(|e| (abi::STATUS_ERROR, e.to_string()))
     }))
     .unwrap_or_else(|payload| Err(panicked(payload)));

@@ -54,7 +54,9 @@ pub mod config;
 #[doc(hidden)]
 pub mod export;
 mod findings;
+mod sample_builder;
 pub mod section;
+pub mod settings;
 pub mod stats;
 pub mod testing;
 pub mod text;
@@ -91,8 +93,18 @@ pub trait Plugin: Sized + Send + 'static {
     const READS: u64 = abi::PARTS_KNOWN;
 
     /// Builds the check. An error here refuses the plugin, with the message shown to the
-    /// administrator: validate the config here (for instance, clear below raise).
+    /// administrator.
     fn new(config: Self::Config, host: &Host) -> Result<Self, Error>;
+
+    /// Whether [`Plugin::new`] would accept this config, without building anything (no
+    /// threads, no state, no host): what the plugin's `check_config` runs for `zpulse
+    /// check-config`, a reload's check and the load itself. An error that starts with the
+    /// key it is about (`clear_pct: …`) is shown at that key's line of the config file. A
+    /// [`Check`] validates its declared settings and runs its `build` (pure) here.
+    fn validate(config: Self::Config) -> Result<(), Error> {
+        let _ = config;
+        Ok(())
+    }
 
     /// Looks at one sample and emits what it finds through `host`. An error counts as a
     /// failure; several in a row disable the plugin.

@@ -17,6 +17,8 @@
 //! assert!(events.is_empty());
 //! ```
 
+pub use super::sample_builder::{DiskLoad, SampleBuilder};
+
 use super::{Event, Host, Plugin, encode_sample_for, encode_window_for, export};
 use crate::abi::{self, HostApi};
 use crate::report::{ReportWindow, Section};
