@@ -15,6 +15,8 @@
 //!   self-contained HTML page, [`text`] the terminal form, [`compare`] two windows side by
 //!   side.
 
+pub mod breaks;
+mod combine;
 pub mod compare;
 pub mod figures;
 pub mod page;
@@ -22,11 +24,13 @@ mod series;
 mod svg;
 pub mod text;
 
+pub use breaks::Break;
 pub use figures::{ArcFigures, ClassFigures, DiskFigures, PoolFigures, VdevFigures, ZilFigures};
 pub use series::Series;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use zpulse_proto::event::Entry;
 use zpulse_proto::report::{DiskBusy, ReportWindow, Section};
 use zpulse_proto::sample::Pairing;
@@ -75,6 +79,14 @@ pub struct Baseline {
     /// What could not be used (resets, unreadable snapshots, plugins that said nothing).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Intervals left out of every figure (counters restarted, a gap, a clock step, an
+    /// impossible counter), in time order: the window's figures come from the stretches
+    /// between them.
+    #[serde(default)]
+    pub breaks: Vec<Break>,
+    /// Seconds the figures cover: the window less its breaks.
+    #[serde(default)]
+    pub covered_s: f64,
     /// The kernel's events during the window (`zpool events`: docs/events.md), in order.
     #[serde(default)]
     pub kernel_events: Vec<KernelEvent>,
@@ -135,6 +147,16 @@ pub struct Builder {
     first: Option<Snapshot>,
     /// Pairs the snapshots; its previous one is the window's last.
     pairing: Pairing,
+    /// Where the current stretch (intervals with no break between them) starts, and how many
+    /// intervals it has.
+    stretch_start: Option<Arc<Snapshot>>,
+    stretch_intervals: u32,
+    /// The stretches before the current one, each as one interval.
+    stretches: Vec<Sample>,
+    pace: breaks::Pace,
+    breaks: Vec<Break>,
+    /// Seconds the charts' time line leaves out: what clock steps added to the wall clock.
+    chart_shift: f64,
     intervals: u32,
     busy: BTreeMap<String, Vec<f64>>,
     metadata_share: Vec<f64>,
@@ -149,24 +171,44 @@ impl Builder {
     }
 
     /// Adds the next snapshot of the window. Returns the sample since the previous one, for
-    /// the plugins; `None` for the first snapshot, and for one that cannot follow the
-    /// previous (out of order, another system): that pair is noted and the snapshot starts
-    /// the next interval ([`Pairing`], the rule of every series and the live agent).
+    /// the plugins; `None` for the first snapshot, for one that cannot follow the previous
+    /// (out of order, another system: [`Pairing`], the rule of every series and the live
+    /// agent), and for an interval that breaks the window ([`breaks`]): the window is split
+    /// there and the snapshot starts the next stretch.
     pub fn push(&mut self, snapshot: Snapshot) -> Option<Sample> {
         if self.first.is_none() {
             self.first = Some(snapshot.clone());
         }
-        let taken_at = snapshot.taken_at;
-        let sample = match self.pairing.push(snapshot)? {
+        let prev = self.pairing.previous_shared();
+        let paired = self.pairing.push(snapshot);
+        let cur = self.pairing.previous_shared().expect("just pushed");
+        let Some(prev) = prev else {
+            self.stretch_start = Some(cur);
+            return None;
+        };
+        let sample = match paired.expect("a previous snapshot") {
             Ok(s) => s,
             Err(e) => {
-                self.notes.push(format!(
-                    "no interval ending at {}: {e}",
-                    crate::report::utc(taken_at)
-                ));
+                self.split(
+                    &prev,
+                    cur.clone(),
+                    Break::new(&prev, &cur, "unpaired", e.to_string()),
+                );
                 return None;
             }
         };
+        let broken = self.pace.judge(&prev, &cur, sample.interval).or_else(|| {
+            (!sample.resets.is_empty()).then(|| breaks::restarted(&prev, &cur, &sample.resets))
+        });
+        if let Some(b) = broken {
+            if b.kind == "clock-step" {
+                self.chart_shift += sample.interval - self.pace.usual().unwrap_or(0.0);
+            }
+            self.split(&prev, cur, b);
+            return None;
+        }
+        self.pace.keep(&prev, &cur, sample.interval);
+        self.stretch_intervals += 1;
         self.intervals += 1;
         for d in &sample.disks {
             self.busy.entry(d.name.clone()).or_default().push(d.util);
@@ -180,8 +222,36 @@ impl Builder {
             self.metadata_share.push(share);
         }
         let start = self.first.as_ref().map_or(sample.start, |f| f.taken_at);
-        self.series.push(start, &sample);
+        self.series.push(start + self.chart_shift, &sample);
         Some(sample)
+    }
+
+    /// Ends the current stretch at `prev` and starts the next at `cur`, for `why`; the charts
+    /// get a point with no values there, so that their lines break instead of joining across.
+    fn split(&mut self, prev: &Snapshot, cur: Arc<Snapshot>, why: Break) {
+        if let Some(start) = self.stretch_start.take()
+            && self.stretch_intervals > 0
+            && let Ok(s) = Sample::between(&start, prev)
+        {
+            self.stretches.push(s);
+        }
+        let start = self.first.as_ref().map_or(cur.taken_at, |f| f.taken_at);
+        self.series
+            .push_break(cur.taken_at - start - self.chart_shift);
+        self.stretch_start = Some(cur);
+        self.stretch_intervals = 0;
+        self.breaks.push(why);
+    }
+
+    /// The window as one interval: its stretches together ([`combine`]).
+    fn whole(&self) -> Option<Sample> {
+        let mut parts = self.stretches.clone();
+        if let (Some(start), Some(last)) = (&self.stretch_start, self.pairing.previous())
+            && self.stretch_intervals > 0
+        {
+            parts.push(Sample::between(start, last).ok()?);
+        }
+        combine::combine(parts)
     }
 
     pub fn intervals(&self) -> u32 {
@@ -200,7 +270,7 @@ impl Builder {
         if self.intervals == 0 {
             return None;
         }
-        let whole = Sample::between(first, last).ok()?;
+        let whole = self.whole()?;
         Some(ReportWindow {
             from: first.taken_at,
             to: last.taken_at,
@@ -230,6 +300,7 @@ impl Builder {
         // Worst first; within a rating, in plugin order (a stable sort).
         sections.sort_by_key(|s| std::cmp::Reverse(s.rating));
         let mut notes = self.notes;
+        notes.extend(self.breaks.iter().map(Break::note));
         notes.extend(
             window
                 .whole
@@ -257,6 +328,8 @@ impl Builder {
             net: figures::net(whole),
             series: self.series,
             notes,
+            breaks: self.breaks,
+            covered_s: whole.interval,
             kernel_events: self.kernel_events,
         }
     }

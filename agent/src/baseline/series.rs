@@ -96,6 +96,12 @@ fn put(values: &mut Vec<Option<f64>>, i: usize, v: Option<f64>) {
 }
 
 impl Series {
+    /// A point with no values at `t` seconds from the window's start: the lines of every
+    /// chart break there (an interval left out of the window).
+    pub fn push_break(&mut self, t: f64) {
+        self.t.push(t);
+    }
+
     /// Adds the interval `sample`; `start` is the window's start.
     pub fn push(&mut self, start: f64, sample: &Sample) {
         let i = self.t.len();
