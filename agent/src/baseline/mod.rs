@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use zpulse_proto::event::Entry;
-use zpulse_proto::report::{DiskBusy, ReportWindow, Section};
+use zpulse_proto::report::{DiskBusy, Rating, ReportWindow, Section};
 use zpulse_proto::sample::Pairing;
 use zpulse_proto::{Sample, Snapshot};
 
@@ -44,6 +44,15 @@ pub const BASELINE_VERSION: u32 = 1;
 pub struct Baseline {
     pub version: u32,
     pub host: String,
+    /// The kernel and the ZFS module of the last snapshot, as the system named them.
+    #[serde(default)]
+    pub kernel: Option<String>,
+    #[serde(default)]
+    pub zfs_version: Option<String>,
+    /// Whether the ZFS module answered (at the window's end): without it the report covers
+    /// the disks, CPU and network only, and says so.
+    #[serde(default = "zfs_by_default")]
+    pub zfs_loaded: bool,
     /// Where the snapshots came from: `live`, `series DIR`, `history FROM–TO`.
     pub source: String,
     /// `taken_at` of the first and last snapshot, Unix seconds.
@@ -79,6 +88,10 @@ pub struct Baseline {
     /// What could not be used (resets, unreadable snapshots, plugins that said nothing).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Checks that did not run to the end (refused, hung, disabled) or whose report call
+    /// failed, with why: the conclusions are then incomplete, and `zpulse report` exits 1.
+    #[serde(default)]
+    pub plugin_problems: Vec<String>,
     /// Intervals left out of every figure (counters restarted, a gap, a clock step, an
     /// impossible counter), in time order: the window's figures come from the stretches
     /// between them.
@@ -90,6 +103,46 @@ pub struct Baseline {
     /// The kernel's events during the window (`zpool events`: docs/events.md), in order.
     #[serde(default)]
     pub kernel_events: Vec<KernelEvent>,
+}
+
+/// A report written before `zfs_loaded` was kept had ZFS (it had no way to say otherwise).
+fn zfs_by_default() -> bool {
+    true
+}
+
+impl Baseline {
+    /// The window in words: `FROM to TO (LENGTH, N intervals)`, and what its figures cover
+    /// when intervals were left out.
+    pub fn span(&self) -> String {
+        let mut s = format!(
+            "{} to {} ({}, {} intervals",
+            crate::report::utc(self.from),
+            crate::report::utc(self.to),
+            page::duration(self.to - self.from),
+            self.intervals
+        );
+        if !self.breaks.is_empty() {
+            s.push_str(&format!(
+                "; {} left out, the figures cover {}",
+                self.breaks.len(),
+                page::duration(self.covered_s)
+            ));
+        }
+        s.push(')');
+        s
+    }
+
+    /// `Linux 6.1.0-50-amd64, OpenZFS 2.1.11-1+deb12u1`, from what the snapshot said.
+    pub fn system(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(k) = &self.kernel {
+            parts.push(format!("kernel {k}"));
+        }
+        if let Some(z) = &self.zfs_version {
+            parts.push(format!("OpenZFS {z}"));
+        }
+        parts.join(", ")
+    }
 }
 
 /// One kernel event of the window, for the page's list.
@@ -141,6 +194,67 @@ impl Finding {
     }
 }
 
+/// A conclusion for each finding raised in the window that no section of its check speaks
+/// about (same check and subject, or a section of the check with no subject that names it):
+/// what was raised is never only in the list of findings. Rated by its severity while it
+/// stands at the window's end; info once cleared.
+fn unconcluded(findings: &[Finding], sections: &[Section]) -> Vec<Section> {
+    let spoken = |f: &Finding| {
+        sections.iter().any(|s| {
+            s.check == f.check
+                && match &s.subject {
+                    Some(subject) => *subject == f.subject,
+                    None => s.title.contains(&f.subject) || s.summary.contains(&f.subject),
+                }
+        })
+    };
+    let mut out: Vec<Section> = Vec::new();
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for f in findings.iter().filter(|f| f.state == "raised") {
+        let key = (f.check.as_str(), f.subject.as_str());
+        if seen.contains(&key) || spoken(f) {
+            continue;
+        }
+        seen.push(key);
+        let last = findings
+            .iter()
+            .rev()
+            .find(|g| g.check == f.check && g.subject == f.subject)
+            .unwrap_or(f);
+        let cleared = last.state == "cleared";
+        let rating = match (cleared, f.severity.as_str()) {
+            (true, _) | (false, "info") => Rating::Info,
+            (false, "critical") => Rating::Critical,
+            (false, _) => Rating::Warning,
+        };
+        let when = if cleared {
+            format!(
+                "raised at {} and cleared at {} during the window",
+                crate::report::utc(f.time),
+                crate::report::utc(last.time)
+            )
+        } else {
+            format!(
+                "raised at {} and still standing at the end of the window",
+                crate::report::utc(f.time)
+            )
+        };
+        let mut section = Section::new(
+            rating,
+            format!("{}: {}", f.subject, last.summary),
+            format!(
+                "{} {when}; the check gave no conclusion of its own about it over the whole \
+                 window.",
+                f.severity
+            ),
+        )
+        .subject(f.subject.clone());
+        section.check = f.check.clone();
+        out.push(section);
+    }
+    out
+}
+
 /// Accumulates a window one snapshot at a time.
 #[derive(Default)]
 pub struct Builder {
@@ -177,6 +291,7 @@ impl Builder {
     /// there and the snapshot starts the next stretch.
     pub fn push(&mut self, snapshot: Snapshot) -> Option<Sample> {
         if self.first.is_none() {
+            self.series.start = snapshot.taken_at;
             self.first = Some(snapshot.clone());
         }
         let prev = self.pairing.previous_shared();
@@ -297,6 +412,8 @@ impl Builder {
         events: &[Entry],
         source: String,
     ) -> Baseline {
+        let findings: Vec<Finding> = events.iter().filter_map(Finding::from_entry).collect();
+        sections.extend(unconcluded(&findings, &sections));
         // Worst first; within a rating, in plugin order (a stable sort).
         sections.sort_by_key(|s| std::cmp::Reverse(s.rating));
         let mut notes = self.notes;
@@ -312,12 +429,15 @@ impl Builder {
         Baseline {
             version: BASELINE_VERSION,
             host: whole.snapshot.host.hostname.clone(),
+            kernel: whole.snapshot.host.kernel.clone(),
+            zfs_version: whole.snapshot.host.zfs_version.clone(),
+            zfs_loaded: whole.snapshot.zfs_loaded,
             source,
             from: window.from,
             to: window.to,
             intervals: window.intervals,
             conclusions: sections,
-            findings: events.iter().filter_map(Finding::from_entry).collect(),
+            findings,
             disks: figures::disks(window),
             classes: figures::classes(whole),
             vdevs: figures::vdevs(whole),
@@ -328,9 +448,46 @@ impl Builder {
             net: figures::net(whole),
             series: self.series,
             notes,
+            plugin_problems: Vec::new(),
             breaks: self.breaks,
             covered_s: whole.interval,
             kernel_events: self.kernel_events,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(time: f64, state: &str, subject: &str) -> Finding {
+        Finding {
+            time,
+            check: "special-fill".into(),
+            severity: "warning".into(),
+            state: state.into(),
+            subject: subject.into(),
+            summary: format!("{subject} is 93% full"),
+        }
+    }
+
+    #[test]
+    fn a_finding_raised_in_the_window_always_has_a_conclusion() {
+        let raised = [finding(10.0, "raised", "fill")];
+        let added = unconcluded(&raised, &[]);
+        assert_eq!(added.len(), 1);
+        assert_eq!(added[0].check, "special-fill");
+        assert_eq!(added[0].rating, Rating::Warning);
+        assert_eq!(added[0].title, "fill: fill is 93% full");
+        // Raised then cleared: said, as information.
+        let both = [
+            finding(10.0, "raised", "fill"),
+            finding(20.0, "cleared", "fill"),
+        ];
+        assert_eq!(unconcluded(&both, &[])[0].rating, Rating::Info);
+        // The check's own conclusion about that subject is enough.
+        let mut own = Section::new(Rating::Ok, "fill: 93% full", "…").subject("fill");
+        own.check = "special-fill".into();
+        assert!(unconcluded(&raised, &[own]).is_empty());
     }
 }

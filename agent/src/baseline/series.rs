@@ -9,7 +9,10 @@ use zpulse_proto::Sample;
 /// A value the interval did not have (a reset, no I/O of that kind) is `None`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Series {
-    /// Seconds from the window's start to the end of each interval.
+    /// The window's start, Unix seconds: where `t` counts from.
+    #[serde(default)]
+    pub start: f64,
+    /// Seconds from the window's start to the end of each interval (clock steps left out).
     pub t: Vec<f64>,
     pub disks: Vec<DiskSeries>,
     pub arc: ArcSeries,
