@@ -28,14 +28,22 @@ use zpulse_proto::Snapshot;
 use zpulse_proto::counter::delta_u32;
 use zpulse_proto::snapshot::DiskCounters;
 
-/// A gap: an interval longer than this many of the window's usual (median) interval.
+/// A gap: an interval longer than this many of the window's usual (median) interval …
 pub const GAP_INTERVALS: f64 = 3.0;
+/// … and than this many seconds: a shorter pause is a slow reading (a capture that overran
+/// its schedule on a loaded host), not an absence.
+pub const GAP_MIN_S: f64 = 120.0;
 
-/// The wall clock and the reference clock may disagree by this share of the interval (plus
-/// [`CLOCK_SLACK_S`]) before the interval counts as a clock step: snapshots are read over some
-/// milliseconds, and CPU ticks are counted in hundredths of a second.
+/// The wall clock and the monotonic clock may disagree by this share of the interval (plus
+/// [`CLOCK_SLACK_S`]) before the interval counts as a clock step: snapshots are read over
+/// some milliseconds.
 const CLOCK_TOLERANCE: f64 = 0.25;
 const CLOCK_SLACK_S: f64 = 2.0;
+/// CPU ticks are a rougher clock: a guest under load loses ticks (a lab VM under software
+/// emulation counted half its wall-clock seconds), so against them only a wall clock that
+/// ran more than this many times ahead, and by [`TICKS_SLACK_S`], is a step.
+const TICKS_FACTOR: f64 = 10.0;
+const TICKS_SLACK_S: f64 = 300.0;
 
 /// A disk's busy time may exceed the interval by this share before it is impossible: the
 /// kernel updates it at the start and end of requests, so it runs slightly ahead.
@@ -128,16 +136,23 @@ impl Pace {
     fn clock_step(&self, prev: &Snapshot, cur: &Snapshot) -> Option<Break> {
         let w = wall(prev, cur);
         let elapsed = match (prev.monotonic, cur.monotonic) {
-            (Some(a), Some(b)) => Some(b - a),
+            (Some(a), Some(b)) => {
+                let e = b - a;
+                if (w - e).abs() <= CLOCK_SLACK_S + CLOCK_TOLERANCE * e.max(0.0) {
+                    return None;
+                }
+                e
+            }
             _ => {
                 let rate = median(&self.ticks_per_s)?;
                 let (a, b) = (ticks(prev)?, ticks(cur)?);
-                (b >= a && rate > 0.0).then(|| (b - a) as f64 / rate)
+                let e = (b >= a && rate > 0.0).then(|| (b - a) as f64 / rate)?;
+                if w <= TICKS_FACTOR * e + TICKS_SLACK_S {
+                    return None;
+                }
+                e
             }
-        }?;
-        if (w - elapsed).abs() <= CLOCK_SLACK_S + CLOCK_TOLERANCE * elapsed.max(0.0) {
-            return None;
-        }
+        };
         let what = if elapsed <= 0.0 {
             format!(
                 "the monotonic clock went back (the agent restarted) while the wall clock \
@@ -156,7 +171,7 @@ impl Pace {
 
     fn gap(&self, prev: &Snapshot, cur: &Snapshot, seconds: f64) -> Option<Break> {
         let usual = self.usual()?;
-        (seconds > GAP_INTERVALS * usual).then(|| {
+        (seconds > GAP_INTERVALS * usual && seconds > GAP_MIN_S).then(|| {
             Break::new(
                 prev,
                 cur,
@@ -298,15 +313,19 @@ mod tests {
         let (a, b) = (at(0.0, 0), at(5.0, 1_000));
         assert_eq!(pace.judge(&a, &b, 5.0), None, "nothing to compare with yet");
         pace.keep(&a, &b, 5.0);
-        // 50 s later by both clocks: a gap.
-        let c = at(55.0, 11_000);
-        assert_eq!(pace.judge(&b, &c, 50.0).unwrap().kind, "gap");
+        // 150 s later by both clocks: a gap (30 intervals, over 2 minutes).
+        let c = at(155.0, 31_000);
+        assert_eq!(pace.judge(&b, &c, 150.0).unwrap().kind, "gap");
+        // 50 s: 10 intervals, but a slow reading rather than an absence.
+        assert_eq!(pace.judge(&b, &at(55.0, 11_000), 50.0), None);
         // Three weeks later by the wall clock, 5 s by the ticks: a step.
         let d = at(5.0 + 21.0 * 86_400.0, 2_000);
         let step = pace.judge(&b, &d, 21.0 * 86_400.0).unwrap();
         assert_eq!(step.kind, "clock-step");
         assert!(step.what.contains("about 5 s passed"), "{}", step.what);
-        // 12 s by both: neither.
+        // 12 s by both: neither; 40 s by the wall clock and 20 s of ticks (a loaded guest
+        // losing ticks): neither.
         assert_eq!(pace.judge(&b, &at(17.0, 3_400), 12.0), None);
+        assert_eq!(pace.judge(&b, &at(45.0, 5_000), 40.0), None);
     }
 }
