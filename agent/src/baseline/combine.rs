@@ -54,6 +54,18 @@ fn grouped<'a, T>(parts: &[(&'a [T], f64)], key: impl Fn(&T) -> &str) -> Vec<Vec
     order.into_iter().filter_map(|k| groups.remove(k)).collect()
 }
 
+/// The lists `list` of every item of `items` (with its weight), grouped by `key` and each
+/// group made one by `merge`.
+fn merged<'a, P, T: 'a>(
+    items: &[(&'a P, f64)],
+    list: impl Fn(&'a P) -> &'a [T],
+    key: impl Fn(&T) -> &str,
+    merge: impl Fn(&[(&'a T, f64)]) -> T,
+) -> Vec<T> {
+    let lists: Vec<(&[T], f64)> = items.iter().map(|(p, w)| (list(p), *w)).collect();
+    grouped(&lists, key).iter().map(|g| merge(g)).collect()
+}
+
 fn time_weighted<T>(items: &[(&T, f64)], f: impl Fn(&T) -> f64) -> f64 {
     mean(items, |t| Some(f(t))).unwrap_or(0.0)
 }
@@ -148,22 +160,8 @@ fn dataset(items: &[(&DatasetRates, f64)]) -> DatasetRates {
 
 fn pool(items: &[(&PoolRates, f64)]) -> PoolRates {
     let mut p = items.last().expect("a group is never empty").0.clone();
-    let datasets: Vec<(&[DatasetRates], f64)> = items
-        .iter()
-        .map(|(p, w)| (p.datasets.as_slice(), *w))
-        .collect();
-    p.datasets = grouped(&datasets, |d| d.objset.as_str())
-        .iter()
-        .map(|g| dataset(g))
-        .collect();
-    let vdevs: Vec<(&[VdevRates], f64)> = items
-        .iter()
-        .map(|(p, w)| (p.vdevs.as_slice(), *w))
-        .collect();
-    p.vdevs = grouped(&vdevs, |v| v.subject.as_str())
-        .iter()
-        .map(|g| vdev(g))
-        .collect();
+    p.datasets = merged(items, |p| &p.datasets, |d| d.objset.as_str(), dataset);
+    p.vdevs = merged(items, |p| &p.vdevs, |v| v.subject.as_str(), vdev);
     p
 }
 
@@ -191,24 +189,10 @@ pub fn combine(mut parts: Vec<Sample>) -> Option<Sample> {
     let mut whole = parts.last().expect("two or more").clone();
     whole.start = parts[0].start;
     whole.interval = parts.iter().map(|s| s.interval).sum();
-    let of = |f: fn(&Sample) -> &[DiskRates]| -> Vec<(&[DiskRates], f64)> {
-        parts.iter().map(|s| (f(s), s.interval)).collect()
-    };
-    whole.disks = grouped(&of(|s| &s.disks), |d| d.name.as_str())
-        .iter()
-        .map(|g| disk(g))
-        .collect();
-    let pools: Vec<(&[PoolRates], f64)> =
-        parts.iter().map(|s| (&s.pools[..], s.interval)).collect();
-    whole.pools = grouped(&pools, |p| p.name.as_str())
-        .iter()
-        .map(|g| pool(g))
-        .collect();
-    let nets: Vec<(&[NetRates], f64)> = parts.iter().map(|s| (&s.net[..], s.interval)).collect();
-    whole.net = grouped(&nets, |n| n.name.as_str())
-        .iter()
-        .map(|g| net(g))
-        .collect();
+    let samples: Vec<(&Sample, f64)> = parts.iter().map(|s| (s, s.interval)).collect();
+    whole.disks = merged(&samples, |s| &s.disks, |d| d.name.as_str(), disk);
+    whole.pools = merged(&samples, |s| &s.pools, |p| p.name.as_str(), pool);
+    whole.net = merged(&samples, |s| &s.net, |n| n.name.as_str(), net);
     whole.arc = whole.arc.is_some().then(|| {
         ArcRates::from_deltas(
             add_deltas(
