@@ -15,6 +15,8 @@
 //!   self-contained HTML page, [`text`] the terminal form, [`compare`] two windows side by
 //!   side.
 
+pub mod breaks;
+mod combine;
 pub mod compare;
 pub mod figures;
 pub mod page;
@@ -22,13 +24,15 @@ mod series;
 mod svg;
 pub mod text;
 
+pub use breaks::Break;
 pub use figures::{ArcFigures, ClassFigures, DiskFigures, PoolFigures, VdevFigures, ZilFigures};
 pub use series::Series;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use zpulse_proto::event::Entry;
-use zpulse_proto::report::{DiskBusy, ReportWindow, Section};
+use zpulse_proto::report::{DiskBusy, Rating, ReportWindow, Section};
 use zpulse_proto::sample::Pairing;
 use zpulse_proto::{Sample, Snapshot};
 
@@ -40,6 +44,15 @@ pub const BASELINE_VERSION: u32 = 1;
 pub struct Baseline {
     pub version: u32,
     pub host: String,
+    /// The kernel and the ZFS module of the last snapshot, as the system named them.
+    #[serde(default)]
+    pub kernel: Option<String>,
+    #[serde(default)]
+    pub zfs_version: Option<String>,
+    /// Whether the ZFS module answered (at the window's end): without it the report covers
+    /// the disks, CPU and network only, and says so.
+    #[serde(default = "zfs_by_default")]
+    pub zfs_loaded: bool,
     /// Where the snapshots came from: `live`, `series DIR`, `history FROM–TO`.
     pub source: String,
     /// `taken_at` of the first and last snapshot, Unix seconds.
@@ -75,9 +88,61 @@ pub struct Baseline {
     /// What could not be used (resets, unreadable snapshots, plugins that said nothing).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Checks that did not run to the end (refused, hung, disabled) or whose report call
+    /// failed, with why: the conclusions are then incomplete, and `zpulse report` exits 1.
+    #[serde(default)]
+    pub plugin_problems: Vec<String>,
+    /// Intervals left out of every figure (counters restarted, a gap, a clock step, an
+    /// impossible counter), in time order: the window's figures come from the stretches
+    /// between them.
+    #[serde(default)]
+    pub breaks: Vec<Break>,
+    /// Seconds the figures cover: the window less its breaks.
+    #[serde(default)]
+    pub covered_s: f64,
     /// The kernel's events during the window (`zpool events`: docs/events.md), in order.
     #[serde(default)]
     pub kernel_events: Vec<KernelEvent>,
+}
+
+/// A report written before `zfs_loaded` was kept had ZFS (it had no way to say otherwise).
+fn zfs_by_default() -> bool {
+    true
+}
+
+impl Baseline {
+    /// The window in words: `FROM to TO (LENGTH, N intervals)`, and what its figures cover
+    /// when intervals were left out.
+    pub fn span(&self) -> String {
+        let mut s = format!(
+            "{} to {} ({}, {} intervals",
+            crate::report::utc(self.from),
+            crate::report::utc(self.to),
+            page::duration(self.to - self.from),
+            self.intervals
+        );
+        if !self.breaks.is_empty() {
+            s.push_str(&format!(
+                "; {} left out, the figures cover {}",
+                self.breaks.len(),
+                page::duration(self.covered_s)
+            ));
+        }
+        s.push(')');
+        s
+    }
+
+    /// `Linux 6.1.0-50-amd64, OpenZFS 2.1.11-1+deb12u1`, from what the snapshot said.
+    pub fn system(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(k) = &self.kernel {
+            parts.push(format!("kernel {k}"));
+        }
+        if let Some(z) = &self.zfs_version {
+            parts.push(format!("OpenZFS {z}"));
+        }
+        parts.join(", ")
+    }
 }
 
 /// One kernel event of the window, for the page's list.
@@ -129,12 +194,83 @@ impl Finding {
     }
 }
 
+/// A conclusion for each finding raised in the window that no section of its check speaks
+/// about (same check and subject, or a section of the check with no subject that names it):
+/// what was raised is never only in the list of findings. Rated by its severity while it
+/// stands at the window's end; info once cleared.
+fn unconcluded(findings: &[Finding], sections: &[Section]) -> Vec<Section> {
+    let spoken = |f: &Finding| {
+        sections.iter().any(|s| {
+            s.check == f.check
+                && match &s.subject {
+                    Some(subject) => *subject == f.subject,
+                    None => s.title.contains(&f.subject) || s.summary.contains(&f.subject),
+                }
+        })
+    };
+    let mut out: Vec<Section> = Vec::new();
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for f in findings.iter().filter(|f| f.state == "raised") {
+        let key = (f.check.as_str(), f.subject.as_str());
+        if seen.contains(&key) || spoken(f) {
+            continue;
+        }
+        seen.push(key);
+        let last = findings
+            .iter()
+            .rev()
+            .find(|g| g.check == f.check && g.subject == f.subject)
+            .unwrap_or(f);
+        let cleared = last.state == "cleared";
+        let rating = match (cleared, f.severity.as_str()) {
+            (true, _) | (false, "info") => Rating::Info,
+            (false, "critical") => Rating::Critical,
+            (false, _) => Rating::Warning,
+        };
+        let when = if cleared {
+            format!(
+                "raised at {} and cleared at {} during the window",
+                crate::report::utc(f.time),
+                crate::report::utc(last.time)
+            )
+        } else {
+            format!(
+                "raised at {} and still standing at the end of the window",
+                crate::report::utc(f.time)
+            )
+        };
+        let mut section = Section::new(
+            rating,
+            format!("{}: {}", f.subject, last.summary),
+            format!(
+                "{} {when}; the check gave no conclusion of its own about it over the whole \
+                 window.",
+                f.severity
+            ),
+        )
+        .subject(f.subject.clone());
+        section.check = f.check.clone();
+        out.push(section);
+    }
+    out
+}
+
 /// Accumulates a window one snapshot at a time.
 #[derive(Default)]
 pub struct Builder {
     first: Option<Snapshot>,
     /// Pairs the snapshots; its previous one is the window's last.
     pairing: Pairing,
+    /// Where the current stretch (intervals with no break between them) starts, and how many
+    /// intervals it has.
+    stretch_start: Option<Arc<Snapshot>>,
+    stretch_intervals: u32,
+    /// The stretches before the current one, each as one interval.
+    stretches: Vec<Sample>,
+    pace: breaks::Pace,
+    breaks: Vec<Break>,
+    /// Seconds the charts' time line leaves out: what clock steps added to the wall clock.
+    chart_shift: f64,
     intervals: u32,
     busy: BTreeMap<String, Vec<f64>>,
     metadata_share: Vec<f64>,
@@ -149,24 +285,45 @@ impl Builder {
     }
 
     /// Adds the next snapshot of the window. Returns the sample since the previous one, for
-    /// the plugins; `None` for the first snapshot, and for one that cannot follow the
-    /// previous (out of order, another system): that pair is noted and the snapshot starts
-    /// the next interval ([`Pairing`], the rule of every series and the live agent).
+    /// the plugins; `None` for the first snapshot, for one that cannot follow the previous
+    /// (out of order, another system: [`Pairing`], the rule of every series and the live
+    /// agent), and for an interval that breaks the window ([`breaks`]): the window is split
+    /// there and the snapshot starts the next stretch.
     pub fn push(&mut self, snapshot: Snapshot) -> Option<Sample> {
         if self.first.is_none() {
+            self.series.start = snapshot.taken_at;
             self.first = Some(snapshot.clone());
         }
-        let taken_at = snapshot.taken_at;
-        let sample = match self.pairing.push(snapshot)? {
+        let prev = self.pairing.previous_shared();
+        let paired = self.pairing.push(snapshot);
+        let cur = self.pairing.previous_shared().expect("just pushed");
+        let Some(prev) = prev else {
+            self.stretch_start = Some(cur);
+            return None;
+        };
+        let sample = match paired.expect("a previous snapshot") {
             Ok(s) => s,
             Err(e) => {
-                self.notes.push(format!(
-                    "no interval ending at {}: {e}",
-                    crate::report::utc(taken_at)
-                ));
+                self.split(
+                    &prev,
+                    cur.clone(),
+                    Break::new(&prev, &cur, "unpaired", e.to_string()),
+                );
                 return None;
             }
         };
+        let broken = self.pace.judge(&prev, &cur, sample.interval).or_else(|| {
+            (!sample.resets.is_empty()).then(|| breaks::restarted(&prev, &cur, &sample.resets))
+        });
+        if let Some(b) = broken {
+            if b.kind == "clock-step" {
+                self.chart_shift += sample.interval - self.pace.usual().unwrap_or(0.0);
+            }
+            self.split(&prev, cur, b);
+            return None;
+        }
+        self.pace.keep(&prev, &cur, sample.interval);
+        self.stretch_intervals += 1;
         self.intervals += 1;
         for d in &sample.disks {
             self.busy.entry(d.name.clone()).or_default().push(d.util);
@@ -180,8 +337,36 @@ impl Builder {
             self.metadata_share.push(share);
         }
         let start = self.first.as_ref().map_or(sample.start, |f| f.taken_at);
-        self.series.push(start, &sample);
+        self.series.push(start + self.chart_shift, &sample);
         Some(sample)
+    }
+
+    /// Ends the current stretch at `prev` and starts the next at `cur`, for `why`; the charts
+    /// get a point with no values there, so that their lines break instead of joining across.
+    fn split(&mut self, prev: &Snapshot, cur: Arc<Snapshot>, why: Break) {
+        if let Some(start) = self.stretch_start.take()
+            && self.stretch_intervals > 0
+            && let Ok(s) = Sample::between(&start, prev)
+        {
+            self.stretches.push(s);
+        }
+        let start = self.first.as_ref().map_or(cur.taken_at, |f| f.taken_at);
+        self.series
+            .push_break(cur.taken_at - start - self.chart_shift);
+        self.stretch_start = Some(cur);
+        self.stretch_intervals = 0;
+        self.breaks.push(why);
+    }
+
+    /// The window as one interval: its stretches together ([`combine`]).
+    fn whole(&self) -> Option<Sample> {
+        let mut parts = self.stretches.clone();
+        if let (Some(start), Some(last)) = (&self.stretch_start, self.pairing.previous())
+            && self.stretch_intervals > 0
+        {
+            parts.push(Sample::between(start, last).ok()?);
+        }
+        combine::combine(parts)
     }
 
     pub fn intervals(&self) -> u32 {
@@ -200,7 +385,7 @@ impl Builder {
         if self.intervals == 0 {
             return None;
         }
-        let whole = Sample::between(first, last).ok()?;
+        let whole = self.whole()?;
         Some(ReportWindow {
             from: first.taken_at,
             to: last.taken_at,
@@ -227,9 +412,12 @@ impl Builder {
         events: &[Entry],
         source: String,
     ) -> Baseline {
+        let findings: Vec<Finding> = events.iter().filter_map(Finding::from_entry).collect();
+        sections.extend(unconcluded(&findings, &sections));
         // Worst first; within a rating, in plugin order (a stable sort).
         sections.sort_by_key(|s| std::cmp::Reverse(s.rating));
         let mut notes = self.notes;
+        notes.extend(self.breaks.iter().map(Break::note));
         notes.extend(
             window
                 .whole
@@ -241,12 +429,15 @@ impl Builder {
         Baseline {
             version: BASELINE_VERSION,
             host: whole.snapshot.host.hostname.clone(),
+            kernel: whole.snapshot.host.kernel.clone(),
+            zfs_version: whole.snapshot.host.zfs_version.clone(),
+            zfs_loaded: whole.snapshot.zfs_loaded,
             source,
             from: window.from,
             to: window.to,
             intervals: window.intervals,
             conclusions: sections,
-            findings: events.iter().filter_map(Finding::from_entry).collect(),
+            findings,
             disks: figures::disks(window),
             classes: figures::classes(whole),
             vdevs: figures::vdevs(whole),
@@ -257,7 +448,46 @@ impl Builder {
             net: figures::net(whole),
             series: self.series,
             notes,
+            plugin_problems: Vec::new(),
+            breaks: self.breaks,
+            covered_s: whole.interval,
             kernel_events: self.kernel_events,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(time: f64, state: &str, subject: &str) -> Finding {
+        Finding {
+            time,
+            check: "special-fill".into(),
+            severity: "warning".into(),
+            state: state.into(),
+            subject: subject.into(),
+            summary: format!("{subject} is 93% full"),
+        }
+    }
+
+    #[test]
+    fn a_finding_raised_in_the_window_always_has_a_conclusion() {
+        let raised = [finding(10.0, "raised", "fill")];
+        let added = unconcluded(&raised, &[]);
+        assert_eq!(added.len(), 1);
+        assert_eq!(added[0].check, "special-fill");
+        assert_eq!(added[0].rating, Rating::Warning);
+        assert_eq!(added[0].title, "fill: fill is 93% full");
+        // Raised then cleared: said, as information.
+        let both = [
+            finding(10.0, "raised", "fill"),
+            finding(20.0, "cleared", "fill"),
+        ];
+        assert_eq!(unconcluded(&both, &[])[0].rating, Rating::Info);
+        // The check's own conclusion about that subject is enough.
+        let mut own = Section::new(Rating::Ok, "fill: 93% full", "…").subject("fill");
+        own.check = "special-fill".into();
+        assert!(unconcluded(&raised, &[own]).is_empty());
     }
 }

@@ -49,14 +49,52 @@ fn bytes(v: Option<u64>) -> String {
 }
 
 fn window_line(b: &Baseline) -> String {
+    let system = b.system();
     format!(
-        "{} to {} ({}, {} intervals) · {}",
-        utc(b.from),
-        utc(b.to),
-        duration(b.to - b.from),
-        b.intervals,
+        "{}{} · {}",
+        escape(&b.span()),
+        if system.is_empty() {
+            String::new()
+        } else {
+            format!(" · {}", escape(&system))
+        },
         escape(&b.source)
     )
+}
+
+/// A check's words on the page: escaped, and what it put between backticks (a command, a
+/// tunable) set as code, as in markdown. An unpaired backtick stays as it is.
+fn prose(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        if i % 2 == 1 && !last {
+            let _ = write!(out, "<code>{}</code>", escape(part));
+        } else {
+            if i % 2 == 1 {
+                out.push('`');
+            }
+            out.push_str(&escape(part));
+        }
+    }
+    out
+}
+
+/// The checks that did not run to the end: first on the page, as the conclusions below
+/// are incomplete.
+fn plugin_problems(out: &mut String, b: &Baseline) {
+    if b.plugin_problems.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<div class=\"card critical\"><div><span class=\"badge\">incomplete</span><strong>\
+         Not every check ran to the end: the conclusions below are incomplete</strong></div><ul>",
+    );
+    for p in &b.plugin_problems {
+        let _ = write!(out, "<li>{}</li>", escape(p));
+    }
+    out.push_str("</ul></div>");
 }
 
 /// `1 h 05 min`, `4 min 10 s`.
@@ -79,6 +117,13 @@ pub fn render(b: &Baseline) -> String {
         escape(&b.host),
         window_line(b)
     );
+    if !b.zfs_loaded {
+        out.push_str(
+            "<p class=\"nozfs\"><strong>ZFS is not loaded on this host</strong>: no ARC, no \
+             pools; the report covers its disks, CPU and network.</p>",
+        );
+    }
+    plugin_problems(&mut out, b);
     conclusions(&mut out, b);
     evidence(&mut out, b);
     findings(&mut out, b);
@@ -116,14 +161,14 @@ fn conclusions(out: &mut String, b: &Baseline) {
         let _ = write!(
             out,
             "<div class=\"card {r}\"><div><span class=\"badge\">{r}</span><strong>{}</strong></div><p>{}</p>",
-            escape(&s.title),
-            escape(&s.summary)
+            prose(&s.title),
+            prose(&s.summary)
         );
         if let Some(a) = &s.advice {
             let _ = write!(
                 out,
                 "<p class=\"advice\"><strong>Advice:</strong> {}</p>",
-                escape(a)
+                prose(a)
             );
         }
         if !s.figures.is_empty() {
@@ -253,6 +298,7 @@ fn evidence(out: &mut String, b: &Baseline) {
                 .collect::<Vec<_>>()
         };
         out.push_str(&svg::lines(
+            b.series.start,
             &format!("{label} %util"),
             "%",
             t,
@@ -260,6 +306,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             Some(100.0),
         ));
         out.push_str(&svg::lines(
+            b.series.start,
             &format!("{label} await"),
             "ms",
             t,
@@ -267,6 +314,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             None,
         ));
         out.push_str(&svg::lines(
+            b.series.start,
             &format!("{label} reads/s"),
             "r/s",
             t,
@@ -274,6 +322,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             None,
         ));
         out.push_str(&svg::lines(
+            b.series.start,
             &format!("{label} writes/s"),
             "w/s",
             t,
@@ -281,6 +330,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             None,
         ));
         out.push_str(&svg::lines(
+            b.series.start,
             &format!("{label} MB/s (read + write)"),
             "MB/s",
             t,
@@ -361,6 +411,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             values,
         };
         out.push_str(&svg::lines(
+            b.series.start,
             "ARC size vs target and max",
             "bytes",
             t,
@@ -372,6 +423,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             None,
         ));
         out.push_str(&svg::lines(
+            b.series.start,
             "ARC data vs metadata",
             "bytes",
             t,
@@ -379,6 +431,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             None,
         ));
         out.push_str(&svg::lines(
+            b.series.start,
             "ARC hit ratio",
             "%",
             t,
@@ -386,6 +439,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             Some(100.0),
         ));
         out.push_str(&svg::lines(
+            b.series.start,
             "ARC ghost hits",
             "/s",
             t,
@@ -394,6 +448,7 @@ fn evidence(out: &mut String, b: &Baseline) {
         ));
         if a.l2_size.is_some() {
             out.push_str(&svg::lines(
+                b.series.start,
                 "L2ARC hits vs ARC reads",
                 "/s",
                 t,
@@ -404,6 +459,7 @@ fn evidence(out: &mut String, b: &Baseline) {
                 None,
             ));
             out.push_str(&svg::lines(
+                b.series.start,
                 "L2ARC header RAM",
                 "bytes",
                 t,
@@ -432,6 +488,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             values,
         };
         out.push_str(&svg::lines(
+            b.series.start,
             "ZIL commits and itx",
             "/s",
             t,
@@ -439,6 +496,7 @@ fn evidence(out: &mut String, b: &Baseline) {
             None,
         ));
         out.push_str(&svg::lines(
+            b.series.start,
             "Log blocks: SLOG vs main pool",
             "MB/s",
             t,
@@ -460,11 +518,28 @@ fn evidence(out: &mut String, b: &Baseline) {
             })
             .collect();
         if !slogs.is_empty() {
-            out.push_str(&svg::lines("SLOG %util", "%", t, &slogs, Some(100.0)));
+            out.push_str(&svg::lines(
+                b.series.start,
+                "SLOG %util",
+                "%",
+                t,
+                &slogs,
+                Some(100.0),
+            ));
         }
         out.push_str("</div>");
     }
 
+    if b.zfs_loaded {
+        pools(out, b);
+    }
+    host(out, b);
+}
+
+/// Per-class and per-vdev latency, and the pools' fill: only on a host with ZFS.
+fn pools(out: &mut String, b: &Baseline) {
+    let s = &b.series;
+    let t = &s.t;
     out.push_str(
         "<h2>Pool latency per class and vdev</h2><p>From the kernel's latency histograms over \
          the whole window (<code>zpool iostat -l</code>): total is queue plus device, disk is \
@@ -520,6 +595,7 @@ fn evidence(out: &mut String, b: &Baseline) {
         })
         .collect();
     out.push_str(&svg::lines(
+        b.series.start,
         "Read latency per class (total)",
         "ms",
         t,
@@ -527,6 +603,7 @@ fn evidence(out: &mut String, b: &Baseline) {
         None,
     ));
     out.push_str(&svg::lines(
+        b.series.start,
         "Read latency per class (disk)",
         "ms",
         t,
@@ -534,6 +611,7 @@ fn evidence(out: &mut String, b: &Baseline) {
         None,
     ));
     out.push_str(&svg::lines(
+        b.series.start,
         "Write latency per class (total)",
         "ms",
         t,
@@ -541,6 +619,7 @@ fn evidence(out: &mut String, b: &Baseline) {
         None,
     ));
     out.push_str(&svg::lines(
+        b.series.start,
         "Write latency per class (disk)",
         "ms",
         t,
@@ -576,8 +655,24 @@ fn evidence(out: &mut String, b: &Baseline) {
             values: &p.values,
         })
         .collect();
-    out.push_str(&svg::lines("Pool fill", "%", t, &fills, Some(100.0)));
     out.push_str(&svg::lines(
+        b.series.start,
+        "Pool fill",
+        "%",
+        t,
+        &fills,
+        Some(100.0),
+    ));
+    out.push_str("</div>");
+}
+
+/// The host's CPU and network, under their own heading.
+fn host(out: &mut String, b: &Baseline) {
+    let s = &b.series;
+    let t = &s.t;
+    out.push_str("<h2>Host</h2><div class=\"charts\">");
+    out.push_str(&svg::lines(
+        b.series.start,
         "CPU busy",
         "%",
         t,
@@ -597,6 +692,7 @@ fn evidence(out: &mut String, b: &Baseline) {
         .collect();
     if !nets.is_empty() {
         out.push_str(&svg::lines(
+            b.series.start,
             "Network (received + sent)",
             "MB/s",
             t,

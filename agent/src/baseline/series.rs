@@ -9,7 +9,10 @@ use zpulse_proto::Sample;
 /// A value the interval did not have (a reset, no I/O of that kind) is `None`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Series {
-    /// Seconds from the window's start to the end of each interval.
+    /// The window's start, Unix seconds: where `t` counts from.
+    #[serde(default)]
+    pub start: f64,
+    /// Seconds from the window's start to the end of each interval (clock steps left out).
     pub t: Vec<f64>,
     pub disks: Vec<DiskSeries>,
     pub arc: ArcSeries,
@@ -96,6 +99,12 @@ fn put(values: &mut Vec<Option<f64>>, i: usize, v: Option<f64>) {
 }
 
 impl Series {
+    /// A point with no values at `t` seconds from the window's start: the lines of every
+    /// chart break there (an interval left out of the window).
+    pub fn push_break(&mut self, t: f64) {
+        self.t.push(t);
+    }
+
     /// Adds the interval `sample`; `start` is the window's start.
     pub fn push(&mut self, start: f64, sample: &Sample) {
         let i = self.t.len();

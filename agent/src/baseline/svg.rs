@@ -82,13 +82,14 @@ pub fn short(v: f64) -> String {
     }
 }
 
-/// `m:ss` or `h:mm` of seconds since the window's start.
-fn clock(seconds: f64) -> String {
-    let s = seconds.max(0.0).round() as u64;
-    if s >= 3600 {
-        format!("{}h{:02}", s / 3600, (s % 3600) / 60)
+/// The time of day, UTC, of Unix time `unix`: `hh:mm`, with seconds when ticks are closer
+/// than a minute.
+fn clock(unix: f64, seconds: bool) -> String {
+    let s = unix.max(0.0).round() as u64 % 86_400;
+    if seconds {
+        format!("{:02}:{:02}:{:02}", s / 3600, (s % 3600) / 60, s % 60)
     } else {
-        format!("{}:{:02}", s / 60, s % 60)
+        format!("{:02}:{:02}", s / 3600, (s % 3600) / 60)
     }
 }
 
@@ -110,8 +111,16 @@ fn thin(t: &[f64], v: &[Option<f64>]) -> Vec<(f64, Option<f64>)> {
         .collect()
 }
 
-/// A line chart over the window. `y_max` fixes the scale (100 for percentages).
-pub fn lines(title: &str, unit: &str, t: &[f64], series: &[Line], y_max: Option<f64>) -> String {
+/// A line chart over the window; `t` is seconds since `origin` (Unix seconds), which the time
+/// axis shows as the time of day in UTC. `y_max` fixes the scale (100 for percentages).
+pub fn lines(
+    origin: f64,
+    title: &str,
+    unit: &str,
+    t: &[f64],
+    series: &[Line],
+    y_max: Option<f64>,
+) -> String {
     let t_max = t.last().copied().unwrap_or(1.0).max(1.0);
     let data_max = series
         .iter()
@@ -160,7 +169,7 @@ pub fn lines(title: &str, unit: &str, t: &[f64], series: &[Line], y_max: Option<
             r#"<text x="{xx:.1}" y="{ty}" class="xl">{c}</text>"#,
             xx = x(s),
             ty = TOP + ph + 14.0,
-            c = clock(s)
+            c = clock(origin + s, tstep < 60.0)
         );
         s += tstep;
     }
@@ -293,6 +302,7 @@ mod tests {
     fn markup_in_labels_cannot_escape_the_svg() {
         let values = [Some(1.0), None, Some(2.0)];
         let svg = lines(
+            1_796_094_000.0,
             "</svg><script>x</script>",
             "ms",
             &[10.0, 20.0, 30.0],
@@ -304,6 +314,8 @@ mod tests {
         );
         assert!(!svg.contains("<script"));
         assert!(svg.contains("&lt;/svg&gt;&lt;script&gt;"));
+        // The time axis in UTC: 2026-12-01 03:00:00 + 10 s, ticks 10 s apart.
+        assert!(svg.contains(">03:00:10<"), "{svg}");
         // The gap splits the line into two pieces.
         assert_eq!(svg.matches(" M").count() + svg.matches("\"M").count(), 2);
     }

@@ -3,8 +3,6 @@
 
 use super::Baseline;
 use super::compare::Comparison;
-use super::page::duration;
-use crate::report::utc;
 use std::fmt::Write as _;
 
 fn opt(v: Option<f64>, decimals: usize) -> String {
@@ -20,16 +18,30 @@ fn clean(s: &str) -> String {
 }
 
 fn window(out: &mut String, b: &Baseline) {
+    let system = b.system();
     let _ = writeln!(
         out,
-        "{}: {} to {} ({}, {} intervals), {}",
+        "{}: {}, {}{}",
         clean(&b.host),
-        utc(b.from),
-        utc(b.to),
-        duration(b.to - b.from),
-        b.intervals,
-        clean(&b.source)
+        clean(&b.span()),
+        clean(&b.source),
+        if system.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", clean(&system))
+        }
     );
+    if !b.zfs_loaded {
+        out.push_str(
+            "ZFS is not loaded on this host: no ARC, no pools; disks, CPU and network only\n",
+        );
+    }
+    if !b.plugin_problems.is_empty() {
+        out.push_str("INCOMPLETE: not every check ran to the end:\n");
+        for p in &b.plugin_problems {
+            let _ = writeln!(out, "  {}", clean(p));
+        }
+    }
 }
 
 fn conclusions(out: &mut String, b: &Baseline) {
@@ -76,7 +88,9 @@ pub fn render(b: &Baseline) -> String {
             opt(d.rareq_kib, 1)
         );
     }
-    out.push_str("\nlatency per class   r/s    w/s  read ms  write ms\n");
+    if !b.classes.is_empty() {
+        out.push_str("\nlatency per class   r/s    w/s  read ms  write ms\n");
+    }
     for c in &b.classes {
         let _ = writeln!(
             out,

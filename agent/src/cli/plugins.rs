@@ -97,21 +97,33 @@ impl Runner {
         out.events
     }
 
-    /// `zpulse report`: every plugin's conclusions over `window`, plus the events the call
-    /// produced (plugin problems).
-    pub fn report(&mut self, window: &ReportWindow) -> (Vec<Section>, Vec<Entry>) {
+    /// `zpulse report`: every plugin's conclusions over `window`, the events the call
+    /// produced, and what went wrong in it, in words for the report's page (a report call
+    /// that failed or panicked, a section refused).
+    pub fn report(&mut self, window: &ReportWindow) -> (Vec<Section>, Vec<Entry>, Vec<String>) {
         let (sections, out) = self.host.report_window(window);
         print_logs(&out);
-        (sections, out.events)
+        let mut problems: Vec<String> = out
+            .logs
+            .iter()
+            .filter(|l| l.level <= Level::Warn)
+            .map(|l| format!("{}: {}", l.source, l.message))
+            .collect();
+        problems.extend(
+            out.events
+                .iter()
+                .filter(|e| e.event.check.starts_with("plugin."))
+                .map(|e| e.event.summary.clone()),
+        );
+        (sections, out.events, problems)
     }
 
-    /// Stops the plugins. An error when any plugin did not run to the end (refused at
-    /// start, hung, or disabled): the output above it is then not the whole picture, and the
-    /// command's exit status must say so.
-    pub fn shutdown(self) -> Result<(), String> {
+    /// Stops the plugins; each that did not run to the end (refused at start, hung, or
+    /// disabled), with why. The output above is then not the whole picture.
+    pub fn stop(self) -> (usize, Vec<String>) {
         let plugins = self.host.plugins();
         self.host.shutdown();
-        let bad: Vec<String> = plugins
+        let bad = plugins
             .iter()
             .filter(|p| p.status.is_trouble())
             .map(|p| {
@@ -123,13 +135,19 @@ impl Runner {
                 )
             })
             .collect();
+        (plugins.len(), bad)
+    }
+
+    /// [`Runner::stop`], as an error when any plugin did not run to the end: the command's
+    /// exit status must say so.
+    pub fn shutdown(self) -> Result<(), String> {
+        let (all, bad) = self.stop();
         if bad.is_empty() {
             Ok(())
         } else {
             Err(format!(
-                "{} of {} plugins did not run to the end: {}",
+                "{} of {all} plugins did not run to the end: {}",
                 bad.len(),
-                plugins.len(),
                 bad.join("; ")
             ))
         }

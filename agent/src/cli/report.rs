@@ -90,10 +90,12 @@ pub fn run(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<(), String> {
     } else {
         ReportFormat::Text
     });
+    let unfinished;
     let rendered = if let Some(pair) = &args.compare {
         let before = load_or_build(&pair[0], args, plugin_args)?;
         let after = load_or_build(&pair[1], args, plugin_args)?;
         let cmp = compare::compare(&before, &after);
+        unfinished = incomplete(&[&before, &after]);
         match format {
             ReportFormat::Html => baseline::page::render_compare(&before, &after, &cmp),
             ReportFormat::Text => baseline::text::render_compare(&before, &after, &cmp),
@@ -112,6 +114,7 @@ pub fn run(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<(), String> {
         } else {
             live(args, plugin_args)?
         };
+        unfinished = incomplete(&[&b]);
         match format {
             ReportFormat::Html => baseline::page::render(&b),
             ReportFormat::Text => baseline::text::render(&b),
@@ -120,10 +123,28 @@ pub fn run(args: &ReportArgs, plugin_args: &PluginArgs) -> Result<(), String> {
     };
     match &args.out {
         Some(path) => {
-            std::fs::write(path, rendered).map_err(|e| format!("writing {}: {e}", path.display()))
+            std::fs::write(path, rendered)
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
+            eprintln!("zpulse: report written to {}", path.display());
         }
-        None => emit(&rendered),
+        None => emit(&rendered)?,
     }
+    unfinished.map_or(Ok(()), Err)
+}
+
+/// The error that makes the exit status 1 when a window's checks did not all run to the end:
+/// the report is written all the same, and says which and why.
+fn incomplete(reports: &[&Baseline]) -> Option<String> {
+    let problems: Vec<&str> = reports
+        .iter()
+        .flat_map(|b| b.plugin_problems.iter().map(String::as_str))
+        .collect();
+    (!problems.is_empty()).then(|| {
+        format!(
+            "the report is incomplete, its checks did not all run to the end: {}",
+            problems.join("; ")
+        )
+    })
 }
 
 /// The plugins over a window, one snapshot at a time.
@@ -174,15 +195,14 @@ impl Analysis {
             ));
         };
         let mut runner = self.runner.take().expect("started");
-        let (sections, events) = runner.report(&window);
+        let (sections, events, mut problems) = runner.report(&window);
         self.events.extend(events);
-        let finished = runner.shutdown();
+        let (_, stopped) = runner.stop();
         let mut b = self.builder.finish(&window, sections, &self.events, source);
-        // A plugin that did not run to the end leaves the conclusions incomplete: say so in
-        // the report itself, not only in the exit status.
-        if let Err(why) = finished {
-            b.notes.push(why);
-        }
+        // A plugin that did not run to the end, or whose report failed, leaves the
+        // conclusions incomplete: said on the page itself, and in the exit status.
+        problems.extend(stopped);
+        b.plugin_problems = problems;
         Ok(b)
     }
 }

@@ -169,6 +169,7 @@ struct Raised {
     invalid: bool,
     rate_limited: bool,
     sections_dropped: bool,
+    invalid_sections: bool,
     logs_dropped: bool,
 }
 
@@ -1108,6 +1109,17 @@ impl PluginHost {
                         self.budget.limits.max_events_per_sample
                     ),
                     data(&[("dropped", c.rate_limited.into())]),
+                ));
+            }
+            if c.invalid_sections > 0 && !std::mem::replace(&mut run.raised.invalid_sections, true)
+            {
+                let why = c.first_invalid_section.clone().unwrap_or_default();
+                problems.push((
+                    "plugin.invalid-section",
+                    format!(
+                        "plugin {name} gave an invalid report section, which was left out                          of the report: {why}"
+                    ),
+                    data(&[("dropped", c.invalid_sections.into())]),
                 ));
             }
             if c.sections_dropped > 0 && !std::mem::replace(&mut run.raised.sections_dropped, true)

@@ -127,6 +127,10 @@ pub(super) struct Collected {
     pub first_invalid: Option<String>,
     /// Records dropped over the per-sample limit.
     pub rate_limited: u64,
+    /// Report sections refused (malformed, too large, over a limit), and the first reason:
+    /// said as sections, not as events.
+    pub invalid_sections: u64,
+    pub first_invalid_section: Option<String>,
     /// Report sections dropped over [`SECTIONS_PER_PLUGIN`].
     pub sections_dropped: u64,
     pub logs_dropped: u64,
@@ -216,10 +220,10 @@ impl Shared {
 
     fn section(&self, bytes: Option<&[u8]>) -> abi::EmitStatus {
         let Some(bytes) = bytes else {
-            return self.invalid("section was called with a null pointer".into());
+            return self.invalid_section("section was called with a null pointer".into());
         };
         if bytes.len() > zpulse_proto::report::SECTION_MAX_BYTES {
-            self.invalid(format!(
+            self.invalid_section(format!(
                 "a report section of {} bytes, over the limit of {}",
                 bytes.len(),
                 zpulse_proto::report::SECTION_MAX_BYTES
@@ -236,8 +240,15 @@ impl Shared {
                 self.lock().sections.push(section);
                 abi::EMIT_OK
             }
-            Err(why) => self.invalid(why),
+            Err(why) => self.invalid_section(why),
         }
+    }
+
+    fn invalid_section(&self, why: String) -> abi::EmitStatus {
+        let mut c = self.lock();
+        c.invalid_sections += 1;
+        c.first_invalid_section.get_or_insert(why);
+        abi::EMIT_INVALID
     }
 
     fn invalid(&self, why: String) -> abi::EmitStatus {

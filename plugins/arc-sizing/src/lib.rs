@@ -459,13 +459,16 @@ impl ArcSizing {
         let keep_free =
             (s.total.unwrap_or(0.0) * c.keep_free_pct / 100.0).max(c.keep_free_min_mib * MIB);
         let headroom = s.available_min.map(|a| (a - keep_free).max(0.0));
+        let min_step = c.min_step_mib * MIB;
+        // The growth limit never goes below the smallest step worth advising: a small ARC
+        // capped by its admin (96 MiB with gigabytes free) would otherwise round to no raise
+        // at all, and be told there is no memory.
         let cap = headroom
             .unwrap_or(0.0)
-            .min(s.c_max * c.max_growth_pct / 100.0);
+            .min((s.c_max * c.max_growth_pct / 100.0).max(min_step));
         // Round to what a person would type: whole GiB for big steps, 128 MiB below 4 GiB.
         let unit = if cap >= 4.0 * GIB { GIB } else { 128.0 * MIB };
         let cap = (cap / unit).floor() * unit;
-        let min_step = c.min_step_mib * MIB;
         let raise = if cap >= min_step && cap > 0.0 {
             // No more than the ghost lists stand for: beyond it there is no evidence.
             match s.ghost_size.filter(|&g| g > 0.0) {

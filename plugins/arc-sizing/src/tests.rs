@@ -296,6 +296,25 @@ fn memory_edges_decide_between_advice_and_info() {
 }
 
 #[test]
+fn a_small_arc_capped_by_its_admin_with_memory_free_is_told_to_grow() {
+    // zfs_arc_max 96 MiB on a host with 2.6 GiB available, 1 GiB to keep free: twice 96 MiB
+    // rounds to no 128 MiB step, but the smallest step worth advising (256 MiB) fits.
+    let j = judged(
+        A {
+            c_max: 96.0 * MIB,
+            size: 96.0 * MIB,
+            total: 3.0 * GIB,
+            available: Some(2.6 * GIB),
+            ghost_size: Some(200.0 * MIB),
+            ..seed()
+        },
+        12,
+    );
+    assert_eq!(j.plan.raise, 256.0 * MIB);
+    assert_eq!(j.plan.new_max, 352.0 * MIB);
+}
+
+#[test]
 fn the_raise_is_rounded_and_bounded() {
     let base = A {
         c_max: 2.0 * GIB,

@@ -12,7 +12,9 @@
 //! busy?* A disk streaming sequentially moves about `sequential_mb_s` (150 MB/s) for every
 //! second it is busy. A disk that moved less than `seek_bound_pct` (25%) of that per busy
 //! second, in requests of at most `small_request_kib` (64 KiB), spent its time moving its
-//! heads, not data: it is **seek-bound**. When the ARC is mostly metadata (more than
+//! heads, not data: it is **seek-bound** — provided each request kept the disk busy as long
+//! as a seek takes ([`SEEK_SERVICE_MS`], 2 ms): a virtual disk or a drive answering from its
+//! cache is not seeking, however little it moves. When the ARC is mostly metadata (more than
 //! `metadata_share_pct`, 50%) and the pool has no special vdev, those seeks are metadata
 //! reads, and the advice is a *mirrored* special vdev — mirrored because losing it loses the
 //! pool.
@@ -78,6 +80,13 @@ zpulse_proto::settings! {
         disks: Vec<String> = Vec::new(), [];
     }
 }
+
+/// The least busy time a request costs a disk that seeks, ms: a random request waits on
+/// average half a rotation for its sector, 60 s / rpm / 2 = 2.0 ms on the fastest spinning
+/// drives made (15,000 rpm), before any head movement (a few ms more). A disk busy less than
+/// this per request (busy time / requests completed, iostat's old `svctm`) is not seeking,
+/// whatever its throughput: a VM's virtual disk, or reads served from the drive's cache.
+pub const SEEK_SERVICE_MS: f64 = 2.0;
 
 /// What the time a busy disk spent went into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,8 +346,12 @@ impl HddSaturation {
         let small = stats
             .avg_request_bytes
             .is_some_and(|b| b <= c.small_request_kib * 1024.0);
+        // Busy time per request of one disk: a seek costs at least SEEK_SERVICE_MS.
+        let per_disk_iops = stats.iops / disks.max(1) as f64;
+        let seeking = per_disk_iops > 0.0
+            && settle(stats.util_mean / 100.0 / per_disk_iops * 1e3) >= SEEK_SERVICE_MS;
         let load = match busy_share.map(|b| settle(b * 100.0)) {
-            Some(b) if b <= c.seek_bound_pct && small => Load::SeekBound,
+            Some(b) if b <= c.seek_bound_pct && small && seeking => Load::SeekBound,
             Some(b) if b >= c.streaming_pct => Load::Streaming,
             _ => Load::Mixed,
         };

@@ -281,11 +281,37 @@ fn a_sample_counts_as_saturated_from_the_saturation_level() {
 }
 
 #[test]
+fn little_data_in_fast_requests_is_not_seeking() {
+    let c = check();
+    // 5% busy at 100 reads of 16 KiB a second: 0.5 ms of busy time per request (a VM's
+    // virtual disk at low throughput), though 1.6 MB/s per busy-second-share is little.
+    let fast = c.assess(stats(5.0, 0.0, 100.0 * 16384.0, 16384.0), 1);
+    assert!(
+        fast.busy_share.unwrap() * 100.0 < 25.0,
+        "little data per busy second"
+    );
+    assert_eq!(fast.load, Load::Mixed, "0.5 ms per request is no seek");
+    // The same throughput at 20% busy: 2 ms per request, the least a seek costs.
+    let seeking = c.assess(stats(20.0, 0.0, 100.0 * 16384.0, 16384.0), 1);
+    assert_eq!(seeking.load, Load::SeekBound);
+    // Two disks sharing 200 requests a second at 20% busy each: still 2 ms per request.
+    let vdev = c.assess(stats(20.0, 0.0, 200.0 * 16384.0, 16384.0), 2);
+    assert_eq!(vdev.load, Load::SeekBound);
+}
+
+#[test]
 fn seek_bound_edges() {
     let c = check();
     // Busy 100%: one busy second is one second, so the share per busy second is the share.
-    let seq = 150e6;
-    let load = |bytes: f64, request: f64| c.assess(stats(100.0, 0.5, bytes, request), 1).load;
+    // Disks of 100 MB/s, so that a quarter of it in 64 KiB requests (381 a second, 2.6 ms
+    // each) takes as long as seeks do.
+    let seq = 100e6;
+    let slower = HddSaturation::with_config(Config {
+        sequential_mb_s: 100.0,
+        ..Config::default()
+    })
+    .unwrap();
+    let load = |bytes: f64, request: f64| slower.assess(stats(100.0, 0.5, bytes, request), 1).load;
     assert_eq!(load(0.25 * seq, 65536.0), Load::SeekBound);
     assert_eq!(load(0.2501 * seq, 65536.0), Load::Mixed);
     assert_eq!(
@@ -295,13 +321,14 @@ fn seek_bound_edges() {
     );
     assert_eq!(load(0.4999 * seq, 1e6), Load::Mixed);
     assert_eq!(load(0.50 * seq, 1e6), Load::Streaming);
-    // The seed: 60% busy while moving 8.5 MB/s is 9.4% of 150 MB/s per busy second.
-    let seed = c.assess(stats(60.0, 0.16, 8.5e6, 16384.0), 1);
+    // The seed: 60% busy while moving 8.5 MB/s is 9.4% of 150 MB/s per busy second (in
+    // 32 KiB requests: 259 a second, 2.3 ms of busy time each, as seeks take).
+    let seed = c.assess(stats(60.0, 0.16, 8.5e6, 32768.0), 1);
     assert_eq!(seed.load, Load::SeekBound);
     assert!((seed.busy_share.unwrap() - 8.5 / 0.6 / 150.0).abs() < 1e-9);
     assert!((seed.sequential_share - 8.5 / 150.0).abs() < 1e-9);
     // A vdev of two disks has twice the sequential rate.
-    let two = c.assess(stats(60.0, 0.16, 8.5e6, 16384.0), 2);
+    let two = c.assess(stats(60.0, 0.16, 8.5e6, 32768.0), 2);
     assert!((two.sequential_share - 8.5 / 300.0).abs() < 1e-9);
     // Never busy: nothing to diagnose.
     assert_eq!(c.assess(stats(0.0, 0.0, 0.0, 16384.0), 1).busy_share, None);

@@ -137,36 +137,44 @@ pub(super) fn arc_rates(
         resets.push("arcstats".into());
         return None;
     };
-    let d = |n: &str| deltas.get(n).copied().unwrap_or(0) as f64;
-    let reads = d("hits") + d("iohits") + d("misses");
-    let class_ratio = |prefix: &str| {
-        let hits = d(&format!("{prefix}_hits"));
-        let total = hits + d(&format!("{prefix}_iohits")) + d(&format!("{prefix}_misses"));
-        ratio(hits, total)
-    };
-    let prefetch_hits = d("prefetch_data_hits") + d("prefetch_metadata_hits");
-    let prefetch_total = prefetch_hits
-        + d("prefetch_data_iohits")
-        + d("prefetch_metadata_iohits")
-        + d("prefetch_data_misses")
-        + d("prefetch_metadata_misses");
-    let has = |n: &str| deltas.contains_key(n);
-    Some(ArcRates {
-        reads_per_s: reads / itv,
-        hit_ratio: ratio(d("hits"), reads),
-        demand_data_hit_ratio: class_ratio("demand_data"),
-        demand_metadata_hit_ratio: class_ratio("demand_metadata"),
-        prefetch_hit_ratio: ratio(prefetch_hits, prefetch_total),
-        l2_hit_ratio: ratio(d("l2_hits"), d("l2_hits") + d("l2_misses")),
-        l2_share_of_reads: if has("l2_hits") {
-            ratio(d("l2_hits"), reads)
-        } else {
-            None
-        },
-        ghost_hits_per_s: (has("mru_ghost_hits") || has("mfu_ghost_hits"))
-            .then(|| (d("mru_ghost_hits") + d("mfu_ghost_hits")) / itv),
-        deltas,
-    })
+    Some(ArcRates::from_deltas(deltas, itv))
+}
+
+impl ArcRates {
+    /// The rates of counters that grew by `deltas` in `itv` seconds (a report adds up the
+    /// deltas of the stretches of its window, and makes the rates of the sum here).
+    pub fn from_deltas(deltas: BTreeMap<String, u64>, itv: f64) -> ArcRates {
+        let d = |n: &str| deltas.get(n).copied().unwrap_or(0) as f64;
+        let reads = d("hits") + d("iohits") + d("misses");
+        let class_ratio = |prefix: &str| {
+            let hits = d(&format!("{prefix}_hits"));
+            let total = hits + d(&format!("{prefix}_iohits")) + d(&format!("{prefix}_misses"));
+            ratio(hits, total)
+        };
+        let prefetch_hits = d("prefetch_data_hits") + d("prefetch_metadata_hits");
+        let prefetch_total = prefetch_hits
+            + d("prefetch_data_iohits")
+            + d("prefetch_metadata_iohits")
+            + d("prefetch_data_misses")
+            + d("prefetch_metadata_misses");
+        let has = |n: &str| deltas.contains_key(n);
+        ArcRates {
+            reads_per_s: reads / itv,
+            hit_ratio: ratio(d("hits"), reads),
+            demand_data_hit_ratio: class_ratio("demand_data"),
+            demand_metadata_hit_ratio: class_ratio("demand_metadata"),
+            prefetch_hit_ratio: ratio(prefetch_hits, prefetch_total),
+            l2_hit_ratio: ratio(d("l2_hits"), d("l2_hits") + d("l2_misses")),
+            l2_share_of_reads: if has("l2_hits") {
+                ratio(d("l2_hits"), reads)
+            } else {
+                None
+            },
+            ghost_hits_per_s: (has("mru_ghost_hits") || has("mfu_ghost_hits"))
+                .then(|| (d("mru_ghost_hits") + d("mfu_ghost_hits")) / itv),
+            deltas,
+        }
+    }
 }
 
 pub(super) fn zil_rates(
@@ -180,19 +188,26 @@ pub(super) fn zil_rates(
         resets.push("zil".into());
         return None;
     };
-    let d = |n: &str| deltas.get(n).copied().unwrap_or(0) as f64;
-    let slog = d("zil_itx_metaslab_slog_bytes");
-    let normal = d("zil_itx_metaslab_normal_bytes");
-    Some(ZilRates {
-        commits_per_s: d("zil_commit_count") / itv,
-        itx_per_s: d("zil_itx_count") / itv,
-        itx_bytes_per_s: (d("zil_itx_indirect_bytes")
-            + d("zil_itx_copied_bytes")
-            + d("zil_itx_needcopy_bytes"))
-            / itv,
-        slog_bytes_per_s: slog / itv,
-        normal_bytes_per_s: normal / itv,
-        slog_share: ratio(slog, slog + normal),
-        deltas,
-    })
+    Some(ZilRates::from_deltas(deltas, itv))
+}
+
+impl ZilRates {
+    /// The rates of `zil` rows that grew by `deltas` in `itv` seconds.
+    pub fn from_deltas(deltas: BTreeMap<String, u64>, itv: f64) -> ZilRates {
+        let d = |n: &str| deltas.get(n).copied().unwrap_or(0) as f64;
+        let slog = d("zil_itx_metaslab_slog_bytes");
+        let normal = d("zil_itx_metaslab_normal_bytes");
+        ZilRates {
+            commits_per_s: d("zil_commit_count") / itv,
+            itx_per_s: d("zil_itx_count") / itv,
+            itx_bytes_per_s: (d("zil_itx_indirect_bytes")
+                + d("zil_itx_copied_bytes")
+                + d("zil_itx_needcopy_bytes"))
+                / itv,
+            slog_bytes_per_s: slog / itv,
+            normal_bytes_per_s: normal / itv,
+            slog_share: ratio(slog, slog + normal),
+            deltas,
+        }
+    }
 }

@@ -58,6 +58,12 @@ impl Pairing {
     pub fn previous(&self) -> Option<&Snapshot> {
         self.previous.as_deref()
     }
+
+    /// [`Pairing::previous`], shared: for a caller that keeps the start of the next interval
+    /// beyond the next push (a report splitting its window there).
+    pub fn previous_shared(&self) -> Option<Arc<Snapshot>> {
+        self.previous.clone()
+    }
 }
 
 impl<I: Iterator<Item = Snapshot>> SampleStream<I> {

@@ -1,0 +1,331 @@
+//! What makes an interval unfit for the window's figures, found before its rates are used.
+//!
+//! A window's figures are sums of counter deltas over the time they cover. An interval
+//! breaks that sum when:
+//!
+//! * **counters restarted** in it (a pool exported and imported or re-created, a device
+//!   replaced, a reboot, a module reload): a counter that went back to zero and then counted
+//!   past its old value gives a delta that looks valid and is not. The sample names counters
+//!   that went backwards (`Sample::resets`); a pool is also known re-opened when its root
+//!   vdev's time since open (`vs_timestamp`, module/zfs/vdev.c `vdev_get_stats`) did not
+//!   advance with the clock, when its import time (`initial_load_time`) changed, or when its
+//!   guid changed;
+//! * **no snapshot came for a while** (a gap: the agent stopped, the machine slept): more
+//!   than [`GAP_INTERVALS`] of the window's usual interval. Its delta is true but it is one
+//!   long interval among short ones, and its end may follow a restart that left no trace;
+//! * **the wall clock stepped** (`date -s`, a VM resumed, NTP's first fix): the time between
+//!   two snapshots is then not the time that passed. Checked against a clock that does not
+//!   step: the agent's monotonic clock when both snapshots have one, else the CPU time the
+//!   kernel counted (every CPU's ticks, busy and idle, add up to the elapsed time times the
+//!   number of CPUs, proc(5) `/proc/stat`), compared with the window's usual rate of ticks;
+//! * **a counter is impossible**: a disk busy for longer than the interval lasted.
+//!
+//! Such an interval is left out of every figure (the window is split there: each side's
+//! figures come from its own intervals) and said in a note.
+
+use serde::{Deserialize, Serialize};
+use zpulse_proto::Snapshot;
+use zpulse_proto::counter::delta_u32;
+use zpulse_proto::snapshot::DiskCounters;
+
+/// A gap: an interval longer than this many of the window's usual (median) interval …
+pub const GAP_INTERVALS: f64 = 3.0;
+/// … and than this many seconds: a shorter pause is a slow reading (a capture that overran
+/// its schedule on a loaded host), not an absence.
+pub const GAP_MIN_S: f64 = 120.0;
+
+/// The wall clock and the monotonic clock may disagree by this share of the interval (plus
+/// [`CLOCK_SLACK_S`]) before the interval counts as a clock step: snapshots are read over
+/// some milliseconds.
+const CLOCK_TOLERANCE: f64 = 0.25;
+const CLOCK_SLACK_S: f64 = 2.0;
+/// CPU ticks are a rougher clock: a guest under load loses ticks (a lab VM under software
+/// emulation counted half its wall-clock seconds), so against them only a wall clock that
+/// ran more than this many times ahead, and by [`TICKS_SLACK_S`], is a step.
+const TICKS_FACTOR: f64 = 10.0;
+const TICKS_SLACK_S: f64 = 300.0;
+
+/// A disk's busy time may exceed the interval by this share before it is impossible: the
+/// kernel updates it at the start and end of requests, so it runs slightly ahead.
+const BUSY_TOLERANCE: f64 = 0.10;
+
+/// One interval left out of the window, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Break {
+    /// `taken_at` of the snapshots around it, Unix seconds.
+    pub from: f64,
+    pub to: f64,
+    /// `restart`, `gap`, `clock-step`, `impossible` or `unpaired`.
+    pub kind: String,
+    /// What happened, in words.
+    pub what: String,
+}
+
+impl Break {
+    pub fn new(prev: &Snapshot, cur: &Snapshot, kind: &str, what: String) -> Break {
+        Break {
+            from: prev.taken_at,
+            to: cur.taken_at,
+            kind: kind.to_owned(),
+            what,
+        }
+    }
+
+    /// The note the report prints for it.
+    pub fn note(&self) -> String {
+        format!(
+            "{} to {}: {}; this interval is left out of every figure (the window is split \
+             there, each side's figures come from its own intervals)",
+            crate::report::utc(self.from),
+            crate::report::utc(self.to),
+            self.what
+        )
+    }
+}
+
+/// The window's usual pace, learnt from the intervals kept so far.
+#[derive(Debug, Default, Clone)]
+pub struct Pace {
+    /// Seconds of each kept interval (by the clock the sample used).
+    seconds: Vec<f64>,
+    /// CPU ticks per wall-clock second in each kept interval that had CPU times.
+    ticks_per_s: Vec<f64>,
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| v[v.len() / 2])
+}
+
+fn ticks(s: &Snapshot) -> Option<u64> {
+    s.cpu.map(|c| c.total())
+}
+
+fn wall(prev: &Snapshot, cur: &Snapshot) -> f64 {
+    cur.taken_at - prev.taken_at
+}
+
+impl Pace {
+    /// The usual interval: the median of those kept so far.
+    pub fn usual(&self) -> Option<f64> {
+        median(&self.seconds)
+    }
+
+    /// Records a kept interval.
+    pub fn keep(&mut self, prev: &Snapshot, cur: &Snapshot, seconds: f64) {
+        self.seconds.push(seconds);
+        let w = wall(prev, cur);
+        if let (Some(a), Some(b)) = (ticks(prev), ticks(cur))
+            && w > 0.0
+            && b >= a
+        {
+            self.ticks_per_s.push((b - a) as f64 / w);
+        }
+    }
+
+    /// Why the interval from `prev` to `cur` cannot be used, if it cannot; `seconds` is the
+    /// length the sample gives it. Restarts the sample itself found are the caller's.
+    pub fn judge(&self, prev: &Snapshot, cur: &Snapshot, seconds: f64) -> Option<Break> {
+        self.clock_step(prev, cur)
+            .or_else(|| self.gap(prev, cur, seconds))
+            .or_else(|| reopened(prev, cur))
+            .or_else(|| impossible(prev, cur, seconds))
+    }
+
+    fn clock_step(&self, prev: &Snapshot, cur: &Snapshot) -> Option<Break> {
+        let w = wall(prev, cur);
+        let elapsed = match (prev.monotonic, cur.monotonic) {
+            (Some(a), Some(b)) => {
+                let e = b - a;
+                if (w - e).abs() <= CLOCK_SLACK_S + CLOCK_TOLERANCE * e.max(0.0) {
+                    return None;
+                }
+                e
+            }
+            _ => {
+                let rate = median(&self.ticks_per_s)?;
+                let (a, b) = (ticks(prev)?, ticks(cur)?);
+                let e = (b >= a && rate > 0.0).then(|| (b - a) as f64 / rate)?;
+                if w <= TICKS_FACTOR * e + TICKS_SLACK_S {
+                    return None;
+                }
+                e
+            }
+        };
+        let what = if elapsed <= 0.0 {
+            format!(
+                "the monotonic clock went back (the agent restarted) while the wall clock \
+                 moved {}",
+                signed_duration(w)
+            )
+        } else {
+            format!(
+                "the wall clock moved {} while about {} passed (a clock step)",
+                signed_duration(w),
+                crate::baseline::page::duration(elapsed)
+            )
+        };
+        Some(Break::new(prev, cur, "clock-step", what))
+    }
+
+    fn gap(&self, prev: &Snapshot, cur: &Snapshot, seconds: f64) -> Option<Break> {
+        let usual = self.usual()?;
+        (seconds > GAP_INTERVALS * usual && seconds > GAP_MIN_S).then(|| {
+            Break::new(
+                prev,
+                cur,
+                "gap",
+                format!(
+                    "no snapshot for {} ({:.0} of the window's usual {} intervals)",
+                    crate::baseline::page::duration(seconds),
+                    seconds / usual,
+                    crate::baseline::page::duration(usual)
+                ),
+            )
+        })
+    }
+}
+
+fn signed_duration(s: f64) -> String {
+    let d = crate::baseline::page::duration(s.abs());
+    if s < 0.0 { format!("back {d}") } else { d }
+}
+
+/// A pool whose counters restarted without going backwards: opened again (its root vdev's
+/// time since open did not grow with the interval), imported again, or another pool of the
+/// same name.
+fn reopened(prev: &Snapshot, cur: &Snapshot) -> Option<Break> {
+    let w = wall(prev, cur);
+    for pool in &cur.pools {
+        let Some(before) = prev.pool(&pool.name) else {
+            continue;
+        };
+        let why = if before.guid.is_some() && pool.guid.is_some() && before.guid != pool.guid {
+            Some("was destroyed and created again (a new guid)")
+        } else {
+            match (&before.config, &pool.config) {
+                (Some(a), Some(b)) if a.loaded_at != b.loaded_at => {
+                    Some("was exported and imported again (a new import time)")
+                }
+                (Some(a), Some(b)) => match (&a.root.stats, &b.root.stats) {
+                    // Time since open: it must have grown by about the interval.
+                    (Some(x), Some(y))
+                        if (y.timestamp < x.timestamp)
+                            || (w > 0.0
+                                && ((y.timestamp - x.timestamp) as f64 / 1e9) < w * 0.5) =>
+                    {
+                        Some("was opened again (exported and imported)")
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        if let Some(why) = why {
+            return Some(Break::new(
+                prev,
+                cur,
+                "restart",
+                format!(
+                    "pool {} {why}: its vdev, class, pool and dataset counters restarted",
+                    pool.name
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// A disk busy for longer than the interval lasted (Linux `io_ticks`, FreeBSD devstat busy
+/// time): a counter that jumped, which would show a quiet disk 100% busy.
+fn impossible(prev: &Snapshot, cur: &Snapshot, seconds: f64) -> Option<Break> {
+    let by_name = prev.disks_by_name();
+    for disk in &cur.disks {
+        let Some(before) = by_name.get(disk.name.as_str()) else {
+            continue;
+        };
+        let busy_s = match (&before.counters, &disk.counters) {
+            (DiskCounters::Diskstats(a), DiskCounters::Diskstats(b))
+                if (a.major, a.minor) == (b.major, b.minor)
+                    && b.reads >= a.reads
+                    && b.writes >= a.writes =>
+            {
+                delta_u32(a.io_ms, b.io_ms) as f64 / 1e3
+            }
+            (DiskCounters::Devstat(a), DiskCounters::Devstat(b))
+                if a.creation_time == b.creation_time =>
+            {
+                b.busy_time - a.busy_time
+            }
+            _ => continue,
+        };
+        if busy_s > seconds * (1.0 + BUSY_TOLERANCE) + 0.1 {
+            return Some(Break::new(
+                prev,
+                cur,
+                "impossible",
+                format!(
+                    "disk {} counted {busy_s:.1} s busy in an interval of {seconds:.1} s \
+                     (an impossible counter)",
+                    disk.name
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// The break for an interval whose sample found counters that went backwards.
+pub fn restarted(prev: &Snapshot, cur: &Snapshot, resets: &[String]) -> Break {
+    const SHOWN: usize = 6;
+    let mut what = format!(
+        "counters restarted ({}",
+        resets[..resets.len().min(SHOWN)].join(", ")
+    );
+    if resets.len() > SHOWN {
+        what.push_str(&format!(" and {} more", resets.len() - SHOWN));
+    }
+    what.push(')');
+    Break::new(prev, cur, "restart", what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zpulse_proto::snapshot::CpuTimes;
+
+    fn at(t: f64, idle: u64) -> Snapshot {
+        Snapshot {
+            taken_at: t,
+            cpu: Some(CpuTimes {
+                idle,
+                ..CpuTimes::default()
+            }),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn a_gap_and_a_clock_step_are_told_apart_by_the_cpu_ticks() {
+        // Two CPUs at USER_HZ 100: 200 ticks per second whatever the load.
+        let mut pace = Pace::default();
+        let (a, b) = (at(0.0, 0), at(5.0, 1_000));
+        assert_eq!(pace.judge(&a, &b, 5.0), None, "nothing to compare with yet");
+        pace.keep(&a, &b, 5.0);
+        // 150 s later by both clocks: a gap (30 intervals, over 2 minutes).
+        let c = at(155.0, 31_000);
+        assert_eq!(pace.judge(&b, &c, 150.0).unwrap().kind, "gap");
+        // 50 s: 10 intervals, but a slow reading rather than an absence.
+        assert_eq!(pace.judge(&b, &at(55.0, 11_000), 50.0), None);
+        // Three weeks later by the wall clock, 5 s by the ticks: a step.
+        let d = at(5.0 + 21.0 * 86_400.0, 2_000);
+        let step = pace.judge(&b, &d, 21.0 * 86_400.0).unwrap();
+        assert_eq!(step.kind, "clock-step");
+        assert!(step.what.contains("about 5 s passed"), "{}", step.what);
+        // 12 s by both: neither; 40 s by the wall clock and 20 s of ticks (a loaded guest
+        // losing ticks): neither.
+        assert_eq!(pace.judge(&b, &at(17.0, 3_400), 12.0), None);
+        assert_eq!(pace.judge(&b, &at(45.0, 5_000), 40.0), None);
+    }
+}

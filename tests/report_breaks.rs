@@ -1,0 +1,246 @@
+//! `zpulse report` on windows an expert would split before computing a rate, from the lab's
+//! `report-breaks` recording (tests/lab/scenarios/report-breaks.sh): pool `rs` exported and
+//! imported between captures 001 and 002 (every vdev, pool and dataset counter restarted),
+//! no capture for 330 s between 003 and 004, the wall clock moved three weeks on between 005
+//! and 006.
+//!
+//! Expected figures come from the captures' raw counters on each side of the break:
+//! `/proc/diskstats` read as text here, the vdevs' counters as the kernel's ioctl reply holds
+//! them (`ops`, `vs_timestamp`), the manifest's `captured_at`, and for the clock, each
+//! capture's `cli/uptime.txt` (seconds since boot, which `date -s` does not move).
+
+use std::path::PathBuf;
+use std::process::Command;
+use zpulse_tests::raw::{self, close};
+use zpulse_tests::synthetic::copy_tree;
+use zpulse_tests::{CHECKS_LIBRARY, CHECKS_PACKAGE, build_into_test_target};
+
+const REC: &str = "report-breaks";
+
+fn capture(n: usize) -> PathBuf {
+    raw::lab(&format!("{REC}/series/{n:03}"))
+}
+
+/// `zpulse report` with the shipped checks over `args`, as JSON.
+fn report(args: &[&std::ffi::OsStr]) -> serde_json::Value {
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("zpulse.toml");
+    std::fs::write(&config, "[plugins]\ndirs = []\n").unwrap();
+    let out = Command::new(profile.join("zpulse"))
+        .arg("report")
+        .args(args)
+        .arg("--config")
+        .arg(&config)
+        .arg("--plugin")
+        .arg(profile.join(CHECKS_LIBRARY))
+        .args(["--format", "json"])
+        .output()
+        .expect("running zpulse report");
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+/// The report of a series made of the captures `from..=to` (copied, names kept).
+fn series_report(from: usize, to: usize) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    for n in from..=to {
+        copy_tree(&capture(n), &dir.path().join(format!("{n:03}")));
+    }
+    report(&[dir.path().as_os_str()])
+}
+
+/// The stretches of captures `(a, b)` a window's figures must come from.
+type Sides = [(usize, usize)];
+
+fn seconds(sides: &Sides) -> f64 {
+    sides
+        .iter()
+        .map(|&(a, b)| raw::captured_at(&capture(b)) - raw::captured_at(&capture(a)))
+        .sum()
+}
+
+/// Σ Δ of diskstats field `field` of `disk` over the sides.
+fn disk_sum(sides: &Sides, disk: &str, field: usize) -> f64 {
+    sides
+        .iter()
+        .map(|&(a, b)| {
+            (raw::diskstats(&capture(b), disk)[field] - raw::diskstats(&capture(a), disk)[field])
+                as f64
+        })
+        .sum()
+}
+
+/// The top-level vdev `mirror-0` of pool rs in capture `n`: (reads, writes, time since open
+/// in ns), from the decoded ioctl reply.
+fn mirror(n: usize) -> (u64, u64, u64) {
+    let snap = zpulse_agent::capture::load(&capture(n)).unwrap();
+    let pool = snap.pool("rs").expect("pool rs");
+    let root = &pool.config.as_ref().expect("a config").root;
+    let top = root
+        .children
+        .iter()
+        .find(|v| v.name.starts_with("mirror"))
+        .expect("the mirror");
+    let s = top.stats.as_ref().expect("stats");
+    (s.ops[1], s.ops[2], s.timestamp)
+}
+
+/// Reads and writes per second of mirror-0 over the sides, by its own clock.
+fn mirror_rates(sides: &Sides) -> (f64, f64) {
+    let (mut r, mut w, mut ns) = (0.0, 0.0, 0.0);
+    for &(a, b) in sides {
+        let (x, y) = (mirror(a), mirror(b));
+        r += (y.0 - x.0) as f64;
+        w += (y.1 - x.1) as f64;
+        ns += (y.2 - x.2) as f64;
+    }
+    (r / (ns / 1e9), w / (ns / 1e9))
+}
+
+fn find<'a>(
+    list: &'a serde_json::Value,
+    key: &str,
+    pred: impl Fn(&str) -> bool,
+) -> &'a serde_json::Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x[key].as_str().is_some_and(&pred))
+        .unwrap_or_else(|| panic!("no {key} matching in {list}"))
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The report's disk and mirror figures equal the raw counters over `sides`.
+fn figures_are_those_of(r: &serde_json::Value, sides: &Sides) {
+    let t = seconds(sides);
+    assert!(
+        close(f(&r["covered_s"]), t, 1e-9),
+        "covered {} vs {t}",
+        r["covered_s"]
+    );
+    for disk in ["sdc", "sdd", "sda"] {
+        let d = find(&r["disks"], "name", |n| n == disk);
+        let reads = disk_sum(sides, disk, 2) / t;
+        let writes = disk_sum(sides, disk, 6) / t;
+        let util = disk_sum(sides, disk, 11) / (t * 1000.0) * 100.0;
+        assert!(
+            close(f(&d["r_s"]), reads, 1e-6),
+            "{disk} r/s {} vs {reads}",
+            d["r_s"]
+        );
+        assert!(
+            close(f(&d["w_s"]), writes, 1e-6),
+            "{disk} w/s {} vs {writes}",
+            d["w_s"]
+        );
+        assert!(
+            (f(&d["util_mean"]) - util.min(100.0)).abs() < 1e-6,
+            "{disk} %util {} vs {util}",
+            d["util_mean"]
+        );
+    }
+    let (reads, writes) = mirror_rates(sides);
+    let v = find(&r["vdevs"], "subject", |s| {
+        s.starts_with("rs/normal/mirror")
+    });
+    assert!(
+        close(f(&v["read_ops_s"]), reads, 1e-6),
+        "mirror r/s {} vs {reads}",
+        v["read_ops_s"]
+    );
+    assert!(
+        close(f(&v["write_ops_s"]), writes, 1e-6),
+        "mirror w/s {} vs {writes}",
+        v["write_ops_s"]
+    );
+}
+
+fn breaks(r: &serde_json::Value) -> Vec<(String, f64, f64)> {
+    r["breaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["kind"].as_str().unwrap().to_owned(),
+                f(&b["from"]),
+                f(&b["to"]),
+            )
+        })
+        .collect()
+}
+
+fn at(n: usize) -> f64 {
+    raw::captured_at(&capture(n))
+}
+
+#[test]
+fn an_export_and_import_splits_the_window_and_each_side_counts() {
+    let r = series_report(0, 3);
+    assert_eq!(breaks(&r), vec![("restart".to_owned(), at(1), at(2))]);
+    let note = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n.as_str().unwrap().contains("restarted"));
+    let note = note.expect("a note says what restarted").as_str().unwrap();
+    assert!(note.contains("pool rs"), "{note}");
+    figures_are_those_of(&r, &[(0, 1), (2, 3)]);
+    // The restart is in the recording: the mirror's time since open started again.
+    assert!(mirror(2).2 < mirror(1).2, "{:?} {:?}", mirror(1), mirror(2));
+}
+
+#[test]
+fn a_gap_is_left_out_and_said() {
+    // More than 3 usual intervals without a capture, by the guest's own clock too.
+    let usual = (at(3) - at(2)).max(at(5) - at(4));
+    assert!(at(4) - at(3) > 3.0 * usual, "the recording has a gap");
+    let r = series_report(2, 5);
+    assert_eq!(breaks(&r), vec![("gap".to_owned(), at(3), at(4))]);
+    figures_are_those_of(&r, &[(2, 3), (4, 5)]);
+    // The series' points: one per interval kept and one empty point at the gap.
+    assert_eq!(r["series"]["t"].as_array().unwrap().len(), 3);
+}
+
+fn uptime(n: usize) -> f64 {
+    let text = std::fs::read_to_string(capture(n).join("cli/uptime.txt")).unwrap();
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_clock_step_is_told_from_a_gap_and_left_out() {
+    // The guest's own record: three weeks on the wall clock, minutes since boot.
+    let wall = at(6) - at(5);
+    let passed = uptime(6) - uptime(5);
+    assert!(wall > 20.0 * 86_400.0 && passed < 600.0, "{wall} {passed}");
+    let r = series_report(4, 7);
+    let b = breaks(&r);
+    assert_eq!(b, vec![("clock-step".to_owned(), at(5), at(6))]);
+    figures_are_those_of(&r, &[(4, 5), (6, 7)]);
+    // The charts' time line does not carry the step: its last point is about the time that
+    // passed since the window began, not three weeks.
+    let t = r["series"]["t"].as_array().unwrap();
+    let last = f(t.last().unwrap());
+    let elapsed = uptime(7) - uptime(4);
+    assert!(
+        last < elapsed * 2.0,
+        "chart time {last} s, {elapsed} s passed"
+    );
+}
+
+#[test]
+fn the_whole_recording_has_its_three_breaks_in_order() {
+    let r = series_report(0, 7);
+    let kinds: Vec<String> = breaks(&r).into_iter().map(|b| b.0).collect();
+    assert_eq!(kinds, ["restart", "gap", "clock-step"]);
+    figures_are_those_of(&r, &[(0, 1), (2, 3), (4, 5), (6, 7)]);
+}
