@@ -195,13 +195,16 @@ impl Finding {
 }
 
 /// A conclusion for each finding raised in the window that no section of its check speaks
-/// about (same check and subject, or a section of the check with no subject that names it):
+/// about (same check and subject, or a section of the check with no subject that names it; a
+/// finding's check is its plugin's name or that name and a dot, `slog-usage.redundancy`):
 /// what was raised is never only in the list of findings. Rated by its severity while it
 /// stands at the window's end; info once cleared.
 fn unconcluded(findings: &[Finding], sections: &[Section]) -> Vec<Section> {
     let spoken = |f: &Finding| {
         sections.iter().any(|s| {
-            s.check == f.check
+            let of_check = f.check == s.check
+                || (f.check.strip_prefix(s.check.as_str())).is_some_and(|r| r.starts_with('.'));
+            of_check
                 && match &s.subject {
                     Some(subject) => *subject == f.subject,
                     None => s.title.contains(&f.subject) || s.summary.contains(&f.subject),
@@ -488,6 +491,14 @@ mod tests {
         // The check's own conclusion about that subject is enough.
         let mut own = Section::new(Rating::Ok, "fill: 93% full", "…").subject("fill");
         own.check = "special-fill".into();
-        assert!(unconcluded(&raised, &[own]).is_empty());
+        assert!(unconcluded(&raised, &[own.clone()]).is_empty());
+        // A finding named after its plugin and a dot (what the storm series' slog-usage
+        // raises, `slog-usage.redundancy`) is spoken for by the plugin's section; a plugin
+        // whose name merely begins the same is not.
+        let mut dotted = finding(10.0, "raised", "fill");
+        dotted.check = "special-fill.usage".into();
+        assert!(unconcluded(std::slice::from_ref(&dotted), &[own.clone()]).is_empty());
+        dotted.check = "special-fillx".into();
+        assert_eq!(unconcluded(&[dotted], &[own]).len(), 1);
     }
 }
