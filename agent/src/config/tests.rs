@@ -519,7 +519,7 @@ fn the_conffile_and_the_man_page_say_each_declared_setting_as_declared() {
             conffile.lines().any(|l| l == line),
             "the conffile lacks {line:?}"
         );
-        let item = format!(".It Ic {key} Pq duration, default Dq {}", span.default);
+        let item = format!(".It Ic {key} Pq duration, default Qq {}", span.default);
         assert!(
             man_lines.contains(&item.as_str()),
             "zpulse.toml(5) lacks {item:?}"
