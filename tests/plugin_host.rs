@@ -973,13 +973,20 @@ fn plugins_contribute_to_a_report_through_the_abi() {
     let sent = sdk::encode_window_for(&window_of_three(), 0).len();
     assert_eq!(s.get("window_bytes"), Some(sent as f64));
     assert_eq!(s.get("refused_status"), Some(f64::from(abi::EMIT_INVALID)));
-    // The refused section is reported, once, as an invalid record of that plugin.
+    // The refused section is reported, once, as an invalid section of that plugin, in words
+    // that read as one sentence.
+    let refused: Vec<_> = out
+        .events
+        .iter()
+        .filter(|e| e.event.check == "plugin.invalid-section" && e.event.subject == "hello-c")
+        .collect();
+    assert_eq!(refused.len(), 1, "{:?}", out.events);
     assert!(
-        out.events
-            .iter()
-            .any(|e| e.event.check == "plugin.invalid-event" && e.event.subject == "hello-c"),
-        "{:?}",
-        out.events
+        refused[0].event.summary.starts_with(
+            "plugin hello-c gave an invalid report section, which was left out of the report: "
+        ),
+        "{}",
+        refused[0].event.summary
     );
 }
 

@@ -4,6 +4,10 @@
 //!
 //! The modules follow the data, from the kernel to the places it leaves the agent:
 //!
+//! * [`base`] is the bottom layer every other module may use and that uses none of them:
+//!   log lines ([`base::log`]), the injected clock ([`base::clock`]), host facts
+//!   ([`base::host`], [`base::selfstat`]), reading a regular file without blocking on a FIFO
+//!   ([`base::files`]) and config key lines ([`base::keys`]).
 //! * [`sources`] read the kernel, or a capture of it, into a [`zpulse_proto::Snapshot`]:
 //!   [`sources::System`] is what is read (the live Linux or FreeBSD system, a Linux root, a
 //!   capture) and keeps what does not change between readings; [`sources::snapshot`] takes one

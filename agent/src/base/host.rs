@@ -4,22 +4,14 @@
 
 /// The agent's effective user id.
 pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions, touches no memory of ours and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
-/// The system's hostname (gethostname(3)), or `None` when it cannot be read or is empty.
+/// The system's hostname (the `nodename` of uname(2), which is what gethostname(3) returns on
+/// Linux and FreeBSD alike), or `None` when it is empty.
 pub fn hostname() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: the pointer and length describe `buf`, which outlives the call; gethostname
-    // writes at most that many bytes.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return None;
-    }
-    // POSIX leaves a truncated name without its NUL: the buffer's end then ends it.
-    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name = String::from_utf8_lossy(&buf[..len]).into_owned();
+    let uname = rustix::system::uname();
+    let name = String::from_utf8_lossy(uname.nodename().to_bytes()).into_owned();
     (!name.is_empty()).then_some(name)
 }
 

@@ -545,3 +545,150 @@ fn the_conffile_and_the_man_page_say_each_declared_setting_as_declared() {
     );
     assert_eq!(defaults.max_event_bytes as u64, MAX_EVENT_BYTES.default);
 }
+
+/// The keys serde accepts in a table, as its own error for an unknown key lists them
+/// ("unknown field `x`, expected one of `a`, `b`" or "expected `a` or `b`"): the parser is
+/// the one definition, so the pages are held to what it reads.
+fn accepted_keys(table: &str) -> Vec<String> {
+    let err = parse_err(&format!("{table}zz_not_a_key = 1\n"));
+    let expected = err
+        .split_once("expected")
+        .unwrap_or_else(|| panic!("no key list in {err:?}"))
+        .1;
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The lines of zpulse.toml(5) from the first line containing `from` to the next line that
+/// starts a table's part of the page (`.Ss`, `.Sh`, or a sink kind's paragraph).
+fn man_part<'a>(man: &'a str, from: &str) -> Vec<&'a str> {
+    let lines: Vec<&str> = man.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.contains(from))
+        .unwrap_or_else(|| panic!("zpulse.toml(5) has no {from:?}"));
+    let starts_part = |i: usize| {
+        let l = lines[i];
+        l.starts_with(".Ss")
+            || l.starts_with(".Sh")
+            || (l.starts_with(".Cm ") && lines.get(i + 1).is_some_and(|n| n.starts_with("sink ")))
+    };
+    let end = (start + 1..lines.len())
+        .find(|&i| starts_part(i))
+        .unwrap_or(lines.len());
+    lines[start..end].to_vec()
+}
+
+/// Every key the parser accepts, in every table, has its entry in zpulse.toml(5) under that
+/// table and is named in the shipped conffile and in the docs page for it; and every entry
+/// the page gives a table is a key the parser accepts there (no documented key is refused).
+#[test]
+fn every_key_the_parser_reads_is_documented_where_its_table_is() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).unwrap();
+    let man = read("packaging/man/zpulse.toml.5");
+    let conffile = read("packaging/conf/zpulse.toml");
+    let forward = "[[sink]]\ntype = \"forward\"\naddress = \"127.0.0.1:24224\"\n";
+    let syslog = "[[sink]]\ntype = \"syslog\"\naddress = \"unix:///dev/log\"\n";
+    // (the table's start in a file, where its part of the man page starts, its docs page,
+    // keys the page describes inside another entry rather than as an entry of their own)
+    let tables: Vec<(String, &str, &str, &[&str])> = vec![
+        (
+            String::new(),
+            ".Ss Top-level keys",
+            "docs/configuration.md",
+            &["plugins", "sink", "history", "events"],
+        ),
+        (
+            "[plugins]\n".into(),
+            ".Ss The [plugins] table",
+            "docs/configuration.md",
+            &[],
+        ),
+        (
+            "[history]\n".into(),
+            ".Ss The [history] table",
+            "docs/history.md",
+            &[],
+        ),
+        (
+            "[events]\n".into(),
+            ".Ss The [events] table",
+            "docs/events.md",
+            &[],
+        ),
+        (
+            forward.into(),
+            "sink sends Fluent Forward",
+            "docs/sinks.md",
+            &["type", "tls"],
+        ),
+        (
+            syslog.into(),
+            "sink is best effort",
+            "docs/sinks.md",
+            &["type", "tls"],
+        ),
+        (
+            "[[sink]]\ntype = \"prometheus\"\n".into(),
+            "sink renders every reading",
+            "docs/sinks.md",
+            &["type"],
+        ),
+        (
+            format!("{forward}[sink.tls]\n"),
+            "sink sends Fluent Forward",
+            "docs/sinks.md",
+            &[],
+        ),
+    ];
+    let mut missing = Vec::new();
+    for (table, part, page, elsewhere) in &tables {
+        let keys = accepted_keys(table);
+        assert!(!keys.is_empty(), "no keys listed for {table:?}");
+        let lines = man_part(&man, part);
+        let text = read(page);
+        let tls = table.ends_with("[sink.tls]\n");
+        for key in keys.iter().filter(|k| !elsewhere.contains(&k.as_str())) {
+            let entry = if tls {
+                lines
+                    .iter()
+                    .any(|l| *l == format!(".Ic {key}") || l.starts_with(&format!(".Ic {key} ")))
+            } else {
+                lines.iter().any(|l| {
+                    l.starts_with(&format!(".It Ic {key}")) && {
+                        let rest = &l[format!(".It Ic {key}").len()..];
+                        rest.is_empty() || rest.starts_with(' ')
+                    }
+                })
+            };
+            if !entry {
+                missing.push(format!("zpulse.toml(5) {part:?}: {key}"));
+            }
+            if !conffile.contains(&format!("{key} =")) {
+                missing.push(format!("the conffile: {key}"));
+            }
+            if !text.contains(&format!("`{key}`")) && !text.contains(&format!("{key} =")) {
+                missing.push(format!("{page}: {key}"));
+            }
+        }
+        if !tls {
+            for l in &lines {
+                let Some(rest) = l.strip_prefix(".It Ic ") else {
+                    continue;
+                };
+                let name = rest.split(' ').next().unwrap_or_default();
+                if !name.starts_with('[') && !keys.iter().any(|k| k == name) {
+                    missing.push(format!(
+                        "zpulse.toml(5) {part:?} documents {name}, which the parser refuses"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
+}

@@ -152,7 +152,12 @@ pub(super) fn read_loop(
                 continue;
             }
         }
-        match follow(&mut reader, &stage, &stopping) {
+        let mut pause_or_stop = |pause: Duration| {
+            stopping
+                .recv_timeout(pause)
+                .is_err_and(|e| e.is_disconnected())
+        };
+        match follow(&mut reader, &stage, &stopping, &mut pause_or_stop) {
             Followed::Stopped => return,
             Followed::Failed(e) => say(Level::Warn, format!("reading kernel events failed: {e}")),
         }
@@ -171,10 +176,13 @@ enum Followed {
 }
 
 /// Hands every batch `reader` reads to the stage until the agent stops or the queue fails.
+/// `pause_or_stop` waits up to the given time for the agent's stop and says whether it came
+/// (the daemon waits on its stop channel; tests count the pauses instead of sleeping).
 fn follow<D: crate::sources::zfs_ioctl::Ioctl>(
     reader: &mut zevent::Reader<D>,
     stage: &Sender<StageMsg>,
     stopping: &Receiver<()>,
+    pause_or_stop: &mut dyn FnMut(Duration) -> bool,
 ) -> Followed {
     let mut interrupted = 0u32;
     loop {
@@ -192,10 +200,7 @@ fn follow<D: crate::sources::zfs_ioctl::Ioctl>(
             } else {
                 Duration::ZERO
             };
-            if stopping
-                .recv_timeout(pause)
-                .is_err_and(|e| e.is_disconnected())
-            {
+            if pause_or_stop(pause) {
                 return Followed::Stopped;
             }
             continue;
@@ -252,23 +257,26 @@ mod tests {
     use crossbeam_channel::bounded;
 
     /// A kernel whose every wait is interrupted (EINTR at once, as under a storm of
-    /// signals): the reader neither spins nor outlives the agent's stop.
+    /// signals, or forever): each interrupted wait is followed by one pause, the first
+    /// `INTERRUPTS_BEFORE_PAUSE - 1` of them empty (a signal or two is normal), every later
+    /// one `INTERRUPTED_PAUSE` long, so the thread cannot spin; and the stop ends it.
     #[test]
     fn interrupted_waits_pause_and_end_at_the_stop() {
         let mut queue = FakeQueue::new(Vec::new());
         queue.fail = Some(libc::EINTR);
         let mut reader = zevent::Reader::new(queue, 3, EventTime::default());
         let (stage, _inbox) = bounded::<StageMsg>(1);
-        let (stop_tx, stopping) = bounded::<()>(0);
-        let (done_tx, done) = bounded::<usize>(1);
-        std::thread::spawn(move || {
-            let end = follow(&mut reader, &stage, &stopping);
-            assert!(matches!(end, Followed::Stopped));
-            let _ = done_tx.send(0);
-        });
-        drop(stop_tx);
-        // Bounded so that a reader that never ends fails the test instead of hanging it.
-        assert!(done.recv_timeout(Duration::from_secs(30)).is_ok());
+        let (_stop_tx, stopping) = bounded::<()>(0);
+        let mut pauses = Vec::new();
+        let mut pause_or_stop = |pause: Duration| {
+            pauses.push(pause);
+            pauses.len() == 10
+        };
+        let end = follow(&mut reader, &stage, &stopping, &mut pause_or_stop);
+        assert!(matches!(end, Followed::Stopped));
+        let quiet = (INTERRUPTS_BEFORE_PAUSE - 1) as usize;
+        assert_eq!(pauses[..quiet], vec![Duration::ZERO; quiet]);
+        assert_eq!(pauses[quiet..], vec![INTERRUPTED_PAUSE; 10 - quiet]);
     }
 
     #[test]
@@ -278,7 +286,8 @@ mod tests {
         let mut reader = zevent::Reader::new(queue, 3, EventTime::default());
         let (stage, _inbox) = bounded::<StageMsg>(1);
         let (_stop_tx, stopping) = bounded::<()>(0);
-        match follow(&mut reader, &stage, &stopping) {
+        let mut never_stop = |_: Duration| false;
+        match follow(&mut reader, &stage, &stopping, &mut never_stop) {
             Followed::Failed(e) => assert!(e.to_string().contains("unloaded"), "{e}"),
             Followed::Stopped => panic!("a failing queue is not a stop"),
         }

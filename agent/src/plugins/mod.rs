@@ -1117,7 +1117,8 @@ impl PluginHost {
                 problems.push((
                     "plugin.invalid-section",
                     format!(
-                        "plugin {name} gave an invalid report section, which was left out                          of the report: {why}"
+                        "plugin {name} gave an invalid report section, which was left out of the \
+                         report: {why}"
                     ),
                     data(&[("dropped", c.invalid_sections.into())]),
                 ));

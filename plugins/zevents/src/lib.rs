@@ -523,15 +523,29 @@ fn slow_report(subject: &str, b: &Burst) -> Report {
     let rate = per_minute(b)
         .map(|r| format!(", {r}/min"))
         .unwrap_or_default();
+    // A deadman report is posted while its I/O is still outstanding, so its `zio_delay`
+    // (set when an I/O completes) is 0: only completed slow I/O gives a latency.
+    let longest = if b.max_ms > 0.0 {
+        format!(", the longest {:.0} ms", b.max_ms)
+    } else {
+        String::new()
+    };
+    let stuck = if b.kinds.contains_key("deadman") {
+        " (deadman: an I/O outstanding past zfs_deadman_ziotime_ms)"
+    } else {
+        ""
+    };
     Report::new(format!(
-        "{subject}: {} slow I/O report(s){rate}, the longest {:.0} ms: {}",
+        "{subject}: {} slow I/O report(s){rate}{longest}: {}{stuck}",
         b.count,
-        b.max_ms,
         kinds_text(&b.kinds)
     ))
     .with("count", b.count)
     .with("per_min", per_minute(b))
-    .with("max_ms", sdk::stats::round2(b.max_ms))
+    .with(
+        "max_ms",
+        (b.max_ms > 0.0).then(|| sdk::stats::round2(b.max_ms)),
+    )
     .advice(
         "I/O this slow stalls every writer of the pool: check the device (SMART, its queue in \
          `zpool iostat -l`), and whether it is saturated.",

@@ -251,6 +251,51 @@ fn slow_io_reports_give_the_longest_latency() {
     assert!(events.iter().all(|e| e.severity == Severity::Warning));
 }
 
+/// A deadman report (`ereport.fs.zfs.deadman`, posted by `zio_deadman_impl` in OpenZFS 2.1's
+/// `zio.c` for an I/O outstanding past `zfs_deadman_ziotime_ms`, with the vdev and the zio's
+/// payload of `zfs_fm.c`) after slow-I/O reports on the same device: the one slow-I/O finding
+/// of that device turns critical and says the I/O was stuck, not a second finding.
+#[test]
+fn a_deadman_report_makes_the_device_s_slow_io_finding_critical() {
+    let mut delay = on(ev(1, 0, "ereport.fs.zfs.delay"), "/dev/sda1");
+    delay.zio = Some(ZEventZio {
+        delay_ns: Some(45_000_000),
+        ..ZEventZio::default()
+    });
+    // Still outstanding when reported: the kernel's zio_delay is 0 (set at completion).
+    let mut deadman = on(ev(2, 5, "ereport.fs.zfs.deadman"), "/dev/sda1");
+    deadman.zio = Some(ZEventZio {
+        delay_ns: Some(0),
+        ..ZEventZio::default()
+    });
+    let events = run(&[Feed::Event(&delay), Feed::Event(&deadman)]);
+    let subjects: Vec<&str> = events.iter().map(|e| e.subject.as_str()).collect();
+    assert!(subjects.windows(2).all(|w| w[0] == w[1]), "{subjects:?}");
+    assert!(events.iter().all(|e| e.check == "zevents.slow-io"));
+    assert_eq!(events[0].severity, Severity::Warning);
+    let last = events.last().unwrap();
+    assert_eq!(last.severity, Severity::Critical);
+    assert!(last.summary.contains("1 deadman"), "{}", last.summary);
+    assert!(
+        last.summary.contains("the longest 45 ms"),
+        "{}",
+        last.summary
+    );
+    // A deadman alone claims no latency it was not given.
+    let alone = run(&[Feed::Event(&deadman)]);
+    assert_eq!(alone[0].severity, Severity::Critical);
+    assert!(
+        !alone[0].summary.contains("longest"),
+        "{}",
+        alone[0].summary
+    );
+    assert!(
+        alone[0].summary.contains("zfs_deadman_ziotime_ms"),
+        "{}",
+        alone[0].summary
+    );
+}
+
 #[test]
 fn an_export_is_noted_and_the_import_clears_it() {
     let x = ev(1, 0, "sysevent.fs.zfs.pool_export");

@@ -265,7 +265,8 @@ impl ForwardSink {
                 Err(SinkError {
                     sink: self.name.clone(),
                     message: format!(
-                        "spool over {:.0}% of spool_max_bytes: metrics are skipped until it                          drains (findings and heartbeats keep the rest)",
+                        "spool over {:.0}% of spool_max_bytes: metrics are skipped until it drains \
+                         (findings and heartbeats keep the rest)",
                         METRICS_SHARE * 100.0
                     ),
                 })
