@@ -34,8 +34,10 @@ struct Built {
     hello_c_bundle: PathBuf,
     hello_c_bundle_endless: PathBuf,
     hello_c_both: PathBuf,
-    /// The bundle whose first plugin sleeps 1.5 s in its first sample.
+    /// The bundle whose first plugin holds its first sample until the test releases it.
     hello_c_bundle_sleepy: PathBuf,
+    /// Where that plugin says it has entered the call (`entered`) and waits for `release`.
+    sleepy_gate: PathBuf,
 }
 
 fn built() -> &'static Built {
@@ -82,9 +84,14 @@ fn built() -> &'static Built {
         let hello_c_both = c_dir.join("libhello_c_both.so");
         compile(&hello_c_both, &["-DHELLO_BOTH"]);
         let hello_c_bundle_sleepy = c_dir.join("libhello_c_bundle_sleepy.so");
+        let sleepy_gate = c_dir.join("sleepy-gate");
+        std::fs::create_dir_all(&sleepy_gate).unwrap();
         compile(
             &hello_c_bundle_sleepy,
-            &["-DHELLO_BUNDLE", "-DHELLO_BUNDLE_FIRST_SLEEPS_MS=1500"],
+            &[
+                "-DHELLO_BUNDLE",
+                &format!("-DHELLO_BUNDLE_FIRST_WAITS_IN={:?}", sleepy_gate.display().to_string()),
+            ],
         );
         // As docs/plugin-authoring.md builds it: msgpack-c's flags from pkg-config.
         let msgpack = Command::new("pkg-config")
@@ -119,6 +126,7 @@ fn built() -> &'static Built {
             hello_c_bundle_endless,
             hello_c_both,
             hello_c_bundle_sleepy,
+            sleepy_gate,
         }
     })
 }
@@ -1178,9 +1186,21 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
     let b = built();
     // A file name of this test's own: lanes are named after it, and tests share a process.
     let dir = PluginDir::new(&[(&b.hello_c_bundle_sleepy, "libsleepy_bundle.so")]);
+    let (entered, release) = (b.sleepy_gate.join("entered"), b.sleepy_gate.join("release"));
+    for f in [&entered, &release] {
+        let _ = std::fs::remove_file(f);
+    }
+    // The budget is kept on a manual clock: hello-c is hung because the test moves the clock
+    // past the budget while its call is in hand, not because a sleep outlasted a real one.
     let budget = Duration::from_millis(400);
-    let sleep = Duration::from_millis(1500);
-    let mut host = dir.start("budget = \"400ms\"\n");
+    let clock = Arc::new(ManualClock::default());
+    let mut host = PluginHost::start_on(
+        &dir.settings("budget = \"400ms\"\n"),
+        &Extra::default(),
+        "lab-host",
+        None,
+        Arc::clone(&clock) as Arc<dyn Clock>,
+    );
     assert_eq!(status_of(&host, "hello-c"), Status::Loaded);
     assert_eq!(status_of(&host, "hello-c-twin"), Status::Loaded);
     assert_eq!(threads_named("sleepy_bundle"), 1, "two plugins, one thread");
@@ -1197,15 +1217,18 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
         seen
     };
 
-    // Sample 1: hello-c sleeps with hello-c-twin queued behind it; at the budget hello-c is
-    // hung and the twin moves to a thread of its own.
-    let start = Instant::now();
+    // Sample 1: hello-c holds its call with hello-c-twin queued behind it; once it is in the
+    // call the budget passes on the clock: hello-c is hung and the twin moves to a thread of
+    // its own.
+    let driver = {
+        let (clock, entered) = (Arc::clone(&clock), entered.clone());
+        std::thread::spawn(move || {
+            wait_for(|| entered.exists(), "hello-c to enter its first call");
+            clock.advance(budget);
+        })
+    };
     let out1 = host.run(&sample_n(0));
-    let took = start.elapsed();
-    assert!(
-        took >= budget && took < budget + Duration::from_millis(800),
-        "{took:?}"
-    );
+    driver.join().unwrap();
     let hung = agent(&out1, "plugin.hung");
     assert_eq!(hung.len(), 1, "{:?}", out1.events);
     assert_eq!(hung[0].event.subject, "hello-c");
@@ -1217,11 +1240,10 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
     );
     assert_threads_named("sleepy_bundle", 2);
 
-    // Sample 2, at once: the twin answers without waiting for hello-c; over the two samples
-    // only the twin has emitted (its samples 1 and 2), hello-c nothing.
-    let start = Instant::now();
+    // Sample 2, the clock standing still: the twin answers without waiting for hello-c (were
+    // the host waiting for it, it would wait for a clock that does not move); over the two
+    // samples only the twin has emitted (its samples 1 and 2), hello-c nothing.
     let out2 = host.run(&sample_n(1));
-    assert!(start.elapsed() < budget, "waited: {:?}", start.elapsed());
     let mut both = samples_seen(&out1);
     both.extend(samples_seen(&out2));
     both.sort();
@@ -1246,8 +1268,22 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
 
     // After hello-c returns: its late sample 1, then its sample 2 (the newest sample), and the
     // twin's sample 3; the hung finding clears.
-    std::thread::sleep(sleep);
-    let out3 = host.run(&sample_n(2));
+    std::fs::write(&release, b"").unwrap();
+    let mut late = Vec::new();
+    wait_for(
+        || {
+            let out = host.take_output();
+            let back = !samples_seen(&out).is_empty();
+            late.push(out);
+            back
+        },
+        "hello-c's late return",
+    );
+    late.push(host.run(&sample_n(2)));
+    let out3 = Output {
+        events: late.iter().flat_map(|o| o.events.clone()).collect(),
+        logs: late.iter().flat_map(|o| o.logs.clone()).collect(),
+    };
     assert_eq!(samples_seen(&out3), [1, 2, 3], "{:?}", out3.events);
     let hung = agent(&out3, "plugin.hung");
     assert_eq!(hung.len(), 1, "{:?}", out3.events);

@@ -14,14 +14,17 @@
  * holding hello-c, hello-c-twin (the same code under another name) and one descriptor whose
  * name is not a valid name, which must cost only that one; with -DHELLO_BUNDLE_ENDLESS the
  * bundle never answers NULL; with -DHELLO_BOTH it exports the entry and the bundle. With
- * -DHELLO_BUNDLE_FIRST_SLEEPS_MS=N as well, the bundle's first plugin (hello-c) sleeps N ms
- * in its first on_sample, with hello-c-twin queued behind it on the bundle's thread. With
+ * -DHELLO_BUNDLE_FIRST_WAITS_IN='"DIR"' as well, the bundle's first plugin (hello-c) creates
+ * DIR/entered in its first on_sample and returns only once DIR/release exists, with
+ * hello-c-twin queued behind it on the bundle's thread: a call in hand for as long as the
+ * test wants, not for a fixed time. With
  * -DHELLO_IGNORES_SIGNALS it sets SIGTERM, SIGINT and SIGHUP to SIG_IGN when loaded (a
  * constructor), in create and in every on_sample, which must not keep the agent from
  * stopping on SIGTERM.
  */
-#if defined(HELLO_LAYOUT_HANG) || defined(HELLO_BUNDLE_FIRST_SLEEPS_MS)
+#if defined(HELLO_LAYOUT_HANG) || defined(HELLO_BUNDLE_FIRST_WAITS_IN)
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 #endif
@@ -202,17 +205,20 @@ static int32_t report(void *state, const uint8_t *window, size_t window_len) {
 
 static void destroy(void *state) { free(state); }
 
-#ifdef HELLO_BUNDLE_FIRST_SLEEPS_MS
-static int32_t on_sample_first_sleeps(void *state, const uint8_t *sample, size_t sample_len) {
+#ifdef HELLO_BUNDLE_FIRST_WAITS_IN
+static int32_t on_sample_first_waits(void *state, const uint8_t *sample, size_t sample_len) {
     struct state *s = state;
     if (s->samples == 0) {
-        struct timespec t = {HELLO_BUNDLE_FIRST_SLEEPS_MS / 1000,
-                             (HELLO_BUNDLE_FIRST_SLEEPS_MS % 1000) * 1000000L};
-        nanosleep(&t, NULL);
+        FILE *entered = fopen(HELLO_BUNDLE_FIRST_WAITS_IN "/entered", "w");
+        if (entered != NULL)
+            fclose(entered);
+        struct timespec poll = {0, 1000000L};
+        while (access(HELLO_BUNDLE_FIRST_WAITS_IN "/release", F_OK) != 0)
+            nanosleep(&poll, NULL);
     }
     return on_sample(state, sample, sample_len);
 }
-#define HELLO_FIRST_ON_SAMPLE on_sample_first_sleeps
+#define HELLO_FIRST_ON_SAMPLE on_sample_first_waits
 #else
 #define HELLO_FIRST_ON_SAMPLE on_sample
 #endif
