@@ -389,7 +389,18 @@ fn textfile_is_written_for_node_exporter() {
         &dir,
         &format!("textfile = {:?}\n", file.display().to_string()),
     );
-    let text = std::fs::read(&file).unwrap();
+    // The listener answers from the first reading as soon as it is taken; the textfile is
+    // written by the sink's own thread, so it may come a moment later (a guard, not a timing).
+    let until = Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        match std::fs::read(&file) {
+            Ok(text) => break text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("{}: {e}", file.display()),
+        }
+    };
     let (ok, complaints) = promtool(&text);
     assert!(ok && complaints.trim().is_empty(), "{complaints}");
     // A clean exit (SIGTERM) takes the file away: node_exporter must not go on exporting
