@@ -280,18 +280,8 @@ fn the_storm_report_reaches_the_seeds_conclusions() {
 
 #[test]
 fn the_page_renders_in_headless_chromium() {
-    let (zpulse, plugins) = zpulse_with_checks();
     let dir = tempfile::tempdir().unwrap();
-    let page = dir.path().join("report.html");
-    let out = Command::new(zpulse)
-        .arg("report")
-        .arg(raw::lab("storm/series"))
-        .arg("--out")
-        .arg(&page)
-        .args(&plugins)
-        .output()
-        .unwrap();
-    succeeded(&out);
+    let page = write_page(&raw::lab("storm/series"), dir.path());
     let html = std::fs::read_to_string(&page).unwrap();
     // Self-contained: no scripts, no external resources.
     assert!(!html.contains("<script"));
@@ -378,6 +368,22 @@ fn the_page_renders_in_headless_chromium() {
     assert_eq!(desk["overviewBackticks"], false, "{desk}");
 }
 
+/// `zpulse report SERIES --out DIR/report.html` with the shipped checks: the page's path.
+fn write_page(series: &Path, dir: &Path) -> PathBuf {
+    let (zpulse, plugins) = zpulse_with_checks();
+    let page = dir.join("report.html");
+    let out = Command::new(zpulse)
+        .arg("report")
+        .arg(series)
+        .arg("--out")
+        .arg(&page)
+        .args(&plugins)
+        .output()
+        .unwrap();
+    succeeded(&out);
+    page
+}
+
 /// Chromium's layout of the page at `url` in a `width` × `height` viewport, as measured by
 /// [`MEASURE`] (over the DevTools protocol: the page runs no scripts of its own); the
 /// screenshot is kept under the test target directory for a person to look at.
@@ -427,7 +433,6 @@ const MEASURE: &str = r#"JSON.stringify({
 /// section (ARC, ZIL, pool latency, pools) is on the page, not even empty.
 #[test]
 fn a_host_without_zfs_gets_one_line_and_no_zfs_sections() {
-    let (zpulse, plugins) = zpulse_with_checks();
     let dir = tempfile::tempdir().unwrap();
     let series = dir.path().join("series");
     for (i, from) in storm().iter().take(2).enumerate() {
@@ -445,16 +450,7 @@ fn a_host_without_zfs_gets_one_line_and_no_zfs_sections() {
             .collect();
         std::fs::write(&toml, kept).unwrap();
     }
-    let page = dir.path().join("report.html");
-    let out = Command::new(zpulse)
-        .arg("report")
-        .arg(&series)
-        .arg("--out")
-        .arg(&page)
-        .args(&plugins)
-        .output()
-        .unwrap();
-    succeeded(&out);
+    let page = write_page(&series, dir.path());
     let m = measure(
         &format!("file://{}", page.display()),
         1280,
