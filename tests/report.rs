@@ -331,7 +331,7 @@ fn the_page_renders_in_headless_chromium() {
         assert!(dom.contains(title), "no chart {title:?}");
     }
     // Laid out by Chromium and measured: chart text on a 390 px phone, tables at 1280 px.
-    let phone = measure(&url, 390, 844, "phone.png");
+    let phone = measure(&url, 390, 844, "phone.png", Media::Screen);
     assert_eq!(phone["innerWidth"], 390.0, "{phone}");
     assert!(
         phone["scrollWidth"].as_f64().unwrap() <= 390.0,
@@ -346,13 +346,26 @@ fn the_page_renders_in_headless_chromium() {
             "chart text at {px:.1} px on a 390 px phone: {t}"
         );
     }
-    let desk = measure(&url, 1280, 900, "desktop.png");
+    let desk = measure(&url, 1280, 900, "desktop.png", Media::Screen);
     let tables = desk["tables"].as_array().unwrap();
     assert!(tables.len() >= 5, "{desk}");
     for t in tables {
         assert!(
             t["scrollWidth"].as_f64().unwrap() <= t["clientWidth"].as_f64().unwrap(),
             "a table overflows its box at 1280 px: {t}"
+        );
+    }
+    // On paper: A4's width less Chromium's default margins (794 − 2 × 38 px) — chart text
+    // at least 10 px, and no table cut off at the page's edge.
+    let paper = measure(&url, 718, 1000, "print.png", Media::Print);
+    for t in paper["chartText"].as_array().unwrap() {
+        let px = t["px"].as_f64().unwrap();
+        assert!(px >= 10.0, "chart text at {px:.1} px in print: {t}");
+    }
+    for t in paper["tables"].as_array().unwrap() {
+        assert!(
+            t["scrollWidth"].as_f64().unwrap() <= t["clientWidth"].as_f64().unwrap(),
+            "a table wider than the paper: {t}"
         );
     }
     // The overview's titles: what a check put between backticks is set as code, as in its
@@ -387,7 +400,7 @@ fn write_page(series: &Path, dir: &Path) -> PathBuf {
 /// Chromium's layout of the page at `url` in a `width` × `height` viewport, as measured by
 /// [`MEASURE`] (over the DevTools protocol: the page runs no scripts of its own); the
 /// screenshot is kept under the test target directory for a person to look at.
-fn measure(url: &str, width: u32, height: u32, png: &str) -> serde_json::Value {
+fn measure(url: &str, width: u32, height: u32, png: &str, media: Media) -> serde_json::Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("browser/evaluate.mjs");
     let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join(png);
     let out = Command::new("node")
@@ -395,6 +408,7 @@ fn measure(url: &str, width: u32, height: u32, png: &str) -> serde_json::Value {
         .args(["chromium", url, &width.to_string(), &height.to_string()])
         .arg(&png)
         .arg(MEASURE)
+        .args((media == Media::Print).then_some("print"))
         .output()
         .expect("node (apt-get install nodejs; tests/run installs it)");
     succeeded(&out);
@@ -403,6 +417,13 @@ fn measure(url: &str, width: u32, height: u32, png: &str) -> serde_json::Value {
     assert_eq!(u32::from_be_bytes(bytes[16..20].try_into().unwrap()), width);
     eprintln!("screenshot at {width} px: {}", png.display());
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The CSS media the page is laid out for.
+#[derive(PartialEq)]
+enum Media {
+    Screen,
+    Print,
 }
 
 /// What the page tests measure: each chart text's rendered size (its font size in the SVG's
@@ -456,6 +477,7 @@ fn a_host_without_zfs_gets_one_line_and_no_zfs_sections() {
         1280,
         900,
         "no-zfs.png",
+        Media::Screen,
     );
     let said = m["noZfs"].as_array().unwrap();
     assert_eq!(said.len(), 1, "{m}");

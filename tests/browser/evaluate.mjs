@@ -4,13 +4,15 @@
 // from outside, over the DevTools protocol on a pipe (--remote-debugging-pipe: NUL-ended
 // JSON messages, commands on fd 3, replies and events on fd 4); plain Node, no packages.
 //
-//   node evaluate.mjs CHROMIUM URL WIDTH HEIGHT SCREENSHOT.png EXPRESSION
+//   node evaluate.mjs CHROMIUM URL WIDTH HEIGHT SCREENSHOT.png EXPRESSION [print]
+//
+// With `print` the page is laid out for paper (CSS media `print`) at that width.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const [chromium, url, width, height, screenshot, expression] = process.argv.slice(2);
+const [chromium, url, width, height, screenshot, expression, media] = process.argv.slice(2);
 const profile = mkdtempSync(join(tmpdir(), "zpulse-page-"));
 const child = spawn(
   chromium,
@@ -73,6 +75,7 @@ try {
   await call("Emulation.setDeviceMetricsOverride",
     { width: Number(width), height: Number(height), deviceScaleFactor: 1, mobile: Number(width) < 600 },
     sessionId);
+  if (media === "print") await call("Emulation.setEmulatedMedia", { media: "print" }, sessionId);
   await call("Page.enable", {}, sessionId);
   await call("Page.navigate", { url }, sessionId);
   await event("Page.loadEventFired");

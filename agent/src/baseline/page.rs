@@ -27,7 +27,7 @@ figure.chart{margin:0}figure.chart svg{width:100%;height:auto}
 .ct{font-weight:700;font-size:12px}.yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:10px}.unit{font-size:10px;text-anchor:middle}.bl{font-size:10px;text-anchor:middle}
 .grid{stroke:#e6e6e6;stroke-width:1}.bar{fill:#56b4e9}.bar.hot{fill:#d55e00}
 .better{color:#00784a;font-weight:700}.worse{color:#b00020;font-weight:700}
-@media print{body{max-width:none}.charts{grid-template-columns:1fr}figure.chart{max-width:540px}.card,figure.chart{break-inside:avoid}h2{break-after:avoid}}
+@media print{body{max-width:none}table{font-size:.75em}th,td{padding:2px 4px;white-space:normal}td.text{min-width:14em}.charts{grid-template-columns:1fr}figure.chart{max-width:540px}.card,figure.chart{break-inside:avoid}h2{break-after:avoid}}
 "#;
 
 fn head(out: &mut String, title: &str) {

@@ -725,6 +725,16 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
         verdict(&events),
         Some(("saturated".into(), Severity::Warning))
     );
+    // The vdev latencies reach the check through the ABI: a log at 12 ms before a pool at
+    // 1.5 ms is slower than the pool, saturated or not.
+    let slow: Vec<Sample> = (0..3)
+        .map(|i| timed(i as f64 * 10.0, good_log(), load(500.0, 95.0), 12.0, 1.5))
+        .collect();
+    let events = host.run::<SlogUsage>(&[], &slow).unwrap();
+    assert_eq!(
+        verdict(&events),
+        Some(("slower than the pool".into(), Severity::Warning))
+    );
     let cfg = |k: &str, v: Value| sdk::config::encode(&BTreeMap::from([(k.to_string(), v)]));
     let err = host
         .run::<SlogUsage>(&cfg("saturated_busy", Value::UInt(1)), &[])
