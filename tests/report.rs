@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use zpulse_tests::raw::{self, close};
+use zpulse_tests::synthetic::copy_tree;
 use zpulse_tests::{CHECKS_LIBRARY, CHECKS_PACKAGE, build_into_test_target};
 
 fn zpulse_with_checks() -> (PathBuf, Vec<String>) {
@@ -279,18 +280,8 @@ fn the_storm_report_reaches_the_seeds_conclusions() {
 
 #[test]
 fn the_page_renders_in_headless_chromium() {
-    let (zpulse, plugins) = zpulse_with_checks();
     let dir = tempfile::tempdir().unwrap();
-    let page = dir.path().join("report.html");
-    let out = Command::new(zpulse)
-        .arg("report")
-        .arg(raw::lab("storm/series"))
-        .arg("--out")
-        .arg(&page)
-        .args(&plugins)
-        .output()
-        .unwrap();
-    succeeded(&out);
+    let page = write_page(&raw::lab("storm/series"), dir.path());
     let html = std::fs::read_to_string(&page).unwrap();
     // Self-contained: no scripts, no external resources.
     assert!(!html.contains("<script"));
@@ -339,20 +330,189 @@ fn the_page_renders_in_headless_chromium() {
     ] {
         assert!(dom.contains(title), "no chart {title:?}");
     }
-    let shot = dir.path().join("report.png");
-    chromium(&[
-        &format!("--screenshot={}", shot.display()),
-        "--window-size=1000,2400",
-        &url,
-    ]);
-    let png = std::fs::read(&shot).unwrap();
-    assert_eq!(&png[1..4], b"PNG");
-    // A phone's width renders too (the charts scale with the page).
-    chromium(&[
-        &format!("--screenshot={}", dir.path().join("phone.png").display()),
-        "--window-size=390,1600",
-        &url,
-    ]);
+    // Laid out by Chromium and measured: chart text on a 390 px phone, tables at 1280 px.
+    let phone = measure(&url, 390, 844, "phone.png", Media::Screen);
+    assert_eq!(phone["innerWidth"], 390.0, "{phone}");
+    assert!(
+        phone["scrollWidth"].as_f64().unwrap() <= 390.0,
+        "the page is wider than the phone: {phone}"
+    );
+    let texts = phone["chartText"].as_array().unwrap();
+    assert!(texts.len() > 100, "chart text measured: {phone}");
+    for t in texts {
+        let px = t["px"].as_f64().unwrap();
+        assert!(
+            px >= 10.0,
+            "chart text at {px:.1} px on a 390 px phone: {t}"
+        );
+    }
+    let desk = measure(&url, 1280, 900, "desktop.png", Media::Screen);
+    let tables = desk["tables"].as_array().unwrap();
+    assert!(tables.len() >= 5, "{desk}");
+    for t in tables {
+        assert!(
+            t["scrollWidth"].as_f64().unwrap() <= t["clientWidth"].as_f64().unwrap(),
+            "a table overflows its box at 1280 px: {t}"
+        );
+    }
+    // On paper: A4's width less Chromium's default margins (794 − 2 × 38 px) — chart text
+    // at least 10 px, and no table cut off at the page's edge.
+    let paper = measure(&url, 718, 1000, "print.png", Media::Print);
+    for t in paper["chartText"].as_array().unwrap() {
+        let px = t["px"].as_f64().unwrap();
+        assert!(px >= 10.0, "chart text at {px:.1} px in print: {t}");
+    }
+    for t in paper["tables"].as_array().unwrap() {
+        assert!(
+            t["scrollWidth"].as_f64().unwrap() <= t["clientWidth"].as_f64().unwrap(),
+            "a table wider than the paper: {t}"
+        );
+    }
+    // The overview's titles: what a check put between backticks is set as code, as in its
+    // card; no backtick is left in the text.
+    let json = report(&[raw::lab("storm/series").to_str().unwrap()]);
+    let pairs: usize = json["conclusions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["title"].as_str().unwrap().matches('`').count() / 2)
+        .sum();
+    assert_eq!(desk["overviewCode"].as_u64(), Some(pairs as u64), "{desk}");
+    assert_eq!(desk["overviewBackticks"], false, "{desk}");
+}
+
+/// `zpulse report SERIES --out DIR/report.html` with the shipped checks: the page's path.
+fn write_page(series: &Path, dir: &Path) -> PathBuf {
+    let (zpulse, plugins) = zpulse_with_checks();
+    let page = dir.join("report.html");
+    let out = Command::new(zpulse)
+        .arg("report")
+        .arg(series)
+        .arg("--out")
+        .arg(&page)
+        .args(&plugins)
+        .output()
+        .unwrap();
+    succeeded(&out);
+    page
+}
+
+/// Chromium's layout of the page at `url` in a `width` × `height` viewport, as measured by
+/// [`MEASURE`] (over the DevTools protocol: the page runs no scripts of its own); the
+/// screenshot is kept under the test target directory for a person to look at.
+fn measure(url: &str, width: u32, height: u32, png: &str, media: Media) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("browser/evaluate.mjs");
+    let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join(png);
+    let out = Command::new("node")
+        .arg(&script)
+        .args(["chromium", url, &width.to_string(), &height.to_string()])
+        .arg(&png)
+        .arg(MEASURE)
+        .args((media == Media::Print).then_some("print"))
+        .output()
+        .expect("node (apt-get install nodejs; tests/run installs it)");
+    succeeded(&out);
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(u32::from_be_bytes(bytes[16..20].try_into().unwrap()), width);
+    eprintln!("screenshot at {width} px: {}", png.display());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The CSS media the page is laid out for.
+#[derive(PartialEq)]
+enum Media {
+    Screen,
+    Print,
+}
+
+/// What the page tests measure: each chart text's rendered size (its font size in the SVG's
+/// units times the scale the SVG is drawn at, rotation taken out), each table's scroll and
+/// box widths, the headings, and the overview's code and backticks.
+const MEASURE: &str = r#"JSON.stringify({
+  innerWidth: window.innerWidth,
+  scrollWidth: document.documentElement.scrollWidth,
+  chartText: [...document.querySelectorAll("figure.chart svg text")].map((t) => {
+    const m = t.getScreenCTM();
+    const scale = Math.hypot(m.a, m.b);
+    return { cls: t.getAttribute("class"), text: t.textContent,
+             px: parseFloat(getComputedStyle(t).fontSize) * scale };
+  }),
+  tables: [...document.querySelectorAll("table")].map((t) => ({
+    head: (t.rows[0] ? t.rows[0].textContent : "").slice(0, 60),
+    scrollWidth: t.scrollWidth, clientWidth: t.clientWidth })),
+  headings: [...document.querySelectorAll("h2")].map((h) => h.textContent),
+  noZfs: [...document.querySelectorAll(".nozfs")].map((p) => p.textContent),
+  charts: [...document.querySelectorAll("figure.chart title")].map((t) => t.textContent),
+  overviewCode: document.querySelectorAll("table.overview code").length,
+  overviewBackticks: (document.querySelector("table.overview") || { textContent: "" })
+    .textContent.includes("`"),
+})"#;
+
+/// A host without ZFS: the storm's first two captures with everything of ZFS taken out (the
+/// module, its kstats, the ioctl replies and the version): one line says so, and no ZFS
+/// section (ARC, ZIL, pool latency, pools) is on the page, not even empty.
+#[test]
+fn a_host_without_zfs_gets_one_line_and_no_zfs_sections() {
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("series");
+    for (i, from) in storm().iter().take(2).enumerate() {
+        let to = series.join(format!("{i:03}"));
+        copy_tree(from, &to);
+        for zfs in ["sys/module/zfs", "proc/spl", "zfs-ioctl"] {
+            std::fs::remove_dir_all(to.join(zfs)).unwrap();
+        }
+        let toml = to.join("zpulse-capture.toml");
+        let kept: String = std::fs::read_to_string(&toml)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("zfs_version"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&toml, kept).unwrap();
+    }
+    let page = write_page(&series, dir.path());
+    let m = measure(
+        &format!("file://{}", page.display()),
+        1280,
+        900,
+        "no-zfs.png",
+        Media::Screen,
+    );
+    let said = m["noZfs"].as_array().unwrap();
+    assert_eq!(said.len(), 1, "{m}");
+    assert!(
+        said[0]
+            .as_str()
+            .unwrap()
+            .starts_with("ZFS is not loaded on this host"),
+        "{m}"
+    );
+    let headings: Vec<&str> = m["headings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    for zfs in ["ARC", "ZIL", "Pool", "Pools"] {
+        assert!(
+            headings.iter().all(|h| !h.starts_with(zfs)),
+            "a ZFS section on a host without ZFS: {headings:?}"
+        );
+    }
+    // What the host has is there: its disks and its CPU.
+    assert!(
+        headings.contains(&"Disks") && headings.contains(&"Host"),
+        "{headings:?}"
+    );
+    let charts = m["charts"].as_array().unwrap();
+    assert!(charts.iter().any(|c| c == "CPU busy"), "{m}");
+    assert!(
+        charts
+            .iter()
+            .all(|c| !c.as_str().unwrap().contains("ARC") && !c.as_str().unwrap().contains("ZIL")),
+        "{m}"
+    );
 }
 
 #[test]

@@ -306,6 +306,140 @@ mod tests {
         }
     }
 
+    /// A snapshot at `t` holding the disks of a `/proc/diskstats` text, parsed as the agent
+    /// parses it.
+    fn diskstats_at(t: f64, text: &str) -> Snapshot {
+        let (lines, errors) = crate::sources::linux::diskstats::parse(text.as_bytes());
+        assert!(errors.is_empty(), "{errors:?}");
+        Snapshot {
+            taken_at: t,
+            disks: lines
+                .into_iter()
+                .map(|l| zpulse_proto::snapshot::Disk {
+                    name: l.name,
+                    counters: DiskCounters::Diskstats(l.stats),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Snapshot::default()
+        }
+    }
+
+    // Lines as `diskstats_show` (block/genhd.c) prints them: major, minor, name, reads,
+    // reads merged, sectors read, ms reading, writes, writes merged, sectors written, ms
+    // writing, I/Os in progress, ms doing I/O (`io_ticks`, the busy time), weighted ms.
+    const SDA_0: &str = "   8       0 sda 1000 0 8000 4000 500 0 4000 2500 0 6000 6500\n";
+
+    #[test]
+    fn a_disk_busy_longer_than_the_interval_is_an_impossible_counter() {
+        let pace = Pace::default();
+        let a = diskstats_at(100.0, SDA_0);
+        // 10 s later sda did 10 reads, and `ms doing I/O` grew by 15,000: 15 s busy in 10 s.
+        let b = diskstats_at(
+            110.0,
+            "   8       0 sda 1010 0 8080 4040 500 0 4000 2500 0 21000 6540\n",
+        );
+        let br = pace.judge(&a, &b, 10.0).expect("an impossible interval");
+        assert_eq!(br.kind, "impossible");
+        assert_eq!((br.from, br.to), (100.0, 110.0));
+        assert_eq!(
+            br.what,
+            "disk sda counted 15.0 s busy in an interval of 10.0 s (an impossible counter)"
+        );
+        let note = br.note();
+        assert!(
+            note.ends_with(
+                "this interval is left out of every figure (the window is split there, each \
+                 side's figures come from its own intervals)"
+            ),
+            "{note}"
+        );
+        // The kernel updates io_ticks at the start and the end of a request, so it runs a
+        // little ahead: 11.1 s (10% + 0.1 s over) is still possible, 11.2 s is not.
+        let busy = |ms: u64| {
+            let line = format!(
+                "   8       0 sda 1010 0 8080 4040 500 0 4000 2500 0 {} 6540\n",
+                6000 + ms
+            );
+            pace.judge(&a, &diskstats_at(110.0, &line), 10.0)
+                .map(|b| b.kind)
+        };
+        assert_eq!(busy(11_100), None);
+        assert_eq!(busy(11_200).as_deref(), Some("impossible"));
+        // The time fields are 32-bit and wrap: from 2^32 - 1,000 ms to 4,000 ms is 5 s.
+        let near = "   8       0 sda 1000 0 8000 4000 500 0 4000 2500 0 4294966296 6500\n";
+        let wrapped = "   8       0 sda 1010 0 8080 4040 500 0 4000 2500 0 4000 6540\n";
+        assert_eq!(
+            pace.judge(
+                &diskstats_at(100.0, near),
+                &diskstats_at(110.0, wrapped),
+                10.0
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn counters_that_went_back_are_a_restart_not_an_impossible_counter() {
+        // The disk swapped or the host rebooted between the readings: a new block_device
+        // starts its per-CPU stats at zero (bdev_alloc, block/bdev.c), so every counter is
+        // below the one before; by the 32-bit wrap rule `ms doing I/O` alone would read as
+        // 2^32 - 3,000 ms busy.
+        let a = diskstats_at(100.0, SDA_0);
+        let b = diskstats_at(
+            110.0,
+            "   8       0 sda 20 0 160 80 10 0 80 50 0 3000 130\n",
+        );
+        assert_eq!(Pace::default().judge(&a, &b, 10.0), None);
+        // The sample names the disk among its resets, and that is the interval's break.
+        let sample = zpulse_proto::Sample::between(&a, &b).unwrap();
+        assert_eq!(sample.resets, ["disk sda"]);
+        assert!(
+            sample.disks.iter().all(|d| d.name != "sda"),
+            "no rates for sda"
+        );
+        let br = restarted(&a, &b, &sample.resets);
+        assert_eq!(br.kind, "restart");
+        assert_eq!(br.what, "counters restarted (disk sda)");
+        // Many at once are named up to six, then counted.
+        let many: Vec<String> = (0..8).map(|i| format!("disk sd{i}")).collect();
+        assert_eq!(
+            restarted(&a, &b, &many).what,
+            "counters restarted (disk sd0, disk sd1, disk sd2, disk sd3, disk sd4, disk sd5 \
+             and 2 more)"
+        );
+    }
+
+    #[test]
+    fn a_freebsd_disk_busy_longer_than_the_interval_is_impossible_unless_reattached() {
+        // devstat's busy_time is seconds with I/O outstanding (sys/sys/devicestat.h); a
+        // device attached anew has another creation_time and starts over.
+        let at = |t: f64, busy: f64, created: f64| Snapshot {
+            taken_at: t,
+            disks: vec![zpulse_proto::snapshot::Disk {
+                name: "ada0".into(),
+                counters: DiskCounters::Devstat(zpulse_proto::snapshot::Devstat {
+                    busy_time: busy,
+                    creation_time: created,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Snapshot::default()
+        };
+        let pace = Pace::default();
+        let br = pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 70.0, 7.0), 10.0);
+        assert_eq!(br.map(|b| b.kind).as_deref(), Some("impossible"));
+        assert_eq!(
+            pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 59.0, 7.0), 10.0),
+            None
+        );
+        assert_eq!(
+            pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 70.0, 900.0), 10.0),
+            None
+        );
+    }
+
     #[test]
     fn a_gap_and_a_clock_step_are_told_apart_by_the_cpu_ticks() {
         // Two CPUs at USER_HZ 100: 200 ticks per second whatever the load.

@@ -10,7 +10,7 @@ use crate::report::utc;
 use std::fmt::Write as _;
 
 const STYLE: &str = r#"
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1000px;padding:12px;color:#1b1b1b;background:#fff}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:12px;color:#1b1b1b;background:#fff}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:2px solid #ddd;margin-top:1.6em}h3{font-size:1.05em;margin:1em 0 .3em}
 .meta{color:#555}.card{border:1px solid #ccc;border-left:6px solid #999;border-radius:4px;padding:8px 12px;margin:10px 0;break-inside:avoid}
 .card.critical{border-left-color:#b00020}.card.warning{border-left-color:#d55e00}.card.info{border-left-color:#0072b2}.card.ok{border-left-color:#009e73}
@@ -18,16 +18,16 @@ h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:2px solid #ddd
 .critical .badge{background:#b00020}.warning .badge{background:#d55e00}.info .badge{background:#0072b2}.ok .badge{background:#009e73}
 .figs{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:.85em;color:#333;margin:4px 0}.figs b{color:#000}
 table.overview td:last-child,table.overview th:last-child{text-align:left;white-space:normal}
-td.text{text-align:left;white-space:normal;min-width:24em}
+td.text{text-align:left;white-space:normal;min-width:20em}
 .advice{background:#f6f6f6;padding:4px 8px;border-radius:3px}.who{color:#666;font-size:.85em}
 table{border-collapse:collapse;margin:6px 0;font-size:.9em;display:block;overflow-x:auto}th,td{padding:3px 8px;border-bottom:1px solid #e4e4e4;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:8px}
+th:first-child,td:first-child{text-align:left}th{background:#f3f3f3;white-space:normal;vertical-align:bottom}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(360px,100%),1fr));gap:8px}
 figure.chart{margin:0}figure.chart svg{width:100%;height:auto}
-.ct{font-weight:700;font-size:13px}.yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:10px}.unit{font-size:10px;text-anchor:middle}.bl{font-size:9px;text-anchor:middle}
+.ct{font-weight:700;font-size:12px}.yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:10px}.unit{font-size:10px;text-anchor:middle}.bl{font-size:10px;text-anchor:middle}
 .grid{stroke:#e6e6e6;stroke-width:1}.bar{fill:#56b4e9}.bar.hot{fill:#d55e00}
 .better{color:#00784a;font-weight:700}.worse{color:#b00020;font-weight:700}
-@media print{body{max-width:none}.card,figure.chart{break-inside:avoid}h2{break-after:avoid}}
+@media print{body{max-width:none}table{font-size:.75em}th,td{padding:2px 4px;white-space:normal}td.text{min-width:14em}.charts{grid-template-columns:1fr}figure.chart{max-width:540px}.card,figure.chart{break-inside:avoid}h2{break-after:avoid}}
 "#;
 
 fn head(out: &mut String, title: &str) {
@@ -150,7 +150,7 @@ fn conclusions(out: &mut String, b: &Baseline) {
                 out,
                 "<tr class=\"{r}\"><td><span class=\"badge\">{r}</span></td><td>{}</td><td>{}</td></tr>",
                 escape(&s.check),
-                escape(&s.title),
+                prose(&s.title),
                 r = s.rating.as_str()
             );
         }
@@ -338,9 +338,8 @@ fn evidence(out: &mut String, b: &Baseline) {
             None,
         ));
     }
-    let labels: Vec<String> = (0..10)
-        .map(|i| format!("{}–{}", i * 10, i * 10 + 10))
-        .collect();
+    // The buckets' edges, 0 to 100.
+    let labels: Vec<String> = (0..=10).map(|i| format!("{}", i * 10)).collect();
     for d in b
         .disks
         .iter()
@@ -780,4 +779,33 @@ pub fn render_compare(before: &Baseline, after: &Baseline, cmp: &Comparison) -> 
     }
     out.push_str("</body></html>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zpulse_proto::report::{Rating, Section};
+
+    #[test]
+    fn backticks_in_a_title_are_code_in_the_overview_and_the_card() {
+        let b = Baseline {
+            conclusions: vec![Section::new(
+                Rating::Warning,
+                "arc: raise `zfs_arc_max` <now>",
+                "the `arc` is `capped",
+            )],
+            ..Baseline::default()
+        };
+        let page = render(&b);
+        let overview = &page[page.find("<table class=\"overview\">").unwrap()..];
+        let overview = &overview[..overview.find("</table>").unwrap()];
+        assert!(
+            overview.contains("<td>arc: raise <code>zfs_arc_max</code> &lt;now&gt;</td>"),
+            "{overview}"
+        );
+        assert!(!overview.contains('`'), "{overview}");
+        assert!(page.contains("<strong>arc: raise <code>zfs_arc_max</code> &lt;now&gt;</strong>"));
+        // An unpaired backtick stays as written.
+        assert!(page.contains("the <code>arc</code> is `capped"), "{page}");
+    }
 }

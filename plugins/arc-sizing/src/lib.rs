@@ -33,7 +33,7 @@ use zpulse_proto::sdk::stats::{Timed, Window, least_squares_slope, round2, settl
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
 };
-use zpulse_proto::snapshot::Os;
+use zpulse_proto::snapshot::{Os, Snapshot, VdevClass};
 
 const MIB: f64 = 1024.0 * 1024.0;
 const GIB: f64 = 1024.0 * MIB;
@@ -81,6 +81,8 @@ pub struct ArcObs {
     pub hits: f64,
     /// mru_ghost_hits + mfu_ghost_hits in the sample.
     pub ghost_hits: f64,
+    /// ARC misses the L2ARC served (`l2_hits`) in the sample.
+    pub l2_hits: f64,
     /// mru_ghost_size + mfu_ghost_size: how much data the ghost lists stand for.
     pub ghost_size: Option<f64>,
     pub metadata_share: Option<f64>,
@@ -119,6 +121,7 @@ impl ArcObs {
             reads: d("hits") + d("iohits") + d("misses"),
             hits: d("hits"),
             ghost_hits: d("mru_ghost_hits") + d("mfu_ghost_hits"),
+            l2_hits: d("l2_hits"),
             ghost_size,
             metadata_share: arc.metadata_share(),
             available,
@@ -150,6 +153,9 @@ pub struct WindowStats {
     pub available_min: Option<f64>,
     pub total: Option<f64>,
     pub ghost_size: Option<f64>,
+    /// Reads the L2ARC served, per second and as a share of all ARC reads (0–1).
+    pub l2_hits_per_s: f64,
+    pub l2_share: f64,
     /// Σ hits and Σ ghost hits, for the projection.
     hits: f64,
     reads: f64,
@@ -174,6 +180,7 @@ impl WindowStats {
         let reads: f64 = window.iter().map(|o| o.reads).sum();
         let hits: f64 = window.iter().map(|o| o.hits).sum();
         let ghost_hits: f64 = window.iter().map(|o| o.ghost_hits).sum();
+        let l2_hits: f64 = window.iter().map(|o| o.l2_hits).sum();
         let mean_of = |f: fn(&ArcObs) -> Option<f64>| {
             let v: Vec<f64> = window.iter().filter_map(f).collect();
             (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
@@ -201,6 +208,8 @@ impl WindowStats {
                 .min_by(f64::total_cmp),
             total: last.total,
             ghost_size: mean_of(|o| o.ghost_size),
+            l2_hits_per_s: l2_hits / seconds,
+            l2_share: if reads > 0.0 { l2_hits / reads } else { 0.0 },
             hits,
             reads,
             ghost_hits,
@@ -255,8 +264,9 @@ pub const SUBJECT: &str = "arc";
 impl Check for ArcSizing {
     const NAME: &'static str = "arc-sizing";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    /// Of the optional parts of the sample: the ARC (memory and tunables are always sent).
-    const READS: u64 = zpulse_proto::abi::PART_ARC;
+    /// Of the optional parts of the sample: the ARC (memory and tunables are always sent),
+    /// and the pools' vdev trees, for the cache devices an advice must know of.
+    const READS: u64 = zpulse_proto::abi::PART_ARC | zpulse_proto::abi::PART_POOL_CONFIGS;
     type Config = Config;
 
     fn build(config: Config) -> Result<Self, sdk::Error> {
@@ -444,7 +454,8 @@ impl ArcSizing {
         };
         let os = sample.snapshot.host.os;
         let tunable = sample.snapshot.tunables.zfs_arc_max();
-        let report = self.report(&stats, &plan, verdict, os, tunable);
+        let cache = cache_devices(&sample.snapshot);
+        let report = self.report(&stats, &plan, verdict, os, tunable, &cache);
         Some(Judgement {
             verdict,
             stats,
@@ -502,6 +513,7 @@ impl ArcSizing {
         verdict: Verdict,
         os: Os,
         tunable: Option<u64>,
+        cache: &[String],
     ) -> Report {
         let hit = s
             .hit_ratio
@@ -539,13 +551,21 @@ impl ArcSizing {
                 bytes(s.c_max),
                 bytes(s.size_mean),
                 s.pinned * 100.0,
-                match s.available_min {
-                    Some(a) => format!(
+                match (s.available_min, plan.headroom) {
+                    (Some(a), Some(h)) if h > 0.0 => format!(
+                        "with {} available only {} is to spare beyond the {} to keep free, less \
+                         than the {} step worth advising",
+                        bytes(a),
+                        bytes(h),
+                        bytes(plan.keep_free),
+                        bytes(self.config.min_step_mib * MIB)
+                    ),
+                    (Some(a), _) => format!(
                         "with {} available there is no memory to spare beyond the {} to keep free",
                         bytes(a),
                         bytes(plan.keep_free)
                     ),
-                    None => "the host's free memory is unknown".to_string(),
+                    (None, _) => "the host's free memory is unknown".to_string(),
                 }
             ),
             _ => format!(
@@ -578,6 +598,14 @@ impl ArcSizing {
             ("available_min_bytes", s.available_min.map(f64::round)),
             ("memory_total_bytes", s.total.map(f64::round)),
             ("zfs_arc_max_tunable", tunable.map(|t| t as f64)),
+            (
+                "l2_hits_per_s",
+                (!cache.is_empty()).then_some(s.l2_hits_per_s),
+            ),
+            (
+                "l2_share_pct",
+                (!cache.is_empty()).then_some(s.l2_share * 100.0),
+            ),
         ];
         for (key, value) in optional {
             if let Some(v) = value {
@@ -594,13 +622,48 @@ impl ArcSizing {
         }
         match verdict {
             Verdict::Clear => r,
-            Verdict::Holds(Severity::Info) => r.advice(
-                "There is no memory to spare for a bigger ARC: more RAM would turn these ghost \
-                 hits into hits; until then an L2ARC on SSD can serve some of the misses",
-            ),
+            Verdict::Holds(Severity::Info) => r.advice(no_raise_advice(s, cache)),
             _ if plan.raise > 0.0 => r.advice(raise_advice(s, plan, os, tunable)),
             _ => r,
         }
+    }
+}
+
+/// The cache devices of every pool (`seed/cache/sdf`): the L2ARC serves the one ARC of the
+/// host, whichever pool's device it is.
+fn cache_devices(snap: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    for pool in &snap.pools {
+        for top in pool.config.iter().flat_map(|c| c.class(VdevClass::Cache)) {
+            out.push(top.subject_of(&pool.name, top));
+        }
+    }
+    out
+}
+
+/// The advice when the ARC starves but no raise can be advised: what the sample says can
+/// help — RAM when memory is known to be short, a look at memory when it is unknown, and an
+/// L2ARC only where there is none (one that is there is said with what it serves).
+fn no_raise_advice(s: &WindowStats, cache: &[String]) -> String {
+    let first = match s.available_min {
+        Some(_) => "There is no memory to spare for a bigger ARC: more RAM would turn these \
+                    ghost hits into hits"
+            .to_string(),
+        None => "The host's free memory is unknown (neither MemAvailable nor the ARC's \
+                 memory_available_bytes): see how much is free before raising zfs_arc_max; \
+                 more RAM would turn these ghost hits into hits"
+            .to_string(),
+    };
+    if cache.is_empty() {
+        format!("{first}; until then an L2ARC on SSD can serve some of the misses")
+    } else {
+        format!(
+            "{first}. The L2ARC already there ({}) serves {:.1} reads/s, {:.1}% of all ARC \
+             reads",
+            cache.join(", "),
+            s.l2_hits_per_s,
+            s.l2_share * 100.0
+        )
     }
 }
 

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use zpulse_proto::sample::ArcRates;
 use zpulse_proto::sdk::testing::TestHost;
 use zpulse_proto::sdk::{State, Value};
-use zpulse_proto::snapshot::{ArcStats, Kstat, KstatValue, Memory, Snapshot, Tunables};
+use zpulse_proto::snapshot::{
+    ArcStats, Kstat, KstatValue, Memory, Pool, PoolConfig, Snapshot, Tunables, Vdev,
+};
 
 /// The ARC and the host over one 10 s sample; rates per second, sizes in bytes.
 #[derive(Clone, Copy)]
@@ -22,6 +24,9 @@ struct A {
     arc_available: Option<i64>,
     total: f64,
     os: Os,
+    /// Reads/s the L2ARC served, and the cache device of pool `tank`, if it has one.
+    l2_hits: f64,
+    cache: Option<&'static str>,
 }
 
 /// The seed's server: 16 GiB ARC limit, 15.7 GiB used, 94.7% hits, 64 GiB RAM, 40 GiB free,
@@ -39,6 +44,8 @@ fn seed() -> A {
         arc_available: None,
         total: 64.0 * GIB,
         os: Os::Freebsd,
+        l2_hits: 0.0,
+        cache: None,
     }
 }
 
@@ -61,6 +68,7 @@ fn sample(a: &A, end: f64) -> Sample {
         ("misses", a.misses * 10.0),
         ("mru_ghost_hits", a.ghosts * 10.0),
         ("mfu_ghost_hits", 0.0),
+        ("l2_hits", a.l2_hits * 10.0),
     ]
     .into_iter()
     .map(|(n, v)| (n.to_string(), v.round() as u64))
@@ -88,10 +96,35 @@ fn sample(a: &A, end: f64) -> Sample {
                 ..Default::default()
             },
             tunables,
+            pools: a.cache.iter().map(|dev| pool_with_cache(dev)).collect(),
             ..Snapshot::default()
         }
         .into(),
         ..Sample::default()
+    }
+}
+
+/// Pool `tank`: a data disk and the cache device `dev`.
+fn pool_with_cache(dev: &str) -> Pool {
+    let vdev = |name: &str, class| Vdev {
+        name: name.into(),
+        vdev_type: "disk".into(),
+        class: Some(class),
+        disk: Some(name.into()),
+        ..Vdev::default()
+    };
+    Pool {
+        name: "tank".into(),
+        config: Some(PoolConfig {
+            root: Vdev {
+                name: "tank".into(),
+                vdev_type: "root".into(),
+                children: vec![vdev("sda", VdevClass::Normal), vdev(dev, VdevClass::Cache)],
+                ..Vdev::default()
+            },
+            ..PoolConfig::default()
+        }),
+        ..Pool::default()
     }
 }
 
@@ -276,7 +309,7 @@ fn memory_edges_decide_between_advice_and_info() {
     assert!(
         j.report
             .summary
-            .contains("no memory to spare beyond the 1.0 GiB to keep free")
+            .contains("only 255 MiB is to spare beyond the 1.0 GiB to keep free")
     );
     assert!(j.report.advice.unwrap().contains("more RAM"));
     // No memory figure at all: info too.
@@ -292,6 +325,90 @@ fn memory_edges_decide_between_advice_and_info() {
         j.report.summary.contains("free memory is unknown"),
         "{}",
         j.report.summary
+    );
+}
+
+/// Every piece of the no-raise advice is checked against the sample: RAM only when memory is
+/// known to be short, an L2ARC only where the pools have none, and one that is there said with
+/// what it serves.
+#[test]
+fn the_no_raise_advice_follows_the_sample() {
+    // 4 GiB of RAM, 1 GiB to keep free, 1 GiB available: nothing to spare.
+    let short = A {
+        c_max: 2.0 * GIB,
+        size: 2.0 * GIB,
+        total: 4.0 * GIB,
+        available: Some(GIB),
+        ghost_size: Some(GIB),
+        ..seed()
+    };
+    let advice = |a: A| {
+        let j = judged(a, 12);
+        assert_eq!(j.verdict, I, "{}", j.report.summary);
+        (j.report.advice.unwrap(), j.report.data)
+    };
+    // No cache device anywhere: an L2ARC is worth suggesting.
+    let (text, data) = advice(short);
+    assert!(text.starts_with("There is no memory to spare"), "{text}");
+    assert!(text.ends_with("until then an L2ARC on SSD can serve some of the misses"));
+    assert!(!data.contains_key("l2_share_pct"));
+    // The pool has one serving 300 of the 1,000 reads/s (947 hits + 53 misses): said, not
+    // suggested again.
+    let (text, data) = advice(A {
+        cache: Some("sdf"),
+        l2_hits: 300.0,
+        ..short
+    });
+    assert!(!text.contains("an L2ARC on SSD can serve"), "{text}");
+    assert!(
+        text.ends_with(
+            "The L2ARC already there (tank/cache/sdf) serves 300.0 reads/s, 30.0% of all ARC reads"
+        ),
+        "{text}"
+    );
+    assert_eq!(data["l2_share_pct"].as_f64(), Some(30.0));
+    // Memory unknown: no claim that there is none.
+    let (text, _) = advice(A {
+        available: None,
+        ..short
+    });
+    assert!(
+        text.starts_with("The host's free memory is unknown") && !text.contains("no memory"),
+        "{text}"
+    );
+    // 255 MiB beyond the 1 GiB to keep free: some memory, less than the 256 MiB step.
+    let j = judged(
+        A {
+            available: Some(GIB + 255.0 * MIB),
+            ..short
+        },
+        12,
+    );
+    assert!(
+        j.report.summary.contains(
+            "with 1.2 GiB available only 255 MiB is to spare beyond the 1.0 GiB to keep free, \
+             less than the 256 MiB step worth advising"
+        ),
+        "{}",
+        j.report.summary
+    );
+    // Through the plugin ABI: the cache device reaches the check (it reads the vdev trees).
+    let events = run(
+        &config(&[]),
+        &series(&vec![
+            A {
+                cache: Some("sdf"),
+                l2_hits: 300.0,
+                ..short
+            };
+            12
+        ]),
+    );
+    let e = events.last().expect("a finding");
+    assert!(
+        e.advice.as_deref().unwrap().contains("(tank/cache/sdf)"),
+        "{:?}",
+        e.advice
     );
 }
 

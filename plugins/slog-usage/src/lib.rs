@@ -9,7 +9,9 @@
 //!
 //! * `slog-usage` (subject `pool/log`) — the verdict over the window: `idle` (no sync writes
 //!   reach it: it brings nothing), `useful`, or `saturated` (its busiest device is busy
-//!   `saturated_busy_pct` of the time, or its writes wait `saturated_wait_ms`), with the
+//!   `saturated_busy_pct` of the time, or its writes wait `saturated_wait_ms`) or `slower
+//!   than the pool` (its device answers a write no faster than the pool's own data vdevs':
+//!   remove it), each with a clear level below its raise level, with the
 //!   sync-write load (ZIL commits/s, itx/s, bytes/s), the share of ZIL bytes that went to the
 //!   SLOG rather than the main pool, and each device's busy and latency.
 //! * `slog-usage.size` (subject `pool/log`) — the log against what it can ever hold, about
@@ -34,7 +36,9 @@ use zpulse_proto::sdk::settings::{Rule, Settings};
 use zpulse_proto::sdk::stats::{self, Timed, round_sig3};
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::text::duration;
-use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
+use zpulse_proto::sdk::{
+    self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
+};
 use zpulse_proto::snapshot::{Pool, Redundancy, Snapshot, Vdev, VdevClass};
 
 /// OpenZFS's cap on `zfs_dirty_data_max` when the kernel does not report it: 4 GiB
@@ -50,10 +54,20 @@ zpulse_proto::settings! {
         idle_writes_per_s: f64 = 0.1, [Rule::AtLeast(0.0)];
         /// time-weighted mean `%util` of the busiest log disk that means saturated
         saturated_busy_pct: f64 = 90.0, [Rule::Pct];
+        /// a saturated verdict stays until that mean `%util` is at or below this
+        saturated_busy_clear_pct: f64 = 80.0, [Rule::Pct, Rule::NotAbove("saturated_busy_pct")];
         /// write-weighted mean ZFS write wait (ms) of a log leaf that means saturated; an SSD SLOG answers in well under 1 ms
         saturated_wait_ms: f64 = 10.0, [Rule::AtLeast(0.0)];
+        /// a saturated verdict by wait stays until the wait is at or below this (ms)
+        saturated_wait_clear_ms: f64 = 8.0, [Rule::AtLeast(0.0), Rule::NotAbove("saturated_wait_ms")];
         /// the wait criterion counts only while the busiest log device is at least this busy
-        saturated_wait_busy_pct: f64 = 60.0, [Rule::AtLeast(0.0)];
+        saturated_wait_busy_pct: f64 = 60.0, [Rule::Pct];
+        /// ... and stops counting only once it is at or below this busy
+        saturated_wait_busy_clear_pct: f64 = 50.0, [Rule::Pct, Rule::NotAbove("saturated_wait_busy_pct")];
+        /// the log's device write latency over the pool's own data vdevs' at which the log is slower than the pool it serves
+        slower_ratio: f64 = 1.0, [Rule::Positive];
+        /// a slower-than-the-pool verdict stays until that ratio is at or below this
+        slower_clear_ratio: f64 = 0.8, [Rule::Positive, Rule::NotAbove("slower_ratio")];
         /// txgs of `zfs_dirty_data_max` a log can ever hold
         txgs_held: f64 = 2.0, [Rule::Positive];
         /// oversized above this × holdable
@@ -143,6 +157,12 @@ struct DevPoint {
     w_s: f64,
     /// ZFS's write wait for this leaf (queue + device), ns.
     total_wait_w: Option<u64>,
+    /// The device's own write latency as ZFS timed it (`zpool iostat -l` `disk_wait`), ns,
+    /// and the leaf's write I/Os in the interval that it averages.
+    disk_wait_w: Option<u64>,
+    zfs_writes: f64,
+    /// The top-level log vdev it belongs to: what `zpool remove` takes.
+    top: String,
 }
 
 /// One log vdev set of a pool over one interval.
@@ -159,6 +179,10 @@ struct Point {
     devices: Vec<DevPoint>,
     /// Σ alloc of the log vdevs at the end of the interval.
     alloc: u64,
+    /// The pool's own data (normal-class) top-level vdevs: Σ write I/Os that have a device
+    /// latency, and Σ (latency ms × those writes). Without a SLOG the ZIL is written there.
+    data_writes: f64,
+    data_wait_ms_writes: f64,
 }
 
 impl Timed for Point {
@@ -173,6 +197,9 @@ pub enum Usage {
     Idle,
     Useful,
     Saturated,
+    /// The log answers writes no faster than the pool's own data vdevs: every sync write
+    /// waits longer than it would without it.
+    Slower,
 }
 
 impl Usage {
@@ -181,6 +208,7 @@ impl Usage {
             Usage::Idle => "idle",
             Usage::Useful => "useful",
             Usage::Saturated => "saturated",
+            Usage::Slower => "slower than the pool",
         }
     }
 }
@@ -195,6 +223,11 @@ pub struct DeviceSummary {
     pub w_await_ms: Option<f64>,
     /// ZFS's mean write wait (queue + device), weighted by writes, ms.
     pub wait_ms: Option<f64>,
+    /// The device's mean write latency as ZFS timed it (`disk_wait`), weighted by the leaf's
+    /// writes, ms.
+    pub disk_wait_ms: Option<f64>,
+    /// The top-level log vdev it belongs to.
+    pub top: String,
 }
 
 /// The window's figures for one pool's log class.
@@ -207,6 +240,8 @@ pub struct Window {
     pub zil: Option<(Zil, ZilScope)>,
     pub devices: Vec<DeviceSummary>,
     pub peak_alloc: u64,
+    /// The pool's own data vdevs' mean device write latency, weighted by their writes, ms.
+    pub data_disk_wait_ms: Option<f64>,
 }
 
 impl Window {
@@ -251,11 +286,49 @@ pub struct SlogUsage {
     redundancy: Findings,
     device: Findings,
     windows: BTreeMap<String, stats::Window<Point>>,
+    /// Raise and clear levels of the verdict's criteria, so that figures hovering at a
+    /// level do not flip the verdict at every sample.
+    levels: Levels,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Levels {
+    busy: Threshold,
+    wait: Threshold,
+    wait_busy: Threshold,
+    slower: Threshold,
+}
+
+/// Both criteria hold: holds when both hold, clear when either is clear.
+fn both(a: Verdict, b: Verdict) -> Verdict {
+    match (a, b) {
+        (Verdict::Holds(s), Verdict::Holds(_)) => Verdict::Holds(s),
+        (Verdict::Clear, _) | (_, Verdict::Clear) => Verdict::Clear,
+        _ => Verdict::Borderline,
+    }
+}
+
+/// Either criterion holds: holds when one holds, clear when both are clear.
+fn either(a: Verdict, b: Verdict) -> Verdict {
+    match (a, b) {
+        (Verdict::Holds(s), _) | (_, Verdict::Holds(s)) => Verdict::Holds(s),
+        (Verdict::Clear, Verdict::Clear) => Verdict::Clear,
+        _ => Verdict::Borderline,
+    }
 }
 
 impl SlogUsage {
     pub fn new(config: Config) -> Result<SlogUsage, String> {
         config.validate()?;
+        let levels = Levels {
+            busy: Threshold::above(config.saturated_busy_pct, config.saturated_busy_clear_pct)?,
+            wait: Threshold::above(config.saturated_wait_ms, config.saturated_wait_clear_ms)?,
+            wait_busy: Threshold::above(
+                config.saturated_wait_busy_pct,
+                config.saturated_wait_busy_clear_pct,
+            )?,
+            slower: Threshold::above(config.slower_ratio, config.slower_clear_ratio)?,
+        };
         let rules = Rules {
             raise_after: 1,
             min_hold: config.min_hold,
@@ -296,6 +369,7 @@ impl SlogUsage {
             ),
             config,
             windows: BTreeMap::new(),
+            levels,
         })
     }
 
@@ -463,15 +537,47 @@ impl SlogUsage {
             .iter()
             .filter_map(|d| d.wait_ms.map(|u| (d, u)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
+        // The log's device against the pool's own data vdevs, both as ZFS timed the device
+        // (`disk_wait`): without a SLOG the ZIL blocks are written to those vdevs, so a log
+        // answering no faster makes every sync write wait longer, not shorter. The slowest
+        // log leaf counts (a sync write waits for every leg of a log mirror).
+        let log_slowest = w
+            .devices
+            .iter()
+            .filter_map(|d| d.disk_wait_ms.map(|ms| (d, ms)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let versus = log_slowest.zip(w.data_disk_wait_ms.filter(|&ms| ms > 0.0));
+        let unknown = f64::NAN;
+        let levels = &self.levels;
+        let slower = levels
+            .slower
+            .verdict(versus.map_or(unknown, |((_, log), data)| log / data));
+        let busy = busiest.map_or(unknown, |(_, u)| u);
+        // Slow writes alone are a slow device, not a saturated one: writes only queue behind
+        // a log that is also busy much of the time (the seed's SLOG at 42% busy was judged
+        // not saturated).
+        let saturated = either(
+            levels.busy.verdict(busy),
+            both(
+                levels.wait.verdict(slowest.map_or(unknown, |(_, ms)| ms)),
+                levels.wait_busy.verdict(busy),
+            ),
+        );
+        // Between the clear and raise levels a verdict stays what it was: the last one sent.
+        let was = self
+            .verdict
+            .raised_data(subject)
+            .and_then(|d| d.get("verdict"))
+            .and_then(|v| v.as_str());
+        let stays = |v: Verdict, usage: Usage| {
+            matches!(v, Verdict::Holds(_))
+                || (v == Verdict::Borderline && was == Some(usage.as_str()))
+        };
         let usage = if w.writes_per_s < self.config.idle_writes_per_s {
             Usage::Idle
-        } else if busiest.is_some_and(|(_, u)| u >= self.config.saturated_busy_pct)
-            // Slow writes alone are a slow device, not a saturated one: writes only queue
-            // behind a log that is also busy much of the time (the seed's SLOG at 42% busy was
-            // judged not saturated).
-            || (slowest.is_some_and(|(_, ms)| ms >= self.config.saturated_wait_ms)
-                && busiest.is_some_and(|(_, u)| u >= self.config.saturated_wait_busy_pct))
-        {
+        } else if stays(slower, Usage::Slower) {
+            Usage::Slower
+        } else if stays(saturated, Usage::Saturated) {
             Usage::Saturated
         } else {
             Usage::Useful
@@ -546,6 +652,27 @@ impl SlogUsage {
                 .with("slowest_device", d.name.clone())
                 .with("slowest_zfs_write_wait_ms", round_sig3(ms));
         }
+        let data_vdevs: Vec<&str> = pool
+            .config
+            .iter()
+            .flat_map(|c| c.class(VdevClass::Normal))
+            .map(|v| v.name.as_str())
+            .collect();
+        let versus_text = match versus {
+            Some(((d, log), data)) => {
+                report = report
+                    .with("log_device_write_ms", round_sig3(log))
+                    .with("data_device_write_ms", round_sig3(data))
+                    .with("log_to_data_write_ratio", round_sig3(log / data));
+                format!(
+                    "; a write takes {log:.2} ms on the log's device ({}) against {data:.2} ms \
+                     on the pool's own vdevs ({})",
+                    d.name,
+                    data_vdevs.join(", ")
+                )
+            }
+            None => String::new(),
+        };
         let devices = if devices.is_empty() {
             String::new()
         } else {
@@ -560,13 +687,20 @@ impl SlogUsage {
             ),
             Usage::Useful => format!(
                 "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
-                 {devices}: useful, not saturated",
+                 {devices}{versus_text}: useful, not saturated",
                 w.writes_per_s,
                 bytes(w.bytes_per_s)
             ),
             Usage::Saturated => format!(
                 "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
-                 {devices}: saturated, sync writes queue behind it",
+                 {devices}{versus_text}: saturated, sync writes queue behind it",
+                w.writes_per_s,
+                bytes(w.bytes_per_s)
+            ),
+            Usage::Slower => format!(
+                "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
+                 {devices}{versus_text}: slower than the pool it serves, so every sync write \
+                 waits longer than it would without it",
                 w.writes_per_s,
                 bytes(w.bytes_per_s)
             ),
@@ -590,14 +724,23 @@ impl SlogUsage {
                  log that was full, or (host-wide figures) other pools without a SLOG"
                     .to_string(),
             ),
+            Usage::Slower => versus.map(|((d, log), data)| {
+                format!(
+                    "Remove the log (zpool remove {} {}): the ZIL then goes to the pool's own \
+                     vdevs, which answer a write in {data:.2} ms against the log's {log:.2} ms. \
+                     A SLOG pays off only on a device faster than the pool's, with power-loss \
+                     protection",
+                    pool.name, d.top
+                )
+            }),
             Usage::Useful => None,
         };
         if let Some(a) = advice {
             report = report.advice(a);
         }
         let severity = match usage {
-            Usage::Saturated => Severity::Warning,
-            _ => Severity::Info,
+            Usage::Saturated | Usage::Slower => Severity::Warning,
+            Usage::Idle | Usage::Useful => Severity::Info,
         };
         (Verdict::Holds(severity), report)
     }
@@ -821,6 +964,9 @@ fn point(
                 w_await: dr.and_then(|d| d.w_await),
                 w_s: dr.map_or(0.0, |d| d.w_s),
                 total_wait_w: lr.and_then(|l| l.total_wait_w),
+                disk_wait_w: lr.and_then(|l| l.disk_wait_w),
+                zfs_writes: lr.map_or(0.0, |l| l.write_ops_per_s * l.seconds),
+                top: top.name.clone(),
             });
         }
     }
@@ -829,6 +975,17 @@ fn point(
         .filter_map(|v| v.stats.as_ref())
         .map(|s| s.alloc)
         .sum();
+    let (mut data_writes, mut data_wait_ms_writes) = (0.0, 0.0);
+    let data_tops = pool.config.iter().flat_map(|c| c.class(VdevClass::Normal));
+    for top in data_tops {
+        let subject = top.subject_of(&pool.name, top);
+        let r = rates.vdevs.iter().find(|v| v.subject == subject);
+        if let Some((r, ns)) = r.and_then(|r| Some((r, r.disk_wait_w?))) {
+            let n = r.write_ops_per_s * r.seconds;
+            data_writes += n;
+            data_wait_ms_writes += ns as f64 / 1e6 * n;
+        }
+    }
     Some(Point {
         end: sample.end,
         interval: sample.interval,
@@ -838,6 +995,8 @@ fn point(
         zil,
         devices,
         alloc,
+        data_writes,
+        data_wait_ms_writes,
     })
 }
 
@@ -908,12 +1067,24 @@ fn summarize(w: &stats::Window<Point>) -> Window {
                 });
                 (n > 0.0).then(|| sum / n)
             };
+            // The device latency ZFS timed, weighted by the leaf's own writes (a file vdev
+            // has no kernel disk to count them).
+            let (sum, n) = pts
+                .iter()
+                .fold((0.0, 0.0), |(sum, n), (d, _)| match d.disk_wait_w {
+                    Some(ns) if d.zfs_writes > 0.0 => {
+                        (sum + ns as f64 / 1e6 * d.zfs_writes, n + d.zfs_writes)
+                    }
+                    _ => (sum, n),
+                });
             DeviceSummary {
                 name: name.to_string(),
                 util_mean,
                 util_peak,
                 w_await_ms: weighted(&|d| d.w_await),
                 wait_ms: weighted(&|d| d.total_wait_w.map(|ns| ns as f64 / 1e6)),
+                disk_wait_ms: (n > 0.0).then(|| sum / n),
+                top: pts.first().map_or_else(String::new, |(d, _)| d.top.clone()),
             }
         })
         .collect();
@@ -925,6 +1096,10 @@ fn summarize(w: &stats::Window<Point>) -> Window {
         zil,
         devices,
         peak_alloc: w.iter().map(|p| p.alloc).max().unwrap_or(0),
+        data_disk_wait_ms: {
+            let n: f64 = w.iter().map(|p| p.data_writes).sum();
+            (n > 0.0).then(|| w.iter().map(|p| p.data_wait_ms_writes).sum::<f64>() / n)
+        },
     }
 }
 

@@ -283,6 +283,205 @@ fn saturated_at_90_percent_busy_or_10_ms_wait_while_60_percent_busy() {
     assert!(e.advice.as_deref().unwrap().contains("bottleneck"));
 }
 
+/// `sample` with device write latencies as ZFS times them (`disk_wait`): `log_ms` on every
+/// log vdev and leaf, `data_ms` on the pool's data vdev `mirror-0`, which took 50 writes/s.
+fn timed(end: f64, log: Vdev, l: Load, log_ms: f64, data_ms: f64) -> Sample {
+    let mut s = sample(end, log, l);
+    let rates = &mut s.pools[0].vdevs;
+    for v in rates.iter_mut() {
+        v.disk_wait_w = Some((log_ms * 1e6) as u64);
+    }
+    rates.push(VdevRates {
+        subject: "tank/normal/mirror-0".into(),
+        name: "mirror-0".into(),
+        class: Some(VdevClass::Normal),
+        seconds: 10.0,
+        write_ops_per_s: 50.0,
+        disk_wait_w: Some((data_ms * 1e6) as u64),
+        ..VdevRates::default()
+    });
+    s
+}
+
+/// Each sample judged alone (a window of one sample), findings cleared at once: what the
+/// verdict does from one sample to the next is the levels' doing only.
+fn per_sample() -> SlogUsage {
+    check(Config {
+        min_samples: 1,
+        window_samples: 1,
+        min_hold: Duration::ZERO,
+        ..Config::default()
+    })
+}
+
+#[test]
+fn a_log_no_faster_than_the_pools_own_vdevs_is_slower_than_the_pool() {
+    let run = |log_ms: f64, data_ms: f64| {
+        let mut c = check(Config::default());
+        let events: Vec<Event> = (0..3)
+            .flat_map(|i| {
+                let s = timed(
+                    i as f64 * 10.0,
+                    good_log(),
+                    load(100.0, 30.0),
+                    log_ms,
+                    data_ms,
+                );
+                c.observe(&s)
+            })
+            .collect();
+        of(&events, "slog-usage").last().map(|e| (*e).clone())
+    };
+    // The issue's case: an HDD log at 12 ms in front of an SSD pool at 1.5 ms.
+    let e = run(12.0, 1.5).unwrap();
+    assert_eq!(
+        (e.data["verdict"].as_str(), e.severity),
+        (Some("slower than the pool"), Severity::Warning)
+    );
+    assert_eq!(num(&e, "log_device_write_ms"), 12.0);
+    assert_eq!(num(&e, "data_device_write_ms"), 1.5);
+    assert_eq!(num(&e, "log_to_data_write_ratio"), 8.0);
+    let advice = e.advice.as_deref().unwrap();
+    assert!(
+        advice.starts_with("Remove the log (zpool remove tank mirror-2)")
+            && advice.contains("1.50 ms against the log's 12.00 ms"),
+        "{advice}"
+    );
+    assert!(
+        e.summary.contains(
+            "a write takes 12.00 ms on the log's device (sdy) against 1.50 ms on the pool's \
+             own vdevs (mirror-0)"
+        ),
+        "{}",
+        e.summary
+    );
+    // The raise level is a ratio of 1: as slow as the pool is already too slow.
+    let verdict_of = |log_ms, data_ms| run(log_ms, data_ms).map(|e| e.data["verdict"].clone());
+    assert_eq!(
+        verdict_of(2.0, 2.0),
+        Some(Value::Str("slower than the pool".into()))
+    );
+    assert_eq!(verdict_of(1.9, 2.0), Some(Value::Str("useful".into())));
+    // The seed's SSD log at 0.455 ms before HDDs at 46 ms: useful.
+    assert_eq!(verdict_of(0.455, 46.0), Some(Value::Str("useful".into())));
+    // No data-vdev latency (no writes there): no comparison, no such verdict.
+    let mut c = check(Config::default());
+    let events: Vec<Event> = (0..3)
+        .flat_map(|i| {
+            let mut s = timed(i as f64 * 10.0, good_log(), load(100.0, 30.0), 12.0, 1.5);
+            s.pools[0].vdevs.last_mut().unwrap().disk_wait_w = None;
+            c.observe(&s)
+        })
+        .collect();
+    let e = of(&events, "slog-usage")[0];
+    assert_eq!(e.data["verdict"].as_str(), Some("useful"));
+    assert!(!e.data.contains_key("log_to_data_write_ratio"));
+}
+
+#[test]
+fn the_slower_verdict_holds_between_its_clear_and_raise_levels() {
+    let mut c = per_sample();
+    // Ratios 1.2 (raise), 0.9 (between 0.8 and 1: stays), 0.8 (clear).
+    let ratios = [1.2, 0.9, 0.8];
+    let verdicts: Vec<Option<(String, Severity)>> = ratios
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let s = timed(i as f64 * 10.0, good_log(), load(100.0, 30.0), r * 2.0, 2.0);
+            verdict(&c.observe(&s))
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            Some(("slower than the pool".into(), Severity::Warning)),
+            // Still raised as slower: the ratio moved by 25%, under the verdict's 50%
+            // material change, so nothing is sent.
+            None,
+            Some(("useful".into(), Severity::Info)),
+        ]
+    );
+    assert_eq!(
+        c.verdict.raised_data("tank/log").unwrap()["verdict"].as_str(),
+        Some("useful")
+    );
+    // Fresh, the same 0.9 is no reason to raise.
+    let mut c = per_sample();
+    let s = timed(0.0, good_log(), load(100.0, 30.0), 1.8, 2.0);
+    assert_eq!(
+        verdict(&c.observe(&s)),
+        Some(("useful".into(), Severity::Info))
+    );
+}
+
+#[test]
+fn saturation_holds_between_its_clear_and_raise_levels() {
+    // Busy 95% (raise at 90), 85% (between 80 and 90: stays saturated), 80% (clear).
+    let mut c = per_sample();
+    let seen: Vec<Option<(String, Severity)>> = [95.0, 85.0, 80.0]
+        .iter()
+        .enumerate()
+        .map(|(i, u)| verdict(&c.observe(&sample(i as f64 * 10.0, good_log(), load(500.0, *u)))))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            Some(("saturated".into(), Severity::Warning)),
+            None,
+            Some(("useful".into(), Severity::Info)),
+        ]
+    );
+    // The wait criterion: 10 ms while 60% busy raises; 9 ms (between 8 and 10) and 55% busy
+    // (between 50 and 60) keep it; 8 ms clears it.
+    let step = |c: &mut SlogUsage, i: usize, ms: f64, util: f64| {
+        let l = Load {
+            wait_ns: (ms * 1e6) as u64,
+            ..load(500.0, util)
+        };
+        verdict(&c.observe(&sample(i as f64 * 10.0, good_log(), l)))
+    };
+    let mut c = per_sample();
+    assert_eq!(
+        step(&mut c, 0, 10.0, 60.0),
+        Some(("saturated".into(), Severity::Warning))
+    );
+    assert_eq!(step(&mut c, 1, 9.0, 55.0), None);
+    assert_eq!(
+        c.verdict.raised_data("tank/log").unwrap()["verdict"].as_str(),
+        Some("saturated")
+    );
+    assert_eq!(
+        step(&mut c, 2, 8.0, 55.0),
+        Some(("useful".into(), Severity::Info))
+    );
+    // Fresh, 85% busy is useful.
+    let mut c = per_sample();
+    assert_eq!(
+        verdict(&c.observe(&sample(0.0, good_log(), load(500.0, 85.0)))),
+        Some(("useful".into(), Severity::Info))
+    );
+}
+
+#[test]
+fn clear_levels_above_their_raise_levels_are_refused() {
+    for bad in [
+        Config {
+            saturated_busy_clear_pct: 95.0,
+            ..Config::default()
+        },
+        Config {
+            slower_clear_ratio: 1.5,
+            ..Config::default()
+        },
+    ] {
+        let err = SlogUsage::new(bad).err().unwrap();
+        assert!(
+            err.contains("_clear_") && err.contains("must be at most"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn the_verdict_reports_the_sync_write_load_and_the_slog_share() {
     let mut c = check(Config::default());
@@ -525,6 +724,16 @@ fn the_plugin_runs_through_the_abi_and_refuses_bad_config() {
     assert_eq!(
         verdict(&events),
         Some(("saturated".into(), Severity::Warning))
+    );
+    // The vdev latencies reach the check through the ABI: a log at 12 ms before a pool at
+    // 1.5 ms is slower than the pool, saturated or not.
+    let slow: Vec<Sample> = (0..3)
+        .map(|i| timed(i as f64 * 10.0, good_log(), load(500.0, 95.0), 12.0, 1.5))
+        .collect();
+    let events = host.run::<SlogUsage>(&[], &slow).unwrap();
+    assert_eq!(
+        verdict(&events),
+        Some(("slower than the pool".into(), Severity::Warning))
     );
     let cfg = |k: &str, v: Value| sdk::config::encode(&BTreeMap::from([(k.to_string(), v)]));
     let err = host

@@ -225,6 +225,16 @@ impl Findings {
         }
     }
 
+    /// The figures of the last event sent about `subject`'s raised finding: what a check
+    /// with several raised states of one severity (`data["verdict"]`) reads to keep the one
+    /// it is in while its figures are between the clear and raise levels.
+    pub fn raised_data(&self, subject: &str) -> Option<&Data> {
+        match self.subjects.get(subject) {
+            Some((Track::Raised { sent, .. }, _)) => Some(sent),
+            _ => None,
+        }
+    }
+
     /// The subjects with a raised finding.
     pub fn raised_subjects(&self) -> impl Iterator<Item = &str> {
         self.subjects
