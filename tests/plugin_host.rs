@@ -610,17 +610,7 @@ fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
     assert!(agent(&out, "plugin.hung").is_empty());
 
     // After it returns: what it emitted late arrives, it runs again, and the finding clears.
-    std::fs::write(&release, b"").unwrap();
-    let mut late = Vec::new();
-    wait_for(
-        || {
-            let out = host.take_output();
-            let back = !hangs_events(&out).is_empty();
-            late.push(out);
-            back
-        },
-        "the plugin's late return",
-    );
+    let mut late = release_and_wait(&mut host, &release, |out| !hangs_events(out).is_empty());
     let out = host.run(&sample_n(2));
     assert_hello(&out, 3);
     late.push(out);
@@ -637,6 +627,27 @@ fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
     );
     assert_eq!(status_of(&host, "hangs"), Status::Loaded);
     host.shutdown();
+}
+
+/// Lets a plugin held in its call return (creates `release`, the file it waits for) and
+/// gathers the host's output until `returned` sees what it sent late.
+fn release_and_wait(
+    host: &mut PluginHost,
+    release: &Path,
+    returned: impl Fn(&Output) -> bool,
+) -> Vec<Output> {
+    std::fs::write(release, b"").unwrap();
+    let mut late = Vec::new();
+    wait_for(
+        || {
+            let out = host.take_output();
+            let back = returned(&out);
+            late.push(out);
+            back
+        },
+        "the plugin's late return",
+    );
+    late
 }
 
 /// Polls `done` until it holds; fails the test after a minute (a guard, not a timing).
@@ -1268,17 +1279,7 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
 
     // After hello-c returns: its late sample 1, then its sample 2 (the newest sample), and the
     // twin's sample 3; the hung finding clears.
-    std::fs::write(&release, b"").unwrap();
-    let mut late = Vec::new();
-    wait_for(
-        || {
-            let out = host.take_output();
-            let back = !samples_seen(&out).is_empty();
-            late.push(out);
-            back
-        },
-        "hello-c's late return",
-    );
+    let mut late = release_and_wait(&mut host, &release, |out| !samples_seen(out).is_empty());
     late.push(host.run(&sample_n(2)));
     let out3 = Output {
         events: late.iter().flat_map(|o| o.events.clone()).collect(),

@@ -12,7 +12,12 @@ set -x
 # shellcheck source=lib/events.sh
 . /mnt/host/lib/events.sh
 
-zpool create -f -O compression=off -O primarycache=none dm sda
+# At 2 I/O a second, zpool's own labelling of a whole disk times out waiting for the new
+# partition to appear (ENODEV); a partition made here first is given to it as it is.
+sgdisk -Z /dev/sda > /dev/null 2>&1 || true
+sgdisk -n1:0:0 /dev/sda
+for _ in $(seq 120); do udevadm settle; [ -b /dev/sda1 ] && break; sleep 1; done
+zpool create -f -O compression=off -O primarycache=none dm /dev/sda1
 dd if=/dev/urandom of=/dm/f bs=1M count=16 status=none
 zpool sync dm
 echo 1000 > $P/zfs_deadman_checktime_ms
