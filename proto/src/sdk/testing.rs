@@ -17,6 +17,8 @@
 //! assert!(events.is_empty());
 //! ```
 
+#[cfg(any(feature = "replay", test))]
+pub use super::recorded::recorded_samples;
 pub use super::sample_builder::{DiskLoad, SampleBuilder};
 
 use super::{Event, Host, Plugin, encode_sample_for, encode_window_for, export};
