@@ -120,7 +120,9 @@ impl Rating {
 }
 
 /// One conclusion of one check over the window.
+/// It grows: outside this crate, make one with [`Section::new`] and its builders.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Section {
     /// The plugin's name; the agent sets it (whatever the plugin wrote).
     #[serde(default)]
