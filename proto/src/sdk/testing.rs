@@ -19,7 +19,7 @@
 
 #[cfg(any(feature = "replay", test))]
 pub use super::recorded::recorded_samples;
-pub use super::sample_builder::{DiskLoad, SampleBuilder};
+pub use super::sample_builder::{DiskLoad, SampleBuilder, VdevLoad};
 
 use super::{Event, Host, Plugin, encode_sample_for, encode_window_for, export};
 use crate::abi::{self, HostApi};
