@@ -61,29 +61,14 @@ fn a_descriptor_flagged_panic_abort_is_refused_at_load() {
 /// (`UPDATE=1` rewrites it).
 #[test]
 fn the_templates_recorded_series_is_what_replay_prints() {
-    let profile = build_into_test_target(&[]);
-    let out = Command::new(profile.join("zpulse"))
-        .current_dir(workspace())
-        .args([
-            "replay",
-            "tests/fixtures/lab/seed/after",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let printed = seed_after_series(&build_into_test_target(&[]));
     let kept = workspace().join("plugins/template/tests/seed-after.jsonl");
     if std::env::var_os("UPDATE").is_some_and(|v| v == "1") {
-        std::fs::write(&kept, &out.stdout).unwrap();
+        std::fs::write(&kept, &printed).unwrap();
     }
     let shipped = std::fs::read(&kept).unwrap();
     assert!(
-        shipped == out.stdout,
+        shipped == printed,
         "{} differs from what `zpulse replay tests/fixtures/lab/seed/after --format json` \
          prints: UPDATE=1 cargo test -p zpulse-tests --test plugin_build rewrites it",
         kept.display()
@@ -181,22 +166,7 @@ fn a_plugin_built_outside_the_workspace_against_the_packaged_sdk_loads() {
     std::fs::write(plugin.join("src/lib.rs"), OUTSIDE_PLUGIN).unwrap();
     // Its replay test's series: what the agent printed for a lab capture, as an author
     // records one with `zpulse replay SERIES --format json > series.jsonl`.
-    let series = Command::new(profile.join("zpulse"))
-        .current_dir(workspace())
-        .args([
-            "replay",
-            "tests/fixtures/lab/seed/after",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        series.status.success(),
-        "{}",
-        String::from_utf8_lossy(&series.stderr)
-    );
-    std::fs::write(plugin.join("series.jsonl"), &series.stdout).unwrap();
+    std::fs::write(plugin.join("series.jsonl"), seed_after_series(&profile)).unwrap();
     // The workspace's lock: the same dependency versions, all in the local cache.
     std::fs::copy(workspace().join("Cargo.lock"), plugin.join("Cargo.lock")).unwrap();
     let out = Command::new(&cargo)
@@ -256,6 +226,24 @@ fn a_plugin_built_outside_the_workspace_against_the_packaged_sdk_loads() {
         ),
         "{err}"
     );
+}
+
+/// What `zpulse replay tests/fixtures/lab/seed/after --format json` prints: the lab's special
+/// mirror under a metadata storm, the recorded series the replay tests read.
+fn seed_after_series(profile: &std::path::Path) -> Vec<u8> {
+    let out = Command::new(profile.join("zpulse"))
+        .current_dir(workspace())
+        .args([
+            "replay",
+            "tests/fixtures/lab/seed/after",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    out.stdout
 }
 
 /// `zpulse plugins --plugin so`, the file made 0644 (writable by its owner only, as the agent
