@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use zpulse_agent::sinks::forward::{ForwardConfig, ForwardSink, TlsConfig};
 use zpulse_agent::sinks::{Sink, Stamped};
-use zpulse_proto::event::{Event, EventTime, Kind, Severity, State, Value};
+use zpulse_proto::event::{Event, EventTime, Severity, State, Value};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -162,16 +162,13 @@ fn event(i: u64) -> Stamped {
         3 => Event::metrics("arc", "arc", format!("ARC hit ratio {}.5 %", 90 + i % 10))
             .with("hit_pct", 90.5 + (i % 10) as f64)
             .with("n", i),
-        5 => Event {
-            kind: Kind::Agent,
-            ..Event::finding(
-                "agent.sinks",
-                State::Updated,
-                Severity::Info,
-                "forward",
-                format!("heartbeat {i}"),
-            )
-        }
+        5 => Event::agent(
+            "agent.sinks",
+            State::Updated,
+            Severity::Info,
+            "forward",
+            format!("heartbeat {i}"),
+        )
         .with("n", i),
         _ => {
             let mut nested = BTreeMap::new();

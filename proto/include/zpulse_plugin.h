@@ -89,11 +89,22 @@ extern "C" {
 #define ZPULSE_STATUS_CONFIG 2 /* create only: invalid config; the plugin is refused */
 #define ZPULSE_STATUS_PANIC 3  /* an internal bug (a Rust panic caught by the SDK) */
 
-/* Status of host->emit. */
+/* Status of host->emit. The limits an event record is held to (zpulse_proto::event::limits
+ * and the agent's [plugins] settings):
+ *   - check: 1-64 characters of A-Z a-z 0-9 . _ -; subject at most 256 characters and
+ *     summary 1024, one line each; advice 2048 (newlines and tabs allowed); no other control
+ *     characters; data at most 256 keys and values (nested ones
+ *     included), keys at most 64 characters, nested at most 4 deep, no NaN or infinity:
+ *     else ZPULSE_EMIT_INVALID;
+ *   - the record's MessagePack at most max_event_bytes (65536 by default):
+ *     else ZPULSE_EMIT_TOO_LARGE;
+ *   - at most max_events_per_sample (1000 by default) records per call:
+ *     else ZPULSE_EMIT_RATE_LIMITED.
+ * A refused record is dropped and the agent reports it once, as an agent event. */
 #define ZPULSE_EMIT_OK 0
-#define ZPULSE_EMIT_INVALID 1      /* not a valid event record */
-#define ZPULSE_EMIT_TOO_LARGE 2    /* over the agent's size limit */
-#define ZPULSE_EMIT_RATE_LIMITED 3 /* over the per-sample event limit; dropped */
+#define ZPULSE_EMIT_INVALID 1      /* not a valid event record (the field limits above) */
+#define ZPULSE_EMIT_TOO_LARGE 2    /* over max_event_bytes (64 KiB by default) */
+#define ZPULSE_EMIT_RATE_LIMITED 3 /* over max_events_per_sample (1000 by default); dropped */
 
 /* Parts of the sample a plugin may say it does not read (descriptor field `unread`, ABI 1.1):
  * the agent may leave them out of the samples it sends it (an empty list or no key, as when

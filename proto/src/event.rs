@@ -101,8 +101,12 @@ impl State {
 ///
 /// Findings and agent events carry a `state`; metrics do not. `host` is filled in by the agent
 /// (whatever a plugin puts there is replaced), so plugins leave it empty.
+///
+/// It grows (a field a later record version adds): outside this crate, make one with
+/// [`Event::finding`], [`Event::metrics`] or [`Event::agent`] and set fields after.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Event {
     /// Schema version, [`EVENT_VERSION`].
     pub v: u32,
@@ -162,6 +166,21 @@ impl Event {
             state: None,
             severity: Severity::Info,
             ..Event::finding(check, State::Raised, Severity::Info, subject, summary)
+        }
+    }
+
+    /// An event of the agent itself (`kind` agent): what it says about its own facilities
+    /// (`plugin.hung`, `agent.sinks`), with a state like a finding's.
+    pub fn agent(
+        check: impl Into<String>,
+        state: State,
+        severity: Severity,
+        subject: impl Into<String>,
+        summary: impl Into<String>,
+    ) -> Event {
+        Event {
+            kind: Kind::Agent,
+            ..Event::finding(check, state, severity, subject, summary)
         }
     }
 

@@ -39,6 +39,18 @@ pub struct ReportWindow {
 }
 
 impl ReportWindow {
+    /// The window of one interval, `whole`: what a check's report test needs (the agent fills
+    /// in the busy and metadata series too).
+    pub fn new(whole: Sample) -> ReportWindow {
+        ReportWindow {
+            from: whole.start,
+            to: whole.end,
+            intervals: 1,
+            whole,
+            ..ReportWindow::default()
+        }
+    }
+
     /// The busy-time series of disk `name`.
     pub fn busy(&self, name: &str) -> Option<&DiskBusy> {
         self.busy.iter().find(|b| b.name == name)
@@ -108,7 +120,9 @@ impl Rating {
 }
 
 /// One conclusion of one check over the window.
+/// It grows: outside this crate, make one with [`Section::new`] and its builders.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Section {
     /// The plugin's name; the agent sets it (whatever the plugin wrote).
     #[serde(default)]

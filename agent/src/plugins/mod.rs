@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use worker::{Call, Done, Job, Limits, Member, Shared};
 use zpulse_proto::abi;
-use zpulse_proto::event::{Data, Entry, Event, EventTime, Kind, Severity, State, Value};
+use zpulse_proto::event::{Data, Entry, Event, EventTime, Severity, State, Value};
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::{Sample, sdk};
 
@@ -1175,18 +1175,15 @@ impl PluginHost {
             source: "plugins".into(),
             message: summary.clone(),
         });
-        let event = Event {
-            v: zpulse_proto::event::EVENT_VERSION,
-            kind: Kind::Agent,
-            host: self.hostname.clone(),
-            check: check.into(),
+        let mut event = Event::agent(
+            check,
+            state,
             severity,
-            state: Some(state),
-            subject: truncate(subject, zpulse_proto::event::limits::SUBJECT_CHARS),
-            summary: truncate(&summary, zpulse_proto::event::limits::SUMMARY_CHARS),
-            advice: None,
-            data,
-        };
+            truncate(subject, zpulse_proto::event::limits::SUBJECT_CHARS),
+            truncate(&summary, zpulse_proto::event::limits::SUMMARY_CHARS),
+        );
+        event.host = self.hostname.clone();
+        event.data = data;
         self.pending.events.push(Entry {
             time: EventTime::from_system_time(SystemTime::now()),
             event,

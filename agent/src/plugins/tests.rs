@@ -3,6 +3,7 @@
 
 use super::*;
 use std::os::unix::fs::PermissionsExt;
+use zpulse_proto::event::Kind;
 
 fn settings(dirs: Vec<PathBuf>) -> PluginSettings {
     PluginSettings {

@@ -415,17 +415,16 @@ fn the_seeds_mirror_is_seek_bound_and_wants_a_mirrored_special_vdev() {
     let judged = check.judge(samples.last().unwrap());
     let find = |subject: &str| {
         let j = judged.iter().find(|j| j.subject == subject).unwrap();
-        Event {
-            advice: j.report.advice.clone(),
-            data: j.report.data.clone(),
-            ..Event::finding(
-                "hdd-saturation",
-                State::Updated,
-                Severity::Warning,
-                subject,
-                &j.report.summary,
-            )
-        }
+        let mut e = Event::finding(
+            "hdd-saturation",
+            State::Updated,
+            Severity::Warning,
+            subject,
+            &j.report.summary,
+        );
+        e.advice = j.report.advice.clone();
+        e.data = j.report.data.clone();
+        e
     };
     let e = &find("tank/normal/mirror-0");
     assert_eq!(e.severity, Severity::Warning);

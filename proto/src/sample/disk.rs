@@ -61,6 +61,13 @@ pub struct DiskRates {
 }
 
 impl DiskRates {
+    /// A whole disk with storage of its own: not a partition (whose figures are in its
+    /// disk's too) and not a [`virtual_device`](DiskRates::virtual_device). What a check
+    /// watches when its config names no disks.
+    pub fn is_storage(&self) -> bool {
+        self.whole_disk.is_none() && !self.virtual_device
+    }
+
     pub fn iops(&self) -> f64 {
         self.r_s + self.w_s + self.d_s.unwrap_or(0.0)
     }

@@ -4,8 +4,10 @@
 use super::{Host, Plugin, config, decode_sample_into, decode_window};
 use crate::abi::{self, HostApi, PluginDescriptor, Status, StrRef};
 use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, PanicHookInfo};
+use std::sync::Once;
 
 /// The descriptor of plugin `P`, built at compile time into a static.
 pub const fn descriptor<P: Plugin>(build_info: &'static str) -> PluginDescriptor {
@@ -61,11 +63,11 @@ unsafe extern "C" fn check_config<P: Plugin>(
         host.set_error("check_config was called with a null config");
         return abi::STATUS_CONFIG;
     };
-    let checked = catch_unwind(AssertUnwindSafe(|| {
+    let checked = catching(|| {
         let config = config::decode::<P::Config>(config)?;
         P::validate(config).map_err(|e| e.to_string())
-    }))
-    .unwrap_or_else(|payload| Err(panicked(payload).1));
+    })
+    .unwrap_or_else(|(_, why)| Err(why));
     match checked {
         Ok(()) => abi::STATUS_OK,
         Err(message) => {
@@ -94,10 +96,55 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// The reason and status of a caught panic. The payload is leaked rather than dropped: a
-/// payload whose destructor panics would otherwise unwind out of `extern "C"` and abort.
+thread_local! {
+    /// Whether this thread is inside a call the SDK catches panics of.
+    static IN_CALL: Cell<bool> = const { Cell::new(false) };
+    /// Where the last panic caught in a call happened (`src/lib.rs:39:9`).
+    static PANICKED_AT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Installs, once per copy of the standard library, a panic hook that keeps quiet about
+/// panics the SDK catches: the agent logs each as one line naming the plugin (`plugin X:
+/// on_sample panicked: …`), and the default hook would add a multi-line message (a backtrace
+/// under `RUST_BACKTRACE`) under a thread name the plugin's copy of std does not know. Any
+/// other panic, such as a failing assertion in a plugin's own tests, goes to the hook that
+/// was there before.
+fn quiet_caught_panics() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info: &PanicHookInfo<'_>| {
+            if IN_CALL.with(Cell::get) {
+                let at = info.location().map(|l| l.to_string());
+                PANICKED_AT.with(|p| *p.borrow_mut() = at);
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// `f`, with a panic caught (and kept quiet: [`quiet_caught_panics`]) as its reason and
+/// status.
+fn catching<R>(f: impl FnOnce() -> R) -> Result<R, (Status, String)> {
+    quiet_caught_panics();
+    let outer = IN_CALL.with(|c| c.replace(true));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+    IN_CALL.with(|c| c.set(outer));
+    result.map_err(panicked)
+}
+
+/// The reason and status of a caught panic: its message and where it happened, on one line.
+/// The payload is leaked rather than dropped: a payload whose destructor panics would
+/// otherwise unwind out of `extern "C"` and abort.
 fn panicked(payload: Box<dyn Any + Send>) -> (Status, String) {
-    let message = format!("panicked: {}", panic_message(&*payload));
+    let text = panic_message(&*payload);
+    // A message of several lines is still one log line.
+    let text = text.lines().collect::<Vec<_>>().join(" / ");
+    let message = match PANICKED_AT.with(|p| p.borrow_mut().take()) {
+        Some(at) => format!("panicked: {text} (at {at})"),
+        None => format!("panicked: {text}"),
+    };
     std::mem::forget(payload);
     (abi::STATUS_PANIC, message)
 }
@@ -121,7 +168,7 @@ unsafe extern "C" fn create<P: Plugin>(
         host.set_error("create was called with a null config");
         return abi::STATUS_CONFIG;
     };
-    let built = catch_unwind(AssertUnwindSafe(|| {
+    let built = catching(|| {
         let refused = |e: String| (abi::STATUS_CONFIG, e);
         // The one validation check_config runs, on a copy decoded for it: a config it
         // refuses is refused here with the same words, as a config error.
@@ -129,8 +176,8 @@ unsafe extern "C" fn create<P: Plugin>(
             .map_err(|e| refused(e.to_string()))?;
         let config = config::decode::<P::Config>(config).map_err(refused)?;
         P::new(config, &host).map_err(|e| (abi::STATUS_ERROR, e.to_string()))
-    }))
-    .unwrap_or_else(|payload| Err(panicked(payload)));
+    })
+    .unwrap_or_else(Err);
     match built {
         Ok(plugin) => {
             let state = Box::into_raw(Box::new(Instance {
@@ -253,14 +300,13 @@ unsafe fn call<P: Plugin, A>(
             .set_error(&format!("{what} was called with a null argument"));
         return abi::STATUS_ERROR;
     };
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        run(instance, arg).map_err(|Failed(message)| (abi::STATUS_ERROR, message))
-    }))
-    .unwrap_or_else(|payload| {
-        // A panic may have left the reused sample half decoded: the next is decoded afresh.
-        instance.sample = None;
-        Err(panicked(payload))
-    });
+    let result =
+        catching(|| run(instance, arg).map_err(|Failed(message)| (abi::STATUS_ERROR, message)))
+            .unwrap_or_else(|panic| {
+                // A panic may have left the reused sample half decoded: the next is decoded afresh.
+                instance.sample = None;
+                Err(panic)
+            });
     match result {
         Ok(()) => abi::STATUS_OK,
         Err((status, message)) => {
@@ -276,7 +322,6 @@ unsafe extern "C" fn destroy<P: Plugin>(state: *mut c_void) {
     }
     // SAFETY: a non-null state is the box `create` leaked; the agent destroys it once.
     let instance = unsafe { Box::from_raw(state.cast::<Instance<P>>()) };
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(instance))) {
-        std::mem::forget(payload);
-    }
+    // A panic in a destructor has nobody to be reported to: caught, and quiet.
+    let _ = catching(move || drop(instance));
 }

@@ -54,6 +54,8 @@ pub mod config;
 #[doc(hidden)]
 pub mod export;
 mod findings;
+#[cfg(any(feature = "replay", test))]
+mod recorded;
 mod sample_builder;
 pub mod section;
 pub mod settings;

@@ -5,8 +5,8 @@
 
 use crate::Sample;
 use crate::snapshot::{
-    ArcStats, Disk, DiskCounters, DiskRole, Diskstats, Kstat, KstatValue, Snapshot, VdevClass,
-    ZilStats,
+    ArcStats, Disk, DiskCounters, DiskRole, Diskstats, Kstat, KstatValue, Pool, PoolConfig,
+    Snapshot, Vdev, VdevClass, VdevStats, ZilStats,
 };
 use std::collections::BTreeMap;
 
@@ -46,6 +46,50 @@ impl DiskLoad {
     }
 }
 
+/// One vdev's activity over the interval, as `vdev_stat_t` counts it: requests, bytes and
+/// errors.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct VdevLoad {
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_errors: u64,
+    pub write_errors: u64,
+    pub checksum_errors: u64,
+}
+
+impl VdevLoad {
+    /// `reads` and `writes` requests of `kib` KiB each.
+    pub fn requests(reads: u64, writes: u64, kib: u64) -> VdevLoad {
+        VdevLoad {
+            reads,
+            writes,
+            read_bytes: reads * kib * 1024,
+            write_bytes: writes * kib * 1024,
+            ..VdevLoad::default()
+        }
+    }
+
+    /// The same, with READ, WRITE and CKSUM errors counted in the interval.
+    pub fn errors(mut self, read: u64, write: u64, checksum: u64) -> VdevLoad {
+        (self.read_errors, self.write_errors, self.checksum_errors) = (read, write, checksum);
+        self
+    }
+
+    /// Adds this load to counters `stats` (ops and bytes by ZIO type: 1 read, 2 write).
+    fn add_to(&self, stats: &mut VdevStats) {
+        stats.ops[1] += self.reads;
+        stats.ops[2] += self.writes;
+        stats.bytes[1] += self.read_bytes;
+        stats.bytes[2] += self.write_bytes;
+        stats.read_errors += self.read_errors;
+        stats.write_errors += self.write_errors;
+        stats.checksum_errors += self.checksum_errors;
+    }
+}
+
 /// Builds one [`Sample`] from what the kernel would have counted between two snapshots.
 ///
 /// ```
@@ -64,6 +108,8 @@ impl DiskLoad {
 pub struct SampleBuilder {
     prev: Snapshot,
     cur: Snapshot,
+    /// The last guid given to a vdev: the sample pairs vdevs of the two trees by guid.
+    guid: u64,
 }
 
 impl SampleBuilder {
@@ -79,7 +125,7 @@ impl SampleBuilder {
             taken_at: end - interval_s,
             ..cur.clone()
         };
-        SampleBuilder { prev, cur }
+        SampleBuilder { prev, cur, guid: 0 }
     }
 
     /// A whole disk (`rotational`: a spinning one) and what it did in the interval.
@@ -176,8 +222,113 @@ impl SampleBuilder {
         self
     }
 
-    /// The later snapshot, for what the builder does not add itself (a pool and its vdev
-    /// tree, tunables).
+    /// A pool in `health` (`ONLINE`, `DEGRADED`, …) with no vdevs yet ([`SampleBuilder::vdev`]
+    /// adds them, and the pool, `ONLINE`, when it is not there).
+    pub fn pool(mut self, name: &str, health: &str) -> SampleBuilder {
+        self.pool_in(name, health);
+        self
+    }
+
+    fn pool_in(&mut self, name: &str, health: &str) {
+        if self.cur.pool(name).is_some() {
+            return;
+        }
+        self.guid += 1;
+        let root = Vdev {
+            name: name.into(),
+            vdev_type: "root".into(),
+            guid: Some(self.guid),
+            state: Some(health.into()),
+            ..Vdev::default()
+        };
+        let pool = |taken_at: f64| Pool {
+            name: name.into(),
+            state: Some(health.into()),
+            config: Some(PoolConfig {
+                health: health.into(),
+                root: Vdev {
+                    stats: Some(vdev_stats(taken_at)),
+                    ..root.clone()
+                },
+                ..PoolConfig::default()
+            }),
+            ..Pool::default()
+        };
+        self.prev.pools.push(pool(self.prev.taken_at));
+        self.cur.pools.push(pool(self.cur.taken_at));
+    }
+
+    /// A top-level vdev of `pool`'s `class`: `top` (`mirror-0`, `raidz2-1`: its type is the
+    /// name's stem) with `leaves` (disk names), each of which did `load` in the interval; with
+    /// no leaves, `top` is a single disk that did `load`. The top-level vdev and the pool's
+    /// root count the sum of their leaves, as the kernel's do.
+    pub fn vdev(
+        mut self,
+        pool: &str,
+        class: VdevClass,
+        top: &str,
+        leaves: &[&str],
+        load: VdevLoad,
+    ) -> SampleBuilder {
+        self.pool_in(pool, "ONLINE");
+        let leaf = |name: &str, guid: u64| Vdev {
+            name: name.into(),
+            vdev_type: "disk".into(),
+            class: Some(class),
+            guid: Some(guid),
+            path: Some(format!("/dev/{name}")),
+            state: Some("ONLINE".into()),
+            disk: Some(name.into()),
+            ..Vdev::default()
+        };
+        self.guid += 1;
+        let mut tree = if leaves.is_empty() {
+            leaf(top, self.guid)
+        } else {
+            let stem = top.rsplit_once('-').map_or(top, |(stem, _)| stem);
+            let mut children = Vec::new();
+            for name in leaves {
+                self.guid += 1;
+                children.push(leaf(name, self.guid));
+            }
+            Vdev {
+                name: top.into(),
+                vdev_type: stem.into(),
+                class: Some(class),
+                guid: Some(self.guid - leaves.len() as u64),
+                state: Some("ONLINE".into()),
+                children,
+                ..Vdev::default()
+            }
+        };
+        let n = leaves.len().max(1) as u64;
+        for (snapshot, after) in [(&mut self.prev, false), (&mut self.cur, true)] {
+            let taken_at = snapshot.taken_at;
+            let with_stats = |v: &mut Vdev, times: u64| {
+                let mut stats = vdev_stats(taken_at);
+                if after {
+                    (0..times).for_each(|_| load.add_to(&mut stats));
+                }
+                v.stats = Some(stats);
+            };
+            with_stats(&mut tree, n);
+            tree.children.iter_mut().for_each(|c| with_stats(c, 1));
+            let config = snapshot
+                .pools
+                .iter_mut()
+                .find(|p| p.name == pool)
+                .and_then(|p| p.config.as_mut())
+                .expect("pool_in added the pool with its config");
+            if after && let Some(stats) = config.root.stats.as_mut() {
+                (0..n).for_each(|_| load.add_to(stats));
+            }
+            config.root.children.push(tree.clone());
+        }
+        self
+    }
+
+    /// The later snapshot, for what the builder does not add itself (a vdev's state,
+    /// tunables).
     pub fn snapshot_mut(&mut self) -> &mut Snapshot {
         &mut self.cur
     }
@@ -186,6 +337,17 @@ impl SampleBuilder {
     pub fn build(self) -> Sample {
         Sample::between(&self.prev, &self.cur)
             .expect("SampleBuilder's snapshots are of one system, in order")
+    }
+}
+
+/// A vdev's counters at `taken_at`, from a start of their own (a vdev open a while): its
+/// `timestamp` follows the snapshot's time, so `zpool iostat`'s rates divide by the interval.
+fn vdev_stats(taken_at: f64) -> VdevStats {
+    VdevStats {
+        timestamp: (taken_at * 1e9) as u64,
+        ops: [0, 10_000, 10_000, 0, 0, 0],
+        bytes: [0, 1 << 30, 1 << 30, 0, 0, 0],
+        ..VdevStats::default()
     }
 }
 
@@ -237,5 +399,47 @@ mod tests {
         assert_eq!(arc.hit_ratio, Some(0.95));
         let snapshot_arc = s.snapshot.arc.as_ref().unwrap();
         assert_eq!(snapshot_arc.c_max(), Some(16 << 30));
+    }
+
+    /// `zpool iostat` divides each counter's growth by the vdev's own time delta: 500 reads
+    /// of 128 KiB in 10 s on each of two mirror legs is 50 reads/s and 6.4 MiB/s per leg,
+    /// twice that for the mirror and the pool; errors are counted per leg.
+    #[test]
+    fn vdev_figures_follow_from_the_counters_given() {
+        let load = VdevLoad::requests(500, 0, 128).errors(0, 0, 3);
+        let s = SampleBuilder::new(1_000.0, 10.0)
+            .pool("tank", "DEGRADED")
+            .vdev(
+                "tank",
+                VdevClass::Special,
+                "mirror-1",
+                &["sdc", "sdd"],
+                load,
+            )
+            .vdev(
+                "tank",
+                VdevClass::Log,
+                "sde",
+                &[],
+                VdevLoad::requests(0, 100, 4),
+            )
+            .build();
+        let pool = &s.pools[0];
+        let by = |subject: &str| {
+            let found = pool.vdevs.iter().find(|v| v.subject == subject);
+            found.unwrap_or_else(|| panic!("{subject} in {:?}", pool.vdevs))
+        };
+        let leg = by("tank/special/mirror-1/sdc");
+        assert_eq!(leg.read_ops_per_s, 50.0);
+        assert_eq!(leg.read_bytes_per_s, 50.0 * 128.0 * 1024.0);
+        assert_eq!(leg.disk.as_deref(), Some("sdc"));
+        assert_eq!(leg.new_errors.checksum, Some(3));
+        assert_eq!(by("tank/special/mirror-1").read_ops_per_s, 100.0);
+        assert_eq!(by("tank/log/sde").write_ops_per_s, 10.0);
+        assert_eq!(by("tank").read_ops_per_s, 100.0);
+        assert_eq!(by("tank").write_ops_per_s, 10.0);
+        let config = s.snapshot.pools[0].config.as_ref().unwrap();
+        assert_eq!(config.health, "DEGRADED");
+        assert_eq!(config.root.children[0].vdev_type, "mirror");
     }
 }

@@ -17,7 +17,9 @@
 //! assert!(events.is_empty());
 //! ```
 
-pub use super::sample_builder::{DiskLoad, SampleBuilder};
+#[cfg(any(feature = "replay", test))]
+pub use super::recorded::recorded_samples;
+pub use super::sample_builder::{DiskLoad, SampleBuilder, VdevLoad};
 
 use super::{Event, Host, Plugin, encode_sample_for, encode_window_for, export};
 use crate::abi::{self, HostApi};
@@ -230,6 +232,7 @@ impl TestHost {
 
 /// What [`TestHost::feed`] hands a plugin, in order.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Feed<'a> {
     Sample(&'a Sample),
     Event(&'a ZEvent),
@@ -466,6 +469,9 @@ mod tests {
                 err.starts_with("status 3: panicked: index out of bounds"),
                 "native {native}: {err}"
             );
+            // One line, with where it happened: the line of `v[…]` in `Busy::on_sample`.
+            assert!(!err.contains('\n'), "{err}");
+            assert!(err.contains("(at proto/src/sdk/testing.rs:"), "{err}");
         }
     }
 
