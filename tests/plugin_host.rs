@@ -83,9 +83,11 @@ fn built() -> &'static Built {
         compile(&hello_c_bundle_endless, &["-DHELLO_BUNDLE_ENDLESS"]);
         let hello_c_both = c_dir.join("libhello_c_both.so");
         compile(&hello_c_both, &["-DHELLO_BOTH"]);
-        let hello_c_bundle_sleepy = c_dir.join("libhello_c_bundle_sleepy.so");
-        let sleepy_gate = c_dir.join("sleepy-gate");
+        // The gate's path is compiled into the plugin: one of this process's own, so that two
+        // runs of these tests on one machine cannot open each other's gate.
+        let sleepy_gate = c_dir.join(format!("sleepy-gate-{}", std::process::id()));
         std::fs::create_dir_all(&sleepy_gate).unwrap();
+        let hello_c_bundle_sleepy = sleepy_gate.join("libhello_c_bundle_sleepy.so");
         compile(
             &hello_c_bundle_sleepy,
             &[
