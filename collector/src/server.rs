@@ -3,9 +3,10 @@
 //!
 //! A connection thread cuts the stream into messages with proto's [`FrameDecoder`] (bounded
 //! by [`Limits`]), turns each event batch into rows, and hands them to the writer through a
-//! bounded queue, then waits. The writer takes every batch waiting (up to a cap), stores them
-//! in **one** transaction, commits, and only then answers each connection, which sends the
-//! ack. So an ack always means "committed"; a crash before the commit loses only unacked
+//! bounded queue, then waits. The writer takes every batch waiting (up to a cap in events and
+//! bytes, the lightest first), stores them in **one** transaction, commits, and only then
+//! answers each connection, which sends the ack (a checkpointer thread copies the WAL into
+//! the database beside it). So an ack always means "committed"; a crash before the commit loses only unacked
 //! batches, which the agents resend (same chunk id, dropped if it had been stored).
 //!
 //! Limits (each counted in [`Stats`]): connections over the cap, or over the cap for one
@@ -17,7 +18,8 @@
 //! per message are bounded by proto's [`Limits`]; decoding gzip or large messages runs for
 //! at most [`DECODERS`] connections at once (small ones never wait); `max_inflight_bytes` is
 //! the memory budget of all decoding: a heavy message holds room for the most its decoding
-//! can make before a byte is inflated, then for its rows until the ack; each connection decodes at
+//! can make before a byte is inflated, then for its rows until the ack (and once it is empty
+//! again, freed memory goes back to the system); each connection decodes at
 //! most `max_entries_per_second` on average (past it, it is read more slowly); records over
 //! `max_record_bytes` and tags over `max_tag_bytes` are refused; writes time out too.
 //!
@@ -55,6 +57,10 @@ const GROUP_MAX_EVENTS: usize = 5_000;
 /// alone takes a busy disk a second or more: such a batch goes in a transaction of its own
 /// (with at most the small batches that came first), never with another heavy one.
 const GROUP_MAX_BYTES: u64 = 4 << 20;
+/// Bytes of rows committed after which the checkpointer is asked to copy the WAL into the
+/// database: about SQLite's own automatic checkpoint (1000 pages of 4 KiB), so light
+/// commits do not each cost a checkpoint's sync beside them.
+const CHECKPOINT_AFTER_BYTES: u64 = 4 << 20;
 /// Transactions a batch may be passed over for smaller ones before it goes first.
 const MAX_PASSED_OVER: u32 = 2;
 /// Batches waiting for the writer, at most: the rest wait in their connection (TCP pushes
@@ -1693,6 +1699,8 @@ fn writer(
     let mut waiting: Vec<Waiting<Sender<Result<Outcome, String>>>> = Vec::new();
     // Whether the last transaction was heavy (see `pick`).
     let mut after_heavy = false;
+    // Bytes of rows committed since the checkpointer was last asked to run.
+    let mut uncheckpointed = 0u64;
     let mut store_errors_said = LogEvery::new(STORE_ERRORS_LOGGED_EVERY);
     loop {
         let wait = next_retention.saturating_duration_since(Instant::now());
@@ -1742,6 +1750,7 @@ fn writer(
         }
         after_heavy = group.iter().map(Waiting::events).sum::<usize>() > GROUP_MAX_EVENTS / 2
             || group.iter().map(|w| w.bytes).sum::<u64>() > GROUP_MAX_BYTES / 2;
+        let group_bytes: u64 = group.iter().map(|w| w.bytes).sum();
         let group: Vec<(Batch, Sender<Result<Outcome, String>>)> =
             group.into_iter().map(|w| (w.batch, w.reply)).collect();
         let now = now_s();
@@ -1759,8 +1768,12 @@ fn writer(
                 for ((_, reply), o) in group.into_iter().zip(outcomes) {
                     let _ = reply.send(Ok(o));
                 }
-                // Full: one is under way or due, which will copy this commit too.
-                let _ = checkpoints.try_send(());
+                uncheckpointed += group_bytes;
+                if uncheckpointed >= CHECKPOINT_AFTER_BYTES {
+                    // Full: one is due and not started yet, which will copy this commit too.
+                    let _ = checkpoints.try_send(());
+                    uncheckpointed = 0;
+                }
             }
             Err(e) => {
                 stats.store_errors.fetch_add(1, Ordering::Relaxed);

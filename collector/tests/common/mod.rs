@@ -143,6 +143,13 @@ pub fn fill_fleet(db: &Path, hosts: usize, rows: usize, now: i64) {
     store.store(&findings, now).unwrap();
 }
 
+/// The load average over 1, 5 and 15 minutes (proc(5)), printed beside a bench's figures.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 /// A port on loopback nobody listens on (bound, then let go).
 pub fn free_addr() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
