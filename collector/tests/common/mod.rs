@@ -20,6 +20,21 @@ pub struct Running {
     pub dir: tempfile::TempDir,
 }
 
+impl Running {
+    /// The web page and API on a free loopback port, reading this collector's database.
+    pub fn web_page(&self) -> SocketAddr {
+        zpulse_collector::http::start(
+            "127.0.0.1:0",
+            zpulse_collector::http::Page {
+                db: self.db.clone(),
+                ..Default::default()
+            },
+            self.server.stats.clone(),
+        )
+        .unwrap()
+    }
+}
+
 pub fn start(tweak: impl FnOnce(&mut Config)) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("events.db");
