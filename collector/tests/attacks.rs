@@ -238,9 +238,9 @@ fn with_chunk(message: &[u8], id: &str) -> Vec<u8> {
 /// load 15). Once the burst is over the allocator gives the freed memory back
 /// (`malloc_trim`): what stays resident is back within a fixed margin of what was before
 /// (the debug build at load 15: 10 MB before, 18–21 MB after, was 69–83 MB). Release build
-/// (`ZPULSE_COLLECTOR_BIN`) at load 14: peak 166–176 MB, 7 MB resident before, 19–20 MB
-/// after (was 161 MB), 25–34 of 48 acked; the bystander's slowest ack 3.6–4.2 s, over the
-/// 2 s asked: it waits for the 29 MB transaction under way (debug: 1.9–2.4 s).
+/// at load 9–14: peak 166–176 MB, 7 MB resident before, 19–20 MB after (was 161 MB),
+/// 25–48 of 48 acked; the bystander's slowest ack 2.3 s (load 9) to 4.2 s (load 14), over
+/// the 2 s asked: it waits for the 29 MB transaction under way (debug: 1.1–2.4 s).
 #[test]
 fn a_burst_of_48_heavy_gzip_messages_stays_within_the_memory_budget() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
