@@ -6,7 +6,9 @@
 //!   ZPULSE_BENCH_SENDERS=64 ZPULSE_BENCH_EVENTS=5000 ZPULSE_BENCH_BATCH=100 \
 //!   ZPULSE_BENCH_GZIP=1 cargo bench -p zpulse-collector --bench load
 //!
-//! Prints events/s (stored and acked) and the ack latency percentiles per batch.
+//! Prints events/s (stored and acked), the ack latency percentiles per batch, and the load
+//! average at the start and the end (the figures mean little on a machine that is busy
+//! with something else).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -31,6 +33,7 @@ fn main() {
     let running = common::start(|c| c.max_connections = 2 * senders + 8);
     let (server, db) = (running.server, running.db);
     let addr = server.addr;
+    let load_before = common::load_average();
     let t0 = Instant::now();
     let handles: Vec<_> = (0..senders)
         .map(|n| {
@@ -108,7 +111,8 @@ fn main() {
     println!(
         "load: {senders} senders × {events} events, batches of {batch}{}: {total} events in \
          {:.2} s = {:.0} events/s; ack latency per batch p50 {:.1} ms, p99 {:.1} ms, \
-         max {:.1} ms; {} batches; db {:.1} MiB",
+         max {:.1} ms; {} batches; db {:.1} MiB; {} CPUs, load average {} at the start, {} \
+         at the end",
         if gzip { " (gzip)" } else { "" },
         elapsed.as_secs_f64(),
         total as f64 / elapsed.as_secs_f64(),
@@ -116,6 +120,9 @@ fn main() {
         pct(0.99).as_secs_f64() * 1e3,
         lat.last().unwrap().as_secs_f64() * 1e3,
         stats["batches"],
-        std::fs::metadata(&db).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64
+        std::fs::metadata(&db).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_before,
+        common::load_average()
     );
 }

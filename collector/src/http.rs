@@ -1,6 +1,8 @@
 //! The read-only web page: a minimal HTTP/1.1 server on `std::net` (GET and HEAD only, one
-//! request per connection, the request head at most 8 KiB and 5 s, at most 32 connections at
-//! once), pages rendered on the server with inline SVG charts. Nothing is loaded from
+//! request per connection, the request head at most 8 KiB and within 5 s of connecting
+//! whatever trickles in, at most 32 connections at once and 8 from one address; connections
+//! still sending their head hold at most half the slots and give way to newcomers as the
+//! Forward listener's unproven ones do), pages rendered on the server with inline SVG charts. Nothing is loaded from
 //! elsewhere: no scripts at all, and a `Content-Security-Policy` of `default-src 'none'` says
 //! so to the browser.
 //!
@@ -11,20 +13,28 @@
 //! Each request opens the database read-only (WAL lets readers run beside the writer).
 
 use crate::query::{Audience, ago, findings_json, hosts_json, utc, utc_ns};
-use crate::server::{Stats, log};
+use crate::server::{Admission, PeerSlot, Peers, Stats, Unproven, log};
 use crate::store::{Filter, FindingRow, HostRow, Store, TOO_BROAD, parse_severity, severity_name};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const MAX_HEAD: usize = 8 << 10;
 const MAX_CONNECTIONS: usize = 32;
+/// Connections from one address at once, at most: a browser opens up to 6 to a site, so 8
+/// leave room for a reload; one address trickling heads cannot take every slot.
+pub const MAX_CONNECTIONS_PER_PEER: usize = 8;
+/// The whole request head must arrive within this of connecting; the answer is written
+/// within it too.
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection still sending its head keeps its slot against newcomers, at least:
+/// a real client sends its head in its first packet.
+const HEAD_GRACE: Duration = Duration::from_secs(1);
 /// How far back the charts look.
 const CHART_WINDOW_S: i64 = 86400;
 const MAX_SERIES: usize = 12;
@@ -69,7 +79,7 @@ impl Page {
 pub fn start(addr: &str, page: Page, stats: Arc<Stats>) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr).map_err(|e| format!("http {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    let active = Arc::new(AtomicUsize::new(0));
+    let slots = Arc::new(Slots::default());
     std::thread::Builder::new()
         .name("http".into())
         .spawn(move || {
@@ -78,21 +88,16 @@ pub fn start(addr: &str, page: Page, stats: Arc<Stats>) -> Result<SocketAddr, St
                     std::thread::sleep(Duration::from_millis(50));
                     continue;
                 };
-                if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                    active.fetch_sub(1, Ordering::SeqCst);
+                let Some(admitted) = slots.admit(&stream) else {
                     let mut s = stream;
                     let _ = s.set_write_timeout(Some(TIMEOUT));
                     let _ = respond(&mut s, 503, "text/plain", b"busy\n", false);
                     continue;
-                }
-                let (page, stats, active) = (page.clone(), stats.clone(), active.clone());
-                let spawned =
-                    std::thread::Builder::new()
-                        .name("http conn".into())
-                        .spawn(move || {
-                            handle(stream, &page, &stats);
-                            active.fetch_sub(1, Ordering::SeqCst);
-                        });
+                };
+                let (page, stats) = (page.clone(), stats.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("http conn".into())
+                    .spawn(move || handle(stream, &page, &stats, &admitted));
                 if spawned.is_err() {
                     log("http: cannot start a thread");
                 }
@@ -100,6 +105,72 @@ pub fn start(addr: &str, page: Page, stats: Arc<Stats>) -> Result<SocketAddr, St
         })
         .map_err(|e| e.to_string())?;
     Ok(bound)
+}
+
+/// The web listener's connections: how many are open, from which addresses, and which are
+/// still sending their request head (those hold at most half the slots; see
+/// [`Unproven`]).
+#[derive(Default)]
+struct Slots {
+    active: AtomicUsize,
+    peers: Arc<Peers>,
+    reading_head: Mutex<Unproven>,
+}
+
+/// A connection's slot, given back when it ends.
+struct Admitted {
+    slots: Arc<Slots>,
+    _peer: PeerSlot,
+    ip: IpAddr,
+    head_id: u64,
+}
+
+impl Admitted {
+    /// Its head is read: no longer one to give way to a newcomer.
+    fn head_read(&self) {
+        self.slots
+            .reading_head
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .leave(self.ip, self.head_id);
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.head_read();
+        self.slots.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Slots {
+    /// A slot for a new connection, maybe in place of one still trickling its head (closed
+    /// here); `None`: refused (all slots taken by requests being answered, or its address
+    /// holds [`MAX_CONNECTIONS_PER_PEER`]).
+    fn admit(self: &Arc<Self>, stream: &TcpStream) -> Option<Admitted> {
+        let ip = stream.peer_addr().ok()?.ip();
+        let handle = stream.try_clone().ok()?;
+        let peer = PeerSlot::enter(&self.peers, ip, MAX_CONNECTIONS_PER_PEER)?;
+        let mut reading = self.reading_head.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let active = self.active.load(Ordering::SeqCst);
+        match reading.admit(ip, active, MAX_CONNECTIONS, now, HEAD_GRACE) {
+            Admission::Take => {}
+            Admission::TakeInPlaceOf(victim) => {
+                // Its thread sees the connection end and gives its slot back.
+                let _ = victim.shutdown(std::net::Shutdown::Both);
+            }
+            Admission::Refuse => return None,
+        }
+        self.active.fetch_add(1, Ordering::SeqCst);
+        let head_id = reading.enter(ip, now, handle);
+        Some(Admitted {
+            slots: self.clone(),
+            _peer: peer,
+            ip,
+            head_id,
+        })
+    }
 }
 
 fn respond(
@@ -132,12 +203,11 @@ fn respond(
     s.flush()
 }
 
-fn handle(mut s: TcpStream, page: &Page, stats: &Stats) {
-    let _ = s.set_read_timeout(Some(TIMEOUT));
+fn handle(mut s: TcpStream, page: &Page, stats: &Stats, admitted: &Admitted) {
     let _ = s.set_write_timeout(Some(TIMEOUT));
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 2048];
-    let deadline = std::time::Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + TIMEOUT;
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
         if head.len() > MAX_HEAD {
             let _ = respond(
@@ -149,7 +219,10 @@ fn handle(mut s: TcpStream, page: &Page, stats: &Stats) {
             );
             return;
         }
-        if std::time::Instant::now() > deadline {
+        // The head as a whole within TIMEOUT: each read waits only for what is left of it,
+        // so a byte now and then does not extend it.
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
             return;
         }
         match s.read(&mut buf) {
@@ -158,6 +231,7 @@ fn handle(mut s: TcpStream, page: &Page, stats: &Stats) {
             Err(_) => return,
         }
     }
+    admitted.head_read();
     let text = String::from_utf8_lossy(&head);
     let mut words = text.lines().next().unwrap_or("").split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));

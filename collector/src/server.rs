@@ -3,9 +3,10 @@
 //!
 //! A connection thread cuts the stream into messages with proto's [`FrameDecoder`] (bounded
 //! by [`Limits`]), turns each event batch into rows, and hands them to the writer through a
-//! bounded queue, then waits. The writer takes every batch waiting (up to a cap), stores them
-//! in **one** transaction, commits, and only then answers each connection, which sends the
-//! ack. So an ack always means "committed"; a crash before the commit loses only unacked
+//! bounded queue, then waits. The writer takes every batch waiting (up to a cap in events and
+//! bytes, the lightest first), stores them in **one** transaction, commits, and only then
+//! answers each connection, which sends the ack (a checkpointer thread copies the WAL into
+//! the database beside it). So an ack always means "committed"; a crash before the commit loses only unacked
 //! batches, which the agents resend (same chunk id, dropped if it had been stored).
 //!
 //! Limits (each counted in [`Stats`]): connections over the cap, or over the cap for one
@@ -17,7 +18,8 @@
 //! per message are bounded by proto's [`Limits`]; decoding gzip or large messages runs for
 //! at most [`DECODERS`] connections at once (small ones never wait); `max_inflight_bytes` is
 //! the memory budget of all decoding: a heavy message holds room for the most its decoding
-//! can make before a byte is inflated, then for its rows until the ack; each connection decodes at
+//! can make before a byte is inflated, then for its rows until the ack (and once it is empty
+//! again, freed memory goes back to the system); each connection decodes at
 //! most `max_entries_per_second` on average (past it, it is read more slowly); records over
 //! `max_record_bytes` and tags over `max_tag_bytes` are refused; writes time out too.
 //!
@@ -49,6 +51,16 @@ const GROUP_MAX_BATCHES: usize = 512;
 /// a transaction holds at most one heavy batch and takes well under a second; a light batch
 /// waits for the transaction under way and its own.
 const GROUP_MAX_EVENTS: usize = 5_000;
+/// Bytes of rows per transaction, at most (beyond its first batch): what the writer writes
+/// and syncs before any batch of the transaction is acked. 5,000 events of a few hundred
+/// bytes (an agent's) are about 2 MiB; 5,000 large foreign records can be 30 MiB, which
+/// alone takes a busy disk a second or more: such a batch goes in a transaction of its own
+/// (with at most the small batches that came first), never with another heavy one.
+const GROUP_MAX_BYTES: u64 = 4 << 20;
+/// Bytes of rows committed after which the checkpointer is asked to copy the WAL into the
+/// database: about SQLite's own automatic checkpoint (1000 pages of 4 KiB), so light
+/// commits do not each cost a checkpoint's sync beside them.
+const CHECKPOINT_AFTER_BYTES: u64 = 4 << 20;
 /// Transactions a batch may be passed over for smaller ones before it goes first.
 const MAX_PASSED_OVER: u32 = 2;
 /// Batches waiting for the writer, at most: the rest wait in their connection (TCP pushes
@@ -359,26 +371,27 @@ impl Identity {
     }
 }
 
-/// Open connections per peer address.
+/// Open connections per peer address (the Forward listener's, the web page's).
 #[derive(Debug, Default)]
-struct Peers(Mutex<HashMap<IpAddr, usize>>);
+pub(crate) struct Peers(Mutex<HashMap<IpAddr, usize>>);
 
 /// One connection's place in [`Peers`], given back on drop.
-struct PeerSlot {
-    shared: Arc<Shared>,
+pub(crate) struct PeerSlot {
+    peers: Arc<Peers>,
     ip: IpAddr,
 }
 
 impl PeerSlot {
-    fn enter(shared: &Arc<Shared>, ip: IpAddr, max: usize) -> Option<PeerSlot> {
-        let mut m = shared.peers.0.lock().unwrap_or_else(|p| p.into_inner());
+    /// A place for a connection from `ip`; `None` when `max` from it are open.
+    pub(crate) fn enter(peers: &Arc<Peers>, ip: IpAddr, max: usize) -> Option<PeerSlot> {
+        let mut m = peers.0.lock().unwrap_or_else(|p| p.into_inner());
         let n = m.entry(ip).or_insert(0);
         if *n >= max {
             return None;
         }
         *n += 1;
         Some(PeerSlot {
-            shared: shared.clone(),
+            peers: peers.clone(),
             ip,
         })
     }
@@ -386,12 +399,7 @@ impl PeerSlot {
 
 impl Drop for PeerSlot {
     fn drop(&mut self) {
-        let mut m = self
-            .shared
-            .peers
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut m = self.peers.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = m.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {
@@ -411,7 +419,7 @@ impl Drop for PeerSlot {
 /// the oldest of all. So a newcomer always gets in while any connection is unproven, and an
 /// agent's connection, which proves itself within a round trip, is given up only after as
 /// many newer unproven ones as half the slots came in before its first message did.
-struct Unproven<H = TcpStream> {
+pub(crate) struct Unproven<H = TcpStream> {
     /// (id, when it came in, its handle), oldest first.
     by_peer: HashMap<IpAddr, std::collections::VecDeque<(u64, Instant, H)>>,
     total: usize,
@@ -430,7 +438,7 @@ impl<H> Default for Unproven<H> {
 
 /// What a new connection may do.
 #[derive(Debug)]
-enum Admission<T> {
+pub(crate) enum Admission<T> {
     Take,
     /// Take it after closing this unproven connection.
     TakeInPlaceOf(T),
@@ -442,7 +450,7 @@ impl<H> Unproven<H> {
     /// at most). The oldest of all is given up only once it has had `grace` to prove itself
     /// (an agent needs a round trip), so that newcomers arriving faster than agents can
     /// answer take one another's places, not the agents'.
-    fn admit(
+    pub(crate) fn admit(
         &mut self,
         ip: IpAddr,
         active: usize,
@@ -496,7 +504,7 @@ impl<H> Unproven<H> {
     }
 
     /// Files a new connection from `ip`, with a handle to close it; its id.
-    fn enter(&mut self, ip: IpAddr, now: Instant, handle: H) -> u64 {
+    pub(crate) fn enter(&mut self, ip: IpAddr, now: Instant, handle: H) -> u64 {
         self.next_id += 1;
         self.by_peer
             .entry(ip)
@@ -507,7 +515,7 @@ impl<H> Unproven<H> {
     }
 
     /// Takes connection `id` out (proved, ended, or already given up: then nothing).
-    fn leave(&mut self, ip: IpAddr, id: u64) {
+    pub(crate) fn leave(&mut self, ip: IpAddr, id: u64) {
         let Some(q) = self.by_peer.get_mut(&ip) else {
             return;
         };
@@ -546,7 +554,8 @@ impl Drop for UnprovenSlot {
 }
 
 enum Job {
-    Batch(Batch, Sender<Result<Outcome, String>>),
+    /// A batch, its rows' estimated memory (see `row_heap_bytes`), and where to answer.
+    Batch(Batch, u64, Sender<Result<Outcome, String>>),
     Stop,
 }
 
@@ -555,11 +564,11 @@ enum Job {
 struct Shared {
     stats: Arc<Stats>,
     jobs: Sender<Job>,
-    peers: Peers,
+    peers: Arc<Peers>,
     unproven: Mutex<Unproven>,
     decoders: Gate,
     decoder: DecodeThread,
-    inflight: Gate,
+    inflight: Arc<Gate>,
 }
 
 /// A running server.
@@ -636,22 +645,24 @@ impl Server {
             Err(e) => log(format!("retention: {e}")),
         }
         let (jobs, rx) = bounded(QUEUE);
+        let checkpoints = start_checkpointer(store.leave_checkpoints_to(&config.db)?)?;
         let writer = std::thread::Builder::new()
             .name("writer".into())
             .spawn({
                 let stats = stats.clone();
                 let retention = config.retention;
-                move || writer(store, &rx, &stats, &retention)
+                move || writer(store, &rx, &stats, &retention, &checkpoints)
             })
             .map_err(|e| e.to_string())?;
+        let inflight = Arc::new(Gate::new(config.max_inflight_bytes as u64));
         let shared = Arc::new(Shared {
             stats: stats.clone(),
             jobs,
-            peers: Peers::default(),
+            peers: Arc::default(),
             unproven: Mutex::new(Unproven::default()),
             decoders: Gate::new(DECODERS),
-            decoder: DecodeThread::start()?,
-            inflight: Gate::new(config.max_inflight_bytes as u64),
+            decoder: DecodeThread::start(inflight.clone())?,
+            inflight,
         });
         let mut server = Server {
             addr: prepared.listener.local_addr().map_err(|e| e.to_string())?,
@@ -802,9 +813,11 @@ fn accept(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &AtomicBool) {
             drop(stream);
             continue;
         }
-        let Some(slot) =
-            PeerSlot::enter(&ctx.shared, peer.ip(), ctx.config.max_connections_per_peer)
-        else {
+        let Some(slot) = PeerSlot::enter(
+            &ctx.shared.peers,
+            peer.ip(),
+            ctx.config.max_connections_per_peer,
+        ) else {
             stats.connections_active.fetch_sub(1, Ordering::SeqCst);
             let n = stats
                 .connections_refused_peer
@@ -948,18 +961,48 @@ struct Decoding<'a> {
 /// gzip messages took a release build to a 357 MB peak with at most 128 MiB of
 /// them in flight; on this one thread, 167 MB (the allocator keeps about as much for the
 /// next burst). At most [`DECODERS`] connections use it at once.
+///
+/// What the allocator keeps is given back once a burst is over: when the in-flight budget
+/// is empty again (every heavy message decoded, stored and acked), the thread asks the
+/// allocator to return its free pages ([`return_freed_memory`]).
 struct DecodeThread {
     jobs: Sender<Box<dyn FnOnce() + Send>>,
 }
 
+/// How often the decoder thread looks, after a heavy message, whether the in-flight budget
+/// is empty so that freed memory can go back to the system.
+const TRIM_POLL: Duration = Duration::from_millis(200);
+
 impl DecodeThread {
-    fn start() -> Result<DecodeThread, String> {
+    fn start(inflight: Arc<Gate>) -> Result<DecodeThread, String> {
         let (jobs, rx) = bounded::<Box<dyn FnOnce() + Send>>(DECODERS as usize);
         std::thread::Builder::new()
             .name("decoder".into())
             .spawn(move || {
-                for job in rx {
+                let mut since_trim = false;
+                loop {
+                    let job = if since_trim {
+                        match rx.recv_timeout(TRIM_POLL) {
+                            Ok(job) => job,
+                            Err(RecvTimeoutError::Timeout) => {
+                                // Messages whose rows wait for the writer still hold the
+                                // budget: a burst is over only when nothing does.
+                                if inflight.used() == 0 {
+                                    return_freed_memory();
+                                    since_trim = false;
+                                }
+                                continue;
+                            }
+                            Err(RecvTimeoutError::Disconnected) => return,
+                        }
+                    } else {
+                        match rx.recv() {
+                            Ok(job) => job,
+                            Err(_) => return,
+                        }
+                    };
                     job();
+                    since_trim = true;
                 }
             })
             .map_err(|e| format!("cannot start the decoder thread: {e}"))?;
@@ -977,6 +1020,23 @@ impl DecodeThread {
         rx.recv().ok()
     }
 }
+
+/// Gives the allocator's free memory back to the system. glibc keeps what a thread freed in
+/// that thread's arena for its next allocations and returns only the top of a heap: after a
+/// burst of heavy messages (48 gzip messages of 29 MB each) about the whole in-flight budget
+/// stayed resident. `malloc_trim` returns the free pages of every arena.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn return_freed_memory() {
+    // SAFETY: malloc_trim(3) takes a size and touches only the allocator's own free lists
+    // (under its locks); it is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Other allocators (FreeBSD's jemalloc, musl's) return freed pages themselves.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn return_freed_memory() {}
 
 /// The reading side of one connection.
 struct Reader<'a, S> {
@@ -1401,6 +1461,7 @@ fn session<S: Read + Write>(
         };
         drop(slot);
         let n = a.rows.len() + a.readings.len();
+        let bytes = a.bytes;
         let (tx, rx) = bounded(1);
         let job = Batch {
             chunk: chunk.clone(),
@@ -1411,7 +1472,7 @@ fn session<S: Read + Write>(
         };
         ctx.shared
             .jobs
-            .send(Job::Batch(job, tx))
+            .send(Job::Batch(job, bytes, tx))
             .map_err(|_| "the collector is stopping".to_string())?;
         let outcome = match rx
             .recv()
@@ -1532,21 +1593,32 @@ fn handshake<S: Read + Write>(
     Ok(Some(identity))
 }
 
-/// A batch waiting for the writer, and how many transactions went without it.
+/// A batch waiting for the writer, its rows' size, and how many transactions went without
+/// it.
 pub struct Waiting<R> {
     pub batch: Batch,
+    /// Estimated bytes of its rows (what storing it writes, about).
+    pub bytes: u64,
     pub reply: R,
     pub passed_over: u32,
 }
 
-/// The batches of the next transaction: the smallest first, up to [`GROUP_MAX_EVENTS`] and
-/// [`GROUP_MAX_BATCHES`], then **one** batch passed over [`MAX_PASSED_OVER`] times or more
+impl<R> Waiting<R> {
+    fn events(&self) -> usize {
+        self.batch.rows.len() + self.batch.readings.len()
+    }
+}
+
+/// The batches of the next transaction: the smallest in bytes first (a sender's heartbeat
+/// before another's 30 MiB of logs, whoever sent first), up to [`GROUP_MAX_EVENTS`],
+/// [`GROUP_MAX_BYTES`] and [`GROUP_MAX_BATCHES`], then **one** batch passed over
+/// [`MAX_PASSED_OVER`] times or more
 /// (the oldest such), whatever its size; when nothing fits, the smallest alone. So a light
 /// client's batch never waits behind a heavy one for room: a heavy batch owed its turn
 /// rides along instead of going first and filling the transaction. A transaction holds at
-/// most `GROUP_MAX_EVENTS` plus one batch (itself at most `max_entries`), so a light batch
+/// most `GROUP_MAX_EVENTS` and `GROUP_MAX_BYTES` plus one batch (itself at most `max_entries`), so a light batch
 /// waits for at most the transaction under way and its own. After a heavy transaction
-/// (`after_heavy`: more than half of `GROUP_MAX_EVENTS`), the owed batch waits one more:
+/// (`after_heavy`: more than half of either bound), the owed batch waits one more:
 /// under a stream of heavy batches a light one then waits for at most one heavy
 /// transaction, not for the one under way and a heavy one riding along with it. No batch
 /// starves: once passed over twice it is in the next transaction that does not follow a
@@ -1554,16 +1626,19 @@ pub struct Waiting<R> {
 /// over.
 pub fn pick<R>(waiting: &mut Vec<Waiting<R>>, after_heavy: bool) -> Vec<Waiting<R>> {
     // Stable: among equal sizes, the order of arrival.
-    waiting.sort_by_key(|w| w.batch.rows.len());
-    let mut events = 0;
+    waiting.sort_by_key(|w| (w.bytes, w.events()));
+    let (mut events, mut bytes) = (0, 0);
     let mut taken = vec![false; waiting.len()];
     // The smallest, a prefix of the sorted list: `i` batches taken so far.
     for (i, w) in waiting.iter().enumerate() {
-        let n = w.batch.rows.len();
-        if i == GROUP_MAX_BATCHES || (i > 0 && events + n > GROUP_MAX_EVENTS) {
+        let (n, b) = (w.events(), w.bytes);
+        if i == GROUP_MAX_BATCHES
+            || (i > 0 && (events + n > GROUP_MAX_EVENTS || bytes + b > GROUP_MAX_BYTES))
+        {
             break;
         }
         events += n;
+        bytes += b;
         taken[i] = true;
     }
     let owed = waiting
@@ -1592,17 +1667,40 @@ pub fn pick<R>(waiting: &mut Vec<Waiting<R>>, after_heavy: bool) -> Vec<Waiting<
     group
 }
 
+/// The checkpointer's thread: a checkpoint after each commit it is told of (those that
+/// come while one runs are one more), until the writer hangs up. Returns the writer's side.
+fn start_checkpointer(c: crate::store::Checkpointer) -> Result<Sender<()>, String> {
+    let (tx, rx) = bounded::<()>(1);
+    std::thread::Builder::new()
+        .name("checkpointer".into())
+        .spawn(move || {
+            let mut said = LogEvery::new(STORE_ERRORS_LOGGED_EVERY);
+            for () in rx {
+                if let Err(e) = c.passive()
+                    && said.due(Instant::now()).is_some()
+                {
+                    log(format!("checkpoint: {e}"));
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the checkpointer thread: {e}"))?;
+    Ok(tx)
+}
+
 fn writer(
     mut store: Store,
     rx: &Receiver<Job>,
     stats: &Stats,
     retention: &crate::store::Retention,
+    checkpoints: &Sender<()>,
 ) {
     let mut next_retention = Instant::now() + RETENTION_EVERY;
     let mut stopping = false;
     let mut waiting: Vec<Waiting<Sender<Result<Outcome, String>>>> = Vec::new();
     // Whether the last transaction was heavy (see `pick`).
     let mut after_heavy = false;
+    // Bytes of rows committed since the checkpointer was last asked to run.
+    let mut uncheckpointed = 0u64;
     let mut store_errors_said = LogEvery::new(STORE_ERRORS_LOGGED_EVERY);
     loop {
         let wait = next_retention.saturating_duration_since(Instant::now());
@@ -1634,8 +1732,9 @@ fn writer(
         let mut next = first;
         while let Some(j) = next.take() {
             match j {
-                Job::Batch(b, reply) => waiting.push(Waiting {
+                Job::Batch(b, bytes, reply) => waiting.push(Waiting {
                     batch: b,
+                    bytes,
                     reply,
                     passed_over: 0,
                 }),
@@ -1645,14 +1744,15 @@ fn writer(
                 next = rx.try_recv().ok();
             }
         }
-        let group: Vec<(Batch, Sender<Result<Outcome, String>>)> = pick(&mut waiting, after_heavy)
-            .into_iter()
-            .map(|w| (w.batch, w.reply))
-            .collect();
+        let group = pick(&mut waiting, after_heavy);
         if group.is_empty() {
             continue;
         }
-        after_heavy = group.iter().map(|(b, _)| b.rows.len()).sum::<usize>() > GROUP_MAX_EVENTS / 2;
+        after_heavy = group.iter().map(Waiting::events).sum::<usize>() > GROUP_MAX_EVENTS / 2
+            || group.iter().map(|w| w.bytes).sum::<u64>() > GROUP_MAX_BYTES / 2;
+        let group_bytes: u64 = group.iter().map(|w| w.bytes).sum();
+        let group: Vec<(Batch, Sender<Result<Outcome, String>>)> =
+            group.into_iter().map(|w| (w.batch, w.reply)).collect();
         let now = now_s();
         let result = (|| {
             let tx = store.transaction()?;
@@ -1667,6 +1767,12 @@ fn writer(
             Ok(outcomes) => {
                 for ((_, reply), o) in group.into_iter().zip(outcomes) {
                     let _ = reply.send(Ok(o));
+                }
+                uncheckpointed += group_bytes;
+                if uncheckpointed >= CHECKPOINT_AFTER_BYTES {
+                    // Full: one is due and not started yet, which will copy this commit too.
+                    let _ = checkpoints.try_send(());
+                    uncheckpointed = 0;
                 }
             }
             Err(e) => {
@@ -1762,8 +1868,14 @@ mod tests {
         drop(big);
     }
 
+    /// A waiting batch of `rows` events of 100 bytes each (an agent's are a few hundred).
     fn waiting(rows: usize, passed_over: u32) -> Waiting<()> {
+        waiting_sized(rows, rows as u64 * 100, passed_over)
+    }
+
+    fn waiting_sized(rows: usize, bytes: u64, passed_over: u32) -> Waiting<()> {
         Waiting {
+            bytes,
             batch: Batch {
                 rows: vec![
                     Row::from_entry(
@@ -1830,6 +1942,33 @@ mod tests {
         assert_eq!(sizes(&pick(&mut q, true)), [1]);
         q.push(waiting(2, 0));
         assert_eq!(sizes(&pick(&mut q, false)), [2, 5000]);
+    }
+
+    #[test]
+    fn the_writer_bounds_a_transaction_in_bytes_and_takes_the_lightest_first() {
+        let sizes = |v: &[Waiting<()>]| v.iter().map(|w| w.bytes).collect::<Vec<_>>();
+        let mib = 1u64 << 20;
+        // Two batches of 5,000 large log records (29 MiB each: few events, many bytes), a
+        // heartbeat and an agent's batch that came after them.
+        let mut q = vec![
+            waiting_sized(5000, 29 * mib, 0),
+            waiting_sized(5000, 29 * mib, 0),
+            waiting_sized(1, 300, 0),
+            waiting_sized(100, 40_000, 0),
+        ];
+        // The light ones first, together; neither heavy one fits beside them.
+        assert_eq!(sizes(&pick(&mut q, false)), [300, 40_000]);
+        // Then a heavy one alone: never two in one transaction.
+        assert_eq!(sizes(&pick(&mut q, true)), [29 * mib]);
+        // A heartbeat arriving now goes before the other heavy one...
+        q.push(waiting_sized(1, 300, 0));
+        assert_eq!(sizes(&pick(&mut q, true)), [300]);
+        assert_eq!(sizes(&pick(&mut q, false)), [29 * mib]);
+        assert!(q.is_empty());
+        // Batches under the event bound but together over the byte bound: split.
+        let mut q: Vec<_> = (0..4).map(|_| waiting_sized(200, 3 * mib, 0)).collect();
+        assert_eq!(pick(&mut q, false).len(), 1);
+        assert_eq!(q.len(), 3);
     }
 
     #[test]

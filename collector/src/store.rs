@@ -1108,10 +1108,40 @@ impl Store {
         Ok((n("events")?, n("chunks")?))
     }
 
+    /// Leaves checkpoints to a [`Checkpointer`]: a commit no longer copies the WAL into the
+    /// database itself (SQLite's automatic checkpoint runs inside the commit that passes 1000
+    /// pages, so every batch of that transaction waited for a second copy and sync of it).
+    pub fn leave_checkpoints_to(&self, path: &Path) -> Result<Checkpointer, String> {
+        let conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
+        conn.execute_batch("PRAGMA synchronous = FULL;")
+            .map_err(sql)?;
+        self.conn
+            .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+            .map_err(sql)?;
+        Ok(Checkpointer { conn })
+    }
+
     /// Checkpoints the WAL into the database (at shutdown).
     pub fn checkpoint(&self) -> Result<(), String> {
         self.conn
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .map_err(sql)
+    }
+}
+
+/// A connection of its own that copies the WAL into the database beside the writer
+/// (a PASSIVE checkpoint takes no write lock), so commits do not wait for it.
+pub struct Checkpointer {
+    conn: Connection,
+}
+
+impl Checkpointer {
+    /// Copies what is committed into the database as far as readers allow; the frames of the
+    /// WAL this makes free are reused once the writer's next transaction starts.
+    pub fn passive(&self) -> Result<(), String> {
+        self.conn
+            .execute_batch("PRAGMA wal_checkpoint(PASSIVE);")
             .map_err(sql)
     }
 }

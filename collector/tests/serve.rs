@@ -480,15 +480,7 @@ fn web_page_shows_hosts_findings_and_charts() {
     c.send(&entries.packed_forward("zpulse.metrics", Some(&chunk(1)), Compression::Gzip))
         .unwrap();
     assert!(c.ack().is_some());
-    let addr = zpulse_collector::http::start(
-        "127.0.0.1:0",
-        zpulse_collector::http::Page {
-            db: r.db.clone(),
-            ..Default::default()
-        },
-        r.server.stats.clone(),
-    )
-    .unwrap();
+    let addr = r.web_page();
     let (head, body) = get(addr, "/");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(head.contains("Content-Security-Policy: default-src 'none'"));

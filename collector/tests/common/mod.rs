@@ -20,6 +20,21 @@ pub struct Running {
     pub dir: tempfile::TempDir,
 }
 
+impl Running {
+    /// The web page and API on a free loopback port, reading this collector's database.
+    pub fn web_page(&self) -> SocketAddr {
+        zpulse_collector::http::start(
+            "127.0.0.1:0",
+            zpulse_collector::http::Page {
+                db: self.db.clone(),
+                ..Default::default()
+            },
+            self.server.stats.clone(),
+        )
+        .unwrap()
+    }
+}
+
 pub fn start(tweak: impl FnOnce(&mut Config)) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("events.db");
@@ -141,6 +156,13 @@ pub fn fill_fleet(db: &Path, hosts: usize, rows: usize, now: i64) {
         })
         .collect();
     store.store(&findings, now).unwrap();
+}
+
+/// The load average over 1, 5 and 15 minutes (proc(5)), printed beside a bench's figures.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// A port on loopback nobody listens on (bound, then let go).
