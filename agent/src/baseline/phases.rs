@@ -116,13 +116,20 @@ impl Tracker {
         end: &Arc<Snapshot>,
         sections: &[Section],
     ) {
-        let mut seen: Vec<Track> = Vec::with_capacity(sections.len());
+        // A check may say several things about one subject (a log's redundancy, its size,
+        // its use): its verdict on the subject is its worst-rated section's, the first of
+        // equals.
+        let mut worst: Vec<(Track, &Section)> = Vec::with_capacity(sections.len());
         for s in sections {
             let track = track_of(s);
-            if seen.contains(&track) {
-                continue;
+            match worst.iter_mut().find(|(t, _)| *t == track) {
+                Some((_, w)) if s.rating > w.rating => *w = s,
+                Some(_) => {}
+                None => worst.push((track, s)),
             }
-            seen.push(track.clone());
+        }
+        let seen: Vec<Track> = worst.iter().map(|(t, _)| t.clone()).collect();
+        for (track, s) in worst {
             let verdict = s.verdict_key();
             match self.open.get_mut(&track) {
                 Some(run) if run.verdict == verdict && run.last + 1 == index => {
@@ -217,8 +224,18 @@ pub fn state(
             unconfirmed += 1;
             continue;
         };
-        let section = judge(&window).into_iter().find(|s| {
-            s.check == run.check && s.subject == run.subject && s.verdict_key() == run.verdict
+        let sections = judge(&window);
+        let worst = sections
+            .iter()
+            .filter(|s| s.check == run.check && s.subject == run.subject)
+            .max_by_key(|s| s.rating)
+            .map(|s| s.rating);
+        // The stretch's verdict on the subject, as each interval's was taken: its worst.
+        let section = sections.into_iter().find(|s| {
+            s.check == run.check
+                && s.subject == run.subject
+                && Some(s.rating) == worst
+                && s.verdict_key() == run.verdict
         });
         match section {
             Some(section) => phases.push(Phase {
@@ -353,6 +370,26 @@ mod tests {
             .map(|r| (r.start.taken_at, r.end.taken_at))
             .collect();
         assert_eq!(spans, vec![(0.0, 10.0), (400.0, 410.0)]);
+    }
+
+    #[test]
+    fn several_sections_about_one_subject_are_its_worst() {
+        let mut t = Tracker::new();
+        let mut sections = vec![
+            section("log", Rating::Warning, "unmirrored"),
+            section("log", Rating::Ok, "useful"),
+        ];
+        t.observe(1, &snap(0.0), &snap(10.0), &sections);
+        // The same two in the other order: the same verdict, one run.
+        sections.reverse();
+        t.observe(2, &snap(10.0), &snap(20.0), &sections);
+        t.observe(3, &snap(20.0), &snap(30.0), &sections[..1]);
+        let (runs, _) = t.finish(3);
+        let spans: Vec<(u32, u32, &str)> = runs
+            .iter()
+            .map(|r| (r.first, r.last, r.verdict.as_str()))
+            .collect();
+        assert_eq!(spans, vec![(1, 2, "unmirrored")]);
     }
 
     #[test]
