@@ -37,7 +37,7 @@ pub struct Phase {
 }
 
 impl Phase {
-    /// `sda: seek-bound from 2026-12-04 09:12:00 UTC to 09:13:05 UTC (65 s, 4 intervals)`.
+    /// `sda: seek-bound from 2026-11-30 11:00:00 UTC to 11:01:05 UTC (1 min 05 s, 4 intervals)`.
     pub fn headline(&self) -> String {
         let from = crate::report::utc(self.from);
         let to = crate::report::utc(self.to);
@@ -46,14 +46,15 @@ impl Phase {
             (Some((day_from, _)), Some((day_to, time))) if day_from == day_to => time.to_owned(),
             _ => to,
         };
-        let subject = self
-            .section
-            .subject
-            .as_deref()
-            .map_or_else(String::new, |s| format!("{s}: "));
+        // The verdict's words after the subject; a check that names none is said by its
+        // title (a rating alone says too little).
+        let what = match (&self.section.verdict, &self.section.subject) {
+            (Some(v), Some(s)) => format!("{s}: {v}"),
+            (Some(v), None) => v.clone(),
+            (None, _) => self.section.title.clone(),
+        };
         format!(
-            "{subject}{} from {from} to {to} ({}, {} interval{})",
-            self.section.verdict_key(),
+            "{what} from {from} to {to} ({}, {} interval{})",
             super::page::duration(self.to - self.from),
             self.intervals,
             if self.intervals == 1 { "" } else { "s" }
@@ -445,6 +446,15 @@ mod tests {
         assert_eq!(
             p.headline(),
             "sda: seek-bound from 2026-11-30 11:00:00 UTC to 11:01:05 UTC (1 min 05 s, 4 intervals)"
+        );
+        // Without verdict words, the title says what.
+        let mut worded = p.clone();
+        worded.section = Section::new(Rating::Warning, "storm/log: busy 80%", "…");
+        worded.to += 86_400.0;
+        assert_eq!(
+            worded.headline(),
+            "storm/log: busy 80% from 2026-11-30 11:00:00 UTC to 2026-12-01 11:01:05 UTC \
+             (24 h 01 min, 4 intervals)"
         );
     }
 }
