@@ -251,8 +251,8 @@ pub fn state(
     (phases, unconfirmed)
 }
 
-/// The page's section of `phases` (nothing when there are none): a table of when and what,
-/// then each phase's figures and advice.
+/// The page's section of `phases` (nothing when there are none): one row per phase, when,
+/// which check, and what it concluded over the stretch with its figures and advice.
 pub fn html(phases: &[Phase]) -> String {
     use super::svg::{escape, short};
     use std::fmt::Write as _;
@@ -261,40 +261,40 @@ pub fn html(phases: &[Phase]) -> String {
     }
     let mut out = String::from(
         "<h2>Phases</h2><p>Stretches of the window over which a check's verdict was not the \
-         window's all along, each judged as a window of its own.</p>",
+         window's all along, each judged as a window of its own.</p><table class=\"overview\">\
+         <tr><th>rating</th><th>when</th><th>over the stretch</th></tr>",
     );
     for p in phases {
         let s = &p.section;
-        let r = s.rating.as_str();
+        let figures: Vec<String> = s
+            .figures
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {}&#8239;{}",
+                    escape(&f.label),
+                    short(f.value),
+                    escape(&f.unit)
+                )
+            })
+            .collect();
         let _ = write!(
             out,
-            "<div class=\"card {r}\"><div><span class=\"badge\">{r}</span><strong>{}</strong></div><p>{}</p><p>{}</p>",
+            "<tr class=\"{r}\"><td><span class=\"badge\">{r}</span></td><td>{}<br>{}</td>\
+             <td><strong>{}</strong><br>{}<br><small>{}</small>{}</td></tr>",
             escape(&p.headline()),
+            escape(&s.check),
             escape(&s.title),
-            escape(&s.summary)
-        );
-        if let Some(a) = &s.advice {
-            let _ = write!(
-                out,
-                "<p class=\"advice\"><strong>Advice:</strong> {}</p>",
+            escape(&s.summary),
+            figures.join(", "),
+            s.advice.as_ref().map_or_else(String::new, |a| format!(
+                "<br><strong>Advice:</strong> {}",
                 escape(a)
-            );
-        }
-        if !s.figures.is_empty() {
-            out.push_str("<div class=\"figs\">");
-            for f in &s.figures {
-                let _ = write!(
-                    out,
-                    "<span><b>{}&#8239;{}</b> {}</span>",
-                    short(f.value),
-                    escape(&f.unit),
-                    escape(&f.label)
-                );
-            }
-            out.push_str("</div>");
-        }
-        let _ = write!(out, "<div class=\"who\">{}</div></div>", escape(&s.check));
+            )),
+            r = s.rating.as_str()
+        );
     }
+    out.push_str("</table>");
     out
 }
 
