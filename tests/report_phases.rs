@@ -7,34 +7,13 @@
 //! `/proc/diskstats` in the captures, read as text here.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use zpulse_tests::raw;
+use zpulse_tests::report_with_checks;
 use zpulse_tests::synthetic::copy_tree;
-use zpulse_tests::{CHECKS_LIBRARY, CHECKS_PACKAGE, build_into_test_target};
 
 /// `zpulse report SERIES` with the shipped checks, in `format`.
 fn report_as(series: &Path, format: &str) -> String {
-    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("zpulse.toml");
-    std::fs::write(&config, "[plugins]\ndirs = []\n").unwrap();
-    let out = Command::new(profile.join("zpulse"))
-        .arg("report")
-        .arg(series)
-        .arg("--config")
-        .arg(&config)
-        .arg("--plugin")
-        .arg(profile.join(CHECKS_LIBRARY))
-        .args(["--format", format])
-        .output()
-        .expect("running zpulse report");
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    report_with_checks(&[series.as_os_str()], format)
 }
 
 fn report(series: &Path) -> serde_json::Value {
