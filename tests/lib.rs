@@ -81,6 +81,35 @@ pub fn build_bin(package: &str, bin: &str) -> PathBuf {
     profile_dir.join(bin)
 }
 
+/// `zpulse report ARGS --format FORMAT` with the shipped checks and no other plugins: its
+/// standard output, the command having succeeded.
+pub fn report_with_checks(args: &[&std::ffi::OsStr], format: &str) -> String {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
+    // A config of its own per call (tests run side by side), with no plugin directory.
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let config = profile.join(format!("report-checks-{}-{n}.toml", std::process::id()));
+    std::fs::write(&config, "[plugins]\ndirs = []\n").unwrap();
+    let out = std::process::Command::new(profile.join("zpulse"))
+        .arg("report")
+        .args(args)
+        .arg("--config")
+        .arg(&config)
+        .arg("--plugin")
+        .arg(profile.join(CHECKS_LIBRARY))
+        .args(["--format", format])
+        .output()
+        .expect("running zpulse report");
+    let _ = std::fs::remove_file(&config);
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 /// The package that builds the checks the agent ships, as one plugin bundle (ABI 1.5 and on).
 pub const CHECKS_PACKAGE: &str = "zpulse-checks";
 

@@ -10,10 +10,9 @@
 //! capture's `cli/uptime.txt` (seconds since boot, which `date -s` does not move).
 
 use std::path::PathBuf;
-use std::process::Command;
 use zpulse_tests::raw::{self, close};
+use zpulse_tests::report_with_checks;
 use zpulse_tests::synthetic::copy_tree;
-use zpulse_tests::{CHECKS_LIBRARY, CHECKS_PACKAGE, build_into_test_target};
 
 const REC: &str = "report-breaks";
 
@@ -23,27 +22,7 @@ fn capture(n: usize) -> PathBuf {
 
 /// `zpulse report` with the shipped checks over `args`, as JSON.
 fn report(args: &[&std::ffi::OsStr]) -> serde_json::Value {
-    let profile = build_into_test_target(&[CHECKS_PACKAGE]);
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("zpulse.toml");
-    std::fs::write(&config, "[plugins]\ndirs = []\n").unwrap();
-    let out = Command::new(profile.join("zpulse"))
-        .arg("report")
-        .args(args)
-        .arg("--config")
-        .arg(&config)
-        .arg("--plugin")
-        .arg(profile.join(CHECKS_LIBRARY))
-        .args(["--format", "json"])
-        .output()
-        .expect("running zpulse report");
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("a JSON report")
+    serde_json::from_str(&report_with_checks(args, "json")).expect("a JSON report")
 }
 
 /// The report of a series made of the captures `from..=to` (copied, names kept).

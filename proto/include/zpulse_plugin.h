@@ -43,8 +43,11 @@
  *              fields are nil or missing. At most ZPULSE_ZEVENT_MAX_BYTES.
  *      section (ABI 1.2, host->section) one conclusion: rating ("ok" | "info" | "warning" |
  *              "critical"), title, summary, advice (optional), subject (optional), figures
- *              (an array of maps: key, label, value, unit). At most 16 KiB and 32 figures;
- *              at most 32 sections per report.
+ *              (an array of maps: key, label, value, unit), verdict (optional, up to 64
+ *              bytes: the verdict in stable words, e.g. "seek-bound", compared across the
+ *              window's intervals to find phases; hosts before it ignore it). At most 16 KiB
+ *              and 32 figures; at most 32 sections per report. report may be called more
+ *              than once per window: over each interval and over stretches of intervals too.
  *  - Nobody frees memory the other side allocated. Pointers passed to a function are valid
  *    during that call only; copy what you keep. The host copies whatever you pass to its
  *    callbacks before they return. The descriptor and its strings must be static.

@@ -141,6 +141,12 @@ pub struct Section {
     /// The figures the verdict rests on, for tables and machines.
     #[serde(default)]
     pub figures: Vec<Figure>,
+    /// The verdict in a few stable words (`seek-bound`, `saturated, streaming`), the same
+    /// whatever the figures: the report judges every interval of the window too, and a
+    /// stretch of intervals whose verdict is not the same all along is stated as a phase
+    /// (`seek-bound from 09:12 to 09:13`). Without it the rating stands for the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
 }
 
 /// A named figure of a section.
@@ -162,6 +168,8 @@ pub const SECTION_MAX_BYTES: usize = 16 * 1024;
 pub const SECTIONS_PER_PLUGIN: usize = 32;
 /// Figures in one section.
 pub const FIGURES_PER_SECTION: usize = 32;
+/// Bytes of a section's verdict words.
+pub const VERDICT_MAX_BYTES: usize = 64;
 
 impl Section {
     pub fn new(rating: Rating, title: impl Into<String>, summary: impl Into<String>) -> Section {
@@ -173,7 +181,19 @@ impl Section {
             summary: summary.into(),
             advice: None,
             figures: Vec::new(),
+            verdict: None,
         }
+    }
+
+    /// Names the verdict ([`Section::verdict`](Section#structfield.verdict)).
+    pub fn verdict(mut self, verdict: impl Into<String>) -> Section {
+        self.verdict = Some(verdict.into());
+        self
+    }
+
+    /// The verdict that phases compare: the section's own words, else its rating.
+    pub fn verdict_key(&self) -> &str {
+        self.verdict.as_deref().unwrap_or(self.rating.as_str())
     }
 
     pub fn subject(mut self, subject: impl Into<String>) -> Section {
@@ -230,6 +250,15 @@ impl Section {
         if self.summary.len() > 4000 || self.advice.as_ref().is_some_and(|a| a.len() > 4000) {
             return Err("a section's summary and advice have at most 4000 bytes each".into());
         }
+        if self
+            .verdict
+            .as_ref()
+            .is_some_and(|v| v.trim().is_empty() || v.len() > VERDICT_MAX_BYTES)
+        {
+            return Err(format!(
+                "a section's verdict must have 1 to {VERDICT_MAX_BYTES} bytes"
+            ));
+        }
         if self.figures.len() > FIGURES_PER_SECTION {
             return Err(format!(
                 "a section has {} figures (at most {FIGURES_PER_SECTION})",
@@ -263,6 +292,13 @@ mod tests {
         let mut untitled = s.clone();
         untitled.title = " ".into();
         assert!(untitled.validate().is_err());
+        // The verdict's words travel too, and are bounded; without them the rating stands in.
+        assert_eq!(s.verdict_key(), "warning");
+        let worded = s.clone().verdict("seek-bound");
+        let back = Section::from_msgpack(&worded.to_msgpack()).unwrap();
+        assert_eq!(back.verdict_key(), "seek-bound");
+        assert!(s.clone().verdict(" ").validate().is_err());
+        assert!(s.clone().verdict("x".repeat(65)).validate().is_err());
         assert!(Section::from_msgpack(&[0xc1]).is_err());
         assert!(Section::from_msgpack(&vec![0x90; SECTION_MAX_BYTES + 1]).is_err());
     }

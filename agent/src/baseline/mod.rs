@@ -20,12 +20,14 @@ mod combine;
 pub mod compare;
 pub mod figures;
 pub mod page;
+pub mod phases;
 mod series;
 mod svg;
 pub mod text;
 
 pub use breaks::Break;
 pub use figures::{ArcFigures, ClassFigures, DiskFigures, PoolFigures, VdevFigures, ZilFigures};
+pub use phases::Phase;
 pub use series::Series;
 
 use serde::{Deserialize, Serialize};
@@ -103,6 +105,10 @@ pub struct Baseline {
     /// The kernel's events during the window (`zpool events`: docs/events.md), in order.
     #[serde(default)]
     pub kernel_events: Vec<KernelEvent>,
+    /// Stretches of the window over which a check's verdict was not the window's all along
+    /// ([`phases`]), in time order.
+    #[serde(default)]
+    pub phases: Vec<Phase>,
 }
 
 /// A report written before `zfs_loaded` was kept had ZFS (it had no way to say otherwise).
@@ -275,8 +281,10 @@ pub struct Builder {
     /// Seconds the charts' time line leaves out: what clock steps added to the wall clock.
     chart_shift: f64,
     intervals: u32,
-    busy: BTreeMap<String, Vec<f64>>,
-    metadata_share: Vec<f64>,
+    /// Per disk, its `%util` in each interval it had rates in, with the interval's number
+    /// (1 for the window's first), so that a stretch's can be told apart.
+    busy: BTreeMap<String, Vec<(u32, f64)>>,
+    metadata_share: Vec<(u32, f64)>,
     series: Series,
     notes: Vec<String>,
     kernel_events: Vec<KernelEvent>,
@@ -329,7 +337,10 @@ impl Builder {
         self.stretch_intervals += 1;
         self.intervals += 1;
         for d in &sample.disks {
-            self.busy.entry(d.name.clone()).or_default().push(d.util);
+            self.busy
+                .entry(d.name.clone())
+                .or_default()
+                .push((self.intervals, d.util));
         }
         if let Some(share) = sample
             .snapshot
@@ -337,7 +348,7 @@ impl Builder {
             .as_ref()
             .and_then(|a| a.metadata_share())
         {
-            self.metadata_share.push(share);
+            self.metadata_share.push((self.intervals, share));
         }
         let start = self.first.as_ref().map_or(sample.start, |f| f.taken_at);
         self.series.push(start + self.chart_shift, &sample);
@@ -389,21 +400,63 @@ impl Builder {
             return None;
         }
         let whole = self.whole()?;
-        Some(ReportWindow {
-            from: first.taken_at,
-            to: last.taken_at,
-            intervals: self.intervals,
+        Some(self.window_of(first.taken_at, last.taken_at, whole, 1..=self.intervals))
+    }
+
+    /// The snapshot the next interval starts at (the last one pushed).
+    pub fn last_snapshot(&self) -> Option<Arc<Snapshot>> {
+        self.pairing.previous_shared()
+    }
+
+    /// The interval `sample` (the last [`Builder::push`] returned) as a window of its own,
+    /// for judging each interval ([`phases`]).
+    pub fn interval_window(&self, sample: &Sample) -> ReportWindow {
+        let n = self.intervals;
+        self.window_of(sample.start, sample.end, sample.clone(), n..=n)
+    }
+
+    /// The stretch from `start` to `end` (intervals `first..=last`, with no break between
+    /// them) as a window of its own: its figures are those of that stretch alone.
+    pub fn stretch_window(
+        &self,
+        start: &Snapshot,
+        end: &Snapshot,
+        intervals: std::ops::RangeInclusive<u32>,
+    ) -> Option<ReportWindow> {
+        let whole = Sample::between(start, end).ok()?;
+        Some(self.window_of(start.taken_at, end.taken_at, whole, intervals))
+    }
+
+    fn window_of(
+        &self,
+        from: f64,
+        to: f64,
+        whole: Sample,
+        intervals: std::ops::RangeInclusive<u32>,
+    ) -> ReportWindow {
+        let within = |values: &[(u32, f64)]| -> Vec<f64> {
+            values
+                .iter()
+                .filter(|(i, _)| intervals.contains(i))
+                .map(|(_, v)| *v)
+                .collect()
+        };
+        ReportWindow {
+            from,
+            to,
+            intervals: intervals.end().saturating_sub(*intervals.start()) + 1,
             whole,
             busy: self
                 .busy
                 .iter()
                 .map(|(name, util)| DiskBusy {
                     name: name.clone(),
-                    util: util.clone(),
+                    util: within(util),
                 })
+                .filter(|b| !b.util.is_empty())
                 .collect(),
-            arc_metadata_share: self.metadata_share.clone(),
-        })
+            arc_metadata_share: within(&self.metadata_share),
+        }
     }
 
     /// The baseline of `window` (from [`Builder::window`]) with the checks' `sections` and
@@ -455,6 +508,7 @@ impl Builder {
             breaks: self.breaks,
             covered_s: whole.interval,
             kernel_events: self.kernel_events,
+            phases: Vec::new(),
         }
     }
 }

@@ -125,6 +125,7 @@ pub fn render(b: &Baseline) -> String {
     }
     plugin_problems(&mut out, b);
     conclusions(&mut out, b);
+    out.push_str(&super::phases::html(&b.phases));
     evidence(&mut out, b);
     findings(&mut out, b);
     kernel_events(&mut out, b);

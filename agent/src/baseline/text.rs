@@ -63,11 +63,51 @@ fn conclusions(out: &mut String, b: &Baseline) {
     }
 }
 
+/// The stretches with a verdict of their own: when, the check's title over the stretch, its
+/// figures and advice.
+fn phases(out: &mut String, b: &Baseline) {
+    if b.phases.is_empty() {
+        return;
+    }
+    out.push_str("\nphases\n");
+    for p in &b.phases {
+        let s = &p.section;
+        let _ = writeln!(
+            out,
+            "  [{}] {}: {}",
+            s.rating.as_str(),
+            clean(&s.check),
+            clean(&p.headline())
+        );
+        let _ = writeln!(out, "      {}", clean(&s.title));
+        let figures: Vec<String> = s
+            .figures
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {}{}",
+                    clean(&f.label),
+                    super::svg::short(f.value),
+                    clean(&f.unit)
+                )
+            })
+            .map(|f| f.trim_end().to_owned())
+            .collect();
+        if !figures.is_empty() {
+            let _ = writeln!(out, "      {}", figures.join(", "));
+        }
+        if let Some(a) = &s.advice {
+            let _ = writeln!(out, "      advice: {}", clean(a));
+        }
+    }
+}
+
 pub fn render(b: &Baseline) -> String {
     let mut out = String::new();
     window(&mut out, b);
     out.push_str("\nconclusions\n");
     conclusions(&mut out, b);
+    phases(&mut out, b);
     out.push_str(
         "\ndisks             kind  %util  p95  >=95%    r/s    w/s  rMB/s  wMB/s r_await rareq\n",
     );

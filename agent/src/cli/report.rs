@@ -152,6 +152,8 @@ struct Analysis {
     builder: Builder,
     runner: Option<Runner>,
     events: Vec<Entry>,
+    /// Every interval's verdicts, for the window's phases.
+    phases: baseline::phases::Tracker,
 }
 
 impl Analysis {
@@ -163,15 +165,26 @@ impl Analysis {
             builder,
             runner: Some(runner),
             events: Vec::new(),
+            phases: baseline::phases::Tracker::new(),
         })
     }
 
     fn push(&mut self, snapshot: Snapshot) {
-        if let Some(sample) = self.builder.push(snapshot)
-            && let Some(r) = &mut self.runner
-        {
-            self.events.extend(r.events(&Arc::new(sample)));
+        let start = self.builder.last_snapshot();
+        let Some(sample) = self.builder.push(snapshot) else {
+            self.phases.interrupt();
+            return;
+        };
+        let Some(r) = &mut self.runner else { return };
+        // The interval judged as a window of its own (its events and problems are the
+        // window's report's to say).
+        let (verdicts, _, _) = r.report(&self.builder.interval_window(&sample));
+        if let Some(start) = start {
+            let end = Arc::clone(sample.snapshot.arc());
+            self.phases
+                .observe(self.builder.intervals(), &start, &end, &verdicts);
         }
+        self.events.extend(r.events(&Arc::new(sample)));
     }
 
     /// Kernel events posted before the next snapshot: listed, and judged by the plugins that
@@ -197,8 +210,25 @@ impl Analysis {
         let mut runner = self.runner.take().expect("started");
         let (sections, events, mut problems) = runner.report(&window);
         self.events.extend(events);
+        let (runs, dropped) = self.phases.finish(window.intervals);
+        let (phases, unconfirmed) =
+            baseline::phases::state(&self.builder, &runs, |w| runner.report(w).0);
         let (_, stopped) = runner.stop();
         let mut b = self.builder.finish(&window, sections, &self.events, source);
+        b.phases = phases;
+        if dropped > 0 {
+            b.notes.push(format!(
+                "{dropped} shorter stretch(es) with a verdict of their own are not listed as \
+                 phases (at most {} are kept)",
+                baseline::phases::KEPT_RUNS
+            ));
+        }
+        if unconfirmed > 0 {
+            b.notes.push(format!(
+                "{unconfirmed} stretch(es) whose intervals each had a verdict of their own \
+                 were, judged as one, not: not stated as phases"
+            ));
+        }
         // A plugin that did not run to the end, or whose report failed, leaves the
         // conclusions incomplete: said on the page itself, and in the exit status.
         problems.extend(stopped);

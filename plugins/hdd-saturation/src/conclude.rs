@@ -89,7 +89,16 @@ impl HddSaturation {
                 a.stats.util_mean,
                 a.stats.saturated_share * 100.0
             );
-            sections.push(section_of(&j.report, rating, title).subject(j.subject));
+            // The verdict in words that do not change with the figures: what phases compare.
+            let verdict = match a.verdict {
+                Verdict::Holds(_) => format!("saturated, {load}"),
+                _ => load.to_owned(),
+            };
+            sections.push(
+                section_of(&j.report, rating, title)
+                    .subject(j.subject)
+                    .verdict(verdict),
+            );
         }
         if !idle.is_empty() {
             sections.push(
