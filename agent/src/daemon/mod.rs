@@ -775,25 +775,8 @@ mod sampler_tests {
         let identity = system.identity();
         let take = move || sources::snapshot(&system, identity.clone());
         let interval = Duration::from_millis(100);
-        let (control_tx, control) = bounded(1);
-        let (stage, stalled) = bounded(1);
-        let (history, _thread) = recorder::start(
-            crate::history::Config {
-                enabled: false,
-                ..Default::default()
-            },
-            false,
-        );
-        let counters = Arc::new(Mutex::new(SamplerCounters::default()));
         let clock = Arc::new(ManualClock::default());
-        let sampler = Sampler {
-            control,
-            stage,
-            history,
-            counters: Arc::clone(&counters),
-            clock: Arc::clone(&clock) as Arc<dyn Clock>,
-        };
-        let thread = std::thread::spawn(move || sampler_loop(take, interval, sampler));
+        let rig = Rig::start(&clock, interval, 1, take);
         // Slot 0 is due at once; then five slots one by one, on time (the sampler waits once
         // for each slot to come).
         for slot in 1..=5 {
@@ -805,9 +788,7 @@ mod sampler_tests {
         clock.until_waits(6);
         clock.advance(interval * 3 + interval / 2);
         clock.until_waits(7);
-        control_tx.send(SamplerMsg::Stop).unwrap();
-        thread.join().unwrap();
-        let c = *counters.lock().unwrap();
+        let (c, stalled) = rig.stop();
         // Slots 0 to 8 passed: 7 taken, 2 missed.
         assert_eq!((c.samples, c.missed), (7, 2), "{c:?}");
         assert_eq!(c.dropped, c.samples - 1, "{c:?}");
