@@ -716,6 +716,9 @@ fn load_average() -> String {
         .unwrap_or_default()
 }
 
+/// An axis of synthetic captures: its name, its sizes, and how to make one.
+type AxisSizes<'a> = (&'a str, &'a [usize], fn(usize) -> Axis);
+
 /// Instructions per interval at one size: (size, live snapshot, live + checks).
 type Counted = (usize, Option<u64>, Option<u64>);
 
@@ -894,7 +897,7 @@ fn main() {
     let vdev_sizes: &[usize] = if quick { &[10, 100] } else { &[10, 200, 2000] };
     // `--no-scaling`: the lab capture alone (and its memory), no synthetic captures.
     let scaling = !args.iter().any(|a| a == "--no-scaling");
-    let axes: &[(&str, &[usize], fn(usize) -> Axis)] = if scaling {
+    let axes: &[AxisSizes] = if scaling {
         &[
             ("disks", disk_sizes, Axis::Disks as fn(usize) -> Axis),
             ("vdevs", vdev_sizes, Axis::Vdevs as fn(usize) -> Axis),
