@@ -18,18 +18,23 @@
 //!   to a Prometheus sink with a listener (`detail` standard), scraped once over loopback (as
 //!   Prometheus would each reading; plain, and again gzip: the listener renders at the
 //!   scrape), and the snapshot appended to a history (`history::Writer`, with its
-//!   `fdatasync`; CPU only is counted);
+//!   `fdatasync`; CPU only is counted); and where that goes, part by part ([`Parts`]);
 //! * **node_exporter** — when Debian's `prometheus-node-exporter` is installed, its CPU per
 //!   scrape of the same capture (`--path.procfs`, `--path.sysfs`, collectors `zfs` and
 //!   `diskstats` only, scraped over loopback).
 //!
-//! CPU time is the whole process's (every thread: the plugins' lanes included), as ratios to
-//! the floor. Every stage of a capture is measured in five interleaved rounds and its median
+//! zpulse's CPU time is the whole process's (every thread: the plugins' lanes, the listener's
+//! threads, the history), less what the bench's own HTTP client spends scraping on its thread
+//! (Prometheus' cost, not the agent's); node_exporter's is its process's, the server side
+//! alone too. Both as ratios to the floor. Every stage of a capture is measured in five interleaved rounds and its median
 //! kept, so that a machine whose speed drifts during the run moves all stages alike. The
 //! growth exponent of each column is the slope of log(cost) over log(size) between the two
 //! largest synthetic captures of an axis (and, for the live interval, over the whole axis
-//! too). Memory per disk and per vdev is the slope of
-//! the resident set of `zpulse run --replay` (all checks) over a synthetic series.
+//! too), and the growth of the interval with every output on as a factor against the floor's
+//! (500 → 5,000 disks, 200 → 2,000 vdevs). Memory: the resident set of `zpulse run --replay`
+//! at the lab host with every output on (checks, a listener scraped all along, a history), and
+//! per disk and per vdev the slope of it with every check over a synthetic series. Last, each
+//! target with its verdict and the load average.
 //!
 //! `--quick` (what CI runs) and `cargo test` do a few iterations of everything: a smoke run
 //! that prints the same table, not a measurement. `--no-rss` leaves out the memory figures
@@ -45,6 +50,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use zpulse_agent::capture;
 use zpulse_agent::sinks::prometheus::exposition::Detail;
@@ -57,10 +63,22 @@ use zpulse_tests::{
     start_shipped_checks,
 };
 
-/// Process CPU time (all threads).
-fn cpu_now() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+/// CPU time of the bench's own HTTP client threads, ns: what a scrape costs the scraper
+/// (connect, request, reading the response), which is Prometheus' cost, not the agent's.
+static CLIENT_CPU_NS: AtomicU64 = AtomicU64::new(0);
+
+fn clock(id: rustix::time::ClockId) -> Duration {
+    let t = rustix::time::clock_gettime(id);
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// The agent's CPU time: the whole process's (every thread: the plugins' lanes, the
+/// listener's accept and connection threads, the history), less what the bench's HTTP
+/// client spent on its own thread scraping it. node_exporter is charged the same way: its
+/// process, not the client's.
+fn cpu_now() -> Duration {
+    clock(rustix::time::ClockId::ProcessCPUTime)
+        .saturating_sub(Duration::from_nanos(CLIENT_CPU_NS.load(Ordering::Relaxed)))
 }
 
 /// CPU time per call of `f`, after one warm-up call, over at least `iterations` calls and
@@ -137,7 +155,33 @@ struct Costs {
     /// gzip) and a history append.
     outputs: f64,
     outputs_gzip: f64,
+    /// Where `outputs` goes, part by part.
+    parts: Parts,
     node_exporter: Option<f64>,
+}
+
+/// The agent's CPU per reading for each part of its outputs, µs (each part's median over
+/// the rounds). The scrape parts are told apart by scraping one reading three times: the
+/// first plain scrape renders it and serves it, the second only serves it (accept, the
+/// connection's thread, the request read, the bytes written), the gzip one compresses it
+/// and serves it.
+#[derive(Clone, Copy, Default)]
+struct Parts {
+    /// `Sink::observe`: the reading handed to the listener, to render when scraped.
+    handoff: f64,
+    render_and_serve: f64,
+    serve: f64,
+    gzip_and_serve: f64,
+    history: f64,
+}
+
+impl Parts {
+    fn render(&self) -> f64 {
+        self.render_and_serve - self.serve
+    }
+    fn gzip(&self) -> f64 {
+        self.gzip_and_serve - self.serve
+    }
 }
 
 fn us(d: Duration) -> f64 {
@@ -182,6 +226,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         interval
     };
     let mut stages: [Vec<f64>; 9] = Default::default();
+    let mut parts: [Vec<f64>; 5] = Default::default();
     let mut outputs = Outputs {
         sink: &mut sink,
         port,
@@ -234,6 +279,15 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         for (stage, cost) in stages.iter_mut().zip(costs) {
             stage.push(us(cost));
         }
+        let p = outputs.parts(&round, || {
+            let sample = Sample::following(&prev, Arc::new(reader.load())).expect("a sample");
+            let sample = shifted(sample, next());
+            std::hint::black_box(host.run(&sample));
+            sample
+        });
+        for (part, cost) in parts.iter_mut().zip(p) {
+            part.push(cost);
+        }
     }
     host.shutdown();
     let [
@@ -247,6 +301,8 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         outputs,
         outputs_gzip,
     ] = stages.map(|mut v| median(&mut v));
+    let [handoff, render_and_serve, serve, gzip_and_serve, history] =
+        parts.map(|mut v| median(&mut v));
     Costs {
         floor,
         snapshot,
@@ -257,6 +313,13 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         kept_floor,
         outputs,
         outputs_gzip,
+        parts: Parts {
+            handoff,
+            render_and_serve,
+            serve,
+            gzip_and_serve,
+            history,
+        },
         node_exporter: None,
     }
 }
@@ -282,6 +345,49 @@ impl Outputs<'_> {
         self.history
             .append(reading.snapshot())
             .expect("a history append");
+    }
+
+    /// CPU per reading of each part ([`Parts`], in its order), µs, over readings made by
+    /// `reading` (whose own cost is not counted), at least `mode.iterations` of them and
+    /// (outside quick mode) at least `mode.min_cpu` of the parts' CPU.
+    fn parts(&mut self, mode: &Mode, mut reading: impl FnMut() -> Arc<Sample>) -> [f64; 5] {
+        let mut sums = [Duration::ZERO; 5];
+        let wall = Instant::now();
+        let mut n = 0u32;
+        loop {
+            let reading = Reading::Sample(reading());
+            let mut part = |i: usize, f: &mut dyn FnMut()| {
+                let t = cpu_now();
+                f();
+                sums[i] += cpu_now() - t;
+            };
+            part(0, &mut || {
+                self.sink
+                    .observe(&reading)
+                    .expect("the sink takes the reading")
+            });
+            for (i, gzip) in [(1, false), (2, false), (3, true)] {
+                part(i, &mut || {
+                    assert!(
+                        scrape(self.port, gzip) > 1000,
+                        "the listener answered nothing"
+                    )
+                });
+            }
+            part(4, &mut || {
+                self.history
+                    .append(reading.snapshot())
+                    .expect("a history append");
+            });
+            n += 1;
+            let total: Duration = sums.iter().sum();
+            if n >= mode.iterations
+                && (mode.quick || total >= mode.min_cpu || wall.elapsed() > mode.max_wall)
+            {
+                break;
+            }
+        }
+        sums.map(|d| us(d / n))
     }
 }
 
@@ -311,7 +417,18 @@ fn process_cpu(pid: u32) -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
+/// One scrape of `/metrics` over loopback, as Prometheus makes it (a connection per scrape);
+/// the bytes received. The CPU this thread spends on it is the client's, counted apart
+/// ([`CLIENT_CPU_NS`]).
 fn scrape(port: u16, gzip: bool) -> usize {
+    let start = clock(rustix::time::ClockId::ThreadCPUTime);
+    let n = scrape_as_client(port, gzip);
+    let spent = clock(rustix::time::ClockId::ThreadCPUTime).saturating_sub(start);
+    CLIENT_CPU_NS.fetch_add(spent.as_nanos() as u64, Ordering::Relaxed);
+    n
+}
+
+fn scrape_as_client(port: u16, gzip: bool) -> usize {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let accept = if gzip {
         "Accept-Encoding: gzip\r\n"
@@ -404,26 +521,91 @@ fn run_rss(profile: &Path, series: &Path, work: &Path) -> Rss {
         .unwrap();
     let mut peak = Rss::default();
     while child.try_wait().unwrap().is_none() {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) {
-            let kb = |key: &str| -> u64 {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix(key))
-                    .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
-                    .unwrap_or(0)
-            };
-            let now = Rss {
-                total: kb("VmRSS:"),
-                anon: kb("RssAnon:"),
-                file: kb("RssFile:"),
-            };
-            if now.total > peak.total {
-                peak = now;
-            }
+        if let Some(now) = rss_of(child.id())
+            && now.total > peak.total
+        {
+            peak = now;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     peak
+}
+
+/// Peak resident set of `zpulse run --replay` over the lab series with every output on:
+/// every shipped check, a Prometheus listener scraped all along (so each reading is
+/// rendered, plain and gzip), and a history; paced so that each reading is scraped.
+fn run_rss_every_output(profile: &Path, series: &Path, work: &Path) -> Rss {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = work.join("rss-outputs.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\ndirs = []\npaths = [{:?}]\n[history]\ndir = {:?}\n\
+             [[sink]]\ntype = \"prometheus\"\nlisten = \"127.0.0.1:{port}\"\n",
+            profile.join(CHECKS_LIBRARY).display().to_string(),
+            work.join("rss-history").display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(profile.join("zpulse"))
+        .args(["run", "--pace", "100ms", "--config"])
+        .arg(&config)
+        .arg("--replay")
+        .arg(series)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut peak = Rss::default();
+    let mut scraped = 0u32;
+    let mut gzip = false;
+    while child.try_wait().unwrap().is_none() {
+        // Answered 503 until the first reading; refused once the replay ends.
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let accept = if gzip {
+                "Accept-Encoding: gzip\r\n"
+            } else {
+                ""
+            };
+            let _ = write!(
+                s,
+                "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n"
+            );
+            let mut body = Vec::new();
+            if s.read_to_end(&mut body).is_ok() && body.starts_with(b"HTTP/1.1 200") {
+                scraped += 1;
+            }
+            gzip = !gzip;
+        }
+        if let Some(now) = rss_of(child.id())
+            && now.total > peak.total
+        {
+            peak = now;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(scraped > 0, "the replaying agent was never scraped");
+    peak
+}
+
+fn rss_of(pid: u32) -> Option<Rss> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = |key: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+            .unwrap_or(0)
+    };
+    Some(Rss {
+        total: kb("VmRSS:"),
+        anon: kb("RssAnon:"),
+        file: kb("RssFile:"),
+    })
 }
 
 /// A resident set in KiB: in all, anonymous (the heap, stacks) and file-backed (the code and
@@ -534,6 +716,9 @@ fn load_average() -> String {
         .unwrap_or_default()
 }
 
+/// An axis of synthetic captures: its name, its sizes, and how to make one.
+type AxisSizes<'a> = (&'a str, &'a [usize], fn(usize) -> Axis);
+
 /// Instructions per interval at one size: (size, live snapshot, live + checks).
 type Counted = (usize, Option<u64>, Option<u64>);
 
@@ -597,7 +782,12 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_average()
     );
-    println!("CPU time per interval (all threads), µs, and × the floor\n");
+    println!(
+        "CPU time per interval, µs, and × the floor: the bench process's every thread (the \
+         plugins' lanes, the listener's threads, the history) less its HTTP client's own \
+         thread; node_exporter: its process's CPU per scrape\n"
+    );
+    let mut verdicts: Vec<Verdict> = Vec::new();
 
     // The lab capture.
     let lab = fixture(LAB);
@@ -621,6 +811,24 @@ fn main() {
     row("+ checks, disk facts kept (live)", c.kept_checks);
     row("+ listener scraped + history (live)", c.outputs);
     row("  the same, scraped with gzip", c.outputs_gzip);
+    let p = c.parts;
+    println!("  where the interval with every output on goes (agent CPU per reading):");
+    row("  live + checks", c.kept_checks);
+    row("  hand-off to the listener", p.handoff);
+    row("  render (by the reading's 1st scrape)", p.render());
+    row("  serve a scrape (accept, thread, send)", p.serve);
+    row("  gzip (once per reading)", p.gzip());
+    row("  history append", p.history);
+    verdicts.push(Verdict::at_most(
+        "interval with every output on ÷ floor, plain",
+        c.outputs / c.floor,
+        3.0,
+    ));
+    verdicts.push(Verdict::at_most(
+        "interval with every output on ÷ floor, gzip",
+        c.outputs_gzip / c.floor,
+        3.0,
+    ));
     println!(
         "  each interval the live reader reads every file but the disks' sysfs attributes: \
          reading only those costs {:.1} µs; live snapshot {:.2} ×, live + checks {:.2} × that",
@@ -644,6 +852,16 @@ fn main() {
                 plain / c.outputs,
                 gzip / c.outputs_gzip
             );
+            verdicts.push(Verdict::at_least(
+                "node_exporter ÷ zpulse, every output on, plain",
+                plain / c.outputs,
+                3.0,
+            ));
+            verdicts.push(Verdict::at_least(
+                "node_exporter ÷ zpulse, every output on, gzip",
+                gzip / c.outputs_gzip,
+                3.0,
+            ));
         }
         None => println!("  node_exporter: {NODE_EXPORTER} not installed, not compared"),
     }
@@ -673,39 +891,46 @@ fn main() {
     }
 
     // Scaling.
-    let disk_sizes: &[usize] = if quick {
-        &[10, 100]
+    // The growth targets are between the two largest sizes of each axis: 500 to 5,000
+    // disks, 200 to 2,000 vdevs.
+    let disk_sizes: &[usize] = if quick { &[10, 100] } else { &[10, 500, 5000] };
+    let vdev_sizes: &[usize] = if quick { &[10, 100] } else { &[10, 200, 2000] };
+    // `--no-scaling`: the lab capture alone (and its memory), no synthetic captures.
+    let scaling = !args.iter().any(|a| a == "--no-scaling");
+    let axes: &[AxisSizes] = if scaling {
+        &[
+            ("disks", disk_sizes, Axis::Disks as fn(usize) -> Axis),
+            ("vdevs", vdev_sizes, Axis::Vdevs as fn(usize) -> Axis),
+        ]
     } else {
-        &[10, 100, 1000, 5000]
+        &[]
     };
-    let vdev_sizes: &[usize] = if quick {
-        &[10, 100]
-    } else {
-        &[10, 100, 500, 2000]
-    };
-    println!("\nscaling (synthetic captures grown from the lab's), µs per interval");
-    println!(
-        "  {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9} {:>11} {:>11} {:>11}",
-        "capture",
-        "floor",
-        "snapshot",
-        "sample",
-        "+ checks",
-        "snap/fl",
-        "chk/fl",
-        "live floor",
-        "live snap",
-        "live chk"
-    );
+    if scaling {
+        println!("\nscaling (synthetic captures grown from the lab's), µs per interval");
+    }
+    if scaling {
+        println!(
+            "  {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9} {:>11} {:>11} {:>11} {:>11} {:>7}",
+            "capture",
+            "floor",
+            "snapshot",
+            "sample",
+            "+ checks",
+            "snap/fl",
+            "chk/fl",
+            "live floor",
+            "live snap",
+            "live chk",
+            "+ outputs",
+            "out/fl"
+        );
+    }
     let mut axis_rows: Vec<(&str, Vec<(usize, Costs)>)> = Vec::new();
     // With `--callgrind`: user-space instructions of the live snapshot and of the live
     // interval with every check at the two largest sizes of each axis, whose growth is that
     // of zpulse's own code, without the kernel's share of the floor.
     let mut axis_instructions: Vec<(&str, Vec<Counted>)> = Vec::new();
-    for (label, sizes, make) in [
-        ("disks", disk_sizes, Axis::Disks as fn(usize) -> Axis),
-        ("vdevs", vdev_sizes, Axis::Vdevs as fn(usize) -> Axis),
-    ] {
+    for &(label, sizes, make) in axes {
         let mut rows = Vec::new();
         let mut counted = Vec::new();
         for (i, &n) in sizes.iter().enumerate() {
@@ -719,7 +944,7 @@ fn main() {
                 ));
             }
             println!(
-                "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.2} {:>9.2} {:>11.1} {:>11.1} {:>11.1}",
+                "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.2} {:>9.2} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>7.2}",
                 format!("{n} {label}"),
                 c.floor,
                 c.snapshot,
@@ -729,7 +954,9 @@ fn main() {
                 c.checks / c.floor,
                 c.kept_floor,
                 c.kept_snapshot,
-                c.kept_checks
+                c.kept_checks,
+                c.outputs,
+                c.outputs / c.floor
             );
             rows.push((n, c));
             let _ = std::fs::remove_dir_all(&dir);
@@ -760,6 +987,27 @@ fn main() {
             e(|c| c.kept_floor),
             e(|c| (c.kept_checks - c.kept_floor).max(f64::MIN_POSITIVE))
         );
+        // Growth as a factor, against the floor's own: what the issue's target is.
+        let grown = |f: fn(&Costs) -> f64| f(&b.1) / f(&a.1);
+        let relative = grown(|c| c.outputs) / grown(|c| c.floor);
+        println!(
+            "    {}→{} {label}: the floor grows ×{:.2}, the interval with every output on ×{:.2} \
+             (gzip ×{:.2}): {:.2}× the floor's growth",
+            a.0,
+            b.0,
+            grown(|c| c.floor),
+            grown(|c| c.outputs),
+            grown(|c| c.outputs_gzip),
+            relative
+        );
+        verdicts.push(Verdict::at_most(
+            &format!(
+                "growth {}→{} {label}, every output on, ÷ the floor's growth",
+                a.0, b.0
+            ),
+            relative,
+            1.2,
+        ));
         // Over the whole axis too (the smallest size still carries the lab capture's own
         // cost, which flatters this figure; the one above is the strict one).
         let (first, last) = (rows[0], rows[rows.len() - 1]);
@@ -786,11 +1034,35 @@ fn main() {
     }
 
     if !rss {
+        print_verdicts(&verdicts, quick);
         let _ = std::fs::remove_dir_all(&work);
         return;
     }
+    // Memory of the agent doing the interval with every output on, at the lab host.
+    let lab_series = long_series(&lab, &work.join("lab-series"), if quick { 4 } else { 12 });
+    let lab_rss = run_rss_every_output(&profile, &lab_series, &work);
+    let _ = std::fs::remove_dir_all(&lab_series);
+    let mib = |kb: u64| kb as f64 / 1024.0;
+    println!(
+        "\nlab host {LAB}, `zpulse run --replay --pace 100ms` with every check, a listener \
+         scraped every 10 ms (plain and gzip in turn) and a history: peak RSS {:.1} MiB \
+         ({:.1} MiB anonymous, {:.1} MiB file-backed)",
+        mib(lab_rss.total),
+        mib(lab_rss.anon),
+        mib(lab_rss.file)
+    );
+    verdicts.push(Verdict::at_most(
+        "peak RSS at the lab host, every output on, MiB",
+        mib(lab_rss.total),
+        12.0,
+    ));
     // Memory: `zpulse run --replay` with every check.
     let captures = if quick { 4 } else { 12 };
+    if !scaling {
+        print_verdicts(&verdicts, quick);
+        let _ = std::fs::remove_dir_all(&work);
+        return;
+    }
     println!("\nresident memory of `zpulse run --replay` with every check ({captures} captures)");
     let mut mem = Vec::new();
     for axis in [
@@ -825,5 +1097,60 @@ fn main() {
         slope(mem[1], mem[2]),
         slope(mem[0], mem[3])
     );
+    print_verdicts(&verdicts, quick);
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A target of the bench and what this run measured against it.
+struct Verdict {
+    target: String,
+    value: f64,
+    limit: f64,
+    at_most: bool,
+}
+
+impl Verdict {
+    fn at_most(target: &str, value: f64, limit: f64) -> Verdict {
+        Verdict {
+            target: target.into(),
+            value,
+            limit,
+            at_most: true,
+        }
+    }
+    fn at_least(target: &str, value: f64, limit: f64) -> Verdict {
+        Verdict {
+            at_most: false,
+            ..Verdict::at_most(target, value, limit)
+        }
+    }
+    fn met(&self) -> bool {
+        if self.at_most {
+            self.value <= self.limit
+        } else {
+            self.value >= self.limit
+        }
+    }
+}
+
+fn print_verdicts(verdicts: &[Verdict], quick: bool) {
+    println!(
+        "\ntargets{}, load average {}",
+        if quick {
+            " (quick smoke run: sizes and iterations too small to judge)"
+        } else {
+            ""
+        },
+        load_average()
+    );
+    for v in verdicts {
+        println!(
+            "  {:<62} {:>7.2}  {} {:<5} {}",
+            v.target,
+            v.value,
+            if v.at_most { "≤" } else { "≥" },
+            v.limit,
+            if v.met() { "met" } else { "NOT MET" }
+        );
+    }
 }

@@ -205,7 +205,9 @@ pub fn run(options: Options) -> Result<(), String> {
                         counters,
                         clock: system_clock(),
                     };
-                    sampler_loop(system, interval, sampler)
+                    let identity = system.identity();
+                    let take = move || sources::snapshot(&system, identity.clone());
+                    sampler_loop(take, interval, sampler)
                 }
             })
             .map_err(|e| format!("cannot start the sampler thread: {e}"))?
@@ -409,7 +411,12 @@ struct Sampler {
     clock: Arc<dyn Clock>,
 }
 
-fn sampler_loop(system: System, interval: Duration, sampler: Sampler) {
+/// Takes a snapshot with `take` (the live system's, or a test's source) on the schedule.
+fn sampler_loop(
+    mut take: impl FnMut() -> zpulse_proto::Snapshot,
+    interval: Duration,
+    sampler: Sampler,
+) {
     let Sampler {
         control,
         stage,
@@ -419,7 +426,6 @@ fn sampler_loop(system: System, interval: Duration, sampler: Sampler) {
     } = sampler;
     let mut schedule = Schedule::new(clock.now(), interval);
     let mut prev: Option<Arc<zpulse_proto::Snapshot>> = None;
-    let identity = system.identity();
     loop {
         let due = clock.at(schedule.next_due());
         select! {
@@ -436,7 +442,7 @@ fn sampler_loop(system: System, interval: Duration, sampler: Sampler) {
         let now = clock.now();
         let tick = schedule.take(now);
         let late = now.saturating_duration_since(tick.due) > schedule.interval() / 2;
-        let snap = Arc::new(sources::snapshot(&system, identity.clone()));
+        let snap = Arc::new(take());
         history.offer(Arc::clone(&snap));
         let mut c = counters.lock().unwrap_or_else(|p| p.into_inner());
         c.samples += 1;
@@ -766,26 +772,11 @@ mod sampler_tests {
     fn a_stalled_stage_leaves_the_sampler_counts_adding_up_to_the_slots() {
         let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/basic/001");
         let system = System::capture(&capture, zpulse_proto::snapshot::Os::Linux);
+        let identity = system.identity();
+        let take = move || sources::snapshot(&system, identity.clone());
         let interval = Duration::from_millis(100);
-        let (control_tx, control) = bounded(1);
-        let (stage, stalled) = bounded(1);
-        let (history, _thread) = recorder::start(
-            crate::history::Config {
-                enabled: false,
-                ..Default::default()
-            },
-            false,
-        );
-        let counters = Arc::new(Mutex::new(SamplerCounters::default()));
         let clock = Arc::new(ManualClock::default());
-        let sampler = Sampler {
-            control,
-            stage,
-            history,
-            counters: Arc::clone(&counters),
-            clock: Arc::clone(&clock) as Arc<dyn Clock>,
-        };
-        let thread = std::thread::spawn(move || sampler_loop(system, interval, sampler));
+        let rig = Rig::start(&clock, interval, 1, take);
         // Slot 0 is due at once; then five slots one by one, on time (the sampler waits once
         // for each slot to come).
         for slot in 1..=5 {
@@ -797,13 +788,211 @@ mod sampler_tests {
         clock.until_waits(6);
         clock.advance(interval * 3 + interval / 2);
         clock.until_waits(7);
-        control_tx.send(SamplerMsg::Stop).unwrap();
-        thread.join().unwrap();
-        let c = *counters.lock().unwrap();
+        let (c, stalled) = rig.stop();
         // Slots 0 to 8 passed: 7 taken, 2 missed.
         assert_eq!((c.samples, c.missed), (7, 2), "{c:?}");
         assert_eq!(c.dropped, c.samples - 1, "{c:?}");
         assert_eq!(c.late, 0, "half an interval late is not late: {c:?}");
         assert_eq!(stalled.len(), 1, "only the first reading waits");
+    }
+
+    /// A sampler on `clock` taking its snapshots with `take`, its samples queued for the
+    /// stage in a queue of `depth` (the agent's is 2).
+    struct Rig {
+        control: Sender<SamplerMsg>,
+        stage: Receiver<StageMsg>,
+        counters: Arc<Mutex<SamplerCounters>>,
+        thread: std::thread::JoinHandle<()>,
+    }
+
+    impl Rig {
+        fn start(
+            clock: &Arc<ManualClock>,
+            interval: Duration,
+            depth: usize,
+            take: impl FnMut() -> zpulse_proto::Snapshot + Send + 'static,
+        ) -> Rig {
+            let (control_tx, control) = bounded(1);
+            let (stage_tx, stage) = bounded(depth);
+            let (history, _thread) = recorder::start(
+                crate::history::Config {
+                    enabled: false,
+                    ..Default::default()
+                },
+                false,
+            );
+            let counters = Arc::new(Mutex::new(SamplerCounters::default()));
+            let sampler = Sampler {
+                control,
+                stage: stage_tx,
+                history,
+                counters: Arc::clone(&counters),
+                clock: Arc::clone(clock) as Arc<dyn Clock>,
+            };
+            let thread = std::thread::spawn(move || sampler_loop(take, interval, sampler));
+            Rig {
+                control: control_tx,
+                stage,
+                counters,
+                thread,
+            }
+        }
+
+        /// Stops the sampler (which must be waiting for the clock, so that the stop is the
+        /// only thing it can do) and gives its counts.
+        fn stop(self) -> (SamplerCounters, Receiver<StageMsg>) {
+            self.control.send(SamplerMsg::Stop).unwrap();
+            self.thread.join().unwrap();
+            let c = *self.counters.lock().unwrap();
+            (c, self.stage)
+        }
+    }
+
+    /// The lab capture, read once: what the test sources hand out, stamped anew.
+    fn lab_snapshot() -> zpulse_proto::Snapshot {
+        let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lab/basic/001");
+        crate::capture::load(&capture).unwrap()
+    }
+
+    /// Seconds of `clock` since `t0`: the snapshot's monotonic reading, on the test's clock.
+    fn seconds_since(clock: &ManualClock, t0: Instant) -> f64 {
+        clock.now().duration_since(t0).as_secs_f64()
+    }
+
+    /// A source slower than the interval (each snapshot takes 1.6 intervals of the clock,
+    /// as a loaded host's would): the counts say exactly which slots were sampled, late,
+    /// or missed. By the schedule (slot k due at k × interval; a sample starting more than
+    /// half an interval after its slot is late; a slot that passed entirely is missed),
+    /// with snapshots starting at 0, 1.6, 3.2, 4.8, 6.4 and 8.0 intervals: slots 0, 1, 3,
+    /// 4, 6 and 8 are sampled, 1 (0.6 late) and 4 (0.8 late) late, 2, 5 and 7 missed. The
+    /// sixth snapshot is quick, so the sampler then waits for slot 9 and is stopped there.
+    #[test]
+    fn a_source_slower_than_the_interval_is_counted_late_and_missed_slot_by_slot() {
+        let interval = Duration::from_millis(100);
+        let clock = Arc::new(ManualClock::default());
+        let t0 = clock.now();
+        let (taken_tx, taken) = crossbeam_channel::unbounded();
+        let source_clock = Arc::clone(&clock);
+        let lab = lab_snapshot();
+        let mut calls = 0;
+        let take = move || {
+            let mut snap = lab.clone();
+            snap.monotonic = Some(seconds_since(&source_clock, t0));
+            let _ = taken_tx.send(source_clock.now().duration_since(t0));
+            calls += 1;
+            if calls <= 5 {
+                source_clock.advance(interval * 16 / 10);
+            }
+            snap
+        };
+        let rig = Rig::start(&clock, interval, 16, take);
+        clock.until_waits(1);
+        let (c, stage) = rig.stop();
+        let started: Vec<Duration> = taken.try_iter().collect();
+        let want: Vec<Duration> = [0, 16, 32, 48, 64, 80]
+            .iter()
+            .map(|&tenths| interval * tenths / 10)
+            .collect();
+        assert_eq!(started, want);
+        assert_eq!(
+            (c.samples, c.late, c.missed, c.dropped),
+            (6, 2, 3, 0),
+            "{c:?}"
+        );
+        // Every slot that passed (0 to 8) is a sample taken or a slot missed.
+        assert_eq!(c.samples + c.missed, 9);
+        // Each sample taken reached the stage: the first reading and five samples.
+        assert_eq!(stage.len() as u64, c.samples);
+    }
+
+    /// A plugin stage slower than the interval (it takes a reading only every third slot,
+    /// as with a plugin that needs three intervals a sample): the sampler keeps its
+    /// schedule (nothing late, nothing missed) and every sample it took is either one the
+    /// stage took or one counted dropped.
+    #[test]
+    fn a_slow_plugin_stage_leaves_every_sample_taken_or_dropped() {
+        let interval = Duration::from_millis(100);
+        let clock = Arc::new(ManualClock::default());
+        let t0 = clock.now();
+        let source_clock = Arc::clone(&clock);
+        let lab = lab_snapshot();
+        let take = move || {
+            let mut snap = lab.clone();
+            snap.monotonic = Some(seconds_since(&source_clock, t0));
+            snap
+        };
+        // The agent's own queue depth.
+        let rig = Rig::start(&clock, interval, 2, take);
+        let mut taken_by_stage = 0u64;
+        for slot in 1..=12u64 {
+            clock.until_waits(slot);
+            if slot % 3 == 0 && rig.stage.try_recv().is_ok() {
+                taken_by_stage += 1;
+            }
+            clock.advance(interval);
+        }
+        clock.until_waits(13);
+        let (c, stage) = rig.stop();
+        taken_by_stage += stage.try_iter().count() as u64;
+        // Slots 0 to 12 passed, each sampled on time.
+        assert_eq!((c.samples, c.late, c.missed), (13, 0, 0), "{c:?}");
+        assert_eq!(taken_by_stage + c.dropped, c.samples, "{c:?}");
+        // Four readings were taken while the run went on, two more waited in the queue:
+        // the other seven were dropped.
+        assert_eq!((taken_by_stage, c.dropped), (6, 7), "{c:?}");
+    }
+
+    /// A step of the wall clock (an hour back, then two forward, as NTP or an administrator
+    /// may make) moves neither the schedule nor the samples' intervals, which are on the
+    /// monotonic clock: every slot is sampled once, on time, and every sample covers one
+    /// interval; the samples' start and end say the wall time as it was read.
+    #[test]
+    fn a_wall_clock_step_changes_no_count_and_no_interval() {
+        let interval = Duration::from_millis(100);
+        let clock = Arc::new(ManualClock::default());
+        let t0 = clock.now();
+        let source_clock = Arc::clone(&clock);
+        let lab = lab_snapshot();
+        let wall0 = lab.taken_at;
+        let mut calls = 0u32;
+        let take = move || {
+            let mut snap = lab.clone();
+            let elapsed = seconds_since(&source_clock, t0);
+            let step = match calls {
+                0..3 => 0.0,
+                3..6 => -3600.0,
+                _ => 3600.0,
+            };
+            calls += 1;
+            snap.monotonic = Some(elapsed);
+            snap.taken_at = wall0 + elapsed + step;
+            snap
+        };
+        let rig = Rig::start(&clock, interval, 16, take);
+        for slot in 1..=8 {
+            clock.until_waits(slot);
+            clock.advance(interval);
+        }
+        clock.until_waits(9);
+        let (c, stage) = rig.stop();
+        assert_eq!(
+            (c.samples, c.late, c.missed, c.dropped),
+            (9, 0, 0, 0),
+            "{c:?}"
+        );
+        let samples: Vec<Sample> = stage
+            .try_iter()
+            .filter_map(|m| match m {
+                StageMsg::Sample(s) => Some(*s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(samples.len(), 8);
+        for s in &samples {
+            assert!((s.interval - 0.1).abs() < 1e-9, "interval {}", s.interval);
+        }
+        // The third sample spans the step back, the sixth the step forward.
+        assert!((samples[2].end - samples[2].start + 3600.0 - 0.1).abs() < 1e-6);
+        assert!((samples[5].end - samples[5].start - 7200.0 - 0.1).abs() < 1e-6);
     }
 }

@@ -287,9 +287,9 @@ impl PrometheusSink {
             &findings,
             agent,
         )));
-        if let Some(ep) = &self.endpoint {
-            ep.shared.publish(Arc::clone(&rendered));
-        }
+        // The file first, the listener after: whoever scrapes a reading finds it in the
+        // file too.
+        let published = Arc::clone(&rendered);
         let text = rendered.exposition.text();
         let unchanged = self
             .textfile_written
@@ -306,6 +306,7 @@ impl PrometheusSink {
                     let first = self.textfile_error.is_none();
                     self.textfile_error = Some(msg.clone());
                     if first {
+                        self.publish(published);
                         return Err(SinkError {
                             sink: self.name(),
                             message: msg,
@@ -314,7 +315,14 @@ impl PrometheusSink {
                 }
             }
         }
+        self.publish(published);
         Ok(())
+    }
+
+    fn publish(&self, rendered: Arc<Published>) {
+        if let Some(ep) = &self.endpoint {
+            ep.shared.publish(rendered);
+        }
     }
 
     /// Takes what the events say: open findings, and the agent's heartbeat figures.

@@ -4,7 +4,8 @@
 //! A scrape costs no sampling and no rendering: the sink publishes an `Arc` of the rendered
 //! text, and a request only copies bytes out of it (the gzip form is compressed once per
 //! rendering, by the first request that asks for it). The accept thread never reads from a
-//! client: each connection gets its own thread, one request per connection, at most
+//! client: each connection is served by a thread of its own (a thread is kept for the
+//! connections after it, not made per scrape), one request per connection, at most
 //! `max_connections` at once and half of them (at least one) from one peer address.
 //!
 //! Each request is bounded as a whole, not per read: its head (at most 8 KiB) must arrive
@@ -19,7 +20,7 @@
 use super::exposition::{Exposition, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -358,6 +359,7 @@ fn accept_loop(
     limits: Arc<Mutex<Limits>>,
 ) {
     let slots = Arc::new(Mutex::new(Slots::default()));
+    let workers = Workers::new();
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             return;
@@ -387,27 +389,95 @@ fn accept_loop(
             let _ = stream.shutdown(Shutdown::Both);
             continue;
         };
-        let (shared, in_thread) = (Arc::clone(&shared), Arc::clone(&slots));
+        let conn = Connection {
+            stream,
+            id,
+            accepted,
+            limits,
+        };
+        if !workers.hand(conn, &shared, &slots) {
+            // No thread for it (the connection is closed): the slot is given back.
+            slots.lock().unwrap_or_else(|e| e.into_inner()).release(id);
+        }
+    }
+}
+
+/// An admitted connection, for a connection thread to serve.
+struct Connection {
+    stream: TcpStream,
+    id: u64,
+    accepted: Instant,
+    limits: Limits,
+}
+
+impl Connection {
+    fn serve(mut self, shared: &Shared, slots: &Mutex<Slots>) {
+        let deadline = self.accepted + self.limits.timeout;
+        let id = self.id;
+        let _ = serve(
+            &mut self.stream,
+            shared,
+            deadline,
+            self.limits.timeout,
+            || {
+                slots
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .head_read(id)
+            },
+        );
+        let _ = self.stream.shutdown(Shutdown::Both);
+        slots.lock().unwrap_or_else(|e| e.into_inner()).release(id);
+    }
+}
+
+/// The connection threads. Each serves one connection at a time, and there are as many as
+/// connections were ever served at once (at most `max_connections`): a connection is
+/// handed to a thread that is idle, or to a new one when none is, so no connection ever
+/// waits behind another (a slow client holds only its own thread). A thread, once made, is
+/// kept for the next connections: a scrape then costs no thread made and torn down. They
+/// end with the accept loop (their queue disconnected).
+struct Workers {
+    queue: crossbeam_channel::Sender<Connection>,
+    waiting: crossbeam_channel::Receiver<Connection>,
+    /// Threads waiting for a connection that no connection handed over has claimed yet.
+    idle: Arc<AtomicUsize>,
+}
+
+impl Workers {
+    fn new() -> Workers {
+        let (queue, waiting) = crossbeam_channel::unbounded();
+        Workers {
+            queue,
+            waiting,
+            idle: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Gives `conn` to an idle thread, claimed here so that two connections never count
+    /// on the same one, or to a new thread; false when no thread can be made.
+    fn hand(&self, conn: Connection, shared: &Arc<Shared>, slots: &Arc<Mutex<Slots>>) -> bool {
+        let claimed = self
+            .idle
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if claimed {
+            // A thread is in (or on its way to) its wait and nobody else's: it takes this.
+            return self.queue.send(conn).is_ok();
+        }
+        let (shared, slots) = (Arc::clone(shared), Arc::clone(slots));
+        let (waiting, idle) = (self.waiting.clone(), Arc::clone(&self.idle));
         let spawned = std::thread::Builder::new()
             .name("prometheus conn".into())
             .spawn(move || {
-                let deadline = accepted + limits.timeout;
-                let _ = serve(&mut stream, &shared, deadline, limits.timeout, || {
-                    in_thread
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .head_read(id)
-                });
-                let _ = stream.shutdown(Shutdown::Both);
-                in_thread
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .release(id);
+                conn.serve(&shared, &slots);
+                loop {
+                    idle.fetch_add(1, Ordering::AcqRel);
+                    let Ok(conn) = waiting.recv() else { return };
+                    conn.serve(&shared, &slots);
+                }
             });
-        if spawned.is_err() {
-            // The closure (and its stream) is gone; only the slot needs giving back.
-            slots.lock().unwrap_or_else(|e| e.into_inner()).release(id);
-        }
+        spawned.is_ok()
     }
 }
 
