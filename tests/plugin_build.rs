@@ -165,8 +165,9 @@ fn a_plugin_built_outside_the_workspace_against_the_packaged_sdk_loads() {
     .unwrap();
     std::fs::write(plugin.join("src/lib.rs"), OUTSIDE_PLUGIN).unwrap();
     // Its replay test's series: what the agent printed for a lab capture, as an author
-    // records one with `zpulse replay SERIES --format json > series.jsonl`.
-    std::fs::write(plugin.join("series.jsonl"), seed_after_series(&profile)).unwrap();
+    // records one with `zpulse replay SERIES --format json > series.jsonl`, here beside the
+    // source that includes it.
+    std::fs::write(plugin.join("src/series.jsonl"), seed_after_series(&profile)).unwrap();
     // The workspace's lock: the same dependency versions, all in the local cache.
     std::fs::copy(workspace().join("Cargo.lock"), plugin.join("Cargo.lock")).unwrap();
     let out = Command::new(&cargo)
@@ -319,7 +320,7 @@ mod tests {
 
     #[test]
     fn a_recorded_series_raises_and_clears() {
-        let samples = testing::recorded_samples(include_str!("../series.jsonl")).unwrap();
+        let samples = testing::recorded_samples(include_str!("series.jsonl")).unwrap();
         let table: std::collections::BTreeMap<String, Value> =
             [("busy_pct".to_string(), 20.into()), ("clear_pct".to_string(), 10.into())].into();
         let events = testing::TestHost::new()

@@ -214,7 +214,11 @@ fn every_file_a_comment_or_doc_names_exists() {
                 ));
             }
             for reference in references(line) {
-                if !upstream_paths && !exists(&root, file, &reference) {
+                // The plugin guide walks through the template: its paths are that crate's
+                // (`tests/seed-after.jsonl`, `../tests/…` from its `src/`).
+                let in_template = rel == "docs/plugin-authoring.md"
+                    && exists(&root, &root.join("plugins/template/src/lib.rs"), &reference);
+                if !upstream_paths && !in_template && !exists(&root, file, &reference) {
                     broken.push(format!("{rel}:{}: {reference} does not exist", n + 1));
                 }
             }
