@@ -18,18 +18,27 @@ const child = spawn(
   chromium,
   ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
    "--remote-debugging-pipe", `--user-data-dir=${profile}`, "about:blank"],
-  { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] },
+  // A process group of its own, so that its helpers (renderer, network, zygote) go with it.
+  { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"], detached: true },
 );
 let log = "";
 child.stderr.on("data", (chunk) => { log += chunk; });
-// Chromium is killed and gone before its profile is removed (it writes there until then).
+// Chromium and its helpers are killed and gone before its profile is removed (they write
+// there until then). The profile is a temporary directory: a helper still finishing a write
+// as it goes is no failure of the page, so removing it is tried hard but never decides the
+// status.
 function finish(status, why) {
   if (why) process.stderr.write(`${why}\n${log.slice(-2000)}\n`);
   const leave = () => {
-    rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
+    try {
+      rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+    } catch (e) {
+      process.stderr.write(`left ${profile}: ${e.message}\n`);
+    }
     process.exit(status);
   };
   child.removeAllListeners("exit");
+  try { process.kill(-child.pid, "SIGKILL"); } catch {}
   if (child.exitCode !== null || child.signalCode !== null) leave();
   child.once("exit", leave);
   child.kill("SIGKILL");
