@@ -90,6 +90,10 @@ pub enum Command {
         /// text for people, or json: one sample per line.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Print only the plugins' events (findings), not the samples: how a check judges
+        /// the series.
+        #[arg(long)]
+        findings: bool,
         /// The configured plugins run on every sample and print their events.
         #[command(flatten)]
         plugins: PluginArgs,
@@ -167,8 +171,9 @@ pub fn main() -> ExitCode {
         Command::Replay {
             series,
             format,
+            findings,
             plugins,
-        } => replay::run(&series, format, &plugins),
+        } => replay::run(&series, format, findings, &plugins),
         Command::Plugins { format, plugins } => plugins::list(&plugins, format),
         Command::Report { args, plugins } => report::run(&args, &plugins),
         Command::Run {

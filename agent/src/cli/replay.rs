@@ -8,7 +8,14 @@ use std::path::Path;
 use std::sync::Arc;
 use zpulse_proto::sample::Pairing;
 
-pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<(), String> {
+/// Prints each sample of `series` with the events the plugins emit on it; with
+/// `findings_only`, the events alone.
+pub fn run(
+    series: &Path,
+    format: Format,
+    findings_only: bool,
+    plugin_args: &PluginArgs,
+) -> Result<(), String> {
     let dirs = capture::series(series).map_err(|e| e.to_string())?;
     if dirs.len() < 2 {
         return Err(format!(
@@ -47,6 +54,7 @@ pub fn run(series: &Path, format: Format, plugin_args: &PluginArgs) -> Result<()
         );
         let events = runner.run(&sample);
         emit(&match format {
+            _ if findings_only => events,
             Format::Text => report::sample_text(&sample) + &events + "\n",
             Format::Json => report::json(&*sample, false) + "\n" + &events,
         })?;

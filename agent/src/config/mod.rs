@@ -103,12 +103,8 @@ pub struct PluginSettings {
     pub disable: Vec<String>,
     /// How long one call may take before the plugin is marked hung.
     pub budget: Duration,
-    /// Failed calls in a row after which a plugin is disabled.
-    pub max_failures: u32,
-    /// Events one plugin may emit per sample; the rest are dropped.
-    pub max_events_per_sample: u32,
-    /// Largest accepted event record, in bytes of MessagePack.
-    pub max_event_bytes: usize,
+    /// The whole-number limits, declared in [`plugin_limits!`].
+    pub limits: PluginLimits,
     /// `[plugins.<name>]`, by plugin name.
     pub tables: BTreeMap<String, PluginTable>,
 }
@@ -121,17 +117,15 @@ impl Default for PluginSettings {
             paths: Vec::new(),
             disable: Vec::new(),
             budget: BUDGET.default(),
-            max_failures: MAX_FAILURES.default as u32,
-            max_events_per_sample: MAX_EVENTS_PER_SAMPLE.default as u32,
-            max_event_bytes: MAX_EVENT_BYTES.default as usize,
+            limits: PluginLimits::default(),
             tables: BTreeMap::new(),
         }
     }
 }
 
-/// One of `[plugins]`' limits, a whole number from 1 to `max`: declared once, with its
-/// default and its doc line. The parser, [`PluginSettings::default`] and the test that holds
-/// the shipped conffile and zpulse.toml(5) to them all read this declaration.
+/// One of `[plugins]`' limits, a whole number from 1 to `max`, as [`plugin_limits!`]
+/// declares it: the parser, [`PluginLimits::default`] and the test that holds the shipped
+/// conffile and zpulse.toml(5) to it all read this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limit {
     pub key: &'static str,
@@ -140,26 +134,62 @@ pub struct Limit {
     pub doc: &'static str,
 }
 
-pub const MAX_FAILURES: Limit = Limit {
-    key: "max_failures",
-    default: 3,
-    max: 1000,
-    doc: "Failures in a row after which a plugin is disabled.",
-};
+/// Declares every limit of `[plugins]` once — field, type, default, maximum, doc line — and
+/// from that makes [`PluginLimits`] with its `Default`, the list [`PLUGIN_LIMITS`], the raw
+/// keys serde reads and the check that applies them. A new limit is one line here.
+macro_rules! plugin_limits {
+    ($( $field:ident: $ty:ty = $default:expr, max $max:expr, $doc:literal; )*) => {
+        /// The whole-number limits of `[plugins]` that the plugin host enforces.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct PluginLimits {
+            $( #[doc = $doc] pub $field: $ty, )*
+        }
 
-pub const MAX_EVENTS_PER_SAMPLE: Limit = Limit {
-    key: "max_events_per_sample",
-    default: 1000,
-    max: 1_000_000,
-    doc: "Events one plugin may emit per sample; the rest are dropped.",
-};
+        impl Default for PluginLimits {
+            fn default() -> PluginLimits {
+                PluginLimits { $( $field: $default, )* }
+            }
+        }
 
-pub const MAX_EVENT_BYTES: Limit = Limit {
-    key: "max_event_bytes",
-    default: 64 * 1024,
-    max: 16 << 20,
-    doc: "Largest event record accepted, in bytes of MessagePack.",
-};
+        /// Every limit of `[plugins]`, as declared.
+        pub const PLUGIN_LIMITS: &[Limit] = &[
+            $( Limit { key: stringify!($field), default: $default as u64, max: $max, doc: $doc }, )*
+        ];
+
+        /// The limits as the file writes them, before their ranges are checked.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawLimits {
+            $( $field: Option<u64>, )*
+        }
+
+        impl RawLimits {
+            /// Sets each limit the file gives, or the error naming the first out of range.
+            fn apply(self, limits: &mut PluginLimits) -> Result<(), String> {
+                $(
+                    if let Some(n) = self.$field {
+                        if n == 0 || n > $max {
+                            return Err(format!(
+                                "{}: give a number from 1 to {}", stringify!($field), $max
+                            ));
+                        }
+                        limits.$field = n as $ty;
+                    }
+                )*
+                Ok(())
+            }
+        }
+    };
+}
+
+plugin_limits! {
+    max_failures: u32 = 3, max 1000,
+        "Failures in a row after which a plugin is disabled.";
+    max_events_per_sample: u32 = 1000, max 1_000_000,
+        "Events one plugin may emit per sample; the rest are dropped.";
+    max_event_bytes: usize = 64 * 1024, max 16 << 20,
+        "Largest event record accepted, in bytes of MessagePack.";
+}
 
 /// One of the agent's durations: declared once, with its default and its range as the
 /// config file writes them (the one grammar, `zpulse_proto::sdk::config::parse_duration`).
@@ -206,22 +236,6 @@ impl Span {
             ));
         }
         Ok(d)
-    }
-}
-
-/// Every limit of `[plugins]`.
-pub const PLUGIN_LIMITS: [Limit; 3] = [MAX_FAILURES, MAX_EVENTS_PER_SAMPLE, MAX_EVENT_BYTES];
-
-impl Limit {
-    /// `value` if it is within the limit's range, else the error naming the key.
-    fn check(&self, value: Option<u64>) -> Result<Option<u64>, String> {
-        match value {
-            Some(v) if v == 0 || v > self.max => Err(format!(
-                "{}: give a number from 1 to {}",
-                self.key, self.max
-            )),
-            v => Ok(v),
-        }
     }
 }
 
@@ -320,7 +334,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
         .map(|v| KeyLines::of(&file_name, text, v))
         .unwrap_or_default();
     let (agent_keys, tables) = split_plugin_tables(raw.plugins.unwrap_or_default());
-    let p: PluginKeys = decode_table(agent_keys).map_err(|e| {
+    let (p, limits) = decode_plugin_keys(agent_keys).map_err(|e| {
         let e = if e.contains("unknown field") {
             format!("{e}; a plugin's own settings go in a table [plugins.<name>]")
         } else {
@@ -350,20 +364,9 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, String> {
             .check(d)
             .map_err(|e| plugin_keys.locate("plugins", &e))?;
     }
-    let positive = |v: Option<u64>, limit: Limit| {
-        limit
-            .check(v)
-            .map_err(|e| plugin_keys.locate("plugins", &e))
-    };
-    if let Some(n) = positive(p.max_failures, MAX_FAILURES)? {
-        settings.max_failures = n as u32;
-    }
-    if let Some(n) = positive(p.max_events_per_sample, MAX_EVENTS_PER_SAMPLE)? {
-        settings.max_events_per_sample = n as u32;
-    }
-    if let Some(n) = positive(p.max_event_bytes, MAX_EVENT_BYTES)? {
-        settings.max_event_bytes = n as usize;
-    }
+    limits
+        .apply(&mut settings.limits)
+        .map_err(|e| plugin_keys.locate("plugins", &e))?;
     for (name, table) in tables {
         let at = plugin_keys.at(&name);
         if let Err(e) = zpulse_proto::abi::check_name(&name) {
@@ -450,8 +453,38 @@ fn split_plugin_tables(plugins: toml::Table) -> (toml::Table, Vec<(String, toml:
     (agent, tables)
 }
 
-/// Whether `key` is one of [`PluginKeys`]' own: asked of serde, which knows the type's keys.
+/// `[plugins]`' own keys, typed: the limits declared in [`plugin_limits!`] go to
+/// [`RawLimits`], the others to [`PluginKeys`]; a key neither knows is refused by
+/// [`PluginKeys`], whose error lists its keys and the limits'.
+fn decode_plugin_keys(mut keys: toml::Table) -> Result<(PluginKeys, RawLimits), String> {
+    let mut limits = toml::Table::new();
+    for limit in PLUGIN_LIMITS {
+        if let Some(value) = keys.remove(limit.key) {
+            limits.insert(limit.key.to_string(), value);
+        }
+    }
+    let limits: RawLimits = decode_table(limits)?;
+    let plugin_keys: PluginKeys = decode_table(keys).map_err(|e| {
+        // serde lists the keys of the type it decodes ("expected one of `dirs`, …"): the
+        // limits, decoded apart, are added to the list.
+        if e.contains("unknown field") && e.contains("expected one of") {
+            let limits: Vec<String> = PLUGIN_LIMITS
+                .iter()
+                .map(|l| format!("`{}`", l.key))
+                .collect();
+            format!("{e}, {}", limits.join(", "))
+        } else {
+            e
+        }
+    })?;
+    Ok((plugin_keys, limits))
+}
+
+/// Whether `key` is one of `[plugins]`' own keys: asked of serde, which knows the types' keys.
 fn is_agent_key(key: &str) -> bool {
+    if PLUGIN_LIMITS.iter().any(|l| l.key == key) {
+        return true;
+    }
     let mut probe = toml::Table::new();
     probe.insert(key.to_string(), toml::Value::Table(toml::Table::new()));
     match decode_table::<PluginKeys>(probe) {
@@ -539,9 +572,6 @@ struct PluginKeys {
     paths: Option<Vec<PathBuf>>,
     disable: Option<Vec<String>>,
     budget: Option<TomlDuration>,
-    max_failures: Option<u64>,
-    max_events_per_sample: Option<u64>,
-    max_event_bytes: Option<u64>,
 }
 
 #[cfg(test)]

@@ -269,11 +269,8 @@ impl PluginHost {
         let mut host = PluginHost {
             budget: Budget {
                 budget: settings.budget,
-                max_failures: settings.max_failures.max(1),
-                limits: Limits {
-                    max_events_per_sample: settings.max_events_per_sample,
-                    max_event_bytes: settings.max_event_bytes,
-                },
+                max_failures: settings.limits.max_failures.max(1),
+                limits: settings.limits,
             },
             hostname: hostname.to_owned(),
             slots: Vec::new(),

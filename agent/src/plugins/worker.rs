@@ -100,12 +100,8 @@ pub(super) enum Done {
     Stopped,
 }
 
-/// Limits the callbacks enforce.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
-    pub max_events_per_sample: u32,
-    pub max_event_bytes: usize,
-}
+/// Limits the callbacks enforce: `[plugins]`' own.
+pub(super) use crate::config::PluginLimits as Limits;
 
 /// What one plugin's callbacks collected, and the context they stamp events with.
 #[derive(Default)]
@@ -519,6 +515,7 @@ pub(super) fn check_config(
     let limits = Limits {
         max_events_per_sample: 0,
         max_event_bytes: 0,
+        ..Limits::default()
     };
     let shared = Arc::new(Shared::new(name, limits, ""));
     let api = Api::for_plugin(&shared);
