@@ -15,11 +15,15 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
     let plugin = dir.path().join("libhangs.so");
     std::fs::copy(profile.join("libzpulse_test_plugin_hangs.so"), &plugin).unwrap();
     std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let entered = dir.path().join("entered");
     let mut agent = run_with(
         dir.path(),
         &profile,
         &plugin,
-        "budget = \"10m\"\n[plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n",
+        &format!(
+            "budget = \"10m\"\n[plugins.hangs]\nhang_ms = 600000\nhang_samples = [1]\n\
+             entered_file = {entered:?}\n"
+        ),
         Stdio::null(),
     );
     let mut err = BufReader::new(agent.stderr.take().unwrap()).lines();
@@ -29,8 +33,14 @@ fn sigterm_ends_the_agent_within_5s_while_a_plugin_with_a_10_minute_budget_hangs
         .find(|l| l.contains("starting"));
     assert!(started.is_some(), "the agent did not start");
     // Two readings (1 s apart) make the first sample, which the plugin hangs on for 10
-    // minutes; nothing observable says it has begun, so give it the interval and a half.
-    std::thread::sleep(Duration::from_millis(2500));
+    // minutes: it says so by creating `entered` (a minute's guard against a plugin that never
+    // gets there, not a timing).
+    let guard = Instant::now() + Duration::from_secs(60);
+    while !entered.exists() {
+        assert!(Instant::now() < guard, "the plugin never began its hang");
+        assert!(agent.try_wait().unwrap().is_none(), "the agent ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(agent.try_wait().unwrap().is_none(), "still running");
     sigterm_ends_it_within_5s(&mut agent);
 }

@@ -28,6 +28,8 @@ struct Peers {
     port: u64,
     syslog: UnixDatagram,
     log_path: PathBuf,
+    /// Syslog messages received while waiting for one ([`Peers::until_syslogged`]).
+    early: Vec<String>,
 }
 
 impl Peers {
@@ -60,7 +62,29 @@ impl Peers {
             port,
             syslog,
             log_path,
+            early: Vec::new(),
         }
+    }
+
+    /// Waits until a syslog message contains `what` (a minute's guard against an agent that
+    /// never sends it, not a timing); what arrives meanwhile is kept for [`Peers::collect`].
+    fn until_syslogged(&mut self, what: &str) {
+        let guard = std::time::Instant::now() + Duration::from_secs(60);
+        let mut buf = vec![0u8; 65536];
+        while std::time::Instant::now() < guard {
+            if let Ok(n) = self.syslog.recv(&mut buf) {
+                let message = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let found = message.contains(what);
+                self.early.push(message);
+                if found {
+                    return;
+                }
+            }
+        }
+        panic!(
+            "no syslog message with {what:?} within a minute: {:#?}",
+            self.early
+        );
     }
 
     fn sinks(&self, dir: &std::path::Path) -> String {
@@ -82,7 +106,7 @@ impl Peers {
             .filter(|v| v.get("record").is_some())
             .collect();
         let _ = self.server.wait();
-        let mut syslogged = Vec::new();
+        let mut syslogged = std::mem::take(&mut self.early);
         let mut buf = vec![0u8; 65536];
         while let Ok(n) = self.syslog.recv(&mut buf) {
             syslogged.push(String::from_utf8_lossy(&buf[..n]).into_owned());
@@ -183,7 +207,7 @@ fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
     let profile = build_into_test_target(&[]);
     let tmp = temp("live");
     let dir = tmp.path().to_path_buf();
-    let peers = Peers::start(&dir);
+    let mut peers = Peers::start(&dir);
     let config = dir.join("zpulse.toml");
     std::fs::write(
         &config,
@@ -200,7 +224,7 @@ fn a_live_run_delivers_its_heartbeat_to_both_sinks() {
         .spawn()
         .unwrap();
     // Two readings, 1 s apart (the shortest interval), make the first sample and heartbeat.
-    std::thread::sleep(Duration::from_millis(2500));
+    peers.until_syslogged("agent.heartbeat");
     let term = Command::new("kill")
         .args(["-TERM", &agent.id().to_string()])
         .status()
