@@ -2,14 +2,16 @@
 # Stuck I/O (deadman) on a real kernel (docs/events.md): the pool's only disk behind a
 # device-mapper `delay` target that holds every read for 4 s, under 16 outstanding random
 # reads, with the deadman's thresholds lowered so that an I/O outstanding for 2 s counts as
-# stuck (zfs_deadman_ziotime_ms, checked every second: zfs_deadman_checktime_ms) and
-# zfs_deadman_failmode=continue (report, and reissue); zio_slow_io_ms lowered to 1 s makes
-# the same reads `delay` reports:
+# stuck (zfs_deadman_ziotime_ms, checked every second: zfs_deadman_checktime_ms) under the
+# default zfs_deadman_failmode=wait (report, and wait for the I/O); zio_slow_io_ms lowered to
+# 1 s makes the same reads `delay` reports:
 #   series/000  the pool, quiet, thresholds lowered    series/001  after 15 s of reads:
 #                                                                  deadman and delay reports
 # `zpool events -v` beside each capture (cli/) is the ground truth.
 # Throttling the emulated disk instead (HDD_IOPS=2) locked the TCG guest up twice (a soft
-# lockup in z_wr_int); dm-delay delays without starving the guest.
+# lockup in z_wr_int); dm-delay delays without starving the guest. failmode=continue (the
+# deadman reissues the I/O) ended in a general protection fault in the ZIO write path while
+# the pool was destroyed: `wait` it is.
 set -x
 # shellcheck source=lib/events.sh
 . /mnt/host/lib/events.sh
@@ -24,7 +26,7 @@ zpool sync dm
 echo 1000 > $P/zfs_deadman_checktime_ms
 echo 2000 > $P/zfs_deadman_ziotime_ms
 echo 2000 > $P/zfs_deadman_synctime_ms
-echo continue > $P/zfs_deadman_failmode
+echo wait > $P/zfs_deadman_failmode
 echo 1000 > $P/zio_slow_io_ms
 cap series/000 dm
 dmsetup suspend slow

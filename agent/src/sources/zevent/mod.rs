@@ -246,12 +246,23 @@ impl<D: Ioctl> Reader<D> {
         Ok(batch)
     }
 
-    /// Sets the file of every error report that has an objset and an object, asking the
-    /// kernel once per distinct (pool, objset, object) of the batch.
+    /// Sets the file of every error report (checksum, I/O, data: what `zpool status -v`
+    /// lists) that has an objset and an object, asking the kernel once per distinct (pool,
+    /// objset, object) of the batch. Slow-I/O reports (`delay`, `deadman`) keep their object
+    /// numbers only: naming a file reads the pool's metadata, and on a pool whose I/O is stuck
+    /// that read is stuck too — the lab's deadman run held a capture for minutes on it, and the
+    /// events behind it with it.
     fn name_files(&mut self, events: &mut [ZEvent]) {
+        use zpulse_proto::zevent::ZEventKind;
         let Some(mounts) = &self.mounts else { return };
         let mut named: std::collections::HashMap<(String, u64, u64), String> = Default::default();
         for event in events {
+            if !matches!(
+                event.kind(),
+                ZEventKind::Checksum | ZEventKind::Io | ZEventKind::Data
+            ) {
+                continue;
+            }
             let (Some(pool), Some(zio)) = (&event.pool, event.zio.as_mut()) else {
                 continue;
             };

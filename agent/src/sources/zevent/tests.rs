@@ -246,20 +246,18 @@ fn an_event_claiming_more_than_any_event_can_be_is_skipped() {
 
 /// An error report's file is asked of the kernel once per object in a batch; a kernel that
 /// refuses the naming calls (this double answers ENOTTY) leaves the ids, in the form
-/// `zpool status -v` prints then.
+/// `zpool status -v` prints then. Slow-I/O reports about an object (`deadman`, `delay`) are
+/// not named: on a pool whose I/O is stuck the naming calls would be stuck too.
 #[test]
 fn error_reports_are_named_once_per_object() {
-    let report = |eid: u64| {
-        let l = NvList::new()
-            .with("class", NvValue::String("ereport.fs.zfs.checksum".into()))
-            .with("pool", NvValue::String("scrubp".into()))
-            .with("zio_objset", NvValue::Uint64(0x54))
-            .with("zio_object", NvValue::Uint64(2))
-            .with("time", NvValue::Int64Array(vec![100, 0]))
-            .with("eid", NvValue::Uint64(eid));
-        (eid, encode(&l, Endian::Little))
-    };
-    let q = FakeQueue::new(vec![report(1), report(2), event(3, 100)]);
+    let report = |eid: u64| report_of("ereport.fs.zfs.checksum", eid);
+    let q = FakeQueue::new(vec![
+        report_of("ereport.fs.zfs.deadman", 1),
+        report(2),
+        report(3),
+        report_of("ereport.fs.zfs.delay", 4),
+        event(5, 100),
+    ]);
     let mut r = Reader::new(q, 7, at(0)).naming_files(Box::new(|_| None));
     let b = r.read(false, 10).unwrap();
     let files: Vec<Option<&str>> = (b.events.iter())
@@ -267,10 +265,25 @@ fn error_reports_are_named_once_per_object() {
         .collect();
     assert_eq!(
         files,
-        vec![Some("<0x54>:<0x2>"), Some("<0x54>:<0x2>"), None]
+        vec![None, Some("<0x54>:<0x2>"), Some("<0x54>:<0x2>"), None, None]
     );
+    // The slow-I/O reports keep their object numbers.
+    let zio = b.events[0].zio.as_ref().unwrap();
+    assert_eq!((zio.objset, zio.object), (Some(0x54), Some(2)));
     let naming = (r.dev.calls.iter())
         .filter(|c| c.0 == crate::sources::zfs_ioctl::layout::Request::DsobjToDsname)
         .count();
     assert_eq!(naming, 1);
+}
+
+/// A report of `class` about object 2 of objset 0x54 in pool `scrubp`.
+fn report_of(class: &str, eid: u64) -> (u64, Vec<u8>) {
+    let l = NvList::new()
+        .with("class", NvValue::String(class.into()))
+        .with("pool", NvValue::String("scrubp".into()))
+        .with("zio_objset", NvValue::Uint64(0x54))
+        .with("zio_object", NvValue::Uint64(2))
+        .with("time", NvValue::Int64Array(vec![100, 0]))
+        .with("eid", NvValue::Uint64(eid));
+    (eid, encode(&l, Endian::Little))
 }
