@@ -537,13 +537,7 @@ fn a_sample_layout_that_never_returns_costs_only_that_plugin() {
             clock.advance(Duration::from_millis(400));
         })
     };
-    let mut host = PluginHost::start_on(
-        &settings,
-        &Extra::default(),
-        "lab-host",
-        None,
-        Arc::clone(&clock) as Arc<dyn Clock>,
-    );
+    let mut host = start_on_clock(&settings, &clock);
     driver.join().unwrap();
     match status_of(&host, "hello-c") {
         Status::Hung(why) => assert!(why.contains("create has been running"), "{why}"),
@@ -580,13 +574,7 @@ fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
         entered, release
     ));
     let clock = Arc::new(ManualClock::default());
-    let mut host = PluginHost::start_on(
-        &settings,
-        &Extra::default(),
-        "lab-host",
-        None,
-        Arc::clone(&clock) as Arc<dyn Clock>,
-    );
+    let mut host = start_on_clock(&settings, &clock);
     let hangs_events = |out: &Output| -> Vec<String> {
         from(out, "hangs")
             .iter()
@@ -648,6 +636,17 @@ fn a_hung_plugin_is_skipped_until_it_returns_and_never_blocks_the_caller() {
     );
     assert_eq!(status_of(&host, "hangs"), Status::Loaded);
     host.shutdown();
+}
+
+/// A host of `settings` whose budget is kept on `clock`.
+fn start_on_clock(settings: &PluginSettings, clock: &Arc<ManualClock>) -> PluginHost {
+    PluginHost::start_on(
+        settings,
+        &Extra::default(),
+        "lab-host",
+        None,
+        Arc::clone(clock) as Arc<dyn Clock>,
+    )
 }
 
 /// Lets a plugin held in its call return (creates `release`, the file it waits for) and
@@ -1226,13 +1225,7 @@ fn a_bundle_shares_a_thread_and_a_hung_plugin_of_it_keeps_it_alone() {
     // past the budget while its call is in hand, not because a sleep outlasted a real one.
     let budget = Duration::from_millis(400);
     let clock = Arc::new(ManualClock::default());
-    let mut host = PluginHost::start_on(
-        &dir.settings("budget = \"400ms\"\n"),
-        &Extra::default(),
-        "lab-host",
-        None,
-        Arc::clone(&clock) as Arc<dyn Clock>,
-    );
+    let mut host = start_on_clock(&dir.settings("budget = \"400ms\"\n"), &clock);
     assert_eq!(status_of(&host, "hello-c"), Status::Loaded);
     assert_eq!(status_of(&host, "hello-c-twin"), Status::Loaded);
     assert_eq!(threads_named("sleepy_bundle"), 1, "two plugins, one thread");
