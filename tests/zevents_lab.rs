@@ -1110,4 +1110,38 @@ fn deadman_reports_make_the_device_s_slow_io_finding_critical() {
     assert!(matches!(last.1.as_str(), "raised" | "updated"), "{f:?}");
     assert_eq!(last.2, "critical", "{f:?}");
     assert!(last.4.contains("deadman"), "{}", last.4);
+    // The longest latency is a completed slow I/O's (`delay` reports); a deadman report's
+    // I/O is still outstanding, its zio_delay the issue time since boot (zio_timestamp plus
+    // microseconds), no duration.
+    for d in &deadman {
+        let (issued, timestamp) = (d.number("zio_delay").unwrap(), d.number("zio_timestamp"));
+        assert!(issued >= timestamp.unwrap(), "{issued} {timestamp:?}");
+    }
+    // The slow-I/O reports in the kernel's order (listed by eid); a record that counts N of
+    // them says the longest delay among those N.
+    let slow: Vec<&Printed> = listed
+        .values()
+        .filter(|p| p.class == "ereport.fs.zfs.delay" || p.class == "ereport.fs.zfs.deadman")
+        .collect();
+    assert!(
+        slow.iter().any(|p| p.class == "ereport.fs.zfs.delay"),
+        "the held reads also made delay reports"
+    );
+    let counted: usize = last.4[subject.len() + 2..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {}", last.4));
+    let longest_ms = slow[..counted]
+        .iter()
+        .filter(|p| p.class == "ereport.fs.zfs.delay")
+        .map(|p| p.number("zio_delay").unwrap())
+        .max()
+        .expect("a delay report among those counted") as f64
+        / 1e6;
+    assert!(
+        last.4.contains(&format!("the longest {longest_ms:.0} ms")),
+        "{}",
+        last.4
+    );
 }

@@ -102,7 +102,10 @@ pub struct ZEventZio {
     pub stage: Option<u64>,
     pub pipeline: Option<u64>,
     pub priority: Option<u64>,
-    /// `zio_delay`: how long the I/O took, in nanoseconds (delay and deadman reports).
+    /// `zio_delay` as the kernel sent it. Once an I/O has completed it is how long the disk
+    /// took, in nanoseconds (`zio_vdev_io_done` subtracts the issue time from `gethrtime()`);
+    /// before, it is that issue time itself, which is what a deadman report carries, its I/O
+    /// still outstanding. [`ZEvent::io_latency_ns`] tells the two apart.
     pub delay_ns: Option<u64>,
     pub timestamp: Option<u64>,
     pub delta: Option<u64>,
@@ -278,6 +281,17 @@ impl ZEvent {
         ZEventKind::of(&self.class)
     }
 
+    /// How long the reported I/O took at the disk, in nanoseconds: `zio_delay` of a report
+    /// about a completed I/O (`delay`, and errors). A deadman report's I/O has not completed,
+    /// and its `zio_delay` is the time the I/O was issued (nanoseconds since boot: recorded
+    /// on the lab's kernel as `zio_timestamp` plus some microseconds), not a duration: none.
+    pub fn io_latency_ns(&self) -> Option<u64> {
+        match self.kind() {
+            ZEventKind::Deadman => None,
+            _ => self.zio.as_ref()?.delay_ns,
+        }
+    }
+
     /// The class after `fs.zfs.`.
     pub fn short_class(&self) -> &str {
         short_class(&self.class)
@@ -362,7 +376,7 @@ impl ZEvent {
                     "stuck I/O (deadman)"
                 };
                 let _ = write!(s, "{what} on {on}");
-                if let Some(ns) = self.zio.as_ref().and_then(|z| z.delay_ns) {
+                if let Some(ns) = self.io_latency_ns() {
                     let _ = write!(s, ": {:.0} ms", ns as f64 / 1e6);
                 }
             }

@@ -434,10 +434,10 @@ fn record<'a>(
     b.last = now;
     b.worst = b.worst.max(severity);
     *b.kinds.entry(kind).or_default() += 1;
+    if let Some(ns) = z.io_latency_ns() {
+        b.max_ms = b.max_ms.max(ns as f64 / 1e6);
+    }
     if let Some(zio) = &z.zio {
-        if let Some(ns) = zio.delay_ns {
-            b.max_ms = b.max_ms.max(ns as f64 / 1e6);
-        }
         if let Some(file) = &zio.file
             && b.files.len() < FILES_KEPT
             && !b.files.contains(file)
@@ -523,8 +523,8 @@ fn slow_report(subject: &str, b: &Burst) -> Report {
     let rate = per_minute(b)
         .map(|r| format!(", {r}/min"))
         .unwrap_or_default();
-    // A deadman report is posted while its I/O is still outstanding, so its `zio_delay`
-    // (set when an I/O completes) is 0: only completed slow I/O gives a latency.
+    // A deadman report is posted while its I/O is still outstanding, so it gives no
+    // latency (`ZEvent::io_latency_ns`): only completed slow I/O does.
     let longest = if b.max_ms > 0.0 {
         format!(", the longest {:.0} ms", b.max_ms)
     } else {

@@ -262,10 +262,13 @@ fn a_deadman_report_makes_the_device_s_slow_io_finding_critical() {
         delay_ns: Some(45_000_000),
         ..ZEventZio::default()
     });
-    // Still outstanding when reported: the kernel's zio_delay is 0 (set at completion).
+    // Still outstanding when reported: the kernel's zio_delay is the I/O's issue time, not a
+    // duration (the lab's deadman run, `fixtures/lab/events-deadman`, eid 0x28: zio_delay
+    // 0x381fcb2044, zio_timestamp 0x381fcab88e, both nanoseconds since boot: 241 s).
     let mut deadman = on(ev(2, 5, "ereport.fs.zfs.deadman"), "/dev/sda1");
     deadman.zio = Some(ZEventZio {
-        delay_ns: Some(0),
+        delay_ns: Some(0x381fcb2044),
+        timestamp: Some(0x381fcab88e),
         ..ZEventZio::default()
     });
     let events = run(&[Feed::Event(&delay), Feed::Event(&deadman)]);
