@@ -250,7 +250,7 @@ impl<D: Ioctl> Reader<D> {
     /// lists) that has an objset and an object, asking the kernel once per distinct (pool,
     /// objset, object) of the batch. Slow-I/O reports (`delay`, `deadman`) keep their object
     /// numbers only: naming a file reads the pool's metadata, and on a pool whose I/O is stuck
-    /// that read is stuck too — the lab's deadman run held a capture for minutes on it, and the
+    /// that read is stuck too — the lab's deadman run held a capture for over four minutes on it, and the
     /// events behind it with it.
     fn name_files(&mut self, events: &mut [ZEvent]) {
         use zpulse_proto::zevent::ZEventKind;
