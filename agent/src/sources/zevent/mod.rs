@@ -14,12 +14,15 @@
 pub mod cursor;
 pub mod decode;
 
+use crate::base::clock::{Clock, SystemClock};
 use crate::sources::zfs_ioctl::events::{Next, events_next, events_seek};
 use crate::sources::zfs_ioctl::objects;
 use crate::sources::zfs_ioctl::{Ioctl, IoctlError, Platform};
 pub use cursor::Cursor;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 use zpulse_proto::event::EventTime;
 use zpulse_proto::zevent::ZEvent;
 
@@ -136,6 +139,8 @@ pub struct Reader<D> {
     /// ([`ZEventZio::file`](zpulse_proto::zevent::ZEventZio::file)); `None`: files are not
     /// named (a queue double without the naming calls).
     mounts: Option<MountLookup>,
+    /// Keeps [`NAMING_BUDGET`].
+    clock: Arc<dyn Clock>,
 }
 
 /// The mount point of a dataset, if it is mounted.
@@ -144,6 +149,11 @@ pub type MountLookup = Box<dyn Fn(&str) -> Option<String> + Send>;
 /// Distinct files named per read at most: a burst of errors on many objects costs at most
 /// this many pairs of calls; the rest keep their object numbers only.
 const FILES_NAMED_MAX: usize = 64;
+
+/// Time one read may spend naming files: each name costs the pool a few metadata reads
+/// (cold ones go to disk), and the events it reads must reach the checks within the second
+/// they were posted. Reports past it keep their object numbers only.
+pub const NAMING_BUDGET: Duration = Duration::from_millis(250);
 
 impl<D: Ioctl> Reader<D> {
     /// A reader over `dev` whose cursor is `cursor_fd`'s (the descriptor `dev` issues its
@@ -156,13 +166,15 @@ impl<D: Ioctl> Reader<D> {
             skip_through: None,
             started,
             mounts: None,
+            clock: Arc::new(SystemClock),
         }
     }
 
     /// Names the file of each error report read from now on, with `mounts` telling where
-    /// datasets are mounted.
-    pub fn naming_files(mut self, mounts: MountLookup) -> Reader<D> {
+    /// datasets are mounted, within [`NAMING_BUDGET`] a read as `clock` keeps it.
+    pub fn naming_files(mut self, mounts: MountLookup, clock: Arc<dyn Clock>) -> Reader<D> {
         self.mounts = Some(mounts);
+        self.clock = clock;
         self
     }
 
@@ -255,6 +267,7 @@ impl<D: Ioctl> Reader<D> {
     fn name_files(&mut self, events: &mut [ZEvent]) {
         use zpulse_proto::zevent::ZEventKind;
         let Some(mounts) = &self.mounts else { return };
+        let deadline = self.clock.now() + NAMING_BUDGET;
         let mut named: std::collections::HashMap<(String, u64, u64), String> = Default::default();
         for event in events {
             if !matches!(
@@ -272,7 +285,7 @@ impl<D: Ioctl> Reader<D> {
             let key = (pool.clone(), dsobj, obj);
             if let Some(name) = named.get(&key) {
                 zio.file = Some(name.clone());
-            } else if named.len() < FILES_NAMED_MAX {
+            } else if named.len() < FILES_NAMED_MAX && self.clock.now() < deadline {
                 let name = objects::file_name(&mut self.dev, pool, dsobj, obj, mounts);
                 zio.file = Some(name.clone());
                 named.insert(key, name);
@@ -334,7 +347,10 @@ pub fn open_live(
         freebsd_abi,
     )?;
     let fd = dev.cursor_fd();
-    Ok(Reader::new(dev, fd, started).naming_files(Box::new(live_mountpoint)))
+    Ok(
+        Reader::new(dev, fd, started)
+            .naming_files(Box::new(live_mountpoint), Arc::new(SystemClock)),
+    )
 }
 
 /// Where `dataset` is mounted on this machine. Linux: `/proc/self/mounts`, read afresh at

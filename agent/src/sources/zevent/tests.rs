@@ -258,7 +258,7 @@ fn error_reports_are_named_once_per_object() {
         report_of("ereport.fs.zfs.delay", 4),
         event(5, 100),
     ]);
-    let mut r = Reader::new(q, 7, at(0)).naming_files(Box::new(|_| None));
+    let mut r = Reader::new(q, 7, at(0)).naming_files(Box::new(|_| None), Arc::new(SystemClock));
     let b = r.read(false, 10).unwrap();
     let files: Vec<Option<&str>> = (b.events.iter())
         .map(|e| e.zio.as_ref().and_then(|z| z.file.as_deref()))
@@ -274,6 +274,67 @@ fn error_reports_are_named_once_per_object() {
         .filter(|c| c.0 == crate::sources::zfs_ioctl::layout::Request::DsobjToDsname)
         .count();
     assert_eq!(naming, 1);
+}
+
+/// A queue whose naming calls each take 100 ms on a manual clock (a pool reading cold
+/// metadata from disk).
+struct SlowToName {
+    queue: FakeQueue,
+    clock: Arc<crate::base::clock::ManualClock>,
+}
+
+impl Ioctl for SlowToName {
+    fn platform(&self) -> Platform {
+        self.queue.platform()
+    }
+
+    fn call(
+        &mut self,
+        request: crate::sources::zfs_ioctl::layout::Request,
+        cmd: &mut crate::sources::zfs_ioctl::layout::CmdBuffer,
+    ) -> Result<(), i32> {
+        if request == crate::sources::zfs_ioctl::layout::Request::DsobjToDsname {
+            self.clock.advance(Duration::from_millis(100));
+        }
+        self.queue.call(request, cmd)
+    }
+}
+
+/// Naming stops once a read has spent `NAMING_BUDGET` on it: the events are handed on, the
+/// reports past it keep their object numbers.
+#[test]
+fn naming_files_stops_at_its_budget() {
+    let clock = Arc::new(crate::base::clock::ManualClock::default());
+    let objects: Vec<(u64, Vec<u8>)> = (1..=6)
+        .map(|eid| {
+            let l = NvList::new()
+                .with("class", NvValue::String("ereport.fs.zfs.checksum".into()))
+                .with("pool", NvValue::String("scrubp".into()))
+                .with("zio_objset", NvValue::Uint64(0x54))
+                .with("zio_object", NvValue::Uint64(eid))
+                .with("time", NvValue::Int64Array(vec![100, 0]))
+                .with("eid", NvValue::Uint64(eid));
+            (eid, encode(&l, Endian::Little))
+        })
+        .collect();
+    let dev = SlowToName {
+        queue: FakeQueue::new(objects),
+        clock: Arc::clone(&clock),
+    };
+    let mut r = Reader::new(dev, 7, at(0))
+        .naming_files(Box::new(|_| None), clock.clone() as Arc<dyn Clock>);
+    let b = r.read(false, 10).unwrap();
+    assert_eq!(b.events.len(), 6);
+    let named = (b.events.iter())
+        .filter(|e| e.zio.as_ref().is_some_and(|z| z.file.is_some()))
+        .count();
+    // Begun at 0, 100 and 200 ms; at 300 ms the 250 ms are spent.
+    assert_eq!(NAMING_BUDGET, Duration::from_millis(250));
+    assert_eq!(named, 3);
+    assert!(b.events[3..].iter().all(|e| {
+        let z = e.zio.as_ref().unwrap();
+        z.file.is_none() && z.object.is_some()
+    }));
 }
 
 /// A report of `class` about object 2 of objset 0x54 in pool `scrubp`.
