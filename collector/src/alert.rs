@@ -963,16 +963,23 @@ impl WebhookQueue {
             .map_err(sql)?;
         // Read up to the newest row now, so that the cursor can pass the rows that are no
         // findings (metrics, heartbeats: most of the table) once, not at every look.
-        let newest = |table: &str| -> Result<i64, String> {
-            self.conn
-                .query_row(
-                    &format!("SELECT coalesce(max(id), 0) FROM {table}"),
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(sql)
-        };
-        let (events_end, acks_end) = (newest("events")?, newest("ack_log")?);
+        // Never past the first row of a batch still being stored in parts: it is not stored
+        // until its last part commits (and is deleted if that never happens), and the cursor
+        // must not pass it meanwhile.
+        let events_end: i64 = self
+            .conn
+            .query_row(
+                "SELECT min(coalesce((SELECT max(id) FROM events), 0),
+                            coalesce((SELECT min(first_id) - 1 FROM pending_parts),
+                                     9223372036854775807))",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        let acks_end: i64 = self
+            .conn
+            .query_row("SELECT coalesce(max(id), 0) FROM ack_log", [], |r| r.get(0))
+            .map_err(sql)?;
         let mut timed: Vec<(i64, u8, i64, Change)> = Vec::new();
         let mut stmt = self
             .conn
