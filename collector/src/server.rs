@@ -6,8 +6,11 @@
 //! bounded queue, then waits. The writer takes every batch waiting (up to a cap in events and
 //! bytes, the lightest first), stores them in **one** transaction, commits, and only then
 //! answers each connection, which sends the ack (a checkpointer thread copies the WAL into
-//! the database beside it). So an ack always means "committed"; a crash before the commit loses only unacked
-//! batches, which the agents resend (same chunk id, dropped if it had been stored).
+//! the database beside it). A heavy batch is stored in parts, one per transaction, between
+//! light ones, and answered when its last part commits. So an ack always means "committed";
+//! a crash before the commit loses only unacked batches (a heavy batch's earlier parts are
+//! deleted when the collector starts again), which the agents resend (same chunk id, dropped
+//! if it had been stored).
 //!
 //! Limits (each counted in [`Stats`]): connections over the cap, or over the cap for one
 //! peer address, are closed at once; a message must arrive whole within `read_timeout` of
