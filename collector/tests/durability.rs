@@ -190,17 +190,21 @@ impl InParts<'_> {
     }
 }
 
-/// Every stored event: the `seq` of each metric event, how many of each kind.
-fn stored(db: &std::path::Path) -> (BTreeMap<u64, u32>, BTreeMap<String, u32>) {
-    let rows = Store::open_read_only(db)
+/// Every event a query shows.
+fn shown(db: &std::path::Path) -> Vec<Row> {
+    Store::open_read_only(db)
         .unwrap()
         .events(&Filter {
             limit: 100_000,
             ..Filter::default()
         })
-        .unwrap();
+        .unwrap()
+}
+
+/// Every stored event: the `seq` of each metric event, how many of each kind.
+fn stored(db: &std::path::Path) -> (BTreeMap<u64, u32>, BTreeMap<String, u32>) {
     let (mut seqs, mut kinds) = (BTreeMap::new(), BTreeMap::new());
-    for r in rows {
+    for r in shown(db) {
         let v: serde_json::Value = serde_json::from_str(&r.data).unwrap();
         if let Some(seq) = v["seq"].as_u64() {
             *seqs.entry(seq).or_default() += 1;
@@ -318,15 +322,8 @@ fn kill_9_between_the_parts_of_a_heavy_batch_leaves_none_of_it_stored() {
     let id = chunk(9);
     let message = entries.packed_forward("app.log", Some(&id), Compression::Gzip);
     let records = |db: &std::path::Path| -> BTreeMap<String, u32> {
-        let rows = Store::open_read_only(db)
-            .unwrap()
-            .events(&Filter {
-                limit: 100_000,
-                ..Filter::default()
-            })
-            .unwrap();
         let mut seen = BTreeMap::new();
-        for r in rows {
+        for r in shown(db) {
             *seen.entry(r.summary[..12].to_string()).or_default() += 1;
         }
         seen
