@@ -1224,7 +1224,8 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
     }
 
-    /// Number of rows in `events` and `chunks`.
+    /// Number of rows in `events` and `chunks` (pending rows of a batch being stored in
+    /// parts included).
     pub fn counts(&self) -> Result<(i64, i64), String> {
         let n = |t: &str| -> Result<i64, String> {
             self.conn
