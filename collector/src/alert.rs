@@ -963,16 +963,23 @@ impl WebhookQueue {
             .map_err(sql)?;
         // Read up to the newest row now, so that the cursor can pass the rows that are no
         // findings (metrics, heartbeats: most of the table) once, not at every look.
-        let newest = |table: &str| -> Result<i64, String> {
-            self.conn
-                .query_row(
-                    &format!("SELECT coalesce(max(id), 0) FROM {table}"),
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(sql)
-        };
-        let (events_end, acks_end) = (newest("events")?, newest("ack_log")?);
+        // Never past the first row of a batch still being stored in parts: it is not stored
+        // until its last part commits (and is deleted if that never happens), and the cursor
+        // must not pass it meanwhile.
+        let events_end: i64 = self
+            .conn
+            .query_row(
+                "SELECT min(coalesce((SELECT max(id) FROM events), 0),
+                            coalesce((SELECT min(first_id) - 1 FROM pending_parts),
+                                     9223372036854775807))",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        let acks_end: i64 = self
+            .conn
+            .query_row("SELECT coalesce(max(id), 0) FROM ack_log", [], |r| r.get(0))
+            .map_err(sql)?;
         let mut timed: Vec<(i64, u8, i64, Change)> = Vec::new();
         let mut stmt = self
             .conn
@@ -1290,6 +1297,71 @@ impl WebhookQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A batch of `n` events for `host`, the first a raised finding of `check` on `tank`.
+    fn batch(host: &str, check: &str, n: usize) -> crate::store::Batch {
+        use zpulse_proto::event::{Event, Severity, State};
+        let rows = (0..n)
+            .map(|i| {
+                let mut e = if i == 0 {
+                    Event::finding(check, State::Raised, Severity::Critical, "tank", "bad")
+                } else {
+                    Event::metrics("disk", "sda", "figures").with("seq", i as u64)
+                };
+                e.host = host.into();
+                crate::store::Row::from_event("zpulse", 1_900_000_000_000_000_000, &e, host)
+            })
+            .collect();
+        crate::store::Batch {
+            rows,
+            peer: "127.0.0.1".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn webhooks_see_a_batch_stored_in_parts_only_once_its_last_part_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("events.db");
+        let mut store = Store::open(&db).unwrap();
+        let queue = WebhookQueue::open(&db).unwrap();
+        let url = "http://127.0.0.1:1/hook";
+        queue.start_cursor(url).unwrap();
+        let keys = |changes: Vec<Change>| -> Vec<String> {
+            changes
+                .into_iter()
+                .filter_map(|c| match c {
+                    Change::Finding { key, .. } => Some(format!("{} {}", key.0, key.1)),
+                    Change::Ack { .. } => None,
+                })
+                .collect()
+        };
+        // A heavy batch's first part, pending; then a light batch, stored after it.
+        let heavy = batch("nas1", "pool-health", 6);
+        let tx = store.transaction().unwrap();
+        let part = Store::apply_part(&tx, &heavy, 0..3, &[], 100).unwrap();
+        tx.commit().unwrap();
+        let crate::store::Part::Pending(earlier) = part else {
+            panic!("{part:?}")
+        };
+        store
+            .store(&[batch("nas2", "special-fill", 1)], 100)
+            .unwrap();
+        // The cursor stops before the pending rows, so the light batch waits too...
+        let (changes, event_id, _) = queue.changes(url).unwrap();
+        assert!(changes.is_empty());
+        assert_eq!(event_id, 0);
+        // ...until the heavy batch's last part commits: then both, in the order stored.
+        let tx = store.transaction().unwrap();
+        let done = Store::apply_part(&tx, &heavy, 3..6, &earlier, 101).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(
+            done,
+            crate::store::Part::Done(crate::store::Outcome::Stored(6))
+        );
+        let (changes, _, _) = queue.changes(url).unwrap();
+        assert_eq!(keys(changes), ["nas1 pool-health", "nas2 special-fill"]);
+    }
 
     #[test]
     fn alert_names_follow_the_documented_table() {

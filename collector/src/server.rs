@@ -6,8 +6,11 @@
 //! bounded queue, then waits. The writer takes every batch waiting (up to a cap in events and
 //! bytes, the lightest first), stores them in **one** transaction, commits, and only then
 //! answers each connection, which sends the ack (a checkpointer thread copies the WAL into
-//! the database beside it). So an ack always means "committed"; a crash before the commit loses only unacked
-//! batches, which the agents resend (same chunk id, dropped if it had been stored).
+//! the database beside it). A heavy batch is stored in parts, one per transaction, between
+//! light ones, and answered when its last part commits. So an ack always means "committed";
+//! a crash before the commit loses only unacked batches (a heavy batch's earlier parts are
+//! deleted when the collector starts again), which the agents resend (same chunk id, dropped
+//! if it had been stored).
 //!
 //! Limits (each counted in [`Stats`]): connections over the cap, or over the cap for one
 //! peer address, are closed at once; a message must arrive whole within `read_timeout` of
@@ -32,7 +35,7 @@
 //! or the running socket reused) before it swaps; on any error the running one stays.
 
 use crate::config::Config;
-use crate::store::{Batch, Outcome, Row, Store};
+use crate::store::{Batch, Outcome, Part, Row, Store};
 use crate::timeseries::Reading;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use std::collections::{BTreeMap, HashMap};
@@ -47,16 +50,21 @@ use zpulse_forward::{ClientMessage, FrameDecoder, Helo, Limits, Pong, decode, en
 
 /// Batches the writer stores in one transaction, at most.
 const GROUP_MAX_BATCHES: usize = 512;
-/// Events per transaction, at most (beyond its first batch): the default `max_entries`, so
-/// a transaction holds at most one heavy batch and takes well under a second; a light batch
-/// waits for the transaction under way and its own.
+/// Events per transaction, at most (beyond its first batch or part): the default
+/// `max_entries`, so a transaction takes well under a second; a light batch waits for the
+/// transaction under way and its own.
 const GROUP_MAX_EVENTS: usize = 5_000;
-/// Bytes of rows per transaction, at most (beyond its first batch): what the writer writes
-/// and syncs before any batch of the transaction is acked. 5,000 events of a few hundred
-/// bytes (an agent's) are about 2 MiB; 5,000 large foreign records can be 30 MiB, which
-/// alone takes a busy disk a second or more: such a batch goes in a transaction of its own
-/// (with at most the small batches that came first), never with another heavy one.
+/// Bytes of rows per transaction, at most (beyond its first batch or part): what the writer
+/// writes and syncs before any batch of the transaction is acked. 5,000 events of a few
+/// hundred bytes (an agent's) are about 2 MiB.
 const GROUP_MAX_BYTES: u64 = 4 << 20;
+/// A batch larger than this, in estimated bytes or in events, is stored in parts of at most
+/// this size, one transaction each ([`Store::apply_part`]), acked when its last part
+/// commits: 5,000 large foreign records can be 30 MiB, whose one commit took a busy disk
+/// 0.4–0.7 s, and a light batch arriving meanwhile waited for all of it. Parts let light
+/// batches' transactions come between, so a transaction holds at most 4 MiB and one part.
+const PART_MAX_BYTES: u64 = 1 << 20;
+const PART_MAX_EVENTS: usize = 1_000;
 /// Bytes of rows committed after which the checkpointer is asked to copy the WAL into the
 /// database: about SQLite's own automatic checkpoint (1000 pages of 4 KiB), so light
 /// commits do not each cost a checkpoint's sync beside them.
@@ -636,6 +644,16 @@ impl Server {
         let stats = Arc::new(Stats::default());
         let prepared = prepare(&config, None)?;
         let mut store = Store::open(&config.db)?;
+        // This is the one writer: rows still pending are of batches it was storing in parts
+        // when it stopped (a crash, a kill), never acked; their senders resend them.
+        match store.discard_unfinished() {
+            Ok(0) => {}
+            Ok(n) => log(format!(
+                "deleted {n} events of batches left unfinished between their parts when the \
+                 collector stopped (never acked: their senders resend them)"
+            )),
+            Err(e) => return Err(format!("deleting unfinished batches: {e}")),
+        }
         match store.retain(&config.retention, now_s()) {
             Ok(p) if p.by_age + p.by_size > 0 => log(format!(
                 "retention: deleted {} events by age, {} by size",
@@ -1593,45 +1611,90 @@ fn handshake<S: Read + Write>(
     Ok(Some(identity))
 }
 
-/// A batch waiting for the writer, its rows' size, and how many transactions went without
-/// it.
+/// A batch waiting for the writer, its rows' size, how many transactions went without it,
+/// and what of it is stored when it is stored in parts.
 pub struct Waiting<R> {
     pub batch: Batch,
     /// Estimated bytes of its rows (what storing it writes, about).
     pub bytes: u64,
     pub reply: R,
     pub passed_over: u32,
+    /// Rows stored by its earlier parts (committed, pending until its last part commits).
+    pub stored: usize,
+    /// The ids of those rows ([`crate::store::Part::Pending`]).
+    pub pending: Vec<(i64, i64)>,
 }
 
 impl<R> Waiting<R> {
+    pub fn new(batch: Batch, bytes: u64, reply: R) -> Waiting<R> {
+        Waiting {
+            batch,
+            bytes,
+            reply,
+            passed_over: 0,
+            stored: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The rows its next transaction stores: all that are left for a batch within
+    /// [`PART_MAX_BYTES`] and [`PART_MAX_EVENTS`], else the next part of that size (rows
+    /// taken at the batch's average size). Its metric readings go with the last part.
+    pub fn part(&self) -> std::ops::Range<usize> {
+        let rows = self.batch.rows.len();
+        let events = rows + self.batch.readings.len();
+        if events <= PART_MAX_EVENTS && self.bytes <= PART_MAX_BYTES {
+            return self.stored.min(rows)..rows;
+        }
+        let per_row = (self.bytes / events.max(1) as u64).max(1);
+        let most = (PART_MAX_BYTES / per_row).clamp(1, PART_MAX_EVENTS as u64) as usize;
+        let start = self.stored.min(rows);
+        start..(start + most).min(rows)
+    }
+
+    /// Events the next transaction stores of it (see [`Waiting::part`]).
     fn events(&self) -> usize {
-        self.batch.rows.len() + self.batch.readings.len()
+        let part = self.part();
+        let last = part.end == self.batch.rows.len();
+        part.len() + if last { self.batch.readings.len() } else { 0 }
+    }
+
+    /// Estimated bytes the next transaction stores of it: its share of the batch's.
+    fn part_bytes(&self) -> u64 {
+        let all = (self.batch.rows.len() + self.batch.readings.len()).max(1) as u64;
+        let part = self.events() as u64;
+        if part == all {
+            self.bytes
+        } else {
+            self.bytes / all * part
+        }
     }
 }
 
-/// The batches of the next transaction: the smallest in bytes first (a sender's heartbeat
-/// before another's 30 MiB of logs, whoever sent first), up to [`GROUP_MAX_EVENTS`],
-/// [`GROUP_MAX_BYTES`] and [`GROUP_MAX_BATCHES`], then **one** batch passed over
-/// [`MAX_PASSED_OVER`] times or more
-/// (the oldest such), whatever its size; when nothing fits, the smallest alone. So a light
-/// client's batch never waits behind a heavy one for room: a heavy batch owed its turn
-/// rides along instead of going first and filling the transaction. A transaction holds at
-/// most `GROUP_MAX_EVENTS` and `GROUP_MAX_BYTES` plus one batch (itself at most `max_entries`), so a light batch
-/// waits for at most the transaction under way and its own. After a heavy transaction
-/// (`after_heavy`: more than half of either bound), the owed batch waits one more:
-/// under a stream of heavy batches a light one then waits for at most one heavy
-/// transaction, not for the one under way and a heavy one riding along with it. No batch
-/// starves: once passed over twice it is in the next transaction that does not follow a
-/// heavy one, but those owed before it. The rest stay in `waiting`, each marked as passed
-/// over.
+/// The batches of the next transaction, each for its next part ([`Waiting::part`]: the
+/// whole batch, but for one larger than a part): the smallest parts in bytes first (a
+/// sender's heartbeat before a part of another's 30 MiB of logs, whoever sent first), up to
+/// [`GROUP_MAX_EVENTS`], [`GROUP_MAX_BYTES`] and [`GROUP_MAX_BATCHES`], then **one** batch
+/// passed over [`MAX_PASSED_OVER`] times or more (the oldest such), whatever its size; when
+/// nothing fits, the smallest alone. So a light client's batch never waits behind a heavy
+/// one for room: a heavy batch owed its turn rides along instead of going first and filling
+/// the transaction. A transaction holds at most `GROUP_MAX_EVENTS` and `GROUP_MAX_BYTES`
+/// plus one part (itself at most [`PART_MAX_BYTES`] and [`PART_MAX_EVENTS`]), so a light
+/// batch waits for at most the transaction under way and its own. After a heavy transaction
+/// (`after_heavy`: more than half of either bound), the owed batch waits one more: under a
+/// stream of heavy batches a light one then waits for at most one heavy transaction, not
+/// for the one under way and a heavy one riding along with it. No batch starves: once
+/// passed over twice it is in the next transaction that does not follow a heavy one, but
+/// those owed before it. The rest stay in `waiting`, each marked as passed over; a batch
+/// with parts left goes back to `waiting` after its transaction (the writer's doing).
 pub fn pick<R>(waiting: &mut Vec<Waiting<R>>, after_heavy: bool) -> Vec<Waiting<R>> {
     // Stable: among equal sizes, the order of arrival.
-    waiting.sort_by_key(|w| (w.bytes, w.events()));
+    waiting.sort_by_cached_key(|w| (w.part_bytes(), w.events()));
     let (mut events, mut bytes) = (0, 0);
     let mut taken = vec![false; waiting.len()];
     // The smallest, a prefix of the sorted list: `i` batches taken so far.
     for (i, w) in waiting.iter().enumerate() {
-        let (n, b) = (w.events(), w.bytes);
+        let (n, b) = (w.events(), w.part_bytes());
         if i == GROUP_MAX_BATCHES
             || (i > 0 && (events + n > GROUP_MAX_EVENTS || bytes + b > GROUP_MAX_BYTES))
         {
@@ -1716,6 +1779,16 @@ fn writer(
                 Ok(j) => Some(j),
                 Err(RecvTimeoutError::Timeout) => {
                     next_retention = Instant::now() + RETENTION_EVERY;
+                    // Nothing is being stored: rows still pending are a failed batch's that
+                    // could not be deleted then.
+                    match store.discard_unfinished() {
+                        Ok(0) => {}
+                        Ok(n) => log(format!(
+                            "deleted {n} events of batches that failed between their parts \
+                             (never acked)"
+                        )),
+                        Err(e) => log(format!("deleting unfinished batches: {e}")),
+                    }
                     match store.retain(retention, now_s()) {
                         Ok(p) if p.by_age + p.by_size > 0 => log(format!(
                             "retention: deleted {} events by age, {} by size",
@@ -1732,12 +1805,7 @@ fn writer(
         let mut next = first;
         while let Some(j) = next.take() {
             match j {
-                Job::Batch(b, bytes, reply) => waiting.push(Waiting {
-                    batch: b,
-                    bytes,
-                    reply,
-                    passed_over: 0,
-                }),
+                Job::Batch(b, bytes, reply) => waiting.push(Waiting::new(b, bytes, reply)),
                 Job::Stop => stopping = true,
             }
             if waiting.len() < QUEUE {
@@ -1749,24 +1817,32 @@ fn writer(
             continue;
         }
         after_heavy = group.iter().map(Waiting::events).sum::<usize>() > GROUP_MAX_EVENTS / 2
-            || group.iter().map(|w| w.bytes).sum::<u64>() > GROUP_MAX_BYTES / 2;
-        let group_bytes: u64 = group.iter().map(|w| w.bytes).sum();
-        let group: Vec<(Batch, Sender<Result<Outcome, String>>)> =
-            group.into_iter().map(|w| (w.batch, w.reply)).collect();
+            || group.iter().map(Waiting::part_bytes).sum::<u64>() > GROUP_MAX_BYTES / 2;
+        let group_bytes: u64 = group.iter().map(Waiting::part_bytes).sum();
         let now = now_s();
         let result = (|| {
             let tx = store.transaction()?;
-            let mut outcomes = Vec::with_capacity(group.len());
-            for (b, _) in &group {
-                outcomes.push(Store::apply(&tx, b, now)?);
+            let mut parts = Vec::with_capacity(group.len());
+            for w in &group {
+                parts.push(Store::apply_part(&tx, &w.batch, w.part(), &w.pending, now)?);
             }
             tx.commit().map_err(|e| format!("commit: {e}"))?;
-            Ok::<_, String>(outcomes)
+            Ok::<_, String>(parts)
         })();
         match result {
-            Ok(outcomes) => {
-                for ((_, reply), o) in group.into_iter().zip(outcomes) {
-                    let _ = reply.send(Ok(o));
+            Ok(parts) => {
+                for (mut w, part) in group.into_iter().zip(parts) {
+                    match part {
+                        Part::Done(o) => {
+                            let _ = w.reply.send(Ok(o));
+                        }
+                        Part::Pending(ids) => {
+                            w.stored = w.part().end;
+                            w.pending.extend(ids);
+                            w.passed_over = 0;
+                            waiting.push(w);
+                        }
+                    }
                 }
                 uncheckpointed += group_bytes;
                 if uncheckpointed >= CHECKPOINT_AFTER_BYTES {
@@ -1777,10 +1853,28 @@ fn writer(
             }
             Err(e) => {
                 stats.store_errors.fetch_add(1, Ordering::Relaxed);
+                // The earlier parts of a batch that failed now are deleted (never acked);
+                // when that fails too they stay pending, not stored, until the next try.
+                let pending: Vec<(i64, i64)> = group
+                    .iter()
+                    .flat_map(|w| w.pending.iter().copied())
+                    .collect();
+                let discarded = if pending.is_empty() {
+                    Ok(0)
+                } else {
+                    store.discard(&pending)
+                };
                 if let Some(unsaid) = store_errors_said.due(Instant::now()) {
                     log(format!(
-                        "storing {} batch(es) failed, not acked (their agents resend): {e}{}",
+                        "storing {} batch(es) failed, not acked (their agents resend): {e}{}{}",
                         group.len(),
+                        match discarded {
+                            Err(d) => format!(
+                                "; deleting their parts stored so far failed too, retried \
+                                 later: {d}"
+                            ),
+                            Ok(_) => String::new(),
+                        },
                         if unsaid > 0 {
                             format!(
                                 " ({unsaid} more failure(s) since the last such line, not \
@@ -1791,8 +1885,8 @@ fn writer(
                         }
                     ));
                 }
-                for (_, reply) in group {
-                    let _ = reply.send(Err(e.clone()));
+                for w in group {
+                    let _ = w.reply.send(Err(e.clone()));
                 }
             }
         }
@@ -1874,9 +1968,8 @@ mod tests {
     }
 
     fn waiting_sized(rows: usize, bytes: u64, passed_over: u32) -> Waiting<()> {
-        Waiting {
-            bytes,
-            batch: Batch {
+        let mut w = Waiting::new(
+            Batch {
                 rows: vec![
                     Row::from_entry(
                         "t",
@@ -1894,81 +1987,142 @@ mod tests {
                 ],
                 ..Batch::default()
             },
-            reply: (),
-            passed_over,
-        }
+            bytes,
+            (),
+        );
+        w.passed_over = passed_over;
+        w
     }
 
     #[test]
     fn the_writer_takes_small_batches_first_and_starves_none() {
-        let sizes = |v: &[Waiting<()>]| v.iter().map(|w| w.batch.rows.len()).collect::<Vec<_>>();
+        let sizes = |v: &[Waiting<()>]| v.iter().map(|w| w.bytes).collect::<Vec<_>>();
+        // Batches of one part each: a full part, and lighter ones of which four fill a
+        // transaction's bytes.
+        let (full, lighter) = (PART_MAX_BYTES, GROUP_MAX_BYTES / 4 - 1000);
+        let mut q = vec![waiting_sized(10, full, 0)];
+        let lighter_ones = || (0..4).map(|_| waiting_sized(10, lighter, 0));
+        // The lighter ones go first and fill the transaction; the full one is passed over...
+        q.extend(lighter_ones());
+        assert_eq!(sizes(&pick(&mut q, false)), [lighter; 4]);
+        q.extend(lighter_ones());
+        assert_eq!(sizes(&pick(&mut q, false)), [lighter; 4]);
+        assert_eq!(q[0].passed_over, 2);
+        // ...twice, then rides along with them (one only: the transaction stays bounded).
+        q.extend(lighter_ones());
+        assert_eq!(
+            sizes(&pick(&mut q, false)),
+            [lighter, lighter, lighter, lighter, full]
+        );
+        assert!(q.is_empty());
+        // Batches owed their turn never push a light one out of a transaction.
         let mut q = vec![
-            waiting(5000, 0),
-            waiting(4000, 0),
+            waiting_sized(10, full, 2),
+            waiting_sized(10, full, 2),
             waiting(1, 0),
-            waiting(5000, 0),
         ];
-        // The light batch goes first; then the next smallest, up to GROUP_MAX_EVENTS (5,000).
-        let g = pick(&mut q, false);
-        assert_eq!(sizes(&g), [1, 4000]);
-        assert_eq!(sizes(&q), [5000, 5000]);
-        assert!(q.iter().all(|w| w.passed_over == 1));
-        // A light one arriving goes before them...
+        q.extend(lighter_ones());
+        assert_eq!(
+            sizes(&pick(&mut q, false)),
+            [100, lighter, lighter, lighter, lighter, full]
+        );
+        // After a heavy transaction, a light batch goes without the one owed its turn,
+        // which goes in the next.
+        let mut q = vec![waiting_sized(10, full, 2), waiting(1, 0)];
+        q.extend(lighter_ones());
+        assert_eq!(
+            sizes(&pick(&mut q, true)),
+            [100, lighter, lighter, lighter, lighter]
+        );
         q.push(waiting(2, 0));
-        assert_eq!(sizes(&pick(&mut q, false)), [2]);
-        // ...and so does the next, but now one passed over twice rides along with it (one
-        // only: the transaction stays bounded).
-        q.push(waiting(3, 0));
-        assert_eq!(sizes(&pick(&mut q, false)), [3, 5000]);
-        // The other, passed over three times, with the next light one.
-        q.push(waiting(4, 0));
-        assert_eq!(sizes(&pick(&mut q, false)), [4, 5000]);
-        assert!(q.is_empty());
-        // Heavy batches owed their turn never push a light one out of a transaction.
-        let mut q = vec![waiting(5000, 2), waiting(5000, 2), waiting(1, 0)];
-        assert_eq!(sizes(&pick(&mut q, false)), [1, 5000]);
-        assert_eq!(sizes(&pick(&mut q, false)), [5000]);
-        // One batch larger than a whole transaction still goes, alone.
-        let mut q = vec![waiting(12_000, 0), waiting(3, 0)];
-        assert_eq!(sizes(&pick(&mut q, false)), [3]);
-        assert_eq!(sizes(&pick(&mut q, false)), [12_000]);
-        assert!(q.is_empty());
+        assert_eq!(sizes(&pick(&mut q, false)), [200, full]);
         // Many light ones share a transaction.
         let mut q: Vec<_> = (0..10).map(|_| waiting(100, 0)).collect();
         assert_eq!(pick(&mut q, false).len(), 10);
-        // After a heavy transaction, a light batch goes without the one owed its turn, which
-        // goes in the next.
-        let mut q = vec![waiting(5000, 2), waiting(1, 0)];
-        assert_eq!(sizes(&pick(&mut q, true)), [1]);
-        q.push(waiting(2, 0));
-        assert_eq!(sizes(&pick(&mut q, false)), [2, 5000]);
+        // Over the events bound: split, the smallest first.
+        let mut q: Vec<_> = (0..6).map(|_| waiting(1000, 0)).collect();
+        q.push(waiting(1, 0));
+        let g = pick(&mut q, false);
+        assert_eq!(g.iter().map(Waiting::events).sum::<usize>(), 4001);
+        assert_eq!(q.len(), 2);
+    }
+
+    /// Stores a batch's part as the writer does, in the test: `Some(parts)` when that was its
+    /// last part (its part ranges, in order), else it goes back to `q`.
+    fn store_part(
+        mut w: Waiting<Vec<std::ops::Range<usize>>>,
+        q: &mut Vec<Waiting<Vec<std::ops::Range<usize>>>>,
+    ) -> Option<Vec<std::ops::Range<usize>>> {
+        let part = w.part();
+        w.reply.push(part.clone());
+        if part.end == w.batch.rows.len() {
+            return Some(w.reply);
+        }
+        w.stored = part.end;
+        w.passed_over = 0;
+        q.push(w);
+        None
+    }
+
+    fn with_parts(w: Waiting<()>) -> Waiting<Vec<std::ops::Range<usize>>> {
+        Waiting::new(w.batch, w.bytes, Vec::new())
     }
 
     #[test]
-    fn the_writer_bounds_a_transaction_in_bytes_and_takes_the_lightest_first() {
-        let sizes = |v: &[Waiting<()>]| v.iter().map(|w| w.bytes).collect::<Vec<_>>();
+    fn a_heavy_batch_is_stored_in_parts_between_light_ones() {
         let mib = 1u64 << 20;
-        // Two batches of 5,000 large log records (29 MiB each: few events, many bytes), a
-        // heartbeat and an agent's batch that came after them.
+        // Two batches of 5,000 large log records (29 MiB each: few events, many bytes), then
+        // a heartbeat before every transaction, as a light client sends them.
         let mut q = vec![
-            waiting_sized(5000, 29 * mib, 0),
-            waiting_sized(5000, 29 * mib, 0),
-            waiting_sized(1, 300, 0),
-            waiting_sized(100, 40_000, 0),
+            with_parts(waiting_sized(5000, 29 * mib, 0)),
+            with_parts(waiting_sized(5000, 29 * mib, 0)),
         ];
-        // The light ones first, together; neither heavy one fits beside them.
-        assert_eq!(sizes(&pick(&mut q, false)), [300, 40_000]);
-        // Then a heavy one alone: never two in one transaction.
-        assert_eq!(sizes(&pick(&mut q, true)), [29 * mib]);
-        // A heartbeat arriving now goes before the other heavy one...
-        q.push(waiting_sized(1, 300, 0));
-        assert_eq!(sizes(&pick(&mut q, true)), [300]);
-        assert_eq!(sizes(&pick(&mut q, false)), [29 * mib]);
-        assert!(q.is_empty());
-        // Batches under the event bound but together over the byte bound: split.
-        let mut q: Vec<_> = (0..4).map(|_| waiting_sized(200, 3 * mib, 0)).collect();
-        assert_eq!(pick(&mut q, false).len(), 1);
-        assert_eq!(q.len(), 3);
+        let mut done = Vec::new();
+        let mut after_heavy = false;
+        for round in 0.. {
+            assert!(round < 200, "the heavy batches never finished: {done:?}");
+            q.push(with_parts(waiting_sized(1, 300, 0)));
+            let group = pick(&mut q, after_heavy);
+            // The heartbeat is in every transaction: it waits for none of the heavy parts.
+            assert!(group.iter().any(|w| w.bytes == 300), "round {round}");
+            let bytes: u64 = group.iter().map(Waiting::part_bytes).sum();
+            let events: usize = group.iter().map(Waiting::events).sum();
+            assert!(bytes <= GROUP_MAX_BYTES + PART_MAX_BYTES, "{bytes}");
+            assert!(events <= GROUP_MAX_EVENTS + PART_MAX_EVENTS, "{events}");
+            after_heavy = events > GROUP_MAX_EVENTS / 2 || bytes > GROUP_MAX_BYTES / 2;
+            for w in group {
+                let heavy = w.bytes == 29 * mib;
+                if let Some(parts) = store_part(w, &mut q)
+                    && heavy
+                {
+                    done.push(parts);
+                }
+            }
+            if done.len() == 2 {
+                break;
+            }
+        }
+        for parts in &done {
+            // Parts of at most a part's bytes (rows at the batch's average size), in order,
+            // each row once.
+            let per_row = 29 * mib / 5000;
+            assert!(
+                parts
+                    .iter()
+                    .all(|p| p.len() as u64 * per_row <= PART_MAX_BYTES)
+            );
+            assert_eq!(parts.first().unwrap().start, 0);
+            assert_eq!(parts.last().unwrap().end, 5000);
+            assert!(parts.windows(2).all(|w| w[0].end == w[1].start));
+        }
+        // A batch over the events bound (12,000 agent events of 100 bytes) is split too,
+        // behind a light one.
+        let mut q = vec![with_parts(waiting(12_000, 0)), with_parts(waiting(3, 0))];
+        let g = pick(&mut q, false);
+        assert_eq!(
+            g.iter().map(|w| w.part()).collect::<Vec<_>>(),
+            [0..3, 0..PART_MAX_EVENTS]
+        );
     }
 
     #[test]

@@ -13,6 +13,11 @@
 //!   `dedup_window` (at least), so resends after long outages are caught.
 //! * `findings` — the current state of each finding, per (host, check, subject): open or
 //!   cleared, since when, the latest summary. `open = 1` rows are the open set.
+//! * `pending_parts` — the `events` rows (id ranges) of batches stored in parts
+//!   ([`Store::apply_part`]) whose last part has not committed yet: not stored as far as
+//!   anyone may tell (no ack, no chunk id, hidden from [`Store::events`] and from the
+//!   alerter), deleted if the batch fails and, after a crash, when the writer starts
+//!   ([`Store::discard_unfinished`]). Empty but while a heavy batch is being stored.
 //! * `acks` — findings acknowledged by `zpulse-collector ack`, until a time or for good: who,
 //!   why, and the Alertmanager silences made for it (`[[url, id], …]`). `ack_log` — every ack
 //!   and unack in order, which the webhooks pass on.
@@ -38,7 +43,11 @@
 //! sender's wrong clock (an event dated 1970 or 2096) neither loses nor pins data.
 //!
 //! Writes go through [`Store::apply`] inside a transaction the caller commits (the server's
-//! writer thread groups many batches per transaction, and acks them after the commit).
+//! writer thread groups many batches per transaction, and acks them after the commit). A
+//! heavy batch goes through [`Store::apply_part`] in several transactions instead, so that
+//! light batches' transactions come between its parts: only its last part records its chunk
+//! id and what it changes besides its rows (findings, hosts, charts, series), and only then
+//! is it acked.
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 use serde::Serialize;
@@ -131,6 +140,10 @@ CREATE TABLE IF NOT EXISTS acks (
     silences TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (host, check_name, subject)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending_parts (
+    first_id INTEGER PRIMARY KEY,
+    last_id INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ack_log (
     id INTEGER PRIMARY KEY,
     at INTEGER NOT NULL,
@@ -341,6 +354,16 @@ pub enum Outcome {
     Duplicate,
 }
 
+/// What one part of a batch stored in parts ([`Store::apply_part`]) came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Its rows are in `events` under these ids (runs of consecutive ids), pending: the
+    /// batch is not stored until its last part commits.
+    Pending(Vec<(i64, i64)>),
+    /// The batch is done: its last part committed with this, or it was a duplicate.
+    Done(Outcome),
+}
+
 pub fn severity_rank(s: Severity) -> i64 {
     match s {
         Severity::Info => 0,
@@ -400,6 +423,9 @@ pub struct Pruned {
 
 pub struct Store {
     conn: Connection,
+    /// Whether the database has `pending_parts` (one written by an older version and opened
+    /// read-only may not): else no row is pending.
+    has_pending_parts: bool,
 }
 
 fn now_epoch_s() -> i64 {
@@ -457,7 +483,10 @@ impl Store {
         // version too (one row per host, by index).
         conn.execute_batch(HOST_SUMMARY)
             .map_err(|e| format!("{}: host summaries: {e}", path.display()))?;
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            has_pending_parts: true,
+        })
     }
 
     /// Opens an existing database for reading (queries, the web page).
@@ -480,7 +509,18 @@ impl Store {
         // page in with a read(2).
         conn.execute_batch("PRAGMA mmap_size = 268435456;")
             .map_err(sql)?;
-        Ok(Store { conn })
+        let has_pending_parts = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'pending_parts'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(sql)?
+            > 0;
+        Ok(Store {
+            conn,
+            has_pending_parts,
+        })
     }
 
     pub fn transaction(&mut self) -> Result<Transaction<'_>, String> {
@@ -490,6 +530,86 @@ impl Store {
     /// Stores one batch inside `tx` (the caller commits), unless its chunk id was stored
     /// before. `now` is the receive time in seconds.
     pub fn apply(tx: &Transaction, batch: &Batch, now: i64) -> Result<Outcome, String> {
+        Store::finish(tx, batch, 0, &[], now)
+    }
+
+    /// Stores rows `rows` of `batch` inside `tx` (the caller commits): one part of a batch
+    /// stored across several transactions, in order. `earlier`: the ids its earlier parts
+    /// stored (their [`Part::Pending`], once committed). A part before the last stores its
+    /// rows and marks them pending (`pending_parts`); nothing else (no chunk id: a resend
+    /// is not yet a duplicate). The last part (`rows.end` the batch's length) stores its rows
+    /// and everything the batch changes besides them, records the chunk id, and unmarks the
+    /// earlier parts, all in its one transaction: until it commits, the batch is not stored.
+    /// A batch whose chunk id is found stored (at its first part, or at its last: a resend
+    /// that was stored meanwhile) is [`Outcome::Duplicate`], its earlier parts deleted.
+    pub fn apply_part(
+        tx: &Transaction,
+        batch: &Batch,
+        rows: std::ops::Range<usize>,
+        earlier: &[(i64, i64)],
+        now: i64,
+    ) -> Result<Part, String> {
+        if rows.end >= batch.rows.len() {
+            return Store::finish(tx, batch, rows.start, earlier, now).map(Part::Done);
+        }
+        if rows.start == 0
+            && let Some(key) = batch.dedup_key()
+            && tx
+                .prepare_cached("SELECT 1 FROM chunks WHERE chunk = ?1")
+                .and_then(|mut s| s.exists([key]))
+                .map_err(sql)?
+        {
+            return Ok(Part::Done(Outcome::Duplicate));
+        }
+        let ids = insert_rows(tx, &batch.rows[rows], now)?;
+        let mut mark = tx
+            .prepare_cached("INSERT INTO pending_parts(first_id, last_id) VALUES (?1, ?2)")
+            .map_err(sql)?;
+        for (first, last) in &ids {
+            mark.execute([first, last]).map_err(sql)?;
+        }
+        Ok(Part::Pending(ids))
+    }
+
+    /// Deletes the rows of a batch stored in parts that will not be finished (a later part
+    /// failed): pending, so never acked. Its own transaction.
+    pub fn discard(&mut self, parts: &[(i64, i64)]) -> Result<u64, String> {
+        let tx = self.conn.transaction().map_err(sql)?;
+        let n = delete_parts(&tx, parts)?;
+        tx.commit().map_err(sql)?;
+        Ok(n)
+    }
+
+    /// Deletes the rows of every batch whose last part never committed (the collector
+    /// stopped or crashed between its parts, or deleting them failed): their senders had no
+    /// ack and resend them. Only for the one writer, before it stores anything (a part under
+    /// way is pending too); the number of rows deleted.
+    pub fn discard_unfinished(&mut self) -> Result<u64, String> {
+        let parts: Vec<(i64, i64)> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT first_id, last_id FROM pending_parts")
+                .map_err(sql)?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(sql)?
+                .collect::<Result<_, _>>()
+                .map_err(sql)?
+        };
+        if parts.is_empty() {
+            return Ok(0);
+        }
+        self.discard(&parts)
+    }
+
+    /// The rest of `batch` from row `from` on, and all it changes besides its rows; `earlier`
+    /// its parts already stored (see [`Store::apply_part`]).
+    fn finish(
+        tx: &Transaction,
+        batch: &Batch,
+        from: usize,
+        earlier: &[(i64, i64)],
+        now: i64,
+    ) -> Result<Outcome, String> {
         if let Some(key) = batch.dedup_key() {
             let fresh = tx
                 .prepare_cached(
@@ -499,28 +619,23 @@ impl Store {
                 .and_then(|mut s| s.execute(params![key, now, batch.rows.len() as i64]))
                 .map_err(sql)?;
             if fresh == 0 {
+                delete_parts(tx, earlier)?;
                 return Ok(Outcome::Duplicate);
             }
         }
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO events(ts, received, tag, kind, host, check_name, severity, state,
-                                    subject, summary, advice, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )
+        insert_rows(tx, &batch.rows[from.min(batch.rows.len())..], now)?;
+        let mut unmark = tx
+            .prepare_cached("DELETE FROM pending_parts WHERE first_id = ?1")
             .map_err(sql)?;
+        for (first, _) in earlier {
+            unmark.execute([first]).map_err(sql)?;
+        }
         // Per host: latest event time, latest heartbeat (time, version).
         let mut hosts: HashMap<&str, HostSeen> = HashMap::new();
         // The batch's latest value per chart point: a batch holds seconds to minutes of a
         // host's figures, so most of its rows fall into a point another row of it also has.
         let mut points: HashMap<(&str, i64, &str), (i64, f64)> = HashMap::new();
         for r in &batch.rows {
-            insert
-                .execute(params![
-                    r.ts, now, r.tag, r.kind, r.host, r.check, r.severity, r.state, r.subject,
-                    r.summary, r.advice, r.data
-                ])
-                .map_err(sql)?;
             if r.kind != "foreign" {
                 let bucket = r.ts.div_euclid(1_000_000_000).div_euclid(CHART_BUCKET_S);
                 for (name, value) in &r.points {
@@ -748,12 +863,23 @@ impl Store {
     /// filters an index orders by
     /// time (`host`, `check`, `since`, `kind = finding`) keep the work near `limit`; the
     /// others (`severity`, other kinds) filter rows as the index yields them, which for a
-    /// rare match means many rows.
+    /// rare match means many rows. Rows of a batch still being stored in parts are not
+    /// among them.
     pub fn events(&self, f: &Filter) -> Result<Vec<Row>, String> {
         let mut sql_text = String::from(
             "SELECT ts, tag, kind, host, check_name, severity, state, subject, summary, advice,
                     data, received FROM events WHERE 1=1",
         );
+        if self.has_pending_parts {
+            // Rows of a batch whose last part has not committed are not stored yet. The
+            // first test is made once per query (it names no column of `events`), so a
+            // row costs a step or two more while no batch is being stored in parts.
+            sql_text.push_str(
+                " AND (NOT EXISTS (SELECT 1 FROM pending_parts)
+                       OR NOT EXISTS (SELECT 1 FROM pending_parts p
+                                      WHERE p.first_id <= events.id AND events.id <= p.last_id))",
+            );
+        }
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         if let Some(h) = &f.host {
             sql_text.push_str(" AND host = ?");
@@ -1098,7 +1224,8 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
     }
 
-    /// Number of rows in `events` and `chunks`.
+    /// Number of rows in `events` and `chunks` (pending rows of a batch being stored in
+    /// parts included).
     pub fn counts(&self) -> Result<(i64, i64), String> {
         let n = |t: &str| -> Result<i64, String> {
             self.conn
@@ -1181,6 +1308,48 @@ fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
         .and_then(serde_json::Value::as_f64)
         .filter(|i| i.is_finite() && *i > 0.0);
     (version, interval)
+}
+
+/// Inserts `rows` into `events`, received at `now`: the ids they took, as runs of
+/// consecutive ids (one run, unless SQLite had to pick ids at random past the largest).
+fn insert_rows(tx: &Transaction, rows: &[Row], now: i64) -> Result<Vec<(i64, i64)>, String> {
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO events(ts, received, tag, kind, host, check_name, severity, state,
+                                subject, summary, advice, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        )
+        .map_err(sql)?;
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for r in rows {
+        let id = insert
+            .insert(params![
+                r.ts, now, r.tag, r.kind, r.host, r.check, r.severity, r.state, r.subject,
+                r.summary, r.advice, r.data
+            ])
+            .map_err(sql)?;
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == id => *last = id,
+            _ => runs.push((id, id)),
+        }
+    }
+    Ok(runs)
+}
+
+/// Deletes pending parts' rows and their marks; the number of rows deleted.
+fn delete_parts(conn: &Connection, parts: &[(i64, i64)]) -> Result<u64, String> {
+    let mut rows = conn
+        .prepare_cached("DELETE FROM events WHERE id BETWEEN ?1 AND ?2")
+        .map_err(sql)?;
+    let mut mark = conn
+        .prepare_cached("DELETE FROM pending_parts WHERE first_id = ?1")
+        .map_err(sql)?;
+    let mut n = 0;
+    for (first, last) in parts {
+        n += rows.execute([first, last]).map_err(sql)? as u64;
+        mark.execute([first]).map_err(sql)?;
+    }
+    Ok(n)
 }
 
 /// Updates the current state of one finding from an event. An event older than the state

@@ -232,15 +232,17 @@ fn with_chunk(message: &[u8], id: &str) -> Vec<u8> {
 /// from the moment a heavy message is decoded until its ack, and are all allocated by one
 /// decoder thread: the peak stays within that budget plus a fixed overhead, and a
 /// bystander's acks keep coming within 2 s: the writer stores the lightest batches first,
-/// a transaction holds at most one such heavy batch (bounded in bytes as well as events),
-/// and the WAL is checkpointed beside the writer, not inside its commits (a 5,000-row,
-/// 29 MB commit took 1.0–1.2 s with the checkpoint in it, 0.4–0.7 s without, debug build at
-/// load 15). Once the burst is over the allocator gives the freed memory back
-/// (`malloc_trim`): what stays resident is back within a fixed margin of what was before
-/// (the debug build at load 15: 10 MB before, 18–21 MB after, was 69–83 MB). Release build
-/// at load 9–14: peak 166–176 MB, 7 MB resident before, 19–20 MB after (was 161 MB),
-/// 25–48 of 48 acked; the bystander's slowest ack 2.3 s (load 9) to 4.2 s (load 14), over
-/// the 2 s asked: it waits for the 29 MB transaction under way (debug: 1.1–2.4 s).
+/// each heavy batch in parts of at most 1 MiB, a transaction each, so that light batches'
+/// transactions come between them (one 5,000-row, 29 MB commit took 0.4–0.7 s, and a light
+/// batch waited for all of it), and the WAL is checkpointed beside the writer, not inside
+/// its commits (such a commit took 1.0–1.2 s with the checkpoint in it, debug build at load
+/// 15). Once the burst is over the allocator gives the freed memory back (`malloc_trim`):
+/// what stays resident is back within a fixed margin of what was before (the debug build at
+/// load 15: 10 MB before, 18–21 MB after, was 69–83 MB). Release build, 8 runs at load 5–10:
+/// 37–48 of 48 acked in 19–31 s, peak 163–176 MB, 7–8 MB resident before, 21–24 MB after
+/// (was 161 MB); the bystander's slowest ack 0.18–0.61 s at load 5–8, 0.85 s at load 10,
+/// 168–218 acks. Each heavy batch in one transaction (the same test, 6 runs at load 4–8): the
+/// slowest 1.8–3.8 s, 39–45 acks, as it waited for the 29 MB transaction under way.
 #[test]
 fn a_burst_of_48_heavy_gzip_messages_stays_within_the_memory_budget() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
