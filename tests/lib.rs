@@ -1,9 +1,11 @@
 //! Cross-crate tests of zpulse: the agent's sources and the proto's sample model together,
 //! against real captures in `fixtures/`. The library part locates fixtures, and [`raw`] reads
-//! the lab captures for the plugins' replay tests, [`peer`] runs a collector beside them.
+//! the lab captures for the plugins' replay tests, [`peer`] runs a collector beside them,
+//! [`pages`] holds the checks' pages to the example findings their unit tests make.
 
 use std::path::PathBuf;
 
+pub mod pages;
 pub mod peer;
 pub mod raw;
 pub mod settings;

@@ -208,6 +208,18 @@ fn the_seeds_arc_should_grow_by_8_gib() {
     );
 }
 
+/// The seed's finding as the plugin emits it, which the check's page shows.
+#[test]
+fn the_page_shows_the_seeds_finding() {
+    let events = run(&config(&[]), &series(&[seed(); 90]));
+    assert_eq!(events.len(), 1, "raised once, then steady: {events:?}");
+    assert_eq!(
+        (events[0].state, events[0].severity),
+        (Some(State::Raised), Severity::Warning)
+    );
+    zpulse_tests::pages::assert_page_shows("docs/checks/arc-sizing.md", &events);
+}
+
 #[test]
 fn linux_advice_writes_the_module_parameter() {
     let j = judged(

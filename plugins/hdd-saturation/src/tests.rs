@@ -407,6 +407,8 @@ fn the_seeds_mirror_is_seek_bound_and_wants_a_mirrored_special_vdev() {
     let events = run(&config(&[]), &samples);
     let raised = of(&events, "tank/normal/mirror-0");
     assert_eq!(states(&raised)[0], (State::Raised, Severity::Warning));
+    // The mirror's findings as the plugin emits them, which the check's page shows.
+    zpulse_tests::pages::assert_page_shows("docs/checks/hdd-saturation.md", raised.iter().copied());
     // The figures over all 90 samples, as the findings see them after the last one.
     let mut check = check();
     for s in &samples {

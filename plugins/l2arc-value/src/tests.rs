@@ -187,6 +187,7 @@ fn the_seed_server_is_negative() {
             .unwrap()
             .contains("the ARC misses only 1.5% of reads")
     );
+    zpulse_tests::pages::assert_page_shows("docs/checks/l2arc-value.md", &events);
 }
 
 /// A workload that misses 20% in the ARC, the L2ARC serving `share_per_10k` of 10 000 reads.

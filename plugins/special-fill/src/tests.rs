@@ -593,6 +593,7 @@ fn late_added_special_is_noted_when_it_serves_under_half_the_metadata_reads() {
          the rest from the normal class"
     );
     assert!(events[0].advice.as_deref().unwrap().contains("zfs send"));
+    zpulse_tests::pages::assert_page_shows("docs/checks/special-fill.md", &events);
     // L2ARC hits are taken off the misses: 300 / (3000 − 1500) = 20%.
     assert_eq!(
         num(&late(100.0, 1000, 500)[0], "share_upper_bound_pct"),
