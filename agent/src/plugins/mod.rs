@@ -363,9 +363,13 @@ impl PluginHost {
         let bundle = plugins.len() > 1;
         // The file's plugins share one lane (see `lane`), made for the first that runs.
         let mut file_lane = None;
+        let mut disabled = Vec::new();
         for (index, opened) in plugins.into_iter().enumerate() {
             let mut info = info(bundle.then_some(index));
             match opened {
+                Ok(opened) if settings.disable.contains(&opened.name) => {
+                    disabled.push(self.load_off(info, opened, names));
+                }
                 Ok(opened) => self.load_one(info, opened, settings, names, &mut file_lane),
                 Err(refusal) => {
                     info.abi = refusal.abi;
@@ -373,16 +377,43 @@ impl PluginHost {
                 }
             }
         }
+        // One line a file: a bundle's checks that a host leaves off are a list, not a page.
+        let disabled: Vec<String> = disabled.into_iter().flatten().collect();
+        if !disabled.is_empty() {
+            self.log(
+                Level::Info,
+                "plugins",
+                format!(
+                    "not started, as plugins.disable says: {} ({})",
+                    disabled.join(", "),
+                    path.display()
+                ),
+            );
+        }
     }
 
-    fn load_one(
+    /// Records a plugin that `disable` names, found but not started; its name, unless
+    /// another plugin of that name came first (then it is refused as a duplicate).
+    fn load_off(
+        &mut self,
+        info: PluginInfo,
+        opened: load::Opened,
+        names: &mut BTreeMap<String, PathBuf>,
+    ) -> Option<String> {
+        let mut info = self.claim_name(info, &opened, names)?;
+        info.status = Status::Off;
+        self.slots.push(Slot { info, run: None });
+        Some(opened.name)
+    }
+
+    /// `info` with what the plugin says of itself, and its name taken; `None` when a plugin
+    /// of that name came first (this one is refused, and the first stays).
+    fn claim_name(
         &mut self,
         mut info: PluginInfo,
-        opened: load::Opened,
-        settings: &PluginSettings,
+        opened: &load::Opened,
         names: &mut BTreeMap<String, PathBuf>,
-        file_lane: &mut Option<usize>,
-    ) {
+    ) -> Option<PluginInfo> {
         info.name = Some(opened.name.clone());
         info.version = Some(opened.version.clone());
         info.abi = Some(opened.abi);
@@ -393,24 +424,24 @@ impl PluginHost {
                 opened.name,
                 first.display()
             );
-            return self.refuse(info, why);
+            self.refuse(info, why);
+            return None;
         }
         names.insert(opened.name.clone(), info.path.clone());
-        if settings.disable.contains(&opened.name) {
-            info.status = Status::Off;
-            self.log(
-                Level::Info,
-                "plugins",
-                format!(
-                    "{} ({}) is not started: plugins.disable names it",
-                    opened.name,
-                    info.path.display()
-                ),
-            );
-            self.slots.push(Slot { info, run: None });
-            return;
-        }
+        Some(info)
+    }
 
+    fn load_one(
+        &mut self,
+        info: PluginInfo,
+        opened: load::Opened,
+        settings: &PluginSettings,
+        names: &mut BTreeMap<String, PathBuf>,
+        file_lane: &mut Option<usize>,
+    ) {
+        let Some(info) = self.claim_name(info, &opened, names) else {
+            return;
+        };
         let table = settings.tables.get(&opened.name);
         let config = match table {
             Some(t) => sdk::config::encode(&toml_to_value(toml::Value::Table(t.table.clone()))),
