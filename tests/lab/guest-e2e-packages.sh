@@ -99,8 +99,9 @@ stamp "load done"
 # --- kernel events: an OFFLINE/ONLINE flap, read through the unit's one capability --------------
 # The agent reads the event queue as the zpulse user with CAP_SYS_ADMIN (zpulse.service) and the
 # zevents check raises zevents.vdev-state when sdb goes OFFLINE and clears it when it is back:
-# both reach the collector (Forward) and the journal (syslog). `zpool events -v` beside them is
-# the ground truth.
+# both reach the collector (Forward) and the journal (syslog), about tank/sdb1: zpool gave the
+# whole disk a partition, and the events name it. `zpool events -v` beside them is the ground
+# truth.
 stamp "flap sdb"
 zpool offline tank sdb
 sleep 3
@@ -109,12 +110,12 @@ sleep 10   # the Forward sink's acknowledgement
 zpool events -v > "$O/zpool-events-v.txt"
 zpulse-collector query --check zevents.vdev-state --format json > "$O/collector-zevents.json" \
 	2>> "$O/collector.err"
-check zevents-kernel-posted grep -q 'resource.fs.zfs.statechange' "$O/zpool-events-v.txt"
+check zevents-kernel-posted grep -q 'vdev_path = "/dev/sdb1"' "$O/zpool-events-v.txt"
 for state in raised cleared; do
 	check "zevents-flap-collector-$state" python3 -c '
 import json, sys
 f = json.load(open(sys.argv[1]))
-assert any(x["host"] == sys.argv[2] and x["subject"] == "tank/sdb" and x["state"] == sys.argv[3]
+assert any(x["host"] == sys.argv[2] and x["subject"] == "tank/sdb1" and x["state"] == sys.argv[3]
            for x in f), [(x["subject"], x["state"]) for x in f]
 ' "$O/collector-zevents.json" "$(hostname)" "$state"
 done
@@ -184,7 +185,7 @@ journalctl --no-pager -u zpulse-collector -o short-iso > "$O/journal-collector.t
 while read -r c s sev; do
 	check "journal-finding-$c" grep -qF "$c on $s (" "$O/journal-syslog.txt"
 done <<< "$want"
-check journal-zevents-flap grep -qF "zevents.vdev-state on tank/sdb (" "$O/journal-syslog.txt"
+check journal-zevents-flap grep -qF "zevents.vdev-state on tank/sdb1 (raised)" "$O/journal-syslog.txt"
 # The unit's capability is enough: the agent never said it could not read the queue.
 check zevents-readable bash -c "! grep -q 'needs CAP_SYS_ADMIN' '$O/journal-unit.txt'"
 
