@@ -16,7 +16,10 @@
 #     - checks: services active as their own users, no exec/fork by the agent, the collector's
 #       `hosts`/`open` show this host and the slog-usage findings, the journal shows them too
 #       (syslog sink), /dev/zfs opens under DevicePolicy=closed + DeviceAllow, and records
-#       `systemd-analyze security` of both units;
+#       `systemd-analyze security` of both units; then takes sdb offline and back, and checks
+#       that the agent, as its user with the unit's one capability, read both state changes
+#       from the kernel's event queue (zevents.vdev-state raised and cleared, at the collector
+#       and in the journal);
 #  3. checks the share's results and exits non-zero on any failure, with a summary.
 #
 # Needs the lab image (../shared/lab/build-image.sh, once per machine) and qemu-system-x86.
@@ -68,7 +71,8 @@ if [[ $ok == 1 && ${SAVE:-0} == 1 ]]; then
 	dest=$repo/tests/fixtures/lab/e2e-packages
 	rm -rf "$dest"; mkdir -p "$dest"
 	(cd "$share/out" && cp results.txt depends.txt zpool-status.txt collector-hosts.json collector-open.json \
-		collector-open.txt journal-syslog-raised.txt strace-summary.txt dev-zfs.txt ps.txt security-zpulse.txt "$dest/")
+		collector-open.txt journal-syslog-raised.txt strace-summary.txt dev-zfs.txt ps.txt security-zpulse.txt \
+		collector-zevents.json zpool-events-v.txt "$dest/")
 	echo "fixtures refreshed in $dest"
 fi
 if [[ $ok == 1 ]]; then echo "e2e-packages: PASS"; else echo "e2e-packages: FAIL"; exit 1; fi
