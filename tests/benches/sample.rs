@@ -157,6 +157,8 @@ struct Costs {
     outputs_gzip: f64,
     /// Where `outputs` goes, part by part.
     parts: Parts,
+    /// Bytes of the last response to a scrape, plain and gzip (headers included).
+    response_bytes: (usize, usize),
     node_exporter: Option<f64>,
 }
 
@@ -231,6 +233,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         sink: &mut sink,
         port,
         history: &mut history,
+        response_bytes: (0, 0),
     };
     for _ in 0..rounds {
         let costs = [
@@ -290,6 +293,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         }
     }
     host.shutdown();
+    let response_bytes = outputs.response_bytes;
     let [
         floor,
         snapshot,
@@ -320,6 +324,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
             gzip_and_serve,
             history,
         },
+        response_bytes,
         node_exporter: None,
     }
 }
@@ -330,6 +335,8 @@ struct Outputs<'a> {
     sink: &'a mut PrometheusSink,
     port: u16,
     history: &'a mut zpulse_agent::history::Writer,
+    /// Bytes of the last response, plain and gzip.
+    response_bytes: (usize, usize),
 }
 
 impl Outputs<'_> {
@@ -338,13 +345,25 @@ impl Outputs<'_> {
         self.sink
             .observe(&reading)
             .expect("the sink takes the reading");
-        assert!(
-            scrape(self.port, gzip) > 1000,
-            "the listener answered nothing"
-        );
+        self.scrape(gzip);
         self.history
             .append(reading.snapshot())
             .expect("a history append");
+    }
+
+    /// One scrape, as Prometheus makes it each reading.
+    fn scrape(&mut self, gzip: bool) {
+        let bytes = scrape(self.port, gzip);
+        self.note_response(gzip, bytes);
+    }
+
+    fn note_response(&mut self, gzip: bool, bytes: usize) {
+        assert!(bytes > 1000, "the listener answered nothing");
+        if gzip {
+            self.response_bytes.1 = bytes;
+        } else {
+            self.response_bytes.0 = bytes;
+        }
     }
 
     /// CPU per reading of each part ([`Parts`], in its order), µs, over readings made by
@@ -367,12 +386,9 @@ impl Outputs<'_> {
                     .expect("the sink takes the reading")
             });
             for (i, gzip) in [(1, false), (2, false), (3, true)] {
-                part(i, &mut || {
-                    assert!(
-                        scrape(self.port, gzip) > 1000,
-                        "the listener answered nothing"
-                    )
-                });
+                let mut bytes = 0;
+                part(i, &mut || bytes = scrape(self.port, gzip));
+                self.note_response(gzip, bytes);
             }
             part(4, &mut || {
                 self.history
@@ -818,6 +834,12 @@ fn main() {
     row("  render (by the reading's 1st scrape)", p.render());
     row("  serve a scrape (accept, thread, send)", p.serve);
     row("  gzip (once per reading)", p.gzip());
+    println!(
+        "    a scrape's response: {} bytes plain, {} bytes gzip ({:.1}×)",
+        c.response_bytes.0,
+        c.response_bytes.1,
+        c.response_bytes.0 as f64 / c.response_bytes.1.max(1) as f64
+    );
     row("  history append", p.history);
     verdicts.push(Verdict::at_most(
         "interval with every output on ÷ floor, plain",
