@@ -841,6 +841,13 @@ fn main() {
         c.response_bytes.0 as f64 / c.response_bytes.1.max(1) as f64
     );
     row("  history append", p.history);
+    // The "a sample": what the row `sample, no checks` measures, a snapshot read and
+    // parsed and `Sample::between` the previous one (as the history bench compares too).
+    verdicts.push(Verdict::at_most(
+        "history append ÷ a sample (snapshot + Sample::between)",
+        p.history / c.sample,
+        0.2,
+    ));
     verdicts.push(Verdict::at_most(
         "interval with every output on ÷ floor, plain",
         c.outputs / c.floor,
