@@ -106,6 +106,29 @@ fn snapshots_come_back_whole_in_time_order_with_the_one_before_the_range() {
     }
 }
 
+/// Records are raw deflate, whichever compressor wrote them: a segment written when the agent
+/// deflated with miniz_oxide reads back as the captures it recorded.
+#[test]
+fn records_written_by_the_earlier_compressor_read_back_whole() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("history");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let name = "20261130T091539Z.zph";
+    std::fs::copy(fixtures.join("history/miniz").join(name), dir.join(name)).unwrap();
+    let lab = fixtures.join("lab/basic");
+    let want: Vec<Snapshot> = ["000", "001"]
+        .iter()
+        .map(|c| crate::capture::load(&lab.join(c)).unwrap())
+        .collect();
+    let r = read(&dir, f64::NEG_INFINITY, f64::INFINITY).unwrap();
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    let (back, errors) = decoded(&r);
+    assert!(errors.is_empty(), "{errors:?}");
+    same(&back, &want);
+}
+
 #[test]
 fn the_agents_monotonic_clock_is_not_read_back_as_it_restarts_with_each_run() {
     let tmp = tempfile::tempdir().unwrap();

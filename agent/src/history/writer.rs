@@ -41,6 +41,7 @@ pub struct Writer {
     synced_at: Option<f64>,
     /// `fdatasync` calls made by appends.
     syncs: u64,
+    encoder: record::Encoder,
 }
 
 /// Snapshot seconds between two syncs of the open segment.
@@ -69,6 +70,7 @@ impl Writer {
             notes: Vec::new(),
             synced_at: None,
             syncs: 0,
+            encoder: record::Encoder::default(),
             dir,
         };
         let paths = segment::list(&w.dir).map_err(|e| format!("{}: {e}", w.dir.display()))?;
@@ -114,16 +116,25 @@ impl Writer {
     /// by the snapshot's own time (`taken_at`, the agent's wall clock), so a replay of older
     /// captures keeps its own span, and tests give the time with the snapshot.
     pub fn append(&mut self, snapshot: &Snapshot) -> Result<Appended, String> {
-        let bytes = record::encode(snapshot)?;
-        self.append_record(&bytes, snapshot.taken_at)
+        // Taken out for the append and put back: it lends the record it made.
+        let mut encoder = std::mem::take(&mut self.encoder);
+        let appended = encoder
+            .snapshot(snapshot)
+            .and_then(|bytes| self.append_record(bytes, snapshot.taken_at));
+        self.encoder = encoder;
+        appended
     }
 
     /// Appends a batch of kernel events (a record at its last event's time), with the same
     /// rotation and retention as a snapshot.
     pub fn append_zevents(&mut self, events: &[zpulse_proto::ZEvent]) -> Result<Appended, String> {
-        let bytes = record::encode_zevents(events)?;
         let t = events.last().map_or(0.0, |e| e.time.as_f64());
-        self.append_record(&bytes, t)
+        let mut encoder = std::mem::take(&mut self.encoder);
+        let appended = encoder
+            .zevents(events)
+            .and_then(|bytes| self.append_record(bytes, t));
+        self.encoder = encoder;
+        appended
     }
 
     /// Appends one framed record taken at `t`.

@@ -27,7 +27,7 @@
 //! Config (`[plugins.slog-usage]`), every key optional; `docs/checks/slog-usage.md` explains
 //! each (the `settings!` declaration of `Config` is the one definition of them).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
@@ -943,19 +943,25 @@ fn point(
     zil: Option<(Zil, ZilScope)>,
 ) -> Option<Point> {
     let rates = sample.pools.iter().find(|p| p.name == pool.name)?;
+    // Each vdev's rates by subject, the first of each kept (what a `find` returns): a `find`
+    // per top-level vdev made an interval quadratic in the pool's vdevs.
+    let mut by_subject = HashMap::with_capacity(rates.vdevs.len());
+    for v in &rates.vdevs {
+        by_subject.entry(v.subject.as_str()).or_insert(v);
+    }
     let mut top_writes = BTreeMap::new();
     let (mut writes, mut bytes) = (0.0, 0.0);
     let mut devices = Vec::new();
     for top in tops {
         let subject = top.subject_of(&pool.name, top);
-        let r = rates.vdevs.iter().find(|v| v.subject == subject)?;
+        let r = *by_subject.get(subject.as_str())?;
         let n = r.write_ops_per_s * r.seconds;
         writes += n;
         bytes += r.write_bytes_per_s * r.seconds;
         top_writes.insert(top.name.clone(), n);
         for leaf in top.leaves() {
             let leaf_subject = top.subject_of(&pool.name, leaf);
-            let lr = rates.vdevs.iter().find(|v| v.subject == leaf_subject);
+            let lr = by_subject.get(leaf_subject.as_str()).copied();
             let dr = leaf.disk.as_deref().and_then(|d| sample.disk(d));
             devices.push(DevPoint {
                 name: leaf.name.clone(),
@@ -979,7 +985,7 @@ fn point(
     let data_tops = pool.config.iter().flat_map(|c| c.class(VdevClass::Normal));
     for top in data_tops {
         let subject = top.subject_of(&pool.name, top);
-        let r = rates.vdevs.iter().find(|v| v.subject == subject);
+        let r = by_subject.get(subject.as_str()).copied();
         if let Some((r, ns)) = r.and_then(|r| Some((r, r.disk_wait_w?))) {
             let n = r.write_ops_per_s * r.seconds;
             data_writes += n;

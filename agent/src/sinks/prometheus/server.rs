@@ -109,6 +109,9 @@ fn write_coalesced<'p>(
 fn compress<'p>(pieces: impl IntoIterator<Item = &'p [u8]>, len: usize) -> Vec<u8> {
     use flate2::Compression;
     use flate2::write::GzEncoder;
+    // Level 1 (zlib-rs's quick deflate): the sample bench measured the lab's 98.6 kB response
+    // gzipped to 14.1 kB in 154 µs, against 12.8 kB in 298 µs with miniz_oxide's level 1: a
+    // tenth more bytes on a scrape is worth half the CPU of every reading.
     let mut enc = GzEncoder::new(Vec::with_capacity(len / 4), Compression::fast());
     for piece in pieces {
         // Writing to a Vec cannot fail.
