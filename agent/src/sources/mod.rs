@@ -61,7 +61,7 @@ impl System {
         {
             System::Freebsd {
                 sysctl: Box::new(freebsd::sysctl::LiveSysctl),
-                root: Root::live(),
+                root: Root::live().keeping_files(),
                 kept: Kept::default(),
             }
         }
@@ -75,17 +75,23 @@ impl System {
     pub fn capture(dir: &Path, os: Os) -> System {
         match os {
             Os::Linux => System::linux(Root::new(dir)),
-            Os::Freebsd => System::Freebsd {
-                sysctl: Box::new(freebsd::CaptureSysctl::new(Root::new(dir))),
-                root: Root::new(dir),
-                kept: Kept::default(),
-            },
+            Os::Freebsd => {
+                // One root for the sysctl files and the replies: one set of kept files, swept
+                // at each snapshot's end.
+                let root = Root::new(dir).keeping_files();
+                System::Freebsd {
+                    sysctl: Box::new(freebsd::CaptureSysctl::new(root.clone())),
+                    root,
+                    kept: Kept::default(),
+                }
+            }
         }
     }
 
-    /// The Linux system below `root`, nothing kept yet.
+    /// The Linux system below `root`, nothing kept yet; the files it reads are kept open
+    /// from one snapshot to the next ([`root::KeptFiles`]).
     pub fn linux(root: Root) -> System {
-        System::Linux(root, Kept::default())
+        System::Linux(root.keeping_files(), Kept::default())
     }
 
     pub fn os(&self) -> Os {
@@ -166,12 +172,14 @@ fn read(through: Through<'_>, identity: HostIdentity) -> Snapshot {
             linux::collect(root, kept.map(|k| &k.disks), &mut snap);
             let replies = kept.map(|k| &k.replies);
             zpool::read::read(root, zfs_ioctl::Platform::Linux, None, replies, &mut snap);
+            root.sweep_kept_files();
         }
         Through::Freebsd(sysctl, root, kept) => {
             freebsd::collect(sysctl, &mut snap);
             let abi = sysctl.u64("vfs.zfs.version.ioctl").ok();
             let replies = kept.map(|k| &k.replies);
             zpool::read::read(root, zfs_ioctl::Platform::Freebsd, abi, replies, &mut snap);
+            root.sweep_kept_files();
         }
     }
     snap

@@ -4,9 +4,10 @@
 //! snapshot makes: what `zpulse capture` writes.
 
 use super::record::Recorder;
-pub use crate::base::files::{file_kind, read_regular, read_regular_into};
+pub use crate::base::files::{KeptFiles, file_kind, read_regular, read_regular_into};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Upper bound on one kernel file. The largest real text one (`arcstats`, a busy `txgs`) is a
 /// few KiB; a capture handed to us could hold anything. The largest file a capture holds is a
@@ -19,6 +20,9 @@ pub struct Root {
     dir: PathBuf,
     /// Set while a capture records what one snapshot reads (see `sources::record`).
     recorder: Option<Recorder>,
+    /// The files a [`System`](super::System) reads each interval, kept open
+    /// ([`Root::keeping_files`]); shared by the clones of this root.
+    kept: Option<Arc<KeptFiles>>,
 }
 
 impl Root {
@@ -26,15 +30,38 @@ impl Root {
         Root {
             dir: dir.into(),
             recorder: None,
+            kept: None,
         }
     }
 
+    /// The same root, keeping open the files it reads until [`Root::sweep_kept_files`] finds
+    /// them unread ([`KeptFiles`]): for a system read every interval.
+    pub fn keeping_files(self) -> Self {
+        Root {
+            kept: Some(Arc::default()),
+            ..self
+        }
+    }
+
+    /// Closes the kept files not read since the last sweep: called at each snapshot's end.
+    pub fn sweep_kept_files(&self) {
+        if let Some(kept) = &self.kept {
+            kept.sweep();
+        }
+    }
+
+    /// Files held open by [`Root::keeping_files`].
+    pub fn kept_files(&self) -> usize {
+        self.kept.as_ref().map_or(0, |k| k.len())
+    }
+
     /// The same root, recording into `recorder` every read, listing and probe made through
-    /// it.
+    /// it. A recording reads every file afresh: nothing kept is used.
     pub fn recorded(&self, recorder: &Recorder) -> Self {
         Root {
             dir: self.dir.clone(),
             recorder: Some(recorder.clone()),
+            kept: None,
         }
     }
 
@@ -86,9 +113,14 @@ impl Root {
 
     /// Whole file, at most [`MAX_FILE_BYTES`]; only a regular file (see [`read_regular`]).
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
-        let result = self
-            .inside(rel)
-            .and_then(|path| read_regular(&path, MAX_FILE_BYTES));
+        let result = self.inside(rel).and_then(|path| match &self.kept {
+            Some(kept) => {
+                let mut buf = Vec::new();
+                kept.read_into(&path, MAX_FILE_BYTES, &mut buf)
+                    .map(|()| buf)
+            }
+            None => read_regular(&path, MAX_FILE_BYTES),
+        });
         if let Some(r) = &self.recorder {
             r.read(rel, &result);
         }
@@ -107,7 +139,10 @@ impl Root {
             return Ok(());
         }
         let path = self.inside(rel)?;
-        read_regular_into(&path, MAX_FILE_BYTES, buf)
+        match &self.kept {
+            Some(kept) => kept.read_into(&path, MAX_FILE_BYTES, buf),
+            None => read_regular_into(&path, MAX_FILE_BYTES, buf),
+        }
     }
 
     /// A small text file with surrounding white space removed (sysfs attributes, `state`).
@@ -224,9 +259,19 @@ mod tests {
     #[test]
     fn read_into_reuses_the_buffer_and_leaves_it_empty_on_any_failure() {
         let dir = tempfile::tempdir().unwrap();
-        let root = Root::new(dir.path());
-        std::fs::write(dir.path().join("reply"), b"0123456789").unwrap();
-        std::fs::write(dir.path().join("short"), b"ab").unwrap();
+        read_into_refuses_the_attacks(&Root::new(dir.path()));
+        // The same through the files a system keeps open, twice (opened, then kept).
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path()).keeping_files();
+        read_into_refuses_the_attacks(&root);
+        read_into_refuses_the_attacks(&root);
+        assert_eq!(root.kept_files(), 2, "the two regular files, kept");
+    }
+
+    fn read_into_refuses_the_attacks(root: &Root) {
+        let dir = root.dir();
+        std::fs::write(dir.join("reply"), b"0123456789").unwrap();
+        std::fs::write(dir.join("short"), b"ab").unwrap();
         let mut buf = Vec::with_capacity(4096);
         let memory = buf.as_ptr();
         root.read_into("reply", &mut buf).unwrap();
@@ -236,9 +281,11 @@ mod tests {
         assert_eq!(buf.as_ptr(), memory, "the same memory");
         // The attacks read() refuses: a FIFO (no hang), a directory, a path out of the root,
         // a missing file, a file over the limit. Nothing of the last read stays behind.
-        make_fifo(&dir.path().join("fifo"));
-        std::fs::create_dir(dir.path().join("dir")).unwrap();
-        let over = std::fs::File::create(dir.path().join("over")).unwrap();
+        if !dir.join("fifo").exists() {
+            make_fifo(&dir.join("fifo"));
+            std::fs::create_dir(dir.join("dir")).unwrap();
+        }
+        let over = std::fs::File::create(dir.join("over")).unwrap();
         over.set_len((64 << 20) + 1).unwrap();
         for rel in ["fifo", "dir", "../outside", "missing", "over"] {
             root.read_into("reply", &mut buf).unwrap();
