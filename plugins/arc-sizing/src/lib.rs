@@ -585,6 +585,17 @@ impl ArcSizing {
             .with("ghost_share_pct", round2(s.ghost_share * 100.0))
             .with("keep_free_bytes", plan.keep_free.round())
             .with("raise_bytes", plan.raise.round());
+        if verdict != Verdict::Clear {
+            // The words of the state it is in (or holds, between the clear and raise levels),
+            // for the report's title and its phases: a phase where memory could be given and
+            // one where none can are not alike.
+            let words = if plan.raise > 0.0 {
+                "too small"
+            } else {
+                "too small, no memory to spare"
+            };
+            r = r.with("verdict", words);
+        }
         let optional = [
             ("hit_ratio_pct", s.hit_ratio.map(|h| h * 100.0)),
             // Whole points per hour: a steady ARC's slope wobbles around 0, and every wobble

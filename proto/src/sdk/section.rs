@@ -5,7 +5,7 @@
 use super::{Check, Report, Verdict};
 use crate::event::{Event, Severity, State};
 use crate::report::ReportWindow;
-use crate::report::{FIGURES_PER_SECTION, Figure, Rating, Section};
+use crate::report::{FIGURES_PER_SECTION, Figure, Rating, Section, VERDICT_MAX_BYTES};
 
 /// The unit a figure's key names by its suffix, the way checks name their figures
 /// (`util_mean_pct`, `await_mean_ms`, `mb_per_s`, `avg_request_kib`, `…_bytes`).
@@ -102,13 +102,20 @@ pub fn sections_of_events(
             // `subject: verdict`, else `subject: aspect` from a dotted check name
             // (`slog-usage.redundancy`), else the subject alone.
             let aspect = e.check.split_once('.').map(|(_, a)| a);
-            let title = match (e.data.get("verdict").and_then(|v| v.as_str()), aspect) {
+            let verdict = e.data.get("verdict").and_then(|v| v.as_str());
+            let title = match (verdict, aspect) {
                 (Some(v), _) => format!("{}: {v}", e.subject),
                 (None, Some(a)) => format!("{}: {a}", e.subject),
                 (None, None) => e.subject.clone(),
             };
             let mut s = section_of(&report, rating, title).subject(e.subject.clone());
             s.check = e.check.clone();
+            // The same words name the verdict that phases compare (`useful` and `saturated`
+            // are both a warning's rating, but two phases), when they are words a section's
+            // verdict may be.
+            if let Some(v) = verdict.filter(|v| !v.trim().is_empty() && v.len() <= VERDICT_MAX_BYTES) {
+                s = s.verdict(v);
+            }
             s
         })
         .collect()
@@ -157,5 +164,35 @@ mod tests {
             rating_of(Verdict::Holds(Severity::Critical)),
             Rating::Critical
         );
+    }
+
+    /// A finding's `verdict` words name its section's verdict, which the report's phases
+    /// compare (a SLOG `useful` and then `saturated` are two phases, though both are rated
+    /// alike); words a verdict may not be leave the rating to stand for it.
+    #[test]
+    fn a_findings_verdict_words_name_its_sections_verdict() {
+        let with = |verdict: Option<&str>| {
+            let mut e = Event::finding(
+                "slog-usage",
+                State::Raised,
+                Severity::Info,
+                "tank/log",
+                "the log is useful",
+            );
+            if let Some(v) = verdict {
+                e.data.insert("verdict".into(), v.into());
+            }
+            sections_of_events(&[e], |_| None).remove(0)
+        };
+        let s = with(Some("useful, not saturated"));
+        assert_eq!(s.verdict.as_deref(), Some("useful, not saturated"));
+        assert_eq!(s.title, "tank/log: useful, not saturated");
+        assert!(s.validate().is_ok());
+        for (words, why) in [(None, "none"), (Some(" "), "blank")] {
+            assert_eq!(with(words).verdict, None, "{why}");
+            assert_eq!(with(words).verdict_key(), "info", "{why}");
+        }
+        let long = "x".repeat(VERDICT_MAX_BYTES + 1);
+        assert_eq!(with(Some(&long)).verdict, None, "over the bound");
     }
 }
