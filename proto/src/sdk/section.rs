@@ -113,7 +113,9 @@ pub fn sections_of_events(
             // The same words name the verdict that phases compare (`useful` and `saturated`
             // are both a warning's rating, but two phases), when they are words a section's
             // verdict may be.
-            if let Some(v) = verdict.filter(|v| !v.trim().is_empty() && v.len() <= VERDICT_MAX_BYTES) {
+            if let Some(v) =
+                verdict.filter(|v| !v.trim().is_empty() && v.len() <= VERDICT_MAX_BYTES)
+            {
                 s = s.verdict(v);
             }
             s
