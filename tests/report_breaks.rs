@@ -223,3 +223,59 @@ fn the_whole_recording_has_its_three_breaks_in_order() {
     assert_eq!(kinds, ["restart", "gap", "clock-step"]);
     figures_are_those_of(&r, &[(0, 1), (2, 3), (4, 5), (6, 7)]);
 }
+
+/// An agent stop read back through its history (`tests/lab/scenarios/history-stop.sh`):
+/// `zpulse run` at a 10 s interval with its history on, stopped for about 150 s between two
+/// runs of 65 s. The guest's wall clock at each start and stop (`times.txt`) is the ground
+/// truth: the stop is one gap, from the first run's last snapshot (within an interval of its
+/// stop) to the second run's first (within seconds of its start), and the figures cover the
+/// two runs and nothing of the stop.
+#[test]
+fn an_agent_stop_in_the_history_is_one_gap_between_the_runs() {
+    let rec = raw::lab("history-stop");
+    let times: std::collections::BTreeMap<String, f64> =
+        std::fs::read_to_string(rec.join("times.txt"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (k, v) = l.split_once(' ').unwrap();
+                (k.to_owned(), v.parse().unwrap())
+            })
+            .collect();
+    let (start1, stop1, start2, stop2) = (
+        times["start1"],
+        times["stop1"],
+        times["start2"],
+        times["stop2"],
+    );
+    let interval = 10.0;
+    // The agent's first snapshot comes once it has started (plugins, sinks, /dev/zfs).
+    let startup = 3.0;
+    let history = rec.join("history");
+    let r = report(&[
+        "--history-dir".as_ref(),
+        history.as_os_str(),
+        "--from".as_ref(),
+        format!("{start1}").as_ref(),
+        "--to".as_ref(),
+        format!("{stop2}").as_ref(),
+    ]);
+    let b = breaks(&r);
+    assert_eq!(b.len(), 1, "{b:?}");
+    let (kind, from, to) = &b[0];
+    assert_eq!(kind, "gap");
+    assert!(
+        (stop1 - interval..=stop1).contains(from),
+        "the gap starts at {from}, the first run stopped at {stop1}"
+    );
+    assert!(
+        (start2..=start2 + startup).contains(to),
+        "the gap ends at {to}, the second run started at {start2}"
+    );
+    let runs = (stop1 - start1) + (stop2 - start2);
+    let covered = f(&r["covered_s"]);
+    assert!(
+        covered <= runs && covered >= runs - 2.0 * (interval + startup),
+        "covered {covered} s of runs lasting {runs} s together"
+    );
+}
