@@ -757,3 +757,50 @@ fn adding_a_special_vdev_moves_the_metadata_reads_off_the_hdds() {
         .unwrap();
     assert!(alloc > 0);
 }
+
+/// A fast disk the kernel calls rotational, under light random reads, is not seek-bound
+/// (`tests/lab/scenarios/fast-disk.sh`, `fixtures/lab/fast-disk/`): sdd, an unthrottled
+/// emulated disk flagged rotational after its pool was made, read 50 times a second in 4 KiB
+/// requests. By its own counters it moved a sliver of what a disk streams per busy second in
+/// small requests — the seed's seek-bound argument — but each request kept it busy for less
+/// than a seek takes (2 ms, docs/checks/hdd-saturation.md), so the premise fails and the
+/// report must not say seek-bound.
+#[test]
+fn a_fast_disk_at_low_throughput_is_not_called_seek_bound() {
+    let series = raw::dirs(&["fast-disk/series"]);
+    let (a, b) = (&series[0], &series[series.len() - 1]);
+    let rotational = std::fs::read_to_string(b.join("cli/rotational.txt")).unwrap();
+    assert!(
+        rotational.contains("sdd/queue/rotational:1"),
+        "{rotational}"
+    );
+    let reads = disk_delta(a, b, "sdd", 2);
+    let busy_ms = disk_delta(a, b, "sdd", 11);
+    let util = util_pct(a, b, "sdd");
+    let per_request_ms = busy_ms / reads;
+    let request_kib = disk_delta(a, b, "sdd", 4) * 512.0 / reads / 1024.0;
+    let mb_s = disk_delta(a, b, "sdd", 4) * 512.0 / seconds(a, b) / 1e6;
+    // Every other premise of seek-bound holds (the check's defaults: 150 MB/s streamed per
+    // busy second, 25% of it at most, requests of 64 KiB at most), and the disk was busy
+    // enough (5%) to be judged at all.
+    assert!(util >= 5.0, "sdd {util:.1}% busy");
+    assert!(
+        mb_s / (util / 100.0) <= 0.25 * 150.0,
+        "{mb_s} MB/s at {util}%"
+    );
+    assert!(request_kib <= 64.0, "{request_kib} KiB a request");
+    // The one that fails: the disk answered faster than any seek.
+    assert!(per_request_ms < 2.0, "{per_request_ms} ms busy per request");
+    let r = report(&[raw::lab("fast-disk/series").to_str().unwrap()]);
+    let s = section(&r, "hdd-saturation", "sdd");
+    assert_ne!(s["verdict"], "seek-bound", "{s:#}");
+    assert!(
+        !s["title"].as_str().unwrap().contains("seek-bound"),
+        "{s:#}"
+    );
+    assert!(
+        (figure(s, "util_mean_pct") - util).abs() < 1.0,
+        "{} against the counters' {util}",
+        figure(s, "util_mean_pct")
+    );
+}
