@@ -804,3 +804,60 @@ fn a_fast_disk_at_low_throughput_is_not_called_seek_bound() {
         figure(s, "util_mean_pct")
     );
 }
+
+/// A log slower than the pool it serves (`tests/lab/scenarios/slow-log.sh`,
+/// `fixtures/lab/slow-log/`): pool `fastlog` on an unthrottled emulated SSD (sdc) with a
+/// throttled emulated HDD (sda) as its log, under four writers that fsync every write. The
+/// report must say to remove the log, with both latencies: the kernel's own (`zpool iostat
+/// -vlp`, each vdev's mean disk wait for writes since the pool was made, in ns) and the
+/// disks' (`/proc/diskstats`, write time over writes completed) are the ground truth.
+#[test]
+fn a_log_slower_than_its_pool_is_to_be_removed() {
+    let series = raw::dirs(&["slow-log/series"]);
+    let (a, b) = (&series[0], &series[series.len() - 1]);
+    let w_await = |disk: &str| disk_delta(a, b, disk, 9) / disk_delta(a, b, disk, 6);
+    let (log_await, data_await) = (w_await("sda"), w_await("sdc"));
+    assert!(
+        log_await > 3.0 * data_await,
+        "sda {log_await} ms, sdc {data_await} ms"
+    );
+    // The vdevs' mean write disk wait as `zpool iostat -vlp` printed it at the last capture:
+    // columns name, alloc, free, 2 × operations, 2 × bandwidth, 2 × total_wait, then
+    // disk_wait read and write.
+    let iostat = std::fs::read_to_string(b.join("cli/zpool-iostat-vlp.txt")).unwrap();
+    let disk_wait_w_ms = |vdev: &str| -> f64 {
+        let row = iostat
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(vdev))
+            .unwrap_or_else(|| panic!("no row {vdev}:\n{iostat}"));
+        let ns: f64 = row.split_whitespace().nth(10).unwrap().parse().unwrap();
+        ns / 1e6
+    };
+    let logs = iostat.lines().skip_while(|l| !l.starts_with("logs"));
+    assert!(
+        logs.clone()
+            .nth(1)
+            .is_some_and(|l| l.trim_start().starts_with("sda")),
+        "sda is the log:\n{iostat}"
+    );
+    let r = report(&[raw::lab("slow-log/series").to_str().unwrap()]);
+    let s = section(&r, "slog-usage", "fastlog/log");
+    assert_eq!(s["verdict"], "slower than the pool", "{s:#}");
+    assert_eq!(s["rating"], "warning", "{s:#}");
+    let advice = s["advice"].as_str().unwrap();
+    assert!(advice.contains("zpool remove fastlog sda"), "{advice}");
+    // Its figures: the log's and the pool's write latency as the kernel measures them (the
+    // window leaves out the first seconds the iostat means include: within a tenth), the
+    // busiest log disk's wait as its diskstats give it.
+    for (key, want) in [
+        ("log_device_write_ms", disk_wait_w_ms("sda")),
+        ("data_device_write_ms", disk_wait_w_ms("sdc")),
+    ] {
+        let got = figure(s, key);
+        assert!(
+            (got - want).abs() <= 0.1 * want,
+            "{key} {got}, zpool iostat {want}"
+        );
+    }
+    assert!((figure(s, "busiest_w_await_ms") - log_await).abs() < 0.01);
+}
