@@ -12,9 +12,9 @@ scenario=$1; limit=${2:-1800}
 [[ -f $here/scenarios/$scenario.sh ]] || { echo "no scenario $scenario" >&2; exit 2; }
 share=$(mktemp -d /tmp/zpulse-lab.XXXX)
 cp -r "$lab/guest" "$share/guest"
-# Only scenarios that run zpulse in the guest (themselves, or through lib/events.sh's `cap`)
-# need a fresh release build.
-if grep -qE '\$Z\b|lib/events.sh' "$here/scenarios/$scenario.sh"; then
+# Only scenarios that run zpulse in the guest (themselves, through lib/events.sh's `cap` or
+# lib/series.sh's `series`) need a fresh release build.
+if grep -qE '\$Z\b|lib/(events|series).sh' "$here/scenarios/$scenario.sh"; then
   (cd "$repo" && cargo build --release -q -p zpulse-agent)
   cp "$repo/target/release/zpulse" "$share/zpulse"
 fi

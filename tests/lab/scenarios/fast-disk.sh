@@ -9,7 +9,9 @@
 # 10 s apart; each capture's cli/ holds `date +%s.%N`, `cat /sys/block/sd[cd]/queue/rotational`
 # and `zpool iostat -vlp`.
 set -x
-H=/mnt/host; O=$H/out; Z=$H/zpulse
+H=/mnt/host; O=$H/out
+# shellcheck disable=SC2034 # lib/series.sh runs it
+Z=$H/zpulse
 mkdir -p $O/series
 modprobe zfs
 echo $((96 << 20)) > /sys/module/zfs/parameters/zfs_arc_max
@@ -27,14 +29,12 @@ for p in fast fastrot; do
       --time_based --runtime=600 --rate_iops=50 > /dev/null 2>&1 &
 done
 sleep 8
-for i in 000 001 002 003; do
-  out=$O/series/$i
-  $Z capture "$out" || echo "capture $out failed"
-  mkdir -p "$out/cli"
-  date +%s.%N > "$out/cli/date.txt"
-  grep . /sys/block/sdc/queue/rotational /sys/block/sdd/queue/rotational > "$out/cli/rotational.txt"
-  zpool iostat -vlp > "$out/cli/zpool-iostat-vlp.txt" 2>&1
-  [[ $i == 003 ]] || sleep 10
-done
+# shellcheck source=lib/series.sh
+. /mnt/host/lib/series.sh
+views() {
+  grep . /sys/block/sdc/queue/rotational /sys/block/sdd/queue/rotational > "$1/cli/rotational.txt"
+  zpool iostat -vlp > "$1/cli/zpool-iostat-vlp.txt" 2>&1
+}
+series 4 10 views
 kill %1 %2; wait
 zpool destroy fast; zpool destroy fastrot

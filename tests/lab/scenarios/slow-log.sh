@@ -6,21 +6,19 @@
 # `zpool iostat -vlp fastlog`. The disks' own counters (`/proc/diskstats`: write time over
 # writes completed) are the ground truth for how fast each answers.
 set -x
-H=/mnt/host; O=$H/out; Z=$H/zpulse
+H=/mnt/host; O=$H/out
+# shellcheck disable=SC2034 # lib/series.sh runs it
+Z=$H/zpulse
 mkdir -p $O/series
 modprobe zfs
 zpool create -f -o ashift=12 -O atime=off fastlog sdc log sda
 fio --name=sync --directory=/fastlog --rw=randwrite --bs=4k --size=32m --fsync=1 \
     --numjobs=4 --time_based --runtime=600 > /dev/null 2>&1 &
 sleep 8
-for i in 000 001 002 003; do
-  out=$O/series/$i
-  $Z capture "$out" || echo "capture $out failed"
-  mkdir -p "$out/cli"
-  date +%s.%N > "$out/cli/date.txt"
-  zpool iostat -vlp fastlog > "$out/cli/zpool-iostat-vlp.txt" 2>&1
-  [[ $i == 003 ]] || sleep 10
-done
+# shellcheck source=lib/series.sh
+. /mnt/host/lib/series.sh
+iostat() { zpool iostat -vlp fastlog > "$1/cli/zpool-iostat-vlp.txt" 2>&1; }
+series 4 10 iostat
 kill %1; wait
 zpool destroy fastlog
 echo scenario done
