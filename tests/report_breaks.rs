@@ -279,3 +279,37 @@ fn an_agent_stop_in_the_history_is_one_gap_between_the_runs() {
         "covered {covered} s of runs lasting {runs} s together"
     );
 }
+
+/// A pool destroyed and created again under its name between two captures
+/// (`tests/lab/scenarios/recreate.sh`, OpenZFS 2.1, which has no `guid` kstat): the window is
+/// split there and the note says what happened. `zpool get guid` beside each capture is the
+/// ground truth: one guid in `000`, `001`, another in `002`, `003`.
+#[test]
+fn a_pool_created_again_under_its_name_is_a_restart_that_says_so() {
+    let series = raw::lab("recreate/series");
+    let guid = |n: &str| -> String {
+        let text = std::fs::read_to_string(series.join(n).join("cli/zpool-guid.txt")).unwrap();
+        text.split('\t').nth(2).unwrap().to_owned()
+    };
+    assert_eq!(guid("000"), guid("001"));
+    assert_ne!(guid("001"), guid("002"));
+    assert_eq!(guid("002"), guid("003"));
+    let r = report(&[series.as_os_str()]);
+    let b = breaks(&r);
+    let at = |n: &str| raw::captured_at(&series.join(n));
+    assert_eq!(
+        b,
+        vec![("restart".to_owned(), at("001"), at("002"))],
+        "{:#}",
+        r["breaks"]
+    );
+    let what = r["breaks"][0]["what"].as_str().unwrap();
+    assert!(
+        what.contains("pool rc was destroyed and created again"),
+        "{what}"
+    );
+    // The figures cover the intervals on each side, none across the re-creation.
+    let covered = f(&r["covered_s"]);
+    let sides = (at("001") - at("000")) + (at("003") - at("002"));
+    assert!(close(covered, sides, 0.001), "{covered} against {sides}");
+}

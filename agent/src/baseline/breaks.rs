@@ -201,7 +201,8 @@ fn reopened(prev: &Snapshot, cur: &Snapshot) -> Option<Break> {
         let Some(before) = prev.pool(&pool.name) else {
             continue;
         };
-        let why = if before.guid.is_some() && pool.guid.is_some() && before.guid != pool.guid {
+        let (was, is) = (before.pool_guid(), pool.pool_guid());
+        let why = if was.is_some() && is.is_some() && was != is {
             Some("was destroyed and created again (a new guid)")
         } else {
             match (&before.config, &pool.config) {

@@ -36,6 +36,17 @@ pub struct Pool {
     pub datasets: Vec<DatasetKstats>,
 }
 
+impl Pool {
+    /// The pool's guid: its `guid` kstat (2.2+), else its root vdev's guid, which is the pool's
+    /// own (OpenZFS `module/zfs/vdev.c`, `vdev_alloc`: the root vdev's guid is the pool guid;
+    /// `spa_guid()` in `spa_misc.c` answers with it). So a pool destroyed and created again
+    /// under its name is told on 2.1, which has no such kstat, too.
+    pub fn pool_guid(&self) -> Option<u64> {
+        self.guid
+            .or_else(|| self.config.as_ref().and_then(|c| c.root.guid))
+    }
+}
+
 /// KSTAT_TYPE_IO, the pre-2.1 pool `io` file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolIo {
