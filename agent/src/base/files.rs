@@ -25,8 +25,17 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 
 /// [`read_regular`] into `buf`, cleared first (its capacity is kept); empty on failure.
 pub fn read_regular_into(path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
+    cleared_on_failure(buf, |buf| read_regular_appending(path, limit, buf))
+}
+
+/// `read` into `buf` cleared first, and left empty if it fails: no part of a failed read is
+/// ever taken for the file.
+fn cleared_on_failure(
+    buf: &mut Vec<u8>,
+    read: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,
+) -> io::Result<()> {
     buf.clear();
-    let result = read_regular_appending(path, limit, buf);
+    let result = read(buf);
     if result.is_err() {
         buf.clear();
     }
@@ -112,12 +121,7 @@ impl KeptFiles {
     /// [`read_regular_into`], from a descriptor kept from the last read of `path` when there
     /// is one.
     pub fn read_into(&self, path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
-        buf.clear();
-        let result = self.read_appending(path, limit, buf);
-        if result.is_err() {
-            buf.clear();
-        }
-        result
+        cleared_on_failure(buf, |buf| self.read_appending(path, limit, buf))
     }
 
     fn read_appending(&self, path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {

@@ -167,21 +167,22 @@ fn read(through: Through<'_>, identity: HostIdentity) -> Snapshot {
         host: identity,
         ..Snapshot::default()
     };
-    match through {
+    let root = match through {
         Through::Linux(root, kept) => {
             linux::collect(root, kept.map(|k| &k.disks), &mut snap);
             let replies = kept.map(|k| &k.replies);
             zpool::read::read(root, zfs_ioctl::Platform::Linux, None, replies, &mut snap);
-            root.sweep_kept_files();
+            root
         }
         Through::Freebsd(sysctl, root, kept) => {
             freebsd::collect(sysctl, &mut snap);
             let abi = sysctl.u64("vfs.zfs.version.ioctl").ok();
             let replies = kept.map(|k| &k.replies);
             zpool::read::read(root, zfs_ioctl::Platform::Freebsd, abi, replies, &mut snap);
-            root.sweep_kept_files();
+            root
         }
-    }
+    };
+    root.sweep_kept_files();
     snap
 }
 

@@ -113,13 +113,9 @@ impl Root {
 
     /// Whole file, at most [`MAX_FILE_BYTES`]; only a regular file (see [`read_regular`]).
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
-        let result = self.inside(rel).and_then(|path| match &self.kept {
-            Some(kept) => {
-                let mut buf = Vec::new();
-                kept.read_into(&path, MAX_FILE_BYTES, &mut buf)
-                    .map(|()| buf)
-            }
-            None => read_regular(&path, MAX_FILE_BYTES),
+        let result = self.inside(rel).and_then(|path| {
+            let mut buf = Vec::new();
+            self.read_path_into(&path, &mut buf).map(|()| buf)
         });
         if let Some(r) = &self.recorder {
             r.read(rel, &result);
@@ -139,9 +135,15 @@ impl Root {
             return Ok(());
         }
         let path = self.inside(rel)?;
+        self.read_path_into(&path, buf)
+    }
+
+    /// The regular file at `path` (below the root) into `buf`, through the kept files when
+    /// this root keeps them.
+    fn read_path_into(&self, path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
         match &self.kept {
-            Some(kept) => kept.read_into(&path, MAX_FILE_BYTES, buf),
-            None => read_regular_into(&path, MAX_FILE_BYTES, buf),
+            Some(kept) => kept.read_into(path, MAX_FILE_BYTES, buf),
+            None => read_regular_into(path, MAX_FILE_BYTES, buf),
         }
     }
 
