@@ -268,6 +268,19 @@ mod tests {
         assert_eq!(kept.len(), 1);
         end_tx.send(()).unwrap();
         thread.join().unwrap();
+        // `join` returns once the thread has cleared its tid, a step of its exit before the
+        // kernel unhashes the task from `/proc`: wait (bounded) until a new lookup of the
+        // directory fails, so that the kernel has removed what the descriptor was kept for.
+        let dir = path.parent().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while dir.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} still there 10 s after the thread ended",
+                dir.display()
+            );
+            std::thread::yield_now();
+        }
         let err = kept.read_into(&path, 1 << 20, &mut buf).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
         assert!(buf.is_empty());
