@@ -9,15 +9,22 @@
 //!   that went backwards (`Sample::resets`); a pool is also known re-opened when its root
 //!   vdev's time since open (`vs_timestamp`, module/zfs/vdev.c `vdev_get_stats`) did not
 //!   advance with the clock, when its import time (`initial_load_time`) changed, or when its
-//!   guid changed;
+//!   guid changed. A device that left a pool (replaced, detached, removed) restarts the
+//!   counters above it: an interior vdev's operations, bytes and histograms are not counted
+//!   in it but summed over its children at each read (`vdev_get_stats_ex_impl`), so they
+//!   drop by the departed device's whole history. A reboot is known by the time since boot
+//!   (the snapshot's time less its boot time) going back, or, when the new boot has already
+//!   run longer than the old one had, by its boot time moving while counters restarted;
 //! * **no snapshot came for a while** (a gap: the agent stopped, the machine slept): more
 //!   than [`GAP_INTERVALS`] of the window's usual interval. Its delta is true but it is one
 //!   long interval among short ones, and its end may follow a restart that left no trace;
 //! * **the wall clock stepped** (`date -s`, a VM resumed, NTP's first fix): the time between
 //!   two snapshots is then not the time that passed. Checked against a clock that does not
-//!   step: the agent's monotonic clock when both snapshots have one, else the CPU time the
-//!   kernel counted (every CPU's ticks, busy and idle, add up to the elapsed time times the
-//!   number of CPUs, proc(5) `/proc/stat`), compared with the window's usual rate of ticks;
+//!   step: the agent's monotonic clock when both snapshots have one, else the time since
+//!   boot (a step moves the boot time the kernel reports by as much as the wall clock, so
+//!   their difference does not step), else the CPU time the kernel counted (every CPU's
+//!   ticks, busy and idle, add up to the elapsed time times the number of CPUs, proc(5)
+//!   `/proc/stat`), compared with the window's usual rate of ticks;
 //! * **a counter is impossible**: a disk busy for longer than the interval lasted.
 //!
 //! Such an interval is left out of every figure (the window is split there: each side's
@@ -44,6 +51,9 @@ const CLOCK_SLACK_S: f64 = 2.0;
 /// ran more than this many times ahead, and by [`TICKS_SLACK_S`], is a step.
 const TICKS_FACTOR: f64 = 10.0;
 const TICKS_SLACK_S: f64 = 300.0;
+/// Linux prints the boot time in whole seconds, computed at each read: it may differ by a
+/// second between two readings of one boot.
+const BOOT_SLACK_S: f64 = 2.0;
 
 /// A disk's busy time may exceed the interval by this share before it is impossible: the
 /// kernel updates it at the start and end of requests, so it runs slightly ahead.
@@ -125,20 +135,43 @@ impl Pace {
     }
 
     /// Why the interval from `prev` to `cur` cannot be used, if it cannot; `seconds` is the
-    /// length the sample gives it. Restarts the sample itself found are the caller's.
-    pub fn judge(&self, prev: &Snapshot, cur: &Snapshot, seconds: f64) -> Option<Break> {
-        self.clock_step(prev, cur)
+    /// length the sample gives it, `resets` the counters it found gone backwards
+    /// (`Sample::resets`).
+    pub fn judge(
+        &self,
+        prev: &Snapshot,
+        cur: &Snapshot,
+        seconds: f64,
+        resets: &[String],
+    ) -> Option<Break> {
+        rebooted(prev, cur, resets)
+            .or_else(|| self.clock_step(prev, cur))
             .or_else(|| self.gap(prev, cur, seconds))
             .or_else(|| reopened(prev, cur))
+            .or_else(|| departed(prev, cur))
             .or_else(|| impossible(prev, cur, seconds))
+            .or_else(|| (!resets.is_empty()).then(|| restarted(prev, cur, resets)))
     }
 
     fn clock_step(&self, prev: &Snapshot, cur: &Snapshot) -> Option<Break> {
         let w = wall(prev, cur);
-        let elapsed = match (prev.monotonic, cur.monotonic) {
-            (Some(a), Some(b)) => {
+        let agrees = |e: f64, slack: f64| (w - e).abs() <= slack + CLOCK_TOLERANCE * e.max(0.0);
+        let elapsed = match (
+            prev.monotonic,
+            cur.monotonic,
+            since_boot(prev),
+            since_boot(cur),
+        ) {
+            (Some(a), Some(b), _, _) => {
                 let e = b - a;
-                if (w - e).abs() <= CLOCK_SLACK_S + CLOCK_TOLERANCE * e.max(0.0) {
+                if agrees(e, CLOCK_SLACK_S) {
+                    return None;
+                }
+                e
+            }
+            (_, _, Some(a), Some(b)) => {
+                let e = b - a;
+                if agrees(e, CLOCK_SLACK_S + BOOT_SLACK_S) {
                     return None;
                 }
                 e
@@ -185,6 +218,105 @@ impl Pace {
             )
         })
     }
+}
+
+/// Seconds since the host booted, by the snapshot's own clock.
+fn since_boot(s: &Snapshot) -> Option<f64> {
+    s.boot_time.map(|b| s.taken_at - b)
+}
+
+/// A reboot between the snapshots: the time since boot went back, or the boot time moved
+/// while counters restarted. (A boot time that moved alone is a step of the wall clock,
+/// which moves it as much; the kstats' creation times and the counters that restart with
+/// the kernel tell a reboot from it when the new boot has run longer than the old one had.)
+fn rebooted(prev: &Snapshot, cur: &Snapshot, resets: &[String]) -> Option<Break> {
+    let (before, after) = (since_boot(prev)?, since_boot(cur)?);
+    let moved = (cur.boot_time? - prev.boot_time?).abs() > BOOT_SLACK_S;
+    (after < before - BOOT_SLACK_S || (moved && !resets.is_empty())).then(|| {
+        Break::new(
+            prev,
+            cur,
+            "restart",
+            format!(
+                "the host rebooted (booted again at {}): every kernel counter restarted",
+                crate::report::utc(cur.boot_time.unwrap_or_default())
+            ),
+        )
+    })
+}
+
+/// A device that left a pool between the snapshots (replaced, detached, removed): the
+/// counters of the vdevs above it are sums over their devices and fell by its history.
+/// Cache and spare devices are not under the pool's root in the kernel and are not counted.
+fn departed(prev: &Snapshot, cur: &Snapshot) -> Option<Break> {
+    use std::collections::HashSet;
+    use zpulse_proto::snapshot::{Vdev, VdevClass};
+    fn counted(root: &Vdev) -> Vec<&Vdev> {
+        root.children
+            .iter()
+            .filter(|top| !matches!(top.class, Some(VdevClass::Cache | VdevClass::Spare)))
+            .flat_map(|top| top.leaves())
+            .filter(|leaf| leaf.guid.is_some())
+            .collect()
+    }
+    for pool in &cur.pools {
+        let (Some(a), Some(b)) = (
+            prev.pool(&pool.name).and_then(|p| p.config.as_ref()),
+            pool.config.as_ref(),
+        ) else {
+            continue;
+        };
+        let (was, is) = (counted(&a.root), counted(&b.root));
+        let guids = |leaves: &[&Vdev]| leaves.iter().map(|l| l.guid).collect::<HashSet<_>>();
+        let (was_guids, is_guids) = (guids(&was), guids(&is));
+        let left: Vec<&Vdev> = was
+            .iter()
+            .copied()
+            .filter(|l| !is_guids.contains(&l.guid))
+            .collect();
+        if left.is_empty() {
+            continue;
+        }
+        let came: Vec<&Vdev> = is
+            .iter()
+            .copied()
+            .filter(|l| !was_guids.contains(&l.guid))
+            .collect();
+        let path = |v: &Vdev| v.path.clone().unwrap_or_else(|| v.name.clone());
+        let in_place = |l: &Vdev| came.iter().any(|c| path(c) == path(l));
+        let mut told: Vec<String> = left
+            .iter()
+            .filter(|l| in_place(l))
+            .map(|l| format!("{} was replaced by a new device at the same path", l.name))
+            .collect();
+        let gone: Vec<&str> = left
+            .iter()
+            .filter(|l| !in_place(l))
+            .map(|l| l.name.as_str())
+            .collect();
+        let joined: Vec<&str> = came
+            .iter()
+            .filter(|c| !left.iter().any(|l| path(l) == path(c)))
+            .map(|c| c.name.as_str())
+            .collect();
+        match (gone.as_slice(), joined.as_slice()) {
+            ([], _) => {}
+            ([one], [other]) => told.push(format!("{one} was replaced by {other}")),
+            (gone, []) => told.push(format!("{} left", gone.join(", "))),
+            (gone, joined) => told.push(format!(
+                "{} left ({} joined)",
+                gone.join(", "),
+                joined.join(", ")
+            )),
+        }
+        let mut what = format!("pool {}: device {}", pool.name, told.join(", "));
+        what.push_str(
+            "; the counters of the vdevs above it, its class and the pool are sums over their \
+             devices and restarted",
+        );
+        return Some(Break::new(prev, cur, "restart", what));
+    }
+    None
 }
 
 fn signed_duration(s: f64) -> String {
@@ -340,7 +472,9 @@ mod tests {
             110.0,
             "   8       0 sda 1010 0 8080 4040 500 0 4000 2500 0 21000 6540\n",
         );
-        let br = pace.judge(&a, &b, 10.0).expect("an impossible interval");
+        let br = pace
+            .judge(&a, &b, 10.0, &[])
+            .expect("an impossible interval");
         assert_eq!(br.kind, "impossible");
         assert_eq!((br.from, br.to), (100.0, 110.0));
         assert_eq!(
@@ -362,7 +496,7 @@ mod tests {
                 "   8       0 sda 1010 0 8080 4040 500 0 4000 2500 0 {} 6540\n",
                 6000 + ms
             );
-            pace.judge(&a, &diskstats_at(110.0, &line), 10.0)
+            pace.judge(&a, &diskstats_at(110.0, &line), 10.0, &[])
                 .map(|b| b.kind)
         };
         assert_eq!(busy(11_100), None);
@@ -374,7 +508,8 @@ mod tests {
             pace.judge(
                 &diskstats_at(100.0, near),
                 &diskstats_at(110.0, wrapped),
-                10.0
+                10.0,
+                &[]
             ),
             None
         );
@@ -391,7 +526,7 @@ mod tests {
             110.0,
             "   8       0 sda 20 0 160 80 10 0 80 50 0 3000 130\n",
         );
-        assert_eq!(Pace::default().judge(&a, &b, 10.0), None);
+        assert_eq!(Pace::default().judge(&a, &b, 10.0, &[]), None);
         // The sample names the disk among its resets, and that is the interval's break.
         let sample = zpulse_proto::Sample::between(&a, &b).unwrap();
         assert_eq!(sample.resets, ["disk sda"]);
@@ -429,16 +564,164 @@ mod tests {
             ..Snapshot::default()
         };
         let pace = Pace::default();
-        let br = pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 70.0, 7.0), 10.0);
+        let br = pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 70.0, 7.0), 10.0, &[]);
         assert_eq!(br.map(|b| b.kind).as_deref(), Some("impossible"));
         assert_eq!(
-            pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 59.0, 7.0), 10.0),
+            pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 59.0, 7.0), 10.0, &[]),
             None
         );
         assert_eq!(
-            pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 70.0, 900.0), 10.0),
+            pace.judge(&at(0.0, 50.0, 7.0), &at(10.0, 70.0, 900.0), 10.0, &[]),
             None
         );
+    }
+
+    /// A snapshot at wall time `t` of a host booted at `boot` (both Unix seconds, by the
+    /// host's wall clock at the time of the reading).
+    fn booted_at(t: f64, boot: f64) -> Snapshot {
+        Snapshot {
+            taken_at: t,
+            boot_time: Some(boot),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn a_reboot_is_the_time_since_boot_going_back() {
+        let pace = Pace::default();
+        let a = booted_at(1_000_000.0, 900_000.0);
+        // 60 s later the host had booted 20 s before: a reboot, whatever the interval.
+        let b = booted_at(1_000_060.0, 1_000_040.0);
+        let br = pace.judge(&a, &b, 60.0, &[]).expect("a reboot");
+        assert_eq!(br.kind, "restart");
+        assert_eq!(
+            br.what,
+            "the host rebooted (booted again at 1970-01-12 13:47:20 UTC): every kernel counter \
+             restarted"
+        );
+        // Booted 100 s before one reading, rebooted, read again 150 s into the new boot: the
+        // time since boot grew, as it would across a step of the wall clock by the 250 s the
+        // boot time moved. The counters that restarted with the kernel tell it a reboot.
+        let (a, b) = (
+            booted_at(1_000_000.0, 999_900.0),
+            booted_at(1_000_300.0, 1_000_150.0),
+        );
+        let restarted = ["arcstats".to_owned()];
+        assert_eq!(
+            pace.judge(&a, &b, 300.0, &restarted).map(|b| b.kind),
+            Some("restart".to_owned())
+        );
+        assert_eq!(
+            pace.judge(&a, &b, 300.0, &[]).map(|b| b.kind),
+            Some("clock-step".to_owned())
+        );
+        let a = booted_at(1_000_000.0, 900_000.0);
+        // Linux prints btime in whole seconds, computed at each read: a second's difference
+        // is the same boot.
+        assert_eq!(
+            pace.judge(&a, &booted_at(1_000_010.0, 900_001.0), 10.0, &[]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_clock_step_moves_the_boot_time_with_it_and_is_told_by_the_time_since_boot() {
+        // `date -s "+21 days"`: the kernel's boot time moves by the step (the wall clock less
+        // the time since boot), so the time since boot grows by the 10 s that passed.
+        let pace = Pace::default();
+        let a = booted_at(1_000_000.0, 900_000.0);
+        let step = 21.0 * 86_400.0;
+        let b = booted_at(1_000_010.0 + step, 900_000.0 + step);
+        let br = pace.judge(&a, &b, 10.0 + step, &[]).expect("a step");
+        assert_eq!(br.kind, "clock-step");
+        assert!(br.what.contains("while about 10 s passed"), "{}", br.what);
+        // Without the step, 12 s by both: nothing to say.
+        assert_eq!(
+            pace.judge(&a, &booted_at(1_000_012.0, 900_000.0), 12.0, &[]),
+            None
+        );
+    }
+
+    /// A pool `rp` whose mirror holds leaves of these (name, guid).
+    fn mirror_of(t: f64, leaves: &[(&str, u64)], cache: &[(&str, u64)]) -> Snapshot {
+        use zpulse_proto::snapshot::{Pool, PoolConfig, Vdev, VdevClass};
+        let leaf = |(name, guid): &(&str, u64)| Vdev {
+            name: (*name).into(),
+            vdev_type: "disk".into(),
+            guid: Some(*guid),
+            path: Some(format!("/dev/{name}1")),
+            ..Vdev::default()
+        };
+        let mut tops = vec![Vdev {
+            name: "mirror-0".into(),
+            vdev_type: "mirror".into(),
+            class: Some(VdevClass::Normal),
+            guid: Some(1),
+            children: leaves.iter().map(leaf).collect(),
+            ..Vdev::default()
+        }];
+        tops.extend(cache.iter().map(|c| Vdev {
+            class: Some(VdevClass::Cache),
+            ..leaf(c)
+        }));
+        Snapshot {
+            taken_at: t,
+            pools: vec![Pool {
+                name: "rp".into(),
+                config: Some(PoolConfig {
+                    root: Vdev {
+                        name: "rp".into(),
+                        vdev_type: "root".into(),
+                        guid: Some(7),
+                        children: tops,
+                        ..Vdev::default()
+                    },
+                    ..PoolConfig::default()
+                }),
+                ..Pool::default()
+            }],
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn a_device_that_left_its_pool_restarts_the_sums_above_it() {
+        let pace = Pace::default();
+        let a = mirror_of(0.0, &[("sdc", 10), ("sdd", 11)], &[]);
+        // While it resilvers the new device sits beside the old under `replacing-1`: nothing
+        // left yet, and a device joining adds only its own (new) traffic.
+        let resilvering = mirror_of(5.0, &[("sdc", 10), ("sdd", 11), ("sde", 12)], &[]);
+        assert_eq!(pace.judge(&a, &resilvering, 5.0, &[]), None);
+        let b = mirror_of(10.0, &[("sdc", 10), ("sde", 12)], &[]);
+        let br = pace.judge(&a, &b, 10.0, &[]).expect("sdd left");
+        assert_eq!(br.kind, "restart");
+        assert_eq!(
+            br.what,
+            "pool rp: device sdd was replaced by sde; the counters of the vdevs above it, its \
+             class and the pool are sums over their devices and restarted"
+        );
+        assert!(pace.judge(&resilvering, &b, 5.0, &[]).is_some());
+        // A new device in the old one's bay: same path, another guid.
+        let c = mirror_of(20.0, &[("sdc", 13), ("sde", 12)], &[]);
+        assert_eq!(
+            pace.judge(&b, &c, 10.0, &[]).map(|b| b.what),
+            Some(
+                "pool rp: device sdc was replaced by a new device at the same path; the \
+                 counters of the vdevs above it, its class and the pool are sums over their \
+                 devices and restarted"
+                    .to_owned()
+            )
+        );
+        // `zpool detach rp sde`: a device left, none came.
+        let d = mirror_of(30.0, &[("sdc", 13)], &[]);
+        assert!(
+            pace.judge(&c, &d, 10.0, &[])
+                .is_some_and(|b| b.what.starts_with("pool rp: device sde left; ")),
+        );
+        // A cache device is not under the root in the kernel: its leaving restarts nothing.
+        let with_cache = mirror_of(30.0, &[("sdc", 13), ("sde", 12)], &[("sdf", 14)]);
+        let without = mirror_of(40.0, &[("sdc", 13), ("sde", 12)], &[]);
+        assert_eq!(pace.judge(&with_cache, &without, 10.0, &[]), None);
     }
 
     #[test]
@@ -446,21 +729,25 @@ mod tests {
         // Two CPUs at USER_HZ 100: 200 ticks per second whatever the load.
         let mut pace = Pace::default();
         let (a, b) = (at(0.0, 0), at(5.0, 1_000));
-        assert_eq!(pace.judge(&a, &b, 5.0), None, "nothing to compare with yet");
+        assert_eq!(
+            pace.judge(&a, &b, 5.0, &[]),
+            None,
+            "nothing to compare with yet"
+        );
         pace.keep(&a, &b, 5.0);
         // 150 s later by both clocks: a gap (30 intervals, over 2 minutes).
         let c = at(155.0, 31_000);
-        assert_eq!(pace.judge(&b, &c, 150.0).unwrap().kind, "gap");
+        assert_eq!(pace.judge(&b, &c, 150.0, &[]).unwrap().kind, "gap");
         // 50 s: 10 intervals, but a slow reading rather than an absence.
-        assert_eq!(pace.judge(&b, &at(55.0, 11_000), 50.0), None);
+        assert_eq!(pace.judge(&b, &at(55.0, 11_000), 50.0, &[]), None);
         // Three weeks later by the wall clock, 5 s by the ticks: a step.
         let d = at(5.0 + 21.0 * 86_400.0, 2_000);
-        let step = pace.judge(&b, &d, 21.0 * 86_400.0).unwrap();
+        let step = pace.judge(&b, &d, 21.0 * 86_400.0, &[]).unwrap();
         assert_eq!(step.kind, "clock-step");
         assert!(step.what.contains("about 5 s passed"), "{}", step.what);
         // 12 s by both: neither; 40 s by the wall clock and 20 s of ticks (a loaded guest
         // losing ticks): neither.
-        assert_eq!(pace.judge(&b, &at(17.0, 3_400), 12.0), None);
-        assert_eq!(pace.judge(&b, &at(45.0, 5_000), 40.0), None);
+        assert_eq!(pace.judge(&b, &at(17.0, 3_400), 12.0, &[]), None);
+        assert_eq!(pace.judge(&b, &at(45.0, 5_000), 40.0, &[]), None);
     }
 }

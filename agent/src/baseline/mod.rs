@@ -323,9 +323,9 @@ impl Builder {
                 return None;
             }
         };
-        let broken = self.pace.judge(&prev, &cur, sample.interval).or_else(|| {
-            (!sample.resets.is_empty()).then(|| breaks::restarted(&prev, &cur, &sample.resets))
-        });
+        let broken = self
+            .pace
+            .judge(&prev, &cur, sample.interval, &sample.resets);
         if let Some(b) = broken {
             if b.kind == "clock-step" {
                 self.chart_shift += sample.interval - self.pace.usual().unwrap_or(0.0);

@@ -51,6 +51,7 @@ impl Sample {
             snapshot: crate::Snapshot {
                 taken_at: self.snapshot.taken_at,
                 monotonic: self.snapshot.monotonic,
+                boot_time: self.snapshot.boot_time,
                 host: self.snapshot.host.clone(),
                 zfs_loaded: self.snapshot.zfs_loaded,
                 arc: if has(PART_ARC) {

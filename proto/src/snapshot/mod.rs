@@ -35,6 +35,12 @@ pub struct Snapshot {
     /// it in preference to `taken_at`, which can jump.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monotonic: Option<f64>,
+    /// When the host booted, Unix seconds (Linux `/proc/stat` `btime`, FreeBSD
+    /// `kern.boottime`). Both kernels derive it from the wall clock less the time since boot,
+    /// so a step of the wall clock moves it too, and `taken_at - boot_time` (the time since
+    /// boot) grows steadily whatever the wall clock does: it goes back only at a reboot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_time: Option<f64>,
     pub host: HostIdentity,
     /// Whether the ZFS kernel module answered at all. When false, `arc`, `zil` and `pools` are
     /// empty and one [`SourceIssue`] says why.

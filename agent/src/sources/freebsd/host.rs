@@ -18,6 +18,8 @@ pub const CP_TIME: &str = "kern.cp_time";
 /// `struct clockinfo`, whose `stathz` is `kern.cp_time`'s tick rate.
 pub const CLOCKRATE: &str = "kern.clockrate";
 pub const OSRELEASE: &str = "kern.osrelease";
+/// `struct timeval` of the boot, the wall clock less the uptime (sys/kern/kern_tc.c).
+pub const BOOTTIME: &str = "kern.boottime";
 pub const HOSTNAME: &str = "kern.hostname";
 pub const PHYSMEM: &str = "hw.physmem";
 pub const PAGESIZE: &str = "hw.pagesize";
@@ -80,8 +82,66 @@ pub fn read(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
         }
     }
 
+    // Captures made before zpulse read it have no kern.boottime: no boot time, no reboot told.
+    match optional(sysctl.bytes(BOOTTIME)) {
+        Ok(Some(b)) => match parse_boottime(&b) {
+            Ok(t) => snap.boot_time = Some(t),
+            Err(e) => snap.note(BOOTTIME, e.to_string()),
+        },
+        Ok(None) => {}
+        Err(e) => snap.note(BOOTTIME, e.to_string()),
+    }
+
     read_memory(sysctl, snap);
     read_net(sysctl, snap);
+}
+
+/// `kern.boottime`, Unix seconds: the kernel's `struct timeval` (LP64: `time_t tv_sec` and
+/// `suseconds_t tv_usec`, 8 bytes each, sys/sys/_timeval.h), or sysctl(8)'s text of it,
+/// `{ sec = 1733300000, usec = 123456 } Fri Dec  4 …` (sbin/sysctl/sysctl.c `S_timeval`).
+pub fn parse_boottime(bytes: &[u8]) -> Result<f64, ParseError> {
+    let text = std::str::from_utf8(bytes)
+        .ok()
+        .filter(|t| t.trim_start().starts_with('{'));
+    let (sec, usec) = match text {
+        Some(t) => {
+            let field = |name: &str| {
+                t.split(['{', '}', ','])
+                    .filter_map(|f| f.split_once('='))
+                    .find(|(k, _)| k.trim() == name)
+                    .and_then(|(_, v)| v.trim().parse::<i64>().ok())
+            };
+            match (field("sec"), field("usec")) {
+                (Some(s), Some(u)) => (s, u),
+                _ => {
+                    return Err(ParseError::new(
+                        BOOTTIME,
+                        format!("no sec and usec in {t:?}"),
+                    ));
+                }
+            }
+        }
+        None if bytes.len() == 16 => (
+            le_u64(bytes, 0).unwrap_or(0) as i64,
+            le_u64(bytes, 8).unwrap_or(0) as i64,
+        ),
+        None => {
+            return Err(ParseError::new(
+                BOOTTIME,
+                format!(
+                    "{} bytes; expected struct timeval (16) or its text",
+                    bytes.len()
+                ),
+            ));
+        }
+    };
+    if sec <= 0 || !(0..1_000_000).contains(&usec) {
+        return Err(ParseError::new(
+            BOOTTIME,
+            format!("sec {sec}, usec {usec} is not a boot time"),
+        ));
+    }
+    Ok(sec as f64 + usec as f64 / 1e6)
 }
 
 /// `kern.cp_time`: CPUSTATES (5) longs, user nice sys intr idle, in stathz ticks. As text
@@ -752,5 +812,26 @@ mod clockrate_tests {
         let mut zero = raw.clone();
         zero[12..16].copy_from_slice(&0i32.to_le_bytes());
         assert!(parse_stathz(&zero).is_err());
+    }
+
+    /// `struct timeval` as the kernel copies it out on amd64 (two 64-bit fields), and as
+    /// sysctl(8) prints it (`S_timeval`: the fields, then ctime(3) of the seconds).
+    #[test]
+    fn boot_time_from_struct_timeval_or_its_text() {
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&1_733_300_000i64.to_le_bytes());
+        raw.extend_from_slice(&250_000i64.to_le_bytes());
+        assert_eq!(parse_boottime(&raw).unwrap(), 1_733_300_000.25);
+        let text = b"{ sec = 1733300000, usec = 250000 } Wed Dec  4 08:13:20 2024\n";
+        assert_eq!(parse_boottime(text).unwrap(), 1_733_300_000.25);
+        assert!(parse_boottime(&raw[..8]).is_err(), "a 32-bit timeval");
+        assert!(parse_boottime(b"{ sec = 1733300000 }").is_err());
+        let mut bad = raw.clone();
+        bad[8..16].copy_from_slice(&2_000_000i64.to_le_bytes());
+        assert!(parse_boottime(&bad).is_err(), "usec out of range");
+        assert!(
+            parse_boottime(&[0; 16]).is_err(),
+            "the epoch is no boot time"
+        );
     }
 }

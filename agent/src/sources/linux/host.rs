@@ -21,11 +21,21 @@ const STAT: &str = "proc/stat";
 const MEMINFO: &str = "proc/meminfo";
 const NET_DEV: &str = "proc/net/dev";
 
-/// The aggregate `cpu` line, in clock ticks.
+/// What zpulse takes of `/proc/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// The aggregate `cpu` line, in clock ticks.
+    pub cpu: CpuTimes,
+    /// `btime`: when the host booted, Unix seconds (proc(5); the kernel prints the wall clock
+    /// less the time since boot, fs/proc/stat.c `show_stat`).
+    pub boot_time: u64,
+}
+
+/// The aggregate `cpu` line, in clock ticks, and the boot time.
 ///
 /// `KernelStats` also insists on the `ctxt`, `btime` and `processes` lines and parses every
 /// per-CPU line; every kernel since 2.6 prints them, so that costs nothing in practice.
-pub fn parse_stat(bytes: &[u8]) -> Result<CpuTimes, ParseError> {
+pub fn parse_stat(bytes: &[u8]) -> Result<Stat, ParseError> {
     // Ticks per second only feed `CpuTime`'s millisecond helpers, which are not used: the
     // snapshot keeps ticks.
     let info = ExplicitSystemInfo {
@@ -36,16 +46,19 @@ pub fn parse_stat(bytes: &[u8]) -> Result<CpuTimes, ParseError> {
     };
     let stats = KernelStats::from_buf_read(bytes, &info).map_err(|e| procfs_error(STAT, e))?;
     let t = stats.total;
-    Ok(CpuTimes {
-        user: t.user,
-        nice: t.nice,
-        system: t.system,
-        idle: t.idle,
-        iowait: t.iowait,
-        irq: t.irq,
-        softirq: t.softirq,
-        steal: t.steal,
-        ticks_per_second: None,
+    Ok(Stat {
+        cpu: CpuTimes {
+            user: t.user,
+            nice: t.nice,
+            system: t.system,
+            idle: t.idle,
+            iowait: t.iowait,
+            irq: t.irq,
+            softirq: t.softirq,
+            steal: t.steal,
+            ticks_per_second: None,
+        },
+        boot_time: stats.btime,
     })
 }
 
@@ -127,8 +140,9 @@ pub fn parse_net_dev(bytes: &[u8]) -> Result<Vec<NetInterface>, ParseError> {
 /// Fills `cpu`, `memory` and `net`; a file that cannot be read or parsed leaves its field
 /// empty and adds one issue.
 pub fn read(root: &Root, snap: &mut Snapshot) {
-    if let Some(cpu) = read_parsed(root, STAT, snap, Missing::Issue, parse_stat) {
-        snap.cpu = Some(cpu);
+    if let Some(stat) = read_parsed(root, STAT, snap, Missing::Issue, parse_stat) {
+        snap.cpu = Some(stat.cpu);
+        snap.boot_time = Some(stat.boot_time as f64);
     }
     if let Some(memory) = read_parsed(root, MEMINFO, snap, Missing::Issue, parse_meminfo) {
         snap.memory = Some(memory);
@@ -190,9 +204,16 @@ mod tests {
                 .skip(1)
                 .map(|v| v.parse().unwrap())
                 .collect();
+            let btime: u64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .expect("btime line")
+                .parse()
+                .unwrap();
             let got = parse_stat(text.as_bytes()).expect("parses");
+            assert_eq!(got.boot_time, btime, "{capture}");
             assert_eq!(
-                got,
+                got.cpu,
                 CpuTimes {
                     user: c[0],
                     nice: c[1],
@@ -208,7 +229,9 @@ mod tests {
             );
         }
         // 000 line 1: `cpu  2187 0 5212 2799 313 0 13 0 0 0`.
-        let got = parse_stat(lab_file("000", STAT).as_bytes()).expect("parses");
+        let got = parse_stat(lab_file("000", STAT).as_bytes())
+            .expect("parses")
+            .cpu;
         assert_eq!((got.user, got.system, got.idle), (2187, 5212, 2799));
         assert_eq!((got.iowait, got.softirq), (Some(313), Some(13)));
     }
@@ -220,7 +243,9 @@ mod tests {
         let e = parse_stat(b"cpu  1 2 3 4\n").expect_err("no ctxt/btime/processes");
         assert!(!e.message.contains("procfs bug"), "{e}");
         // An old kernel's four columns: the rest are None, not 0.
-        let old = parse_stat(b"cpu  1 2 3 4\nctxt 1\nbtime 1\nprocesses 1\n").expect("parses");
+        let old = parse_stat(b"cpu  1 2 3 4\nctxt 1\nbtime 1\nprocesses 1\n")
+            .expect("parses")
+            .cpu;
         assert_eq!((old.idle, old.iowait, old.steal), (4, None, None));
     }
 

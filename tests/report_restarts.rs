@@ -1,0 +1,258 @@
+//! `zpulse report` across restarts of the counters that only the vdev tree or the boot tell:
+//! devices replaced (`tests/lab/scenarios/replace.sh`) and a reboot
+//! (`tests/lab/scenarios/reboot.sh`), both recorded on the lab's real OpenZFS 2.1 kernel.
+//!
+//! Expected values come from what the guest said beside each capture: `zpool status -g`
+//! (the vdev guids each capture saw), `zpool status -P` (their paths), `/proc/stat`'s
+//! `btime` and `boot_id` at each boot, the guest's clock at each start, and the vdevs'
+//! counters as the kernel's ioctl reply holds them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use zpulse_tests::raw::{self, close};
+use zpulse_tests::report_with_checks;
+
+fn report(args: &[&std::ffi::OsStr]) -> serde_json::Value {
+    serde_json::from_str(&report_with_checks(args, "json")).expect("a JSON report")
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// (kind, from, to, what) of each break.
+fn breaks(r: &serde_json::Value) -> Vec<(String, f64, f64, String)> {
+    r["breaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["kind"].as_str().unwrap().to_owned(),
+                f(&b["from"]),
+                f(&b["to"]),
+                b["what"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The leaf lines of a `zpool status` config section (indented below a top-level vdev):
+/// the first word of each, a guid with `-g`, a path with `-P`.
+fn leaves(status: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(status).unwrap();
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("NAME"))
+        .skip(3) // NAME, the pool, the mirror
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().next().unwrap().to_owned())
+        .collect()
+}
+
+/// The device name `zpool status` gives a whole disk: its path without `/dev/` and the
+/// partition ZFS made (`/dev/sdd1` → `sdd`).
+fn disk_name(path: &str) -> String {
+    path.trim_start_matches("/dev/")
+        .trim_end_matches(char::is_numeric)
+        .to_owned()
+}
+
+/// mirror-0 of pool `rp` in `capture`: (reads, writes, time since open in ns).
+fn mirror(capture: &Path) -> (u64, u64, u64) {
+    let snap = zpulse_agent::capture::load(capture).unwrap();
+    let pool = snap.pool("rp").expect("pool rp");
+    let top = &pool.config.as_ref().expect("a config").root.children[0];
+    assert!(top.name.starts_with("mirror"), "{}", top.name);
+    let s = top.stats.as_ref().expect("stats");
+    (s.ops[1], s.ops[2], s.timestamp)
+}
+
+/// Two devices replaced in turn: sdd by sde (another disk), then sdc by a blank disk at its
+/// own path. Each is a restart between the captures where `zpool status -g` shows a leaf
+/// guid gone, said with the devices `zpool status -P` names; mirror-0's figures are those of
+/// the three stretches between, from its raw counters.
+#[test]
+fn a_replaced_device_splits_the_window_and_is_named() {
+    let series = raw::lab("replace/series");
+    let n = 6;
+    let capture = |i: usize| series.join(format!("{i:03}"));
+    let guids: Vec<Vec<String>> = (0..n)
+        .map(|i| leaves(&capture(i).join("cli/zpool-status-g.txt")))
+        .collect();
+    let paths: Vec<Vec<String>> = (0..n)
+        .map(|i| leaves(&capture(i).join("cli/zpool-status-P.txt")))
+        .collect();
+    // Where a leaf guid went, and which device (by position) left and which came.
+    let mut expected = Vec::new();
+    for i in 1..n {
+        let gone: Vec<usize> = (0..guids[i - 1].len())
+            .filter(|&k| !guids[i].contains(&guids[i - 1][k]))
+            .collect();
+        if gone.is_empty() {
+            continue;
+        }
+        assert_eq!(gone.len(), 1, "one device at a time");
+        let old = disk_name(&paths[i - 1][gone[0]]);
+        let new = disk_name(&paths[i][gone[0]]);
+        let what = if old == new {
+            format!("pool rp: device {old} was replaced by a new device at the same path")
+        } else {
+            format!("pool rp: device {old} was replaced by {new}")
+        };
+        expected.push((i - 1, i, what));
+    }
+    assert_eq!(
+        expected.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(),
+        [(1, 2), (3, 4)],
+        "the recording replaced a device between 001 and 002 and between 003 and 004"
+    );
+    let r = report(&[series.as_os_str()]);
+    let got = breaks(&r);
+    assert_eq!(got.len(), 2, "{got:?}");
+    for ((kind, from, to, what), (a, b, said)) in got.iter().zip(&expected) {
+        assert_eq!(kind, "restart");
+        let (x, y) = (
+            raw::captured_at(&capture(*a)),
+            raw::captured_at(&capture(*b)),
+        );
+        assert!(
+            (from - x).abs() < 1e-6 && (to - y).abs() < 1e-6,
+            "{from}..{to} against {x}..{y}"
+        );
+        assert!(what.starts_with(&format!("{said};")), "{what} / {said}");
+    }
+    // mirror-0's rates over the three stretches, by its own clock.
+    let (mut reads, mut writes, mut ns, mut seconds) = (0.0, 0.0, 0.0, 0.0);
+    for (a, b) in [(0, 1), (2, 3), (4, 5)] {
+        let (x, y) = (mirror(&capture(a)), mirror(&capture(b)));
+        reads += (y.0 - x.0) as f64;
+        writes += (y.1 - x.1) as f64;
+        ns += (y.2 - x.2) as f64;
+        seconds += raw::captured_at(&capture(b)) - raw::captured_at(&capture(a));
+    }
+    assert!(
+        close(f(&r["covered_s"]), seconds, 1e-9),
+        "{}",
+        r["covered_s"]
+    );
+    let v = r["vdevs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["subject"] == "rp/normal/mirror-0")
+        .expect("mirror-0's figures");
+    let (r_s, w_s) = (reads / (ns / 1e9), writes / (ns / 1e9));
+    assert!(
+        close(f(&v["read_ops_s"]), r_s, 1e-6),
+        "{} vs {r_s}",
+        v["read_ops_s"]
+    );
+    assert!(
+        close(f(&v["write_ops_s"]), w_s, 1e-6),
+        "{} vs {w_s}",
+        v["write_ops_s"]
+    );
+    assert!(w_s > 1.0, "the writer ran on every side");
+}
+
+/// `boots.txt` of the reboot recording: (boot_id, btime) a boot; `times.txt`: name → Unix s.
+fn boots(rec: &Path) -> (Vec<(String, f64)>, BTreeMap<String, f64>) {
+    let boots = std::fs::read_to_string(rec.join("boots.txt"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!((w[0], w[2]), ("boot_id", "btime"), "{l}");
+            (w[1].to_owned(), w[3].parse().unwrap())
+        })
+        .collect();
+    let times = std::fs::read_to_string(rec.join("times.txt"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (k.to_owned(), v.parse().unwrap())
+        })
+        .collect();
+    (boots, times)
+}
+
+/// "HH:MM:SS" of a Unix time, UTC.
+fn time_of_day(unix: f64) -> String {
+    let s = unix as u64 % 86_400;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+fn reboot_rec() -> PathBuf {
+    raw::lab("reboot")
+}
+
+/// The agent's history across a reboot (systemd stopped it, kexec started the kernel again,
+/// systemd started it): one restart said as the reboot, with the second boot's time, from
+/// the first boot's last snapshot to the second's first; the figures cover both runs.
+#[test]
+fn a_reboot_in_the_history_is_one_restart_said_as_a_reboot() {
+    let rec = reboot_rec();
+    let (boots, times) = boots(&rec);
+    assert_eq!(boots.len(), 2, "two boots");
+    assert_ne!(
+        boots[0].0, boots[1].0,
+        "another boot_id: the kernel started again"
+    );
+    let (start1, reboot, start2, stop2) = (
+        times["start1"],
+        times["reboot"],
+        times["start2"],
+        times["stop2"],
+    );
+    let (interval, startup) = (10.0, 3.0);
+    let r = report(&[
+        "--history-dir".as_ref(),
+        rec.join("history").as_os_str(),
+        "--from".as_ref(),
+        format!("{start1}").as_ref(),
+        "--to".as_ref(),
+        format!("{stop2}").as_ref(),
+    ]);
+    let b = breaks(&r);
+    assert_eq!(b.len(), 1, "{b:?}");
+    let (kind, from, to, what) = &b[0];
+    assert_eq!(kind, "restart");
+    assert!(
+        (reboot - interval - startup..=reboot + interval).contains(from),
+        "the restart starts at {from}, the reboot was asked at {reboot}"
+    );
+    assert!(
+        (start2..=start2 + startup).contains(to),
+        "the restart ends at {to}, the agent started again at {start2}"
+    );
+    assert!(
+        what.starts_with("the host rebooted (booted again at ")
+            && what.contains(&time_of_day(boots[1].1)),
+        "{what}: the second boot's btime is {}",
+        boots[1].1
+    );
+    let runs = (reboot - start1) + (stop2 - start2);
+    let covered = f(&r["covered_s"]);
+    assert!(
+        covered <= runs + interval && covered >= runs - 3.0 * (interval + startup),
+        "covered {covered} s of runs lasting about {runs} s together"
+    );
+}
+
+/// The captures on each side of the reboot: one restart, between 001 and 002, said as the
+/// reboot.
+#[test]
+fn a_reboot_between_captures_is_a_restart_said_as_a_reboot() {
+    let series = reboot_rec().join("series");
+    let r = report(&[series.as_os_str()]);
+    let b = breaks(&r);
+    let at = |n: &str| raw::captured_at(&series.join(n));
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0].0, "restart");
+    assert!(
+        (b[0].1 - at("001")).abs() < 1e-6 && (b[0].2 - at("002")).abs() < 1e-6,
+        "{b:?}"
+    );
+    assert!(b[0].3.starts_with("the host rebooted"), "{}", b[0].3);
+}
