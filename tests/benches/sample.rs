@@ -205,6 +205,16 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         .collect();
     let reader = capture::Reader::open(&d1).expect("capture 001");
     let mut host = start_shipped_checks(profile, &prev.host.hostname);
+    // As installed, the agent and its checks are one build: the checks take the agent's own
+    // sample. A bundle left from another build would get MessagePack and decode every sample
+    // once per check, which is not what users run.
+    for p in host.plugins() {
+        assert!(
+            p.native,
+            "{}: given MessagePack, not the native sample",
+            p.label()
+        );
+    }
     let mut sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
         .expect("a prometheus listener on loopback");
     let port = sink.local_addr().expect("a listener").port();
@@ -640,17 +650,44 @@ fn long_series(pair: &Path, out: &Path, n: usize) -> PathBuf {
 
 // ---- callgrind ----------------------------------------------------------------------------
 
-/// `--phase NAME --series DIR --iterations N`: one stage alone, for callgrind.
+/// `--phase NAME --series DIR --iterations N`: one stage alone, for callgrind or perf;
+/// `outputs` is the live interval with every check and every output (a plain scrape).
 fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
     let (d0, d1) = (series.join("000"), series.join("001"));
     let prev = capture::load(&d0).unwrap();
     let mut list = Vec::new();
     files(&d1, &mut list);
-    let with_checks = name == "checks" || name == "live-checks";
+    let with_outputs = name == "outputs";
+    let with_checks = name == "checks" || name == "live-checks" || with_outputs;
     let mut host = with_checks.then(|| start_shipped_checks(profile, &prev.host.hostname));
     let reader = capture::Reader::open(&d1).unwrap();
+    let mut sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
+        .expect("a prometheus listener on loopback");
+    let port = sink.local_addr().expect("a listener").port();
+    let history_dir = tempfile::tempdir().expect("a temporary directory");
+    let mut history = zpulse_agent::history::Writer::open(&zpulse_agent::history::Config {
+        dir: Some(history_dir.path().to_path_buf()),
+        ..zpulse_agent::history::Config::default()
+    })
+    .expect("a history");
+    let mut outputs = Outputs {
+        sink: &mut sink,
+        port,
+        history: &mut history,
+        response_bytes: (0, 0),
+    };
     for k in 0..iterations {
         match name {
+            "outputs" => {
+                let sample = shifted(
+                    Sample::following(&prev, Arc::new(reader.load())).unwrap(),
+                    k,
+                );
+                if let Some(h) = host.as_mut() {
+                    std::hint::black_box(h.run(&sample));
+                }
+                outputs.take(sample, false);
+            }
             "floor" => {
                 for f in &list {
                     std::hint::black_box(std::fs::read(f).ok());

@@ -104,19 +104,27 @@ pub fn histogram_average(histo: &[u64]) -> Option<u64> {
 /// delta; `None` when any bucket went backwards (vdev reopened), the lengths differ (module
 /// upgraded) or nothing was counted.
 fn average_since(prev: Option<&[u64]>, cur: &[u64]) -> Option<u64> {
-    if prev.is_some_and(|p| p.len() != cur.len()) {
-        return None;
-    }
+    // Most buckets of most vdevs count nothing in an interval: those cost a compare, not a
+    // 128-bit multiply (a 2,000-vdev pool has 740,000 buckets a reading).
     let (mut total, mut count) = (0u128, 0u128);
-    for (i, &now) in cur.iter().enumerate() {
-        let n = match prev {
-            Some(p) => delta(p[i], now)?,
-            None => now,
-        };
-        if i < 64 {
+    let mut add = |i: usize, n: u64| {
+        if n != 0 && i < 64 {
             let mid = (1u128 << i) + ((1u128 << i) / 2);
             total += u128::from(n) * mid;
             count += u128::from(n);
+        }
+    };
+    match prev {
+        Some(p) if p.len() != cur.len() => return None,
+        Some(p) => {
+            for (i, (&was, &now)) in p.iter().zip(cur).enumerate() {
+                add(i, delta(was, now)?);
+            }
+        }
+        None => {
+            for (i, &now) in cur.iter().enumerate() {
+                add(i, now);
+            }
         }
     }
     (count > 0).then(|| u64::try_from(total / count).unwrap_or(u64::MAX))
