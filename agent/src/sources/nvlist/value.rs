@@ -457,6 +457,12 @@ impl<'a> NvList<'a> {
         &self.pairs
     }
 
+    /// All pairs, mutable: for a reader that takes several values in one pass over a long
+    /// list instead of one lookup (a scan of the list) each.
+    pub fn pairs_mut(&mut self) -> &mut [NvPair<'a>] {
+        &mut self.pairs
+    }
+
     pub fn iter(&self) -> std::slice::Iter<'_, NvPair<'a>> {
         self.pairs.iter()
     }
