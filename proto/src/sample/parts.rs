@@ -261,6 +261,7 @@ impl<'a> PartEncoder<'a> {
         let cpu = snap.cpu.as_ref().filter(|_| !has(PART_HOST_RATES));
         let optional = [
             snap.monotonic.is_some(),
+            snap.boot_time.is_some(),
             arc,
             snap.zil.is_some(),
             cpu.is_some(),
@@ -271,6 +272,9 @@ impl<'a> PartEncoder<'a> {
         field(out, "taken_at", &snap.taken_at);
         if let Some(monotonic) = &snap.monotonic {
             field(out, "monotonic", monotonic);
+        }
+        if let Some(boot_time) = &snap.boot_time {
+            field(out, "boot_time", boot_time);
         }
         field(out, "host", &snap.host);
         field(out, "zfs_loaded", &snap.zfs_loaded);

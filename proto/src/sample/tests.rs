@@ -434,6 +434,7 @@ fn every_field() -> Sample {
             ..NetInterface::default()
         }];
         s.monotonic = Some(s.taken_at);
+        s.boot_time = Some(s.taken_at - 3600.0);
         s.tunables.0.insert("zfs_arc_max".into(), "0".into());
         s.issues = vec![SourceIssue {
             source: "proc/net/dev".into(),
