@@ -112,6 +112,35 @@ pub fn report_with_checks(args: &[&std::ffi::OsStr], format: &str) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
+/// [`report_with_checks`] as JSON: the report's model.
+pub fn report_json(args: &[&std::ffi::OsStr]) -> serde_json::Value {
+    serde_json::from_str(&report_with_checks(args, "json")).expect("a JSON report")
+}
+
+/// One interval a report left out (its JSON `breaks`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportBreak {
+    pub kind: String,
+    pub from: f64,
+    pub to: f64,
+    pub what: String,
+}
+
+/// The breaks of a [`report_json`], in order.
+pub fn report_breaks(report: &serde_json::Value) -> Vec<ReportBreak> {
+    report["breaks"]
+        .as_array()
+        .expect("a list of breaks")
+        .iter()
+        .map(|b| ReportBreak {
+            kind: b["kind"].as_str().expect("a kind").to_owned(),
+            from: b["from"].as_f64().expect("a start"),
+            to: b["to"].as_f64().expect("an end"),
+            what: b["what"].as_str().expect("words").to_owned(),
+        })
+        .collect()
+}
+
 /// The package that builds the checks the agent ships, as one plugin bundle (ABI 1.5 and on).
 pub const CHECKS_PACKAGE: &str = "zpulse-checks";
 

@@ -81,6 +81,19 @@ pub fn tunable(dir: &Path, name: &str) -> Option<u64> {
 }
 
 /// `captured_at` from the manifest.
+/// A lab scenario's `times.txt`: one `NAME UNIX_SECONDS` line per moment it noted (the
+/// guest's clock at a start, a stop, a reboot).
+pub fn times(recording: &Path) -> BTreeMap<String, f64> {
+    std::fs::read_to_string(recording.join("times.txt"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (name, at) = l.split_once(' ').expect("NAME SECONDS");
+            (name.to_owned(), at.parse().expect("seconds"))
+        })
+        .collect()
+}
+
 pub fn captured_at(dir: &Path) -> f64 {
     let text = std::fs::read_to_string(dir.join("zpulse-capture.toml")).unwrap();
     text.lines()

@@ -11,7 +11,6 @@
 
 use std::path::PathBuf;
 use zpulse_tests::raw::{self, close};
-use zpulse_tests::report_with_checks;
 use zpulse_tests::synthetic::copy_tree;
 
 const REC: &str = "report-breaks";
@@ -20,10 +19,7 @@ fn capture(n: usize) -> PathBuf {
     raw::lab(&format!("{REC}/series/{n:03}"))
 }
 
-/// `zpulse report` with the shipped checks over `args`, as JSON.
-fn report(args: &[&std::ffi::OsStr]) -> serde_json::Value {
-    serde_json::from_str(&report_with_checks(args, "json")).expect("a JSON report")
-}
+use zpulse_tests::report_json as report;
 
 /// The report of a series made of the captures `from..=to` (copied, names kept).
 fn series_report(from: usize, to: usize) -> serde_json::Value {
@@ -143,18 +139,11 @@ fn figures_are_those_of(r: &serde_json::Value, sides: &Sides) {
     );
 }
 
+/// (kind, from, to) of each break.
 fn breaks(r: &serde_json::Value) -> Vec<(String, f64, f64)> {
-    r["breaks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            (
-                b["kind"].as_str().unwrap().to_owned(),
-                f(&b["from"]),
-                f(&b["to"]),
-            )
-        })
+    zpulse_tests::report_breaks(r)
+        .into_iter()
+        .map(|b| (b.kind, b.from, b.to))
         .collect()
 }
 
@@ -233,15 +222,7 @@ fn the_whole_recording_has_its_three_breaks_in_order() {
 #[test]
 fn an_agent_stop_in_the_history_is_one_gap_between_the_runs() {
     let rec = raw::lab("history-stop");
-    let times: std::collections::BTreeMap<String, f64> =
-        std::fs::read_to_string(rec.join("times.txt"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let (k, v) = l.split_once(' ').unwrap();
-                (k.to_owned(), v.parse().unwrap())
-            })
-            .collect();
+    let times = raw::times(&rec);
     let (start1, stop1, start2, stop2) = (
         times["start1"],
         times["stop1"],

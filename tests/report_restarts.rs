@@ -7,34 +7,12 @@
 //! `btime` and `boot_id` at each boot, the guest's clock at each start, and the vdevs'
 //! counters as the kernel's ioctl reply holds them.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use zpulse_tests::raw::{self, close};
-use zpulse_tests::report_with_checks;
-
-fn report(args: &[&std::ffi::OsStr]) -> serde_json::Value {
-    serde_json::from_str(&report_with_checks(args, "json")).expect("a JSON report")
-}
+use zpulse_tests::{report_breaks as breaks, report_json as report};
 
 fn f(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-/// (kind, from, to, what) of each break.
-fn breaks(r: &serde_json::Value) -> Vec<(String, f64, f64, String)> {
-    r["breaks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            (
-                b["kind"].as_str().unwrap().to_owned(),
-                f(&b["from"]),
-                f(&b["to"]),
-                b["what"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
 }
 
 /// The leaf lines of a `zpool status` config section (indented below a top-level vdev):
@@ -109,17 +87,20 @@ fn a_replaced_device_splits_the_window_and_is_named() {
     let r = report(&[series.as_os_str()]);
     let got = breaks(&r);
     assert_eq!(got.len(), 2, "{got:?}");
-    for ((kind, from, to, what), (a, b, said)) in got.iter().zip(&expected) {
-        assert_eq!(kind, "restart");
+    for (got, (a, b, said)) in got.iter().zip(&expected) {
+        assert_eq!(got.kind, "restart");
         let (x, y) = (
             raw::captured_at(&capture(*a)),
             raw::captured_at(&capture(*b)),
         );
         assert!(
-            (from - x).abs() < 1e-6 && (to - y).abs() < 1e-6,
-            "{from}..{to} against {x}..{y}"
+            (got.from - x).abs() < 1e-6 && (got.to - y).abs() < 1e-6,
+            "{got:?} against {x}..{y}"
         );
-        assert!(what.starts_with(&format!("{said};")), "{what} / {said}");
+        assert!(
+            got.what.starts_with(&format!("{said};")),
+            "{got:?} / {said}"
+        );
     }
     // mirror-0's rates over the three stretches, by its own clock.
     let (mut reads, mut writes, mut ns, mut seconds) = (0.0, 0.0, 0.0, 0.0);
@@ -155,9 +136,9 @@ fn a_replaced_device_splits_the_window_and_is_named() {
     assert!(w_s > 1.0, "the writer ran on every side");
 }
 
-/// `boots.txt` of the reboot recording: (boot_id, btime) a boot; `times.txt`: name → Unix s.
-fn boots(rec: &Path) -> (Vec<(String, f64)>, BTreeMap<String, f64>) {
-    let boots = std::fs::read_to_string(rec.join("boots.txt"))
+/// `boots.txt` of the reboot recording: (boot_id, btime) a boot.
+fn boots(rec: &Path) -> Vec<(String, f64)> {
+    std::fs::read_to_string(rec.join("boots.txt"))
         .unwrap()
         .lines()
         .map(|l| {
@@ -165,16 +146,7 @@ fn boots(rec: &Path) -> (Vec<(String, f64)>, BTreeMap<String, f64>) {
             assert_eq!((w[0], w[2]), ("boot_id", "btime"), "{l}");
             (w[1].to_owned(), w[3].parse().unwrap())
         })
-        .collect();
-    let times = std::fs::read_to_string(rec.join("times.txt"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (k, v) = l.split_once(' ').unwrap();
-            (k.to_owned(), v.parse().unwrap())
-        })
-        .collect();
-    (boots, times)
+        .collect()
 }
 
 /// "HH:MM:SS" of a Unix time, UTC.
@@ -193,7 +165,7 @@ fn reboot_rec() -> PathBuf {
 #[test]
 fn a_reboot_in_the_history_is_one_restart_said_as_a_reboot() {
     let rec = reboot_rec();
-    let (boots, times) = boots(&rec);
+    let (boots, times) = (boots(&rec), raw::times(&rec));
     assert_eq!(boots.len(), 2, "two boots");
     assert_ne!(
         boots[0].0, boots[1].0,
@@ -216,14 +188,14 @@ fn a_reboot_in_the_history_is_one_restart_said_as_a_reboot() {
     ]);
     let b = breaks(&r);
     assert_eq!(b.len(), 1, "{b:?}");
-    let (kind, from, to, what) = &b[0];
+    let (kind, from, to, what) = (&b[0].kind, b[0].from, b[0].to, &b[0].what);
     assert_eq!(kind, "restart");
     assert!(
-        (reboot - interval - startup..=reboot + interval).contains(from),
+        (reboot - interval - startup..=reboot + interval).contains(&from),
         "the restart starts at {from}, the reboot was asked at {reboot}"
     );
     assert!(
-        (start2..=start2 + startup).contains(to),
+        (start2..=start2 + startup).contains(&to),
         "the restart ends at {to}, the agent started again at {start2}"
     );
     assert!(
@@ -249,10 +221,10 @@ fn a_reboot_between_captures_is_a_restart_said_as_a_reboot() {
     let b = breaks(&r);
     let at = |n: &str| raw::captured_at(&series.join(n));
     assert_eq!(b.len(), 1, "{b:?}");
-    assert_eq!(b[0].0, "restart");
+    assert_eq!(b[0].kind, "restart");
     assert!(
-        (b[0].1 - at("001")).abs() < 1e-6 && (b[0].2 - at("002")).abs() < 1e-6,
+        (b[0].from - at("001")).abs() < 1e-6 && (b[0].to - at("002")).abs() < 1e-6,
         "{b:?}"
     );
-    assert!(b[0].3.starts_with("the host rebooted"), "{}", b[0].3);
+    assert!(b[0].what.starts_with("the host rebooted"), "{b:?}");
 }

@@ -215,15 +215,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
             p.label()
         );
     }
-    let mut sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
-        .expect("a prometheus listener on loopback");
-    let port = sink.local_addr().expect("a listener").port();
-    let history_dir = tempfile::tempdir().expect("a temporary directory");
-    let mut history = zpulse_agent::history::Writer::open(&zpulse_agent::history::Config {
-        dir: Some(history_dir.path().to_path_buf()),
-        ..zpulse_agent::history::Config::default()
-    })
-    .expect("a history");
+    let (mut sink, port, _history_dir, mut history) = every_output();
     let rounds = if mode.quick { 1 } else { ROUNDS };
     let round = Mode {
         iterations: (mode.iterations / rounds).max(1),
@@ -337,6 +329,26 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         response_bytes,
         node_exporter: None,
     }
+}
+
+/// The outputs users turn on: a Prometheus sink with a listener on loopback (its port) and a
+/// history in a temporary directory (kept alive by the caller).
+fn every_output() -> (
+    PrometheusSink,
+    u16,
+    tempfile::TempDir,
+    zpulse_agent::history::Writer,
+) {
+    let sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
+        .expect("a prometheus listener on loopback");
+    let port = sink.local_addr().expect("a listener").port();
+    let history_dir = tempfile::tempdir().expect("a temporary directory");
+    let history = zpulse_agent::history::Writer::open(&zpulse_agent::history::Config {
+        dir: Some(history_dir.path().to_path_buf()),
+        ..zpulse_agent::history::Config::default()
+    })
+    .expect("a history");
+    (sink, port, history_dir, history)
 }
 
 /// What a live agent does with a reading besides the checks: a Prometheus sink with a
@@ -661,15 +673,7 @@ fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
     let with_checks = name == "checks" || name == "live-checks" || with_outputs;
     let mut host = with_checks.then(|| start_shipped_checks(profile, &prev.host.hostname));
     let reader = capture::Reader::open(&d1).unwrap();
-    let mut sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
-        .expect("a prometheus listener on loopback");
-    let port = sink.local_addr().expect("a listener").port();
-    let history_dir = tempfile::tempdir().expect("a temporary directory");
-    let mut history = zpulse_agent::history::Writer::open(&zpulse_agent::history::Config {
-        dir: Some(history_dir.path().to_path_buf()),
-        ..zpulse_agent::history::Config::default()
-    })
-    .expect("a history");
+    let (mut sink, port, _history_dir, mut history) = every_output();
     let mut outputs = Outputs {
         sink: &mut sink,
         port,
