@@ -51,7 +51,8 @@
 //! sender's wrong clock (an event dated 1970 or 2096) neither loses nor pins data.
 //!
 //! Writes go through [`Store::apply`] inside a transaction the caller commits (the server's
-//! writer thread groups many batches per transaction, and acks them after the commit). A
+//! writer thread groups many batches per transaction, and acks them once the commit is
+//! synced to disk: [`Store::sync_commits_apart`]). A
 //! heavy batch goes through [`Store::apply_part`] in several transactions instead, so that
 //! light batches' transactions come between its parts: only its last part records its chunk
 //! id and what it changes besides its rows (findings, hosts, charts, series), and only then
@@ -1306,6 +1307,26 @@ impl Store {
         Ok((n("events")?, n("chunks")?))
     }
 
+    /// Commits on this connection no longer wait for the disk (`synchronous = NORMAL`: SQLite
+    /// keeps the database whole across a crash, but its last commits may be lost); the
+    /// [`WalSync`] returned makes them durable. What a commit stored must not be told stored
+    /// (acked) before a [`WalSync::sync`] that began after the commit returned: so one sync
+    /// serves all the commits made while the one before it ran, and the writer goes on with
+    /// its next transaction meanwhile, instead of waiting for the disk in each commit.
+    pub fn sync_commits_apart(&self, path: &Path) -> Result<WalSync, String> {
+        // SQLite's name for the WAL. The file stays the same while this connection is open
+        // (SQLite deletes it when the last connection closes); checkpoints rewrite and
+        // truncate it in place.
+        let mut name = path.as_os_str().to_owned();
+        name.push("-wal");
+        let wal = std::fs::File::open(&name)
+            .map_err(|e| format!("{}: {e}", Path::new(&name).display()))?;
+        self.conn
+            .execute_batch("PRAGMA synchronous = NORMAL;")
+            .map_err(sql)?;
+        Ok(WalSync { wal })
+    }
+
     /// Leaves checkpoints to a [`Checkpointer`]: a commit no longer copies the WAL into the
     /// database itself (SQLite's automatic checkpoint runs inside the commit that passes 1000
     /// pages, so every batch of that transaction waited for a second copy and sync of it).
@@ -1325,6 +1346,19 @@ impl Store {
         self.conn
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .map_err(sql)
+    }
+}
+
+/// The WAL of a writer whose commits do not sync it ([`Store::sync_commits_apart`]).
+pub struct WalSync {
+    wal: std::fs::File,
+}
+
+impl WalSync {
+    /// Makes every commit that returned before this call durable: they are all in the WAL
+    /// (in order), and its data is written to disk.
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.wal.sync_data()
     }
 }
 
