@@ -1314,10 +1314,12 @@ impl Store {
     /// serves all the commits made while the one before it ran, and the writer goes on with
     /// its next transaction meanwhile, instead of waiting for the disk in each commit.
     pub fn sync_commits_apart(&self, path: &Path) -> Result<WalSync, String> {
-        // SQLite's name for the WAL. The file stays the same while this connection is open
-        // (SQLite deletes it when the last connection closes); checkpoints rewrite and
-        // truncate it in place.
-        let mut name = path.as_os_str().to_owned();
+        // SQLite's name for the WAL: beside the database file once symbolic links are
+        // resolved, as SQLite resolves them. The file stays the same while this connection
+        // is open (SQLite deletes it when the last connection closes); checkpoints rewrite
+        // and truncate it in place.
+        let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut name = real.into_os_string();
         name.push("-wal");
         let wal = std::fs::File::open(&name)
             .map_err(|e| format!("{}: {e}", Path::new(&name).display()))?;

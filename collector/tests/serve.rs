@@ -650,6 +650,32 @@ fn retention_and_last_seen_go_by_receive_time() {
     assert_eq!(s.retain(&r, now + 86401).unwrap().by_age, 2);
 }
 
+/// A database reached through a symbolic link (a packager's /var/lib/… pointing elsewhere):
+/// SQLite keeps the WAL beside the real file, and the syncer syncs that one, so batches are
+/// acked.
+#[test]
+fn a_database_behind_a_symbolic_link_is_served() {
+    let data = tempfile::tempdir().unwrap();
+    let real = data.path().join("events.db");
+    let r = start(|c| {
+        let link = c.db.with_file_name("linked.db");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        c.db = link;
+    });
+    let mut c = Client::connect(r.server.addr);
+    c.send_acked(
+        "zpulse.metrics",
+        &metrics("nas1", "arc", "arc", "hit_pct", 97.0),
+        1,
+    );
+    assert!(data.path().join("events.db-wal").exists());
+    let stored = Store::open_read_only(&r.dir.path().join("linked.db"))
+        .unwrap()
+        .counts()
+        .unwrap();
+    assert_eq!(stored.0, 1);
+}
+
 /// One metrics event of `host` as a batch, stored received at `received`.
 fn store_received(s: &mut Store, host: &str, received: i64) {
     use zpulse_collector::store::{Batch, Row};
