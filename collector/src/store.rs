@@ -4,8 +4,8 @@
 //!   check, severity (0 info, 1 warning, 2 critical; NULL for foreign records), state,
 //!   subject, summary, advice, `data` as JSON. Indexed by time, host and check (each with
 //!   time), and its findings by time and host. Every index costs each stored event an insert
-//!   (the writer's work), so there is none that no query's plan uses: severity filters are
-//!   answered by filtering rows in time order (see [`Store::events`]).
+//!   (the writer's work), so each is one a query's plan uses: severity filters are answered
+//!   by filtering rows in time order (see [`Store::events`]).
 //!   The finding events (`kind = 'finding'`, with their `state`) are the raised / updated /
 //!   cleared history of every finding.
 //! * `chunks` — the chunk id of every batch stored, scoped to its sender ([`Batch::dedup_key`]:
@@ -31,9 +31,9 @@
 //!   [`CHART_BUCKETS`] points a series a day. Deleted after two days by retention.
 //! * `received_ranges` — per second of receive time, the first and last id of the events
 //!   received in it: what retention by age finds the old events by, kept by an upsert per
-//!   batch (an index on `events.received` cost every event an insert). A range may hold younger events
-//!   too (ids taken again after the newest rows were deleted, a clock set back), so
-//!   retention deletes within it only the events old enough.
+//!   batch (an index on `events.received` cost every event an insert). A range may hold
+//!   younger events too (ids taken again after the newest rows were deleted, a clock set
+//!   back), so retention deletes within it only the events old enough.
 //! * `hosts` — last seen (receive time), the heartbeat's interval, last event time (the
 //!   sender's clock), the latest heartbeat (its time and receive time), the clock skew the
 //!   heartbeats last showed ([`crate::clock`]), agent version (from the heartbeat's
