@@ -4,13 +4,16 @@
 //! A connection thread cuts the stream into messages with proto's [`FrameDecoder`] (bounded
 //! by [`Limits`]), turns each event batch into rows, and hands them to the writer through a
 //! bounded queue, then waits. The writer takes every batch waiting (up to a cap in events and
-//! bytes, the lightest first), stores them in **one** transaction, commits, and only then
-//! answers each connection, which sends the ack (a checkpointer thread copies the WAL into
-//! the database beside it). A heavy batch is stored in parts, one per transaction, between
-//! light ones, and answered when its last part commits. So an ack always means "committed";
-//! a crash before the commit loses only unacked batches (a heavy batch's earlier parts are
-//! deleted when the collector starts again), which the agents resend (same chunk id, dropped
-//! if it had been stored).
+//! bytes, the lightest first), stores them in **one** transaction and commits; a syncer
+//! thread then syncs the WAL to disk, and only then answers each connection, which sends the
+//! ack, while the writer goes on with the next transaction (one sync serves every commit made
+//! while the one before it ran; a checkpointer thread copies the WAL into the database beside
+//! them). A heavy batch is stored in parts, one per transaction, between light ones, and
+//! answered when its last part is committed and synced. So an ack always means "committed and
+//! on disk"; a crash before that loses only unacked batches (a heavy batch's earlier parts
+//! are deleted when the collector starts again), which the agents resend (same chunk id,
+//! dropped if it had been stored). Readers (the page, the alerter) may see a commit a few
+//! milliseconds before it is on disk.
 //!
 //! Limits (each counted in [`Stats`]): connections over the cap, or over the cap for one
 //! peer address, are closed at once; a message must arrive whole within `read_timeout` of
@@ -664,12 +667,19 @@ impl Server {
         }
         let (jobs, rx) = bounded(QUEUE);
         let checkpoints = start_checkpointer(store.leave_checkpoints_to(&config.db)?)?;
+        let wal = store.sync_commits_apart(&config.db)?;
+        let (syncs, syncer) = start_syncer(move || wal.sync(), stats.clone())?;
         let writer = std::thread::Builder::new()
             .name("writer".into())
             .spawn({
                 let stats = stats.clone();
                 let retention = config.retention;
-                move || writer(store, &rx, &stats, &retention, &checkpoints)
+                move || {
+                    writer(store, &rx, &stats, &retention, &checkpoints, &syncs);
+                    // The syncer answers what is left, then ends.
+                    drop(syncs);
+                    let _ = syncer.join();
+                }
             })
             .map_err(|e| e.to_string())?;
         let inflight = Arc::new(Gate::new(config.max_inflight_bytes as u64));
@@ -1730,6 +1740,57 @@ pub fn pick<R>(waiting: &mut Vec<Waiting<R>>, after_heavy: bool) -> Vec<Waiting<
     group
 }
 
+/// What one commit finished: each batch with its outcome, for the syncer to answer once the
+/// commit is durable (and to free: dropping a batch's rows is no work for the writer).
+type Committed = Vec<(Waiting<Sender<Result<Outcome, String>>>, Outcome)>;
+
+/// The syncer's thread: syncs the WAL (`sync`) after the commits the writer hands it, one
+/// sync for all those that came while the last one ran, then answers their batches: an ack
+/// means stored and on disk, as when each commit synced, while the writer goes on with the
+/// next transaction. A failed sync answers them with its error, and every batch after them
+/// too, until the collector restarts: the kernel may have dropped what it could not write,
+/// and a later sync would not tell (their agents keep them and resend them to the restarted
+/// collector, which stores what it lost). Returns the writer's side; the thread ends once
+/// the writer hangs up and every batch is answered.
+fn start_syncer(
+    sync: impl Fn() -> std::io::Result<()> + Send + 'static,
+    stats: Arc<Stats>,
+) -> Result<(Sender<Committed>, JoinHandle<()>), String> {
+    let (tx, rx) = bounded::<Committed>(QUEUE);
+    let handle = std::thread::Builder::new()
+        .name("syncer".into())
+        .spawn(move || {
+            let mut failed: Option<String> = None;
+            let mut said = LogEvery::new(STORE_ERRORS_LOGGED_EVERY);
+            while let Ok(first) = rx.recv() {
+                let mut round = vec![first];
+                round.extend(rx.try_iter());
+                if failed.is_none()
+                    && let Err(e) = sync()
+                {
+                    failed = Some(format!(
+                        "syncing the database's WAL failed, so nothing is acked until the \
+                         collector restarts: {e}"
+                    ));
+                }
+                if let Some(e) = &failed {
+                    stats.store_errors.fetch_add(1, Ordering::Relaxed);
+                    if said.due(Instant::now()).is_some() {
+                        log(e);
+                    }
+                }
+                for (w, outcome) in round.into_iter().flatten() {
+                    let _ = w.reply.send(match &failed {
+                        None => Ok(outcome),
+                        Some(e) => Err(e.clone()),
+                    });
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the syncer thread: {e}"))?;
+    Ok((tx, handle))
+}
+
 /// The checkpointer's thread: a checkpoint after each commit it is told of (those that
 /// come while one runs are one more), until the writer hangs up. Returns the writer's side.
 fn start_checkpointer(c: crate::store::Checkpointer) -> Result<Sender<()>, String> {
@@ -1756,6 +1817,7 @@ fn writer(
     stats: &Stats,
     retention: &crate::store::Retention,
     checkpoints: &Sender<()>,
+    syncs: &Sender<Committed>,
 ) {
     let mut next_retention = Instant::now() + RETENTION_EVERY;
     let mut stopping = false;
@@ -1831,17 +1893,23 @@ fn writer(
         })();
         match result {
             Ok(parts) => {
+                let mut committed = Vec::new();
                 for (mut w, part) in group.into_iter().zip(parts) {
                     match part {
-                        Part::Done(o) => {
-                            let _ = w.reply.send(Ok(o));
-                        }
+                        Part::Done(o) => committed.push((w, o)),
                         Part::Pending(ids) => {
                             w.stored = w.part().end;
                             w.pending.extend(ids);
                             w.passed_over = 0;
                             waiting.push(w);
                         }
+                    }
+                }
+                if !committed.is_empty()
+                    && let Err(unsent) = syncs.send(committed)
+                {
+                    for (w, _) in unsent.0 {
+                        let _ = w.reply.send(Err("the syncer thread stopped".into()));
                     }
                 }
                 uncheckpointed += group_bytes;
@@ -1960,6 +2028,63 @@ mod tests {
         let big = g.acquire(500, Instant::now()).unwrap();
         assert_eq!(g.used(), 500);
         drop(big);
+    }
+
+    /// A committed batch's answer comes after a sync that began after it was handed over;
+    /// batches handed over while a sync runs share the next one. A failed sync answers its
+    /// batches and every later one with the error, though later syncs would succeed.
+    #[test]
+    fn the_syncer_answers_committed_batches_after_a_sync_and_none_after_a_failed_one() {
+        // Each sync waits for the test's word, then does what it is told.
+        let (go, syncs_told) = bounded::<std::io::Result<()>>(0);
+        let syncs_begun = Arc::new(AtomicU64::new(0));
+        let (tx, syncer) = start_syncer(
+            {
+                let begun = syncs_begun.clone();
+                move || {
+                    begun.fetch_add(1, Ordering::SeqCst);
+                    syncs_told.recv().unwrap()
+                }
+            },
+            Arc::new(Stats::default()),
+        )
+        .unwrap();
+        let commit = || {
+            let (reply, answer) = bounded(1);
+            let w = Waiting::new(Batch::default(), 0, reply);
+            (vec![(w, Outcome::Stored(1))], answer)
+        };
+        let wait_for_syncs = |n| {
+            while syncs_begun.load(Ordering::SeqCst) < n {
+                std::thread::yield_now();
+            }
+        };
+        let (first, first_answer) = commit();
+        tx.send(first).unwrap();
+        wait_for_syncs(1);
+        // Handed over while the first sync runs: not answered by it.
+        let (second, second_answer) = commit();
+        let (third, third_answer) = commit();
+        tx.send(second).unwrap();
+        tx.send(third).unwrap();
+        go.send(Ok(())).unwrap();
+        assert_eq!(first_answer.recv().unwrap(), Ok(Outcome::Stored(1)));
+        wait_for_syncs(2);
+        let early = Duration::from_millis(100);
+        assert!(second_answer.recv_timeout(early).is_err());
+        assert!(third_answer.recv_timeout(early).is_err());
+        go.send(Err(std::io::Error::other("disk gone"))).unwrap();
+        for answer in [second_answer, third_answer] {
+            let e = answer.recv().unwrap().unwrap_err();
+            assert!(e.contains("disk gone"), "{e}");
+        }
+        // No more syncs: an error for every batch from now on.
+        let (fourth, fourth_answer) = commit();
+        tx.send(fourth).unwrap();
+        assert!(fourth_answer.recv().unwrap().is_err());
+        assert_eq!(syncs_begun.load(Ordering::SeqCst), 2);
+        drop(tx);
+        syncer.join().unwrap();
     }
 
     /// A waiting batch of `rows` events of 100 bytes each (an agent's are a few hundred).

@@ -2,7 +2,10 @@
 //!
 //! * `events` — every event received, once: time (ns since the epoch), tag, kind, host,
 //!   check, severity (0 info, 1 warning, 2 critical; NULL for foreign records), state,
-//!   subject, summary, advice, `data` as JSON. Indexed by time, host, check and severity.
+//!   subject, summary, advice, `data` as JSON. Indexed by time, host and check (each with
+//!   time), and its findings by time and host. Every index costs each stored event an insert
+//!   (the writer's work), so each is one a query's plan uses: severity filters are answered
+//!   by filtering rows in time order (see [`Store::events`]).
 //!   The finding events (`kind = 'finding'`, with their `state`) are the raised / updated /
 //!   cleared history of every finding.
 //! * `chunks` — the chunk id of every batch stored, scoped to its sender ([`Batch::dedup_key`]:
@@ -26,6 +29,11 @@
 //!   ([`Row::points`]). Clustered by host (WITHOUT ROWID), so a host's day is a few
 //!   contiguous pages however the fleet's events interleave in `events`; at most
 //!   [`CHART_BUCKETS`] points a series a day. Deleted after two days by retention.
+//! * `received_ranges` — per second of receive time, the first and last id of the events
+//!   received in it: what retention by age finds the old events by, kept by an upsert per
+//!   batch (an index on `events.received` cost every event an insert). A range may hold
+//!   younger events too (ids taken again after the newest rows were deleted, a clock set
+//!   back), so retention deletes within it only the events old enough.
 //! * `hosts` — last seen (receive time), the heartbeat's interval, last event time (the
 //!   sender's clock), the latest heartbeat (its time and receive time), the clock skew the
 //!   heartbeats last showed ([`crate::clock`]), agent version (from the heartbeat's
@@ -43,7 +51,8 @@
 //! sender's wrong clock (an event dated 1970 or 2096) neither loses nor pins data.
 //!
 //! Writes go through [`Store::apply`] inside a transaction the caller commits (the server's
-//! writer thread groups many batches per transaction, and acks them after the commit). A
+//! writer thread groups many batches per transaction, and acks them once the commit is
+//! synced to disk: [`Store::sync_commits_apart`]). A
 //! heavy batch goes through [`Store::apply_part`] in several transactions instead, so that
 //! light batches' transactions come between its parts: only its last part records its chunk
 //! id and what it changes besides its rows (findings, hosts, charts, series), and only then
@@ -79,8 +88,14 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
 CREATE INDEX IF NOT EXISTS events_host_ts ON events(host, ts);
 CREATE INDEX IF NOT EXISTS events_check_ts ON events(check_name, ts);
-CREATE INDEX IF NOT EXISTS events_severity_ts ON events(severity, ts);
-CREATE INDEX IF NOT EXISTS events_received ON events(received);
+-- No query's plan used it (severity filters read rows in time order), and each event paid
+-- an insert into it.
+DROP INDEX IF EXISTS events_severity_ts;
+CREATE TABLE IF NOT EXISTS received_ranges (
+    received INTEGER PRIMARY KEY,
+    first_id INTEGER NOT NULL,
+    last_id INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS chunks (
     chunk TEXT PRIMARY KEY,
     received INTEGER NOT NULL,
@@ -185,6 +200,10 @@ pub const TOO_BROAD: &str = "too broad: ";
 const HOST_SUMMARY: &str = "UPDATE hosts SET
     open_findings = (SELECT count(*) FROM findings f WHERE f.open = 1 AND f.host = hosts.host),
     worst_open = (SELECT max(severity) FROM findings f WHERE f.open = 1 AND f.host = hosts.host)";
+
+/// Merges a second's ids into the range already kept for it (see `received_ranges`).
+const MERGE_RANGE: &str = "ON CONFLICT(received) DO UPDATE SET
+    first_id = min(first_id, excluded.first_id), last_id = max(last_id, excluded.last_id)";
 
 /// One event row: what the server writes, and what `query` reads back.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -479,6 +498,29 @@ impl Store {
                     .map_err(|e| format!("{}: adding {table}.{column}: {e}", path.display()))?;
             }
         }
+        // A database with `events_received` was written by a version that kept no
+        // `received_ranges` (the first releases, or one of them again after this one): the
+        // ranges of its events from that index, then the index goes.
+        let has_received_index = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index'
+                   AND name = 'events_received'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(sql)?
+            > 0;
+        if has_received_index {
+            conn.execute_batch(&format!(
+                "BEGIN;
+                 INSERT INTO received_ranges(received, first_id, last_id)
+                   SELECT received, min(id), max(id) FROM events WHERE true GROUP BY received
+                   {MERGE_RANGE};
+                 DROP INDEX events_received;
+                 COMMIT;"
+            ))
+            .map_err(|e| format!("{}: ranges of received events: {e}", path.display()))?;
+        }
         // The summaries from the findings themselves: right for a database of an older
         // version too (one row per host, by index).
         conn.execute_batch(HOST_SUMMARY)
@@ -771,10 +813,27 @@ impl Store {
         let mut p = Pruned::default();
         if let Some(age) = r.max_age {
             let cutoff = now - age.as_secs() as i64;
-            p.by_age = self
+            // The ids received before the cutoff lie within these; so may younger ones.
+            let (first, last): (Option<i64>, Option<i64>) = self
                 .conn
-                .execute("DELETE FROM events WHERE received < ?1", [cutoff])
-                .map_err(sql)? as u64;
+                .query_row(
+                    "SELECT min(first_id), max(last_id) FROM received_ranges WHERE received < ?1",
+                    [cutoff],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql)?;
+            if let (Some(first), Some(last)) = (first, last) {
+                p.by_age = self
+                    .conn
+                    .execute(
+                        "DELETE FROM events WHERE id BETWEEN ?1 AND ?2 AND received < ?3",
+                        [first, last, cutoff],
+                    )
+                    .map_err(sql)? as u64;
+            }
+            self.conn
+                .execute("DELETE FROM received_ranges WHERE received < ?1", [cutoff])
+                .map_err(sql)?;
             self.conn
                 .execute(
                     "DELETE FROM findings WHERE open = 0 AND received < ?1",
@@ -823,6 +882,19 @@ impl Store {
                     )
                     .map_err(sql)? as u64;
             }
+            // The ranges of the seconds whose events are all gone now: those before the
+            // oldest event's second that end before it (with a clock set back, a few more
+            // stay until their age comes).
+            self.conn
+                .execute(
+                    "DELETE FROM received_ranges
+                     WHERE received <= coalesce((SELECT received FROM events ORDER BY id
+                                                 LIMIT 1), 9223372036854775807)
+                       AND last_id < coalesce((SELECT min(id) FROM events),
+                                              9223372036854775807)",
+                    [],
+                )
+                .map_err(sql)?;
         }
         if p.by_age + p.by_size + p.chunks > 0 {
             self.conn
@@ -1235,6 +1307,28 @@ impl Store {
         Ok((n("events")?, n("chunks")?))
     }
 
+    /// Commits on this connection no longer wait for the disk (`synchronous = NORMAL`: SQLite
+    /// keeps the database whole across a crash, but its last commits may be lost); the
+    /// [`WalSync`] returned makes them durable. What a commit stored must not be told stored
+    /// (acked) before a [`WalSync::sync`] that began after the commit returned: so one sync
+    /// serves all the commits made while the one before it ran, and the writer goes on with
+    /// its next transaction meanwhile, instead of waiting for the disk in each commit.
+    pub fn sync_commits_apart(&self, path: &Path) -> Result<WalSync, String> {
+        // SQLite's name for the WAL: beside the database file once symbolic links are
+        // resolved, as SQLite resolves them. The file stays the same while this connection
+        // is open (SQLite deletes it when the last connection closes); checkpoints rewrite
+        // and truncate it in place.
+        let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut name = real.into_os_string();
+        name.push("-wal");
+        let wal = std::fs::File::open(&name)
+            .map_err(|e| format!("{}: {e}", Path::new(&name).display()))?;
+        self.conn
+            .execute_batch("PRAGMA synchronous = NORMAL;")
+            .map_err(sql)?;
+        Ok(WalSync { wal })
+    }
+
     /// Leaves checkpoints to a [`Checkpointer`]: a commit no longer copies the WAL into the
     /// database itself (SQLite's automatic checkpoint runs inside the commit that passes 1000
     /// pages, so every batch of that transaction waited for a second copy and sync of it).
@@ -1254,6 +1348,19 @@ impl Store {
         self.conn
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .map_err(sql)
+    }
+}
+
+/// The WAL of a writer whose commits do not sync it ([`Store::sync_commits_apart`]).
+pub struct WalSync {
+    wal: std::fs::File,
+}
+
+impl WalSync {
+    /// Makes every commit that returned before this call durable: they are all in the WAL
+    /// (in order), and its data is written to disk.
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.wal.sync_data()
     }
 }
 
@@ -1310,8 +1417,9 @@ fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
     (version, interval)
 }
 
-/// Inserts `rows` into `events`, received at `now`: the ids they took, as runs of
-/// consecutive ids (one run, unless SQLite had to pick ids at random past the largest).
+/// Inserts `rows` into `events`, received at `now`, and their ids into `received_ranges`:
+/// the ids they took, as runs of consecutive ids (one run, unless SQLite had to pick ids at
+/// random past the largest).
 fn insert_rows(tx: &Transaction, rows: &[Row], now: i64) -> Result<Vec<(i64, i64)>, String> {
     let mut insert = tx
         .prepare_cached(
@@ -1332,6 +1440,16 @@ fn insert_rows(tx: &Transaction, rows: &[Row], now: i64) -> Result<Vec<(i64, i64
             Some((_, last)) if *last + 1 == id => *last = id,
             _ => runs.push((id, id)),
         }
+    }
+    let first = runs.iter().map(|(first, _)| *first).min();
+    let last = runs.iter().map(|(_, last)| *last).max();
+    if let (Some(first), Some(last)) = (first, last) {
+        tx.prepare_cached(&format!(
+            "INSERT INTO received_ranges(received, first_id, last_id) VALUES (?1, ?2, ?3)
+             {MERGE_RANGE}"
+        ))
+        .and_then(|mut s| s.execute([now, first, last]))
+        .map_err(sql)?;
     }
     Ok(runs)
 }

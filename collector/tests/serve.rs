@@ -577,6 +577,13 @@ fn retention_by_age_and_size() {
         .unwrap();
     assert!(p.by_size > 0);
     assert!(s.used_bytes().unwrap() <= before / 2);
+    // The id ranges of the seconds whose events are gone went with them (each event had a
+    // second of its own).
+    let ranges: i64 = rusqlite::Connection::open(dir.path().join("r.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM received_ranges", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ranges, s.counts().unwrap().0);
     // The newest events are the ones kept.
     let newest = s
         .events(&Filter {
@@ -641,6 +648,151 @@ fn retention_and_last_seen_go_by_receive_time() {
     assert_eq!(by("future").clock_skew, 4_001_184_000 - now);
     // A day and a second later: both deleted.
     assert_eq!(s.retain(&r, now + 86401).unwrap().by_age, 2);
+}
+
+/// A database reached through a symbolic link (a packager's /var/lib/… pointing elsewhere):
+/// SQLite keeps the WAL beside the real file, and the syncer syncs that one, so batches are
+/// acked.
+#[test]
+fn a_database_behind_a_symbolic_link_is_served() {
+    let data = tempfile::tempdir().unwrap();
+    let real = data.path().join("events.db");
+    let r = start(|c| {
+        let link = c.db.with_file_name("linked.db");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        c.db = link;
+    });
+    let mut c = Client::connect(r.server.addr);
+    c.send_acked(
+        "zpulse.metrics",
+        &metrics("nas1", "arc", "arc", "hit_pct", 97.0),
+        1,
+    );
+    assert!(data.path().join("events.db-wal").exists());
+    let stored = Store::open_read_only(&r.dir.path().join("linked.db"))
+        .unwrap()
+        .counts()
+        .unwrap();
+    assert_eq!(stored.0, 1);
+}
+
+/// One metrics event of `host` as a batch, stored received at `received`.
+fn store_received(s: &mut Store, host: &str, received: i64) {
+    use zpulse_collector::store::{Batch, Row};
+    let e = metrics(host, "c", "s", "x_pct", 1.0);
+    let row = Row::from_event("zpulse.metrics", received * 1_000_000_000, &e, "p");
+    let batch = Batch {
+        rows: vec![row],
+        ..Batch::default()
+    };
+    s.store(&[batch], received).unwrap();
+}
+
+fn hosts_stored(s: &Store) -> Vec<String> {
+    let rows = s
+        .events(&Filter {
+            limit: 100,
+            oldest_first: true,
+            ..Filter::default()
+        })
+        .unwrap();
+    rows.into_iter().map(|r| r.host).collect()
+}
+
+/// Retention by age finds old events through the id ranges kept per second of receive time
+/// (no index on `received`): a range may hold younger events, by a clock set back or by ids
+/// taken again after the newest rows were deleted, and those stay.
+#[test]
+fn retention_by_age_deletes_the_old_events_whatever_their_ids() {
+    use zpulse_collector::store::{Batch, Part, Retention, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("r.db")).unwrap();
+    let now = 2_000_000_000i64;
+    // A heavy batch's first part, received 100 s ago, then deleted (its last part failed):
+    // its ids are taken again by the next rows, received now.
+    let rows = (0..3)
+        .map(|_| {
+            let e = metrics("failed", "c", "s", "x_pct", 1.0);
+            Row::from_event("zpulse.metrics", now * 1_000_000_000, &e, "p")
+        })
+        .collect();
+    let heavy = Batch {
+        rows,
+        ..Batch::default()
+    };
+    let tx = s.transaction().unwrap();
+    let part = Store::apply_part(&tx, &heavy, 0..2, &[], now - 100).unwrap();
+    tx.commit().unwrap();
+    let Part::Pending(ids) = part else {
+        panic!("{part:?}")
+    };
+    assert_eq!(s.discard(&ids).unwrap(), 2);
+    store_received(&mut s, "young", now);
+    store_received(&mut s, "old", now - 90);
+    // The clock set back by a minute, then right again.
+    store_received(&mut s, "young-after-a-step", now - 30);
+    store_received(&mut s, "old-after-a-step", now - 95);
+    store_received(&mut s, "newest", now);
+    let r = Retention {
+        max_age: Some(Duration::from_secs(50)),
+        max_bytes: None,
+        dedup_window: Duration::from_secs(60),
+    };
+    assert_eq!(s.retain(&r, now).unwrap().by_age, 2);
+    // (By event time, which is the receive time here.)
+    assert_eq!(hosts_stored(&s), ["young-after-a-step", "young", "newest"]);
+    // The ranges of the deleted seconds went with them: nothing more to delete.
+    assert_eq!(s.retain(&r, now).unwrap().by_age, 0);
+    let r = Retention {
+        max_age: Some(Duration::from_secs(10)),
+        ..r
+    };
+    assert_eq!(s.retain(&r, now).unwrap().by_age, 1);
+    assert_eq!(hosts_stored(&s), ["young", "newest"]);
+}
+
+/// A database of an earlier release (an index on `received` and one on severity, no id
+/// ranges) opens: the ranges are made from its events, the two indexes go, and retention
+/// deletes its old events as before and keeps the rest.
+#[test]
+fn a_database_of_an_earlier_release_keeps_its_retention() {
+    use zpulse_collector::store::Retention;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.db");
+    let now = 2_000_000_000i64;
+    let mut s = Store::open(&db).unwrap();
+    store_received(&mut s, "old", now - 100);
+    store_received(&mut s, "young", now - 10);
+    store_received(&mut s, "old-after-a-step", now - 200);
+    drop(s);
+    // As the earlier release left it: its indexes, and no ranges for its events.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "DROP TABLE received_ranges;
+         CREATE INDEX events_severity_ts ON events(severity, ts);
+         CREATE INDEX events_received ON events(received);",
+    )
+    .unwrap();
+    drop(conn);
+    let mut s = Store::open(&db).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let indexes: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master
+             WHERE name IN ('events_received', 'events_severity_ts')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 0);
+    store_received(&mut s, "newest", now);
+    let r = Retention {
+        max_age: Some(Duration::from_secs(50)),
+        max_bytes: None,
+        dedup_window: Duration::from_secs(60),
+    };
+    assert_eq!(s.retain(&r, now).unwrap().by_age, 2);
+    assert_eq!(hosts_stored(&s), ["young", "newest"]);
 }
 
 #[test]
