@@ -122,6 +122,7 @@ DROP INDEX IF EXISTS findings_open;
 CREATE INDEX IF NOT EXISTS findings_open_host ON findings(open, host, severity);
 CREATE INDEX IF NOT EXISTS events_finding_host_ts ON events(host, ts) WHERE kind = 'finding';
 CREATE INDEX IF NOT EXISTS events_finding_ts ON events(ts) WHERE kind = 'finding';
+CREATE INDEX IF NOT EXISTS events_zevent_host_ts ON events(host, ts) WHERE kind = 'zevent';
 CREATE TABLE IF NOT EXISTS hosts (
     host TEXT PRIMARY KEY,
     first_seen INTEGER NOT NULL,
@@ -933,7 +934,8 @@ impl Store {
     /// Events matching `f`, newest first (or oldest first). Refused with [`TOO_BROAD`] when
     /// `f.bounded` and answering takes more than [`SCAN_BUDGET`] steps beyond `limit` rows:
     /// filters an index orders by
-    /// time (`host`, `check`, `since`, `kind = finding`) keep the work near `limit`; the
+    /// time (`host`, `check`, `since`, `kind = finding`, `host` with `kind = zevent`: the
+    /// host page's kernel events) keep the work near `limit`; the
     /// others (`severity`, other kinds) filter rows as the index yields them, which for a
     /// rare match means many rows. Rows of a batch still being stored in parts are not
     /// among them.
