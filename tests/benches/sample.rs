@@ -564,6 +564,7 @@ fn run_rss(profile: &Path, series: &Path, work: &Path, every_output: bool) -> Rs
         &[]
     };
     let mut child = Command::new(profile.join("zpulse"))
+        .envs(unit_environment())
         .arg("run")
         .args(pace)
         .arg("--config")
@@ -608,6 +609,19 @@ fn run_rss(profile: &Path, series: &Path, work: &Path, every_output: bool) -> Rs
     );
     let _ = std::fs::remove_dir_all(work.join("rss-history"));
     peak
+}
+
+/// The `Environment=` of the agent's systemd unit, which the package runs it with (one malloc
+/// arena): memory is measured as installed.
+fn unit_environment() -> Vec<(String, String)> {
+    let unit = zpulse_tests::workspace().join("packaging/systemd/zpulse.service");
+    std::fs::read_to_string(&unit)
+        .expect("the agent's systemd unit")
+        .lines()
+        .filter_map(|l| l.strip_prefix("Environment="))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
 }
 
 fn rss_of(pid: u32) -> Option<Rss> {
