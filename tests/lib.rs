@@ -117,6 +117,18 @@ pub fn report_json(args: &[&std::ffi::OsStr]) -> serde_json::Value {
     serde_json::from_str(&report_with_checks(args, "json")).expect("a JSON report")
 }
 
+/// [`report_json`] over an agent's history directory, from `from` to `to` (Unix seconds).
+pub fn history_report(history: &std::path::Path, from: f64, to: f64) -> serde_json::Value {
+    report_json(&[
+        "--history-dir".as_ref(),
+        history.as_os_str(),
+        "--from".as_ref(),
+        format!("{from}").as_ref(),
+        "--to".as_ref(),
+        format!("{to}").as_ref(),
+    ])
+}
+
 /// One interval a report left out (its JSON `breaks`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportBreak {

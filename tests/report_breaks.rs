@@ -232,15 +232,7 @@ fn an_agent_stop_in_the_history_is_one_gap_between_the_runs() {
     let interval = 10.0;
     // The agent's first snapshot comes once it has started (plugins, sinks, /dev/zfs).
     let startup = 3.0;
-    let history = rec.join("history");
-    let r = report(&[
-        "--history-dir".as_ref(),
-        history.as_os_str(),
-        "--from".as_ref(),
-        format!("{start1}").as_ref(),
-        "--to".as_ref(),
-        format!("{stop2}").as_ref(),
-    ]);
+    let r = zpulse_tests::history_report(&rec.join("history"), start1, stop2);
     let b = breaks(&r);
     assert_eq!(b.len(), 1, "{b:?}");
     let (kind, from, to) = &b[0];

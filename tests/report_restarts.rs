@@ -178,14 +178,7 @@ fn a_reboot_in_the_history_is_one_restart_said_as_a_reboot() {
         times["stop2"],
     );
     let (interval, startup) = (10.0, 3.0);
-    let r = report(&[
-        "--history-dir".as_ref(),
-        rec.join("history").as_os_str(),
-        "--from".as_ref(),
-        format!("{start1}").as_ref(),
-        "--to".as_ref(),
-        format!("{stop2}").as_ref(),
-    ]);
+    let r = zpulse_tests::history_report(&rec.join("history"), start1, stop2);
     let b = breaks(&r);
     assert_eq!(b.len(), 1, "{b:?}");
     let (kind, from, to, what) = (&b[0].kind, b[0].from, b[0].to, &b[0].what);
