@@ -35,14 +35,59 @@ fn disk_name(path: &str) -> String {
         .to_owned()
 }
 
-/// mirror-0 of pool `rp` in `capture`: (reads, writes, time since open in ns).
-fn mirror(capture: &Path) -> (u64, u64, u64) {
+/// mirror-0 of `pool` in `capture`: (reads, writes, time since open in ns), from the decoded
+/// ioctl reply.
+fn mirror(capture: &Path, pool: &str) -> (u64, u64, u64) {
     let snap = zpulse_agent::capture::load(capture).unwrap();
-    let pool = snap.pool("rp").expect("pool rp");
+    let pool = snap.pool(pool).expect("the pool");
     let top = &pool.config.as_ref().expect("a config").root.children[0];
     assert!(top.name.starts_with("mirror"), "{}", top.name);
     let s = top.stats.as_ref().expect("stats");
     (s.ops[1], s.ops[2], s.timestamp)
+}
+
+/// The report's figures are those of `pool`'s mirror-0 over the stretches of `series` between
+/// captures `(a, b)`: the time they cover (by the captures' clocks) and the mirror's reads
+/// and writes per second (by its own clock), from the raw counters.
+fn figures_are_those_of(
+    r: &serde_json::Value,
+    series: &Path,
+    pool: &str,
+    sides: &[(usize, usize)],
+) {
+    let capture = |i: usize| series.join(format!("{i:03}"));
+    let (mut reads, mut writes, mut ns, mut seconds) = (0.0, 0.0, 0.0, 0.0);
+    for &(a, b) in sides {
+        let (x, y) = (mirror(&capture(a), pool), mirror(&capture(b), pool));
+        reads += (y.0 - x.0) as f64;
+        writes += (y.1 - x.1) as f64;
+        ns += (y.2 - x.2) as f64;
+        seconds += raw::captured_at(&capture(b)) - raw::captured_at(&capture(a));
+    }
+    assert!(
+        close(f(&r["covered_s"]), seconds, 1e-9),
+        "{}",
+        r["covered_s"]
+    );
+    let subject = format!("{pool}/normal/mirror-0");
+    let v = r["vdevs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["subject"] == subject.as_str())
+        .expect("mirror-0's figures");
+    let (r_s, w_s) = (reads / (ns / 1e9), writes / (ns / 1e9));
+    assert!(
+        close(f(&v["read_ops_s"]), r_s, 1e-6),
+        "{} vs {r_s}",
+        v["read_ops_s"]
+    );
+    assert!(
+        close(f(&v["write_ops_s"]), w_s, 1e-6),
+        "{} vs {w_s}",
+        v["write_ops_s"]
+    );
+    assert!(w_s > 1.0, "the writer ran on every side");
 }
 
 /// Two devices replaced in turn: sdd by sde (another disk), then sdc by a blank disk at its
@@ -103,37 +148,7 @@ fn a_replaced_device_splits_the_window_and_is_named() {
         );
     }
     // mirror-0's rates over the three stretches, by its own clock.
-    let (mut reads, mut writes, mut ns, mut seconds) = (0.0, 0.0, 0.0, 0.0);
-    for (a, b) in [(0, 1), (2, 3), (4, 5)] {
-        let (x, y) = (mirror(&capture(a)), mirror(&capture(b)));
-        reads += (y.0 - x.0) as f64;
-        writes += (y.1 - x.1) as f64;
-        ns += (y.2 - x.2) as f64;
-        seconds += raw::captured_at(&capture(b)) - raw::captured_at(&capture(a));
-    }
-    assert!(
-        close(f(&r["covered_s"]), seconds, 1e-9),
-        "{}",
-        r["covered_s"]
-    );
-    let v = r["vdevs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["subject"] == "rp/normal/mirror-0")
-        .expect("mirror-0's figures");
-    let (r_s, w_s) = (reads / (ns / 1e9), writes / (ns / 1e9));
-    assert!(
-        close(f(&v["read_ops_s"]), r_s, 1e-6),
-        "{} vs {r_s}",
-        v["read_ops_s"]
-    );
-    assert!(
-        close(f(&v["write_ops_s"]), w_s, 1e-6),
-        "{} vs {w_s}",
-        v["write_ops_s"]
-    );
-    assert!(w_s > 1.0, "the writer ran on every side");
+    figures_are_those_of(&r, &series, "rp", &[(0, 1), (2, 3), (4, 5)]);
 }
 
 /// `boots.txt` of the reboot recording: (boot_id, btime) a boot.
@@ -206,7 +221,7 @@ fn a_reboot_in_the_history_is_one_restart_said_as_a_reboot() {
 }
 
 /// The captures on each side of the reboot: one restart, between 001 and 002, said as the
-/// reboot.
+/// reboot; the figures those of the two sides.
 #[test]
 fn a_reboot_between_captures_is_a_restart_said_as_a_reboot() {
     let series = reboot_rec().join("series");
@@ -220,4 +235,6 @@ fn a_reboot_between_captures_is_a_restart_said_as_a_reboot() {
         "{b:?}"
     );
     assert!(b[0].what.starts_with("the host rebooted"), "{b:?}");
+    // Each boot's side counts, from its own counters (the kernel's restarted at the boot).
+    figures_are_those_of(&r, &series, "rb", &[(0, 1), (2, 3)]);
 }
