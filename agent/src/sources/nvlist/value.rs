@@ -233,6 +233,16 @@ impl<'a> NvValue<'a> {
         }
     }
 
+    /// A `UINT64_ARRAY` as numbers of its own, an empty array left in its place: read from the
+    /// stream into the vector that becomes the snapshot's statistics or histogram, the one
+    /// allocation it costs. `None` for any other type.
+    pub fn take_u64_array(&mut self) -> Option<Vec<u64>> {
+        match self {
+            NvValue::Uint64Array(v) => Some(std::mem::take(v).into_vec()),
+            _ => None,
+        }
+    }
+
     /// `BOOLEAN_VALUE` as itself, and a `BOOLEAN` flag as `true` (present means set).
     pub fn as_bool(&self) -> Option<bool> {
         match self {
@@ -493,14 +503,10 @@ impl<'a> NvList<'a> {
             .map(|p| &mut p.value)
     }
 
-    /// The `UINT64_ARRAY` [`NvList::u64_array`] answers for, as numbers of its own (an
-    /// empty array is left in its place): read from the stream into the vector that becomes
-    /// the snapshot's statistics or histogram, the one allocation it costs.
+    /// The `UINT64_ARRAY` [`NvList::u64_array`] answers for, taken
+    /// ([`NvValue::take_u64_array`]).
     pub fn take_u64_array(&mut self, name: &str) -> Option<Vec<u64>> {
-        match self.get_mut(name)? {
-            NvValue::Uint64Array(v) => Some(std::mem::take(v).into_vec()),
-            _ => None,
-        }
+        self.get_mut(name)?.take_u64_array()
     }
 
     /// [`NvList::nvlist`], mutable.

@@ -136,44 +136,6 @@ fn top_level(nv: &mut NvList, class: VdevClass, os: Os) -> Result<Vdev, String> 
     Ok(v)
 }
 
-/// Where the pairs a vdev is read from sit in its list, found in one pass (some twenty
-/// pairs, for every vdev of every reading: a lookup by name each scanned them nine times). A
-/// name given twice: its last pair, as a lookup gives.
-#[derive(Default)]
-struct VdevPairs {
-    kind: Option<usize>,
-    guid: Option<usize>,
-    id: Option<usize>,
-    path: Option<usize>,
-    whole_disk: Option<usize>,
-    ashift: Option<usize>,
-    stats: Option<usize>,
-    stats_ex: Option<usize>,
-    children: Option<usize>,
-}
-
-impl VdevPairs {
-    fn of(nv: &NvList) -> VdevPairs {
-        let mut at = VdevPairs::default();
-        for (i, pair) in nv.pairs().iter().enumerate() {
-            let slot = match pair.name.as_ref() {
-                "type" => &mut at.kind,
-                "guid" => &mut at.guid,
-                "id" => &mut at.id,
-                "path" => &mut at.path,
-                "whole_disk" => &mut at.whole_disk,
-                "ashift" => &mut at.ashift,
-                "vdev_stats" => &mut at.stats,
-                "vdev_stats_ex" => &mut at.stats_ex,
-                "children" => &mut at.children,
-                _ => continue,
-            };
-            *slot = Some(i);
-        }
-        at
-    }
-}
-
 /// Nesting is bounded by the nvlist decoder's depth limit, so recursion here is bounded too.
 fn vdev(
     nv: &mut NvList,
@@ -185,34 +147,13 @@ fn vdev(
     if depth > 32 {
         return Err("vdev tree nested more than 32 levels".into());
     }
-    let at = VdevPairs::of(nv);
-    let pairs = nv.pairs_mut();
-    let value = |i: Option<usize>| i.map(|i| &pairs[i].value);
-    let vdev_type = value(at.kind)
-        .and_then(NvValue::as_str)
-        .unwrap_or("unknown")
-        .to_string();
-    let guid = value(at.guid).and_then(NvValue::as_u64);
-    let id = value(at.id).and_then(NvValue::as_u64);
-    let path = value(at.path).and_then(NvValue::as_str).map(str::to_string);
-    let whole_disk = value(at.whole_disk)
-        .and_then(NvValue::as_u64)
-        .map(|w| w != 0);
-    let ashift = value(at.ashift).and_then(NvValue::as_u64);
-    let stats = at.stats.and_then(|i| match &mut pairs[i].value {
-        NvValue::Uint64Array(v) => Some(std::mem::take(v).into_vec()),
-        _ => None,
-    });
-    let histograms = at.stats_ex.and_then(|i| match &mut pairs[i].value {
-        NvValue::NvList(ex) => Some(histograms(ex)),
-        _ => None,
-    });
+    let vdev_type = nv.str("type").unwrap_or("unknown").to_string();
+    let stats = nv.take_u64_array("vdev_stats");
     let mut children = Vec::new();
-    if vdev_type != "root"
-        && let Some(NvValue::NvListArray(list)) = at.children.map(|i| &mut pairs[i].value)
-    {
+    if vdev_type != "root" {
+        let list = nv.nvlist_array_mut("children").unwrap_or(&mut []);
         children.reserve_exact(list.len());
-        for child in list.iter_mut() {
+        for child in list {
             children.push(vdev(child, "", class, depth + 1, os)?);
         }
     }
@@ -220,12 +161,12 @@ fn vdev(
         name: String::new(),
         vdev_type,
         class,
-        guid,
-        id,
-        path,
-        whole_disk,
+        guid: nv.u64("guid"),
+        id: nv.u64("id"),
+        path: nv.str("path").map(str::to_string),
+        whole_disk: nv.u64("whole_disk").map(|w| w != 0),
         redundancy: None,
-        ashift,
+        ashift: nv.u64("ashift"),
         state: stats
             .as_deref()
             .and_then(|s| health(s.get(vs::STATE)?, s.get(vs::AUX)?)),
@@ -234,7 +175,7 @@ fn vdev(
             .and_then(|s| aux(*s.get(vs::AUX)?))
             .map(str::to_string),
         stats: stats.and_then(vdev_stats),
-        histograms,
+        histograms: nv.nvlist_mut("vdev_stats_ex").map(histograms),
         disk: None,
         partition: None,
         children,
@@ -319,10 +260,7 @@ fn histograms(ex: &mut NvList) -> LatencyHistograms {
             "vdev_trim_histo" => &mut h.trim,
             _ => continue,
         };
-        *slot = match &mut pair.value {
-            NvValue::Uint64Array(v) => std::mem::take(v).into_vec(),
-            _ => Vec::new(),
-        };
+        *slot = pair.value.take_u64_array().unwrap_or_default();
     }
     h
 }
