@@ -231,7 +231,8 @@ fn since_boot(s: &Snapshot) -> Option<f64> {
 /// the kernel tell a reboot from it when the new boot has run longer than the old one had.)
 fn rebooted(prev: &Snapshot, cur: &Snapshot, resets: &[String]) -> Option<Break> {
     let (before, after) = (since_boot(prev)?, since_boot(cur)?);
-    let moved = (cur.boot_time? - prev.boot_time?).abs() > BOOT_SLACK_S;
+    let booted = cur.boot_time?;
+    let moved = (booted - prev.boot_time?).abs() > BOOT_SLACK_S;
     (after < before - BOOT_SLACK_S || (moved && !resets.is_empty())).then(|| {
         Break::new(
             prev,
@@ -239,7 +240,7 @@ fn rebooted(prev: &Snapshot, cur: &Snapshot, resets: &[String]) -> Option<Break>
             "restart",
             format!(
                 "the host rebooted (booted again at {}): every kernel counter restarted",
-                crate::report::utc(cur.boot_time.unwrap_or_default())
+                crate::report::utc(booted)
             ),
         )
     })
@@ -282,21 +283,24 @@ fn departed(prev: &Snapshot, cur: &Snapshot) -> Option<Break> {
             .copied()
             .filter(|l| !was_guids.contains(&l.guid))
             .collect();
-        let path = |v: &Vdev| v.path.clone().unwrap_or_else(|| v.name.clone());
-        let in_place = |l: &Vdev| came.iter().any(|c| path(c) == path(l));
+        // A device that left and one that came at its path: the disk in its bay was swapped.
+        fn path(v: &Vdev) -> &str {
+            v.path.as_deref().unwrap_or(&v.name)
+        }
+        let one_at_its_path = |v: &Vdev, among: &[&Vdev]| among.iter().any(|o| path(o) == path(v));
         let mut told: Vec<String> = left
             .iter()
-            .filter(|l| in_place(l))
+            .filter(|l| one_at_its_path(l, &came))
             .map(|l| format!("{} was replaced by a new device at the same path", l.name))
             .collect();
         let gone: Vec<&str> = left
             .iter()
-            .filter(|l| !in_place(l))
+            .filter(|l| !one_at_its_path(l, &came))
             .map(|l| l.name.as_str())
             .collect();
         let joined: Vec<&str> = came
             .iter()
-            .filter(|c| !left.iter().any(|l| path(l) == path(c)))
+            .filter(|c| !one_at_its_path(c, &left))
             .map(|c| c.name.as_str())
             .collect();
         match (gone.as_slice(), joined.as_slice()) {

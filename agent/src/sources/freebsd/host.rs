@@ -96,31 +96,30 @@ pub fn read(sysctl: &dyn Sysctl, snap: &mut Snapshot) {
     read_net(sysctl, snap);
 }
 
+/// A struct node as sysctl(8) prints it, `{ name = value, … }` (a dump or a capture written
+/// from one), rather than the kernel's bytes.
+fn struct_text(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .filter(|t| t.trim_start().starts_with('{'))
+}
+
+/// The field `name` of a [`struct_text`], parsed.
+fn struct_field<T: std::str::FromStr>(text: &str, name: &str) -> Option<T> {
+    text.split(['{', '}', ','])
+        .filter_map(|f| f.split_once('='))
+        .find(|(k, _)| k.trim() == name)
+        .and_then(|(_, v)| v.trim().parse().ok())
+}
+
 /// `kern.boottime`, Unix seconds: the kernel's `struct timeval` (LP64: `time_t tv_sec` and
 /// `suseconds_t tv_usec`, 8 bytes each, sys/sys/_timeval.h), or sysctl(8)'s text of it,
 /// `{ sec = 1733300000, usec = 123456 } Fri Dec  4 …` (sbin/sysctl/sysctl.c `S_timeval`).
 pub fn parse_boottime(bytes: &[u8]) -> Result<f64, ParseError> {
-    let text = std::str::from_utf8(bytes)
-        .ok()
-        .filter(|t| t.trim_start().starts_with('{'));
-    let (sec, usec) = match text {
-        Some(t) => {
-            let field = |name: &str| {
-                t.split(['{', '}', ','])
-                    .filter_map(|f| f.split_once('='))
-                    .find(|(k, _)| k.trim() == name)
-                    .and_then(|(_, v)| v.trim().parse::<i64>().ok())
-            };
-            match (field("sec"), field("usec")) {
-                (Some(s), Some(u)) => (s, u),
-                _ => {
-                    return Err(ParseError::new(
-                        BOOTTIME,
-                        format!("no sec and usec in {t:?}"),
-                    ));
-                }
-            }
-        }
+    let (sec, usec) = match struct_text(bytes) {
+        Some(t) => struct_field::<i64>(t, "sec")
+            .zip(struct_field::<i64>(t, "usec"))
+            .ok_or_else(|| ParseError::new(BOOTTIME, format!("no sec and usec in {t:?}")))?,
         None if bytes.len() == 16 => (
             le_u64(bytes, 0).unwrap_or(0) as i64,
             le_u64(bytes, 8).unwrap_or(0) as i64,
@@ -203,15 +202,8 @@ pub fn parse_cp_time(bytes: &[u8]) -> Result<CpuTimes, ParseError> {
 /// reports `stathz ? stathz : hz` (sys/kern/kern_clock.c).
 pub fn parse_stathz(bytes: &[u8]) -> Result<u32, ParseError> {
     const WHAT: &str = "kern.clockrate";
-    let text = std::str::from_utf8(bytes)
-        .ok()
-        .filter(|t| t.trim_start().starts_with('{'));
-    let stathz = match text {
-        Some(t) => t
-            .split([',', '{', '}'])
-            .filter_map(|f| f.split_once('='))
-            .find(|(k, _)| k.trim() == "stathz")
-            .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+    let stathz = match struct_text(bytes) {
+        Some(t) => struct_field::<u32>(t, "stathz")
             .ok_or_else(|| ParseError::new(WHAT, format!("no stathz in {t:?}")))?,
         None if bytes.len() == 20 => le_u32(bytes, 12).unwrap_or(0),
         None => {
