@@ -220,9 +220,12 @@ impl Pace {
     }
 }
 
-/// Seconds since the host booted, by the snapshot's own clock.
+/// Seconds since the host booted, by the snapshot's own clock; none for a boot time no
+/// kernel gives (not a finite time after the epoch: a damaged or forged history record).
 fn since_boot(s: &Snapshot) -> Option<f64> {
-    s.boot_time.map(|b| s.taken_at - b)
+    s.boot_time
+        .filter(|b| b.is_finite() && *b > 0.0)
+        .map(|b| s.taken_at - b)
 }
 
 /// A reboot between the snapshots: the time since boot went back, or the boot time moved
@@ -231,8 +234,8 @@ fn since_boot(s: &Snapshot) -> Option<f64> {
 /// the kernel tell a reboot from it when the new boot has run longer than the old one had.)
 fn rebooted(prev: &Snapshot, cur: &Snapshot, resets: &[String]) -> Option<Break> {
     let (before, after) = (since_boot(prev)?, since_boot(cur)?);
-    let booted = cur.boot_time?;
-    let moved = (booted - prev.boot_time?).abs() > BOOT_SLACK_S;
+    let booted = cur.taken_at - after;
+    let moved = (booted - (prev.taken_at - before)).abs() > BOOT_SLACK_S;
     (after < before - BOOT_SLACK_S || (moved && !resets.is_empty())).then(|| {
         Break::new(
             prev,
@@ -626,6 +629,21 @@ mod tests {
             pace.judge(&a, &booted_at(1_000_010.0, 900_001.0), 10.0, &[]),
             None
         );
+    }
+
+    #[test]
+    fn a_boot_time_no_kernel_gives_is_not_taken_for_a_reboot() {
+        // A damaged or forged history record: infinite, NaN, zero or negative boot times are
+        // no boot; the interval is judged as if they were absent.
+        let pace = Pace::default();
+        let a = booted_at(1_000_000.0, 900_000.0);
+        for bad in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.0, -5.0] {
+            assert_eq!(
+                pace.judge(&a, &booted_at(1_000_010.0, bad), 10.0, &[]),
+                None,
+                "{bad}"
+            );
+        }
     }
 
     #[test]
