@@ -50,6 +50,8 @@ pub enum System {
 pub struct Kept {
     /// The disks' sysfs facts (Linux).
     pub disks: linux::sysblock::KeptFacts,
+    /// The module tunables found absent (Linux).
+    pub tunables: linux::tunables::KeptAbsence,
     /// Each pool's last POOL_STATS reply, whose size and memory the next one starts from.
     pub replies: zpool::read::KeptReplies,
 }
@@ -169,7 +171,7 @@ fn read(through: Through<'_>, identity: HostIdentity) -> Snapshot {
     };
     let root = match through {
         Through::Linux(root, kept) => {
-            linux::collect(root, kept.map(|k| &k.disks), &mut snap);
+            linux::collect(root, kept, &mut snap);
             let replies = kept.map(|k| &k.replies);
             zpool::read::read(root, zfs_ioctl::Platform::Linux, None, replies, &mut snap);
             root

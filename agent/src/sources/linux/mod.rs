@@ -40,12 +40,13 @@ pub(crate) fn decimal<T: TryFrom<u64>>(field: &[u8]) -> Result<T, BadDecimal> {
         .ok_or(BadDecimal::TooLarge)
 }
 
-/// Fills `snap` with everything a Linux root offers; the disks' sysfs facts from `kept` when
-/// they still hold (a live reader's, see [`sysblock::KeptFacts`]), else read.
-pub fn collect(root: &Root, kept: Option<&sysblock::KeptFacts>, snap: &mut Snapshot) {
+/// Fills `snap` with everything a Linux root offers. With `kept` (a live reader's), the
+/// disks' sysfs facts come from it while they still hold ([`sysblock::KeptFacts`]) and the
+/// tunables this module lacks are probed only now and then ([`tunables::KeptAbsence`]).
+pub fn collect(root: &Root, kept: Option<&super::Kept>, snap: &mut Snapshot) {
     zfs::read(root, snap);
-    snap.tunables = tunables::read(root, snap);
-    diskstats::read(root, kept, snap);
+    snap.tunables = tunables::read(root, kept.map(|k| &k.tunables), snap);
+    diskstats::read(root, kept.map(|k| &k.disks), snap);
     host::read(root, snap);
 }
 
