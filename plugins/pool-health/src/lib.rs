@@ -26,7 +26,7 @@ use zpulse_proto::report::{Rating, ReportWindow, Section};
 use zpulse_proto::sample::VdevRates;
 use zpulse_proto::sdk::section::judge_afresh;
 use zpulse_proto::sdk::settings::{Rule, Settings};
-use zpulse_proto::sdk::stats::{Window, least_squares_slope, round_sig3, round2};
+use zpulse_proto::sdk::stats::{Trend, round_sig3, round2};
 use zpulse_proto::sdk::text::{bytes, ctime_utc, dhms, scan_status};
 use zpulse_proto::sdk::{
     self, Check, Event, Findings, Report, Rules, Severity, Threshold, Verdict,
@@ -124,7 +124,7 @@ pub struct PoolHealth {
     /// Leaves that returned errors during the resilver running in their top-level vdev:
     /// top-level subject → leaf subjects.
     resilver_hits: BTreeMap<String, BTreeSet<String>>,
-    growth: HashMap<String, Window<(f64, f64)>>,
+    growth: HashMap<String, Trend>,
     /// Per pool: its scan record at the last sample.
     scans: HashMap<String, ScanSeen>,
     /// Per pool: the end time of the last completed scrub seen. A resilver (or a canceled
@@ -622,15 +622,14 @@ impl PoolHealth {
             return;
         };
         let used_pct = root.alloc as f64 / root.space as f64 * 100.0;
-        let window = self.growth.entry(pool.name.clone()).or_insert_with(|| {
-            Window::new(
+        let trend = self.growth.entry(pool.name.clone()).or_insert_with(|| {
+            Trend::new(
                 self.config.growth_window.as_secs_f64(),
                 self.config.growth_window_samples,
             )
         });
-        window.push((now, root.alloc as f64));
-        let points: Vec<(f64, f64)> = window.iter().copied().collect();
-        let growth = least_squares_slope(&points);
+        trend.push((now, root.alloc as f64));
+        let growth = trend.slope();
         let free = root.space.saturating_sub(root.alloc);
         let verdict = self.capacity.verdict(used_pct);
         let mut summary = format!(

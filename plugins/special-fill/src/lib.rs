@@ -26,7 +26,7 @@ use zpulse_proto::Sample;
 use zpulse_proto::report::{ReportWindow, Section};
 use zpulse_proto::sdk::section::judge_afresh;
 use zpulse_proto::sdk::settings::{Rule, Settings};
-use zpulse_proto::sdk::stats::{Timed, Window, round_sig3};
+use zpulse_proto::sdk::stats::{Timed, Trend, Window, round_sig3};
 pub use zpulse_proto::sdk::text::bytes;
 use zpulse_proto::sdk::{self, Check, Event, Findings, Report, Rules, Severity, Verdict};
 use zpulse_proto::snapshot::{Pool, Redundancy, Vdev, VdevClass};
@@ -195,7 +195,7 @@ pub struct SpecialFill {
     redundancy: Findings,
     late: Findings,
     /// (time, alloc) per subject, oldest first.
-    history: BTreeMap<String, Window<(f64, f64)>>,
+    history: BTreeMap<String, Trend>,
     reads: BTreeMap<String, Window<ReadPoint>>,
 }
 
@@ -249,9 +249,9 @@ impl SpecialFill {
             return None;
         }
         let subject = class.subject_in(&pool.name);
-        let window = self.new_window();
-        let points = self.history.entry(subject.clone()).or_insert(window);
-        points.push((now, alloc as f64));
+        let trend = self.config.new_trend();
+        let trend = self.history.entry(subject.clone()).or_insert(trend);
+        trend.push((now, alloc as f64));
         let mut fill = Fill {
             subject,
             pool: pool.name.clone(),
@@ -262,7 +262,6 @@ impl SpecialFill {
             reserve_pct,
             growth: None,
         };
-        let pts: Vec<(f64, f64)> = points.iter().copied().collect();
         let min = self.config.min_samples;
         let max_extrapolation = self.config.max_extrapolation;
         // Seconds until `target` bytes are allocated at `slope`, if growing and within what a
@@ -275,10 +274,10 @@ impl SpecialFill {
             let s = left / slope;
             (s <= max_extrapolation * span_s).then_some(s / DAY)
         };
-        if pts.len() >= min
-            && let Some(slope) = least_squares_slope(&pts)
+        if trend.len() >= min
+            && let Some(slope) = trend.slope()
         {
-            let span_s = pts[pts.len() - 1].0 - pts[0].0;
+            let span_s = trend.span_s();
             let reserve_alloc = fill.reserve_alloc();
             let past = fill.below_reserve();
             // Before the reserve, small blocks drive the growth, and they stop at the reserve:
@@ -290,7 +289,9 @@ impl SpecialFill {
             } else if !past {
                 (eta(slope, span_s, reserve_alloc), None)
             } else {
-                let since: Vec<(f64, f64)> = pts
+                // Past the reserve is rare and brief before a warning: fitted afresh.
+                let since: Vec<(f64, f64)> = trend
+                    .points()
                     .iter()
                     .rev()
                     .take_while(|p| p.1 > reserve_alloc)
@@ -304,7 +305,7 @@ impl SpecialFill {
             };
             fill.growth = Some(Growth {
                 bytes_per_day: slope * DAY,
-                samples: pts.len(),
+                samples: trend.len(),
                 span_s,
                 days_to_reserve,
                 days_to_full,

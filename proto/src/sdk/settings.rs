@@ -429,6 +429,12 @@ macro_rules! settings {
                     let _ = $span;
                     $crate::sdk::stats::Window::new(self.window.as_secs_f64(), self.window_samples)
                 }
+
+                /// A trend over a window of these settings' span and count.
+                #[allow(dead_code)]
+                pub fn new_trend(&self) -> $crate::sdk::stats::Trend {
+                    $crate::sdk::stats::Trend::new(self.window.as_secs_f64(), self.window_samples)
+                }
             }
         )?
     };

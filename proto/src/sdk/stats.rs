@@ -42,19 +42,34 @@ impl<T: Timed> Window<T> {
     }
 
     pub fn push(&mut self, obs: T) {
+        self.push_evicting(obs, |_| {});
+    }
+
+    /// [`Window::push`], handing each observation it drops to `evicted`, oldest first: for a
+    /// summary kept beside the window ([`Trend`]).
+    pub fn push_evicting(&mut self, obs: T, mut evicted: impl FnMut(T)) {
         let end = obs.end();
         self.obs.push_back(obs);
         while self.obs.len() > self.max {
-            self.obs.pop_front();
+            if let Some(old) = self.obs.pop_front() {
+                evicted(old);
+            }
         }
-        self.prune(end);
+        self.prune_evicting(end, evicted);
     }
 
     /// Drops observations that ended `span` or more seconds before `now`: all their time lies
     /// outside the window.
     pub fn prune(&mut self, now: f64) {
+        self.prune_evicting(now, |_| {});
+    }
+
+    /// [`Window::prune`], handing each observation it drops to `evicted`, oldest first.
+    pub fn prune_evicting(&mut self, now: f64, mut evicted: impl FnMut(T)) {
         while self.obs.front().is_some_and(|o| o.end() <= now - self.span) {
-            self.obs.pop_front();
+            if let Some(old) = self.obs.pop_front() {
+                evicted(old);
+            }
         }
     }
 
@@ -126,6 +141,125 @@ pub fn least_squares_slope(points: &[(f64, f64)]) -> Option<f64> {
     let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
     let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// A [`Window`] of `(time, value)` points and the least-squares slope through them, kept as
+/// running sums so that a sample costs the same however many points the window holds. A
+/// capacity trend looks a day back: at a 10 s interval 8,640 points, which copied out and
+/// fitted afresh each sample were a check's largest cost.
+///
+/// The sums are of the points less an origin (the oldest point when they were last summed
+/// whole), so that Unix times and byte counts do not swamp the differences a slope is made
+/// of; they are summed whole again once as many points have left as the window holds, which
+/// keeps the rounding of many additions and subtractions from building up, at O(1) a sample
+/// amortised. [`Trend::slope`] agrees with [`least_squares_slope`] over the same points.
+#[derive(Debug, Clone)]
+pub struct Trend {
+    points: Window<(f64, f64)>,
+    origin: (f64, f64),
+    sums: Sums,
+    /// Points that left since the sums were last made whole.
+    left: usize,
+}
+
+/// Σ1, Σx, Σy, Σx², Σxy of points less the origin.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    n: f64,
+    x: f64,
+    y: f64,
+    xx: f64,
+    xy: f64,
+}
+
+impl Sums {
+    fn add(&mut self, x: f64, y: f64, sign: f64) {
+        self.n += sign;
+        self.x += sign * x;
+        self.y += sign * y;
+        self.xx += sign * x * x;
+        self.xy += sign * x * y;
+    }
+}
+
+impl Trend {
+    /// A trend over at most `span_s` seconds and `max` points, as [`Window::new`].
+    pub fn new(span_s: f64, max: usize) -> Trend {
+        Trend {
+            points: Window::new(span_s, max),
+            origin: (0.0, 0.0),
+            sums: Sums::default(),
+            left: 0,
+        }
+    }
+
+    /// Adds the point `(t, y)`, dropping those the window no longer holds.
+    pub fn push(&mut self, (t, y): (f64, f64)) {
+        if self.points.is_empty() {
+            self.origin = (t, y);
+            self.sums = Sums::default();
+            self.left = 0;
+        }
+        let (x0, y0) = self.origin;
+        self.sums.add(t - x0, y - y0, 1.0);
+        let (sums, left) = (&mut self.sums, &mut self.left);
+        self.points.push_evicting((t, y), |(t, y)| {
+            sums.add(t - x0, y - y0, -1.0);
+            *left += 1;
+        });
+        if self.left >= self.points.len().max(1) {
+            self.sum_whole();
+        }
+    }
+
+    /// The sums made afresh from the points held, about the oldest.
+    fn sum_whole(&mut self) {
+        self.origin = self.points.front().copied().unwrap_or_default();
+        let (x0, y0) = self.origin;
+        self.sums = Sums::default();
+        for &(t, y) in self.points.iter() {
+            self.sums.add(t - x0, y - y0, 1.0);
+        }
+        self.left = 0;
+    }
+
+    /// Slope of the least-squares line through the points, in value per second; `None` for
+    /// fewer than two points or all at one time.
+    pub fn slope(&self) -> Option<f64> {
+        let s = &self.sums;
+        if self.points.len() < 2 {
+            return None;
+        }
+        let n = self.points.len() as f64;
+        // Centred as least_squares_slope is: Σ(x − x̄)² and Σ(x − x̄)(y − ȳ).
+        let sxx = s.xx - s.x * s.x / n;
+        let sxy = s.xy - s.x * s.y / n;
+        // A spread in x that is rounding of identical times is none.
+        let spread =
+            self.points.back().map_or(0.0, |b| b.0) - self.points.front().map_or(0.0, |f| f.0);
+        (sxx > 0.0 && spread > 0.0).then(|| sxy / sxx)
+    }
+
+    /// The points, oldest first.
+    pub fn points(&self) -> &Window<(f64, f64)> {
+        &self.points
+    }
+
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    /// Seconds from the oldest point to the newest.
+    pub fn span_s(&self) -> f64 {
+        match (self.points.front(), self.points.back()) {
+            (Some(f), Some(b)) => b.0 - f.0,
+            _ => 0.0,
+        }
+    }
 }
 
 /// Nearest-rank percentile of sorted values (the value at rank ⌈p/100 · n⌉, at least the
@@ -243,6 +377,58 @@ mod tests {
         // Noise around a line: the fit, not the end points.
         let noisy = [(0.0, 0.0), (1.0, 12.0), (2.0, 18.0), (3.0, 30.0)];
         assert!((least_squares_slope(&noisy).unwrap() - 9.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_trend_is_the_least_squares_slope_of_its_window_however_long_it_runs() {
+        // A special class filling over days at a 10 s interval: Unix times, byte counts in
+        // the hundreds of GB, noise of a few MB, the window a day or 8,640 points; the
+        // reference is the fit of the same points made afresh.
+        for (span, max) in [(86_400.0, 8_640), (3_600.0, 0), (1e9, 50)] {
+            let mut trend = Trend::new(span, max);
+            let mut held: VecDeque<(f64, f64)> = VecDeque::new();
+            let mut noise = 0x2545_f491_u64;
+            for i in 0..30_000u32 {
+                noise ^= noise << 13;
+                noise ^= noise >> 7;
+                noise ^= noise << 17;
+                let t = 1.8e9 + f64::from(i) * 10.0;
+                // 2 MB a minute, then flat, then shrinking: each a different slope.
+                let growth = match i {
+                    0..10_000 => 2e6 / 60.0 * f64::from(i) * 10.0,
+                    10_000..20_000 => 3.3e8,
+                    _ => 3.3e8 - 1e6 / 60.0 * f64::from(i - 20_000) * 10.0,
+                };
+                let y = 4e11 + growth + (noise % 4_000_000) as f64;
+                trend.push((t, y));
+                held.push_back((t, y));
+                while held.len() > if max == 0 { usize::MAX } else { max }
+                    || held.front().is_some_and(|p| p.0 <= t - span)
+                {
+                    held.pop_front();
+                }
+                if i % 997 == 1 || i == 29_999 {
+                    let pts: Vec<(f64, f64)> = held.iter().copied().collect();
+                    let want = least_squares_slope(&pts).unwrap();
+                    let got = trend.slope().unwrap();
+                    assert!(
+                        (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                        "window ({span} s, {max}) after {i} points: {got} against {want}"
+                    );
+                    assert_eq!(trend.len(), pts.len());
+                    assert_eq!(trend.span_s(), pts[pts.len() - 1].0 - pts[0].0);
+                }
+            }
+        }
+        let mut one = Trend::new(60.0, 0);
+        assert_eq!(one.slope(), None);
+        one.push((1.8e9, 5.0));
+        assert_eq!(one.slope(), None);
+        one.push((1.8e9, 7.0));
+        assert_eq!(one.slope(), None, "two points at one time have no slope");
+        one.push((1.8e9 + 10.0, 9.0));
+        // By hand: x̄ = 10/3, ȳ = 7, Σ(x − x̄)² = 600/9, Σ(x − x̄)(y − ȳ) = 20.
+        assert!((one.slope().unwrap() - 0.3).abs() < 1e-12);
     }
 
     #[test]
