@@ -617,10 +617,11 @@ fn check_config_refuses_an_open_history_directory_and_report_warns_reading_one()
     );
 }
 
-/// Ten minutes at the default 10 s interval: the data reaches the disk once a minute of
-/// snapshot time, not at every append (the first append syncs at once).
+/// Ten minutes at the default 10 s interval: snapshots reach the disk once every five
+/// minutes of snapshot time (journald's default), not at every append (the first append
+/// syncs at once); a batch of kernel events at once.
 #[test]
-fn appends_sync_once_a_minute_of_snapshot_time() {
+fn snapshots_sync_every_five_minutes_of_snapshot_time_and_kernel_events_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(tmp.path());
     let lab = storm().remove(0);
@@ -633,9 +634,23 @@ fn appends_sync_once_a_minute_of_snapshot_time() {
         })
         .unwrap();
     }
-    // At 0, 60, 120, … 540 s: one sync in each of the ten minutes.
-    assert_eq!(w.syncs(), 10);
+    // At 0 and 300 s.
+    assert_eq!(w.syncs(), 2);
+    // A kernel event at 595 s (the lab's, moved into this stretch).
+    let mut event = lab_zevents().remove(0);
+    event.time = zpulse_proto::event::EventTime {
+        seconds: (start + 595.0) as u32,
+        nanos: 0,
+    };
+    w.append_zevents(&[event]).unwrap();
+    assert_eq!(w.syncs(), 3, "a batch of kernel events is synced as it is appended");
+    w.append(&Snapshot {
+        taken_at: start + 600.0,
+        ..lab.clone()
+    })
+    .unwrap();
+    assert_eq!(w.syncs(), 4, "the kernel events' sync does not move the snapshots' next one");
     drop(w);
     let back = decoded(&read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap()).0;
-    assert_eq!(back.len(), 60);
+    assert_eq!(back.len(), 61);
 }
