@@ -238,3 +238,37 @@ fn a_reboot_between_captures_is_a_restart_said_as_a_reboot() {
     // Each boot's side counts, from its own counters (the kernel's restarted at the boot).
     figures_are_those_of(&r, &series, "rb", &[(0, 1), (2, 3)]);
 }
+
+/// What the live checks see across the same recording: an interior vdev's counters are its
+/// children's summed at each read, so over an interval in which a device left the pool (a
+/// leaf guid of `zpool status -g` gone) mirror-0 and the pool root get no rate, whatever
+/// their sums did; the devices that stayed keep theirs, and every other interval has all.
+#[test]
+fn an_interval_in_which_a_device_left_gives_its_parents_no_rate() {
+    let series = raw::lab("replace/series");
+    let capture = |i: usize| series.join(format!("{i:03}"));
+    let load = |i: usize| zpulse_agent::capture::load(&capture(i)).unwrap();
+    for i in 1..6 {
+        let before = leaves(&capture(i - 1).join("cli/zpool-status-g.txt"));
+        let after = leaves(&capture(i).join("cli/zpool-status-g.txt"));
+        let left = before.iter().any(|g| !after.contains(g));
+        let (a, b) = (load(i - 1), load(i));
+        let sample = zpulse_proto::Sample::between(&a, &b).unwrap();
+        let rates = sample.pools.iter().find(|p| p.name == "rp").expect("rp");
+        let has = |subject: &str| rates.vdevs.iter().any(|v| v.subject == subject);
+        let root = &b.pool("rp").unwrap().config.as_ref().unwrap().root;
+        let top = &root.children[0];
+        let mirror = top.subject_of("rp", top);
+        assert_eq!(has("rp"), !left, "{i:03}: the pool root");
+        assert_eq!(has(&mirror), !left, "{i:03}: {mirror}");
+        // A device in both captures (by guid) keeps its rate.
+        for leaf in top
+            .children
+            .iter()
+            .filter(|l| l.guid.is_some_and(|g| before.contains(&g.to_string())))
+        {
+            let subject = top.subject_of("rp", leaf);
+            assert!(has(&subject), "{i:03}: {subject} stayed and has a rate");
+        }
+    }
+}

@@ -643,13 +643,21 @@ fn snapshots_sync_every_five_minutes_of_snapshot_time_and_kernel_events_at_once(
         nanos: 0,
     };
     w.append_zevents(&[event]).unwrap();
-    assert_eq!(w.syncs(), 3, "a batch of kernel events is synced as it is appended");
+    assert_eq!(
+        w.syncs(),
+        3,
+        "a batch of kernel events is synced as it is appended"
+    );
     w.append(&Snapshot {
         taken_at: start + 600.0,
         ..lab.clone()
     })
     .unwrap();
-    assert_eq!(w.syncs(), 4, "the kernel events' sync does not move the snapshots' next one");
+    assert_eq!(
+        w.syncs(),
+        4,
+        "the kernel events' sync does not move the snapshots' next one"
+    );
     drop(w);
     let back = decoded(&read(&cfg.dir(), f64::NEG_INFINITY, f64::INFINITY).unwrap()).0;
     assert_eq!(back.len(), 61);

@@ -202,10 +202,25 @@ pub fn pool_vdev_rates(
         |o| o.guid,
     );
     let find = |v: &Vdev| v.guid.and(before_by_guid.get(&v.guid).copied());
+    let departed = prev.map(|p| departed_leaves(p, cur)).unwrap_or_default();
     let mut push = |v: &Vdev, subject: String, out: &mut Vec<VdevRates>| {
         let before = find(v);
         if prev.is_some() && before.is_none() {
             return; // new in this interval: no rate yet
+        }
+        if let Some(before) = before
+            && !departed.is_empty()
+            && !before.children.is_empty()
+            && before
+                .walk()
+                .iter()
+                .any(|x| x.is_leaf() && departed.contains(&x.guid))
+        {
+            // An interior vdev's counters are its children's summed at each read
+            // (`vdev_get_stats_ex_impl`, module/zfs/vdev.c): with a device gone from below
+            // it (replaced, detached) the two sums are of different devices, and their
+            // difference is no rate, whether or not it went backwards.
+            return;
         }
         match vdev_rates(before, v, subject.clone()) {
             Some(r) => out.push(r),
@@ -220,6 +235,26 @@ pub fn pool_vdev_rates(
         }
     }
     out
+}
+
+/// The guids of the leaves of `prev` that are no longer in `cur`: devices replaced or
+/// detached. Empty in almost every interval, and then the only cost is one sorted list of
+/// `cur`'s leaves.
+fn departed_leaves(prev: &Vdev, cur: &Vdev) -> Vec<Option<u64>> {
+    let mut now: Vec<u64> = cur
+        .walk()
+        .into_iter()
+        .filter(|v| v.is_leaf())
+        .filter_map(|v| v.guid)
+        .collect();
+    now.sort_unstable();
+    prev.walk()
+        .into_iter()
+        .filter(|v| v.is_leaf())
+        .filter_map(|v| v.guid)
+        .filter(|g| now.binary_search(g).is_err())
+        .map(Some)
+        .collect()
 }
 
 #[cfg(test)]
