@@ -354,21 +354,16 @@ impl<'a> U64s<'a> {
     pub fn into_vec(self) -> Vec<u64> {
         // The byte order chosen once, not per element: a snapshot reads some 400 elements a
         // vdev this way, and `get`'s checks made it 23 instructions an element.
-        fn read(bytes: &[u8], load: fn([u8; 8]) -> u64) -> Vec<u64> {
-            bytes
-                .chunks_exact(8)
-                .map(|c| load(c.try_into().unwrap_or_default()))
-                .collect()
-        }
         match self.0 {
-            Elements::Packed {
-                bytes,
-                order: Order::Little,
-            } => read(bytes, u64::from_le_bytes),
-            Elements::Packed {
-                bytes,
-                order: Order::Big,
-            } => read(bytes, u64::from_be_bytes),
+            Elements::Packed { bytes, order } => {
+                let words = bytes
+                    .chunks_exact(8)
+                    .map(|c| c.try_into().unwrap_or_default());
+                match order {
+                    Order::Little => words.map(u64::from_le_bytes).collect(),
+                    Order::Big => words.map(u64::from_be_bytes).collect(),
+                }
+            }
             Elements::Numbers(v) => v,
         }
     }
