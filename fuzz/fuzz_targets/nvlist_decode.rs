@@ -1,15 +1,19 @@
 //! Fuzz target for the packed-nvlist decoder (`zpulse_agent::sources::nvlist::decode`).
 //!
 //! Beyond "never panics, never allocates unboundedly" (the sanitizer and libFuzzer's
-//! `-rss_limit_mb`/`-malloc_limit_mb` watch those), two oracles:
+//! `-rss_limit_mb`/`-malloc_limit_mb` watch those), three oracles:
 //! * an error points inside the input;
+//! * the in-place reader (`Decoder`, what the pool model uses) accepts exactly what `decode`
+//!   accepts, with the same error, and reads the same tree, after a reply of its own kept
+//!   from the last input (so a stale index would show);
 //! * whatever decodes is re-encoded with the test encoder, in both byte orders, and must
 //!   decode to the same value (compared through `Debug`, since a NaN double is `!=` itself).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zpulse_agent::sources::nvlist::{NvList, NvValue, decode};
+use std::sync::Mutex;
+use zpulse_agent::sources::nvlist::{Decoder, ListView, NvList, NvValue, decode};
 
 /// The agent's test-only NATIVE encoder, compiled here too. It names only
 /// `super::{NvList, NvValue}`, which the imports above provide.
@@ -19,7 +23,21 @@ mod encode;
 
 use encode::{Endian, encode};
 
+/// One decoder for the whole run, as the agent keeps one: each input is read after the last.
+static DECODER: Mutex<Option<Decoder>> = Mutex::new(None);
+
 fuzz_target!(|data: &[u8]| {
+    let mut kept = DECODER.lock().unwrap_or_else(|p| p.into_inner());
+    let decoder = kept.get_or_insert_with(Decoder::default);
+    let in_place = decoder.decode(data);
+    match (decode(data), &in_place) {
+        (Ok(list), Ok(view)) => assert_eq!(format!("{:?}", view.to_nvlist()), format!("{list:?}")),
+        (Err(a), Err(b)) => assert_eq!(&a, b),
+        (a, b) => panic!("decode ok {}, decoder ok {}", a.is_ok(), b.is_ok()),
+    }
+    if let Ok(view) = in_place {
+        walk(view);
+    }
     match decode(data) {
         Ok(list) => {
             let shown = format!("{list:?}");
@@ -42,6 +60,22 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// Every lookup and accessor of the in-place reader, on whatever names the input has.
+fn walk(list: ListView) {
+    for pair in list.iter() {
+        let _ = list.get(&pair.name());
+        let _ = (pair.as_u64(), pair.as_str(), pair.as_bool(), pair.value());
+        let _ = pair.as_u64_array().map(|a| a.into_vec());
+        if let Some(inner) = pair.as_nvlist() {
+            walk(inner);
+        }
+        if let Some(items) = pair.as_nvlist_array() {
+            assert!(items.get(items.len()).is_none());
+            items.iter().for_each(walk);
+        }
+    }
+}
 
 /// Touches the lookup helpers the pool model uses, on whatever names the input has.
 fn exercise(list: &NvList) {

@@ -1,6 +1,7 @@
 //! The POOL_STATS config nvlist (docs/zfs-sources.md, "The pool config and `vdev_stat_t`") as a typed vdev tree.
 
-use crate::sources::nvlist::{NvList, NvValue};
+use crate::sources::nvlist::{DataType, ListView, PairView, U64s};
+use std::borrow::Cow;
 use zpulse_proto::snapshot::{
     LatencyHistograms, Os, PoolConfig, Redundancy, ScanStats, Vdev, VdevClass, VdevStats,
 };
@@ -35,20 +36,23 @@ mod vs {
 /// module/zfs/dsl_prop.c; `creation` is added by `dsl_dataset_stats`,
 /// module/zfs/dsl_dataset.c, from the dataset's `ds_creation_time`). A pool's root dataset
 /// is created with the pool (`dsl_pool_create`), so this is when the pool was created.
-pub fn creation_time(props: &NvList) -> Option<u64> {
+pub fn creation_time(props: &ListView) -> Option<u64> {
     props.nvlist("creation")?.u64("value").filter(|&t| t > 0)
 }
 
 /// The pool's config with statistics. `error` is the ioctl's `zc_cookie`.
 ///
-/// The vdevs' statistics arrays are moved out of `config` into the tree, not copied.
+/// Only the pairs the tree holds are read from the reply: a leaf's statistics arrays once,
+/// into the vectors the snapshot keeps.
 pub fn pool_config(
-    config: &mut NvList,
+    config: &ListView,
     error: u64,
     altroot: Option<String>,
     os: Os,
 ) -> Result<PoolConfig, String> {
-    let pool_name = config.str("name").unwrap_or("?").to_string();
+    let pool_name = config
+        .str("name")
+        .map_or_else(|| "?".into(), Cow::into_owned);
     let suspended = config.contains("suspended");
     let error_count = config.u64("error_count");
     // `initial_load_time` (ZPOOL_CONFIG_LOADED_TIME): [seconds, nanoseconds] of the import
@@ -59,31 +63,31 @@ pub fn pool_config(
         .and_then(|t| t.first())
         .filter(|&t| t > 0);
     let tree = config
-        .nvlist_mut("vdev_tree")
+        .nvlist("vdev_tree")
         .ok_or("the pool config has no vdev_tree")?;
     let scan = tree
-        .take_u64_array("scan_stats")
-        .and_then(|s| scan_stats(&s));
-    let mut root = vdev(tree, &pool_name, None, 0, os)?;
+        .u64_array("scan_stats")
+        .and_then(|s| scan_stats(&s.into_vec()));
+    let mut root = vdev(&VdevPairs::of(&tree), &pool_name, None, 0, os)?;
     // At its size: grown one push at a time, the vector of 2,500 top-level vdevs (784 bytes
     // each) was moved to a new allocation ten times, the last ones mapped and faulted in anew.
     let tops: usize = ["children", "l2cache", "spares"]
         .iter()
-        .map(|key| tree.nvlist_array(key).map_or(0, <[_]>::len))
+        .map(|key| tree.nvlist_array(key).map_or(0, |a| a.len()))
         .sum();
     root.children = Vec::with_capacity(tops);
-    for child in tree.nvlist_array_mut("children").unwrap_or(&mut []) {
-        let kind = child.str("type").unwrap_or("");
+    for child in tree.nvlist_array("children").iter().flat_map(|a| a.iter()) {
+        let child = VdevPairs::of(&child);
         // Holes and removed devices keep their slot in the array but hold nothing.
-        if kind == "hole" || kind == "indirect" {
+        if matches!(str_of(child.kind).as_deref(), Some("hole" | "indirect")) {
             continue;
         }
-        let class = top_level_class(child);
-        root.children.push(top_level(child, class, os)?);
+        let class = top_level_class(&child);
+        root.children.push(top_level(&child, class, os)?);
     }
     for (key, class) in [("l2cache", VdevClass::Cache), ("spares", VdevClass::Spare)] {
-        for dev in tree.nvlist_array_mut(key).unwrap_or(&mut []) {
-            let mut v = vdev(dev, "", Some(class), 1, os)?;
+        for dev in tree.nvlist_array(key).iter().flat_map(|a| a.iter()) {
+            let mut v = vdev(&VdevPairs::of(&dev), "", Some(class), 1, os)?;
             if class == VdevClass::Spare {
                 v.state = spare_state(&v);
             }
@@ -106,12 +110,70 @@ pub fn pool_config(
     })
 }
 
+/// The pairs of a vdev's list that its [`Vdev`] is made of, found in one pass over the list
+/// (some 20 pairs): one lookup by name each scanned it some fifteen times a vdev. Each is
+/// the last pair of its name, as a lookup answers.
+#[derive(Default)]
+struct VdevPairs<'a> {
+    kind: Option<PairView<'a>>,
+    stats: Option<PairView<'a>>,
+    stats_ex: Option<PairView<'a>>,
+    children: Option<PairView<'a>>,
+    guid: Option<PairView<'a>>,
+    id: Option<PairView<'a>>,
+    path: Option<PairView<'a>>,
+    whole_disk: Option<PairView<'a>>,
+    ashift: Option<PairView<'a>>,
+    is_log: Option<PairView<'a>>,
+    alloc_bias: Option<PairView<'a>>,
+    nparity: Option<PairView<'a>>,
+    draid_ndata: Option<PairView<'a>>,
+    draid_nspares: Option<PairView<'a>>,
+}
+
+impl<'a> VdevPairs<'a> {
+    fn of(nv: &ListView<'a>) -> Self {
+        let mut p = VdevPairs::default();
+        for pair in nv.iter() {
+            let slot = match pair.name_bytes() {
+                b"type" => &mut p.kind,
+                b"vdev_stats" => &mut p.stats,
+                b"vdev_stats_ex" => &mut p.stats_ex,
+                b"children" => &mut p.children,
+                b"guid" => &mut p.guid,
+                b"id" => &mut p.id,
+                b"path" => &mut p.path,
+                b"whole_disk" => &mut p.whole_disk,
+                b"ashift" => &mut p.ashift,
+                b"is_log" => &mut p.is_log,
+                b"alloc_bias" => &mut p.alloc_bias,
+                b"nparity" => &mut p.nparity,
+                b"draid_ndata" => &mut p.draid_ndata,
+                b"draid_nspares" => &mut p.draid_nspares,
+                _ => continue,
+            };
+            *slot = Some(pair);
+        }
+        p
+    }
+}
+
+/// A `UINT64` pair's value (`None` for a pair of another type, as [`ListView::u64`]).
+fn u64_of(pair: Option<PairView>) -> Option<u64> {
+    pair?.as_u64()
+}
+
+/// A `STRING` pair's value.
+fn str_of(pair: Option<PairView<'_>>) -> Option<Cow<'_, str>> {
+    pair?.as_str()
+}
+
 /// §5.1: log first (it carries `alloc_bias` "log" too), then the bias, else normal.
-fn top_level_class(nv: &NvList) -> VdevClass {
-    if nv.u64("is_log") == Some(1) {
+fn top_level_class(nv: &VdevPairs) -> VdevClass {
+    if u64_of(nv.is_log) == Some(1) {
         return VdevClass::Log;
     }
-    match nv.str("alloc_bias") {
+    match str_of(nv.alloc_bias).as_deref() {
         Some("special") => VdevClass::Special,
         Some("dedup") => VdevClass::Dedup,
         Some("log") => VdevClass::Log,
@@ -119,15 +181,14 @@ fn top_level_class(nv: &NvList) -> VdevClass {
     }
 }
 
-fn top_level(nv: &mut NvList, class: VdevClass, os: Os) -> Result<Vdev, String> {
+fn top_level(nv: &VdevPairs, class: VdevClass, os: Os) -> Result<Vdev, String> {
     let mut v = vdev(nv, "", Some(class), 1, os)?;
     v.redundancy = Some(match v.vdev_type.as_str() {
         "mirror" => Redundancy::Mirror {
             width: u32::try_from(v.children.len()).unwrap_or(u32::MAX),
         },
         "raidz" | "draid" => Redundancy::Parity {
-            parity: nv
-                .u64("nparity")
+            parity: u64_of(nv.nparity)
                 .and_then(|p| u32::try_from(p).ok())
                 .unwrap_or(1),
         },
@@ -138,7 +199,7 @@ fn top_level(nv: &mut NvList, class: VdevClass, os: Os) -> Result<Vdev, String> 
 
 /// Nesting is bounded by the nvlist decoder's depth limit, so recursion here is bounded too.
 fn vdev(
-    nv: &mut NvList,
+    nv: &VdevPairs,
     name: &str,
     class: Option<VdevClass>,
     depth: usize,
@@ -147,26 +208,27 @@ fn vdev(
     if depth > 32 {
         return Err("vdev tree nested more than 32 levels".into());
     }
-    let vdev_type = nv.str("type").unwrap_or("unknown").to_string();
-    let stats = nv.take_u64_array("vdev_stats");
+    let vdev_type = str_of(nv.kind).map_or_else(|| "unknown".to_string(), Cow::into_owned);
+    let stats = nv.stats.and_then(|s| s.as_u64_array()).map(U64s::into_vec);
     let mut children = Vec::new();
-    if vdev_type != "root" {
-        let list = nv.nvlist_array_mut("children").unwrap_or(&mut []);
+    if vdev_type != "root"
+        && let Some(list) = nv.children.and_then(|c| c.as_nvlist_array())
+    {
         children.reserve_exact(list.len());
-        for child in list {
-            children.push(vdev(child, "", class, depth + 1, os)?);
+        for child in list.iter() {
+            children.push(vdev(&VdevPairs::of(&child), "", class, depth + 1, os)?);
         }
     }
     let mut v = Vdev {
         name: String::new(),
         vdev_type,
         class,
-        guid: nv.u64("guid"),
-        id: nv.u64("id"),
-        path: nv.str("path").map(str::to_string),
-        whole_disk: nv.u64("whole_disk").map(|w| w != 0),
+        guid: u64_of(nv.guid),
+        id: u64_of(nv.id),
+        path: str_of(nv.path).map(Cow::into_owned),
+        whole_disk: u64_of(nv.whole_disk).map(|w| w != 0),
         redundancy: None,
-        ashift: nv.u64("ashift"),
+        ashift: u64_of(nv.ashift),
         state: stats
             .as_deref()
             .and_then(|s| health(s.get(vs::STATE)?, s.get(vs::AUX)?)),
@@ -175,7 +237,7 @@ fn vdev(
             .and_then(|s| aux(*s.get(vs::AUX)?))
             .map(str::to_string),
         stats: stats.and_then(vdev_stats),
-        histograms: nv.nvlist_mut("vdev_stats_ex").map(histograms),
+        histograms: nv.stats_ex.and_then(|ex| ex.as_nvlist()).map(histograms),
         disk: None,
         partition: None,
         children,
@@ -189,7 +251,7 @@ fn vdev(
 }
 
 /// The name `zpool status` prints (libzfs `zpool_vdev_name` without -P/-L/-g).
-fn display_name(nv: &NvList, v: &Vdev, os: Os) -> String {
+fn display_name(nv: &VdevPairs, v: &Vdev, os: Os) -> String {
     let id = v.id.map_or_else(String::new, |id| format!("-{id}"));
     match v.vdev_type.as_str() {
         "disk" | "file" => match &v.path {
@@ -198,13 +260,13 @@ fn display_name(nv: &NvList, v: &Vdev, os: Os) -> String {
             }
             None => v.guid.map_or_else(|| "?".into(), |g| g.to_string()),
         },
-        "raidz" => format!("raidz{}{id}", nv.u64("nparity").unwrap_or(1)),
+        "raidz" => format!("raidz{}{id}", u64_of(nv.nparity).unwrap_or(1)),
         "draid" => format!(
             "draid{}:{}d:{}c:{}s{id}",
-            nv.u64("nparity").unwrap_or(1),
-            nv.u64("draid_ndata").unwrap_or(0),
+            u64_of(nv.nparity).unwrap_or(1),
+            u64_of(nv.draid_ndata).unwrap_or(0),
             v.children.len(),
-            nv.u64("draid_nspares").unwrap_or(0)
+            u64_of(nv.draid_nspares).unwrap_or(0)
         ),
         other => format!("{other}{id}"),
     }
@@ -241,26 +303,26 @@ fn vdev_stats(raw: Vec<u64>) -> Option<VdevStats> {
     })
 }
 
-/// The ten histograms of `vdev_stats_ex`, taken in one pass over its pairs (it holds some
+/// The ten histograms of `vdev_stats_ex`, read in one pass over its pairs (it holds some
 /// thirty: ten lookups by name scanned it ten times, for every vdev of every reading). A name
 /// given twice takes its last value, as a lookup would.
-fn histograms(ex: &mut NvList) -> LatencyHistograms {
+fn histograms(ex: ListView) -> LatencyHistograms {
     let mut h = LatencyHistograms::default();
-    for pair in ex.pairs_mut() {
-        let slot = match pair.name.as_ref() {
-            "vdev_tot_r_lat_histo" => &mut h.total_r,
-            "vdev_tot_w_lat_histo" => &mut h.total_w,
-            "vdev_disk_r_lat_histo" => &mut h.disk_r,
-            "vdev_disk_w_lat_histo" => &mut h.disk_w,
-            "vdev_sync_r_lat_histo" => &mut h.syncq_r,
-            "vdev_sync_w_lat_histo" => &mut h.syncq_w,
-            "vdev_async_r_lat_histo" => &mut h.asyncq_r,
-            "vdev_async_w_lat_histo" => &mut h.asyncq_w,
-            "vdev_scrub_histo" => &mut h.scrub,
-            "vdev_trim_histo" => &mut h.trim,
+    for pair in ex.iter() {
+        let slot = match pair.name_bytes() {
+            b"vdev_tot_r_lat_histo" => &mut h.total_r,
+            b"vdev_tot_w_lat_histo" => &mut h.total_w,
+            b"vdev_disk_r_lat_histo" => &mut h.disk_r,
+            b"vdev_disk_w_lat_histo" => &mut h.disk_w,
+            b"vdev_sync_r_lat_histo" => &mut h.syncq_r,
+            b"vdev_sync_w_lat_histo" => &mut h.syncq_w,
+            b"vdev_async_r_lat_histo" => &mut h.asyncq_r,
+            b"vdev_async_w_lat_histo" => &mut h.asyncq_w,
+            b"vdev_scrub_histo" => &mut h.scrub,
+            b"vdev_trim_histo" => &mut h.trim,
             _ => continue,
         };
-        *slot = pair.value.take_u64_array().unwrap_or_default();
+        *slot = pair.as_u64_array().map(U64s::into_vec).unwrap_or_default();
     }
     h
 }
@@ -366,10 +428,10 @@ fn scan_stats(raw: &[u64]) -> Option<ScanStats> {
 }
 
 /// The top-level list of POOL_CONFIGS: pool name → config without stats.
-pub fn pool_names(configs: &NvList) -> Vec<String> {
+pub fn pool_names(configs: &ListView) -> Vec<String> {
     configs
         .iter()
-        .filter(|p| matches!(p.value, NvValue::NvList(_)))
-        .map(|p| p.name.to_string())
+        .filter(|p| p.data_type() == DataType::NvList)
+        .map(|p| p.name().into_owned())
         .collect()
 }

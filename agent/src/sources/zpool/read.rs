@@ -3,7 +3,7 @@
 
 use super::{config, join};
 use crate::sources::Root;
-use crate::sources::nvlist;
+use crate::sources::nvlist::Decoder;
 use crate::sources::record::Recorder;
 use crate::sources::zfs_ioctl::{self, Ioctl, Platform, PoolConfigs};
 use std::cell::RefCell;
@@ -64,11 +64,23 @@ pub struct RawPool {
 /// pool, so a live reader asks OBJSET_STATS (which makes the kernel gather every property of
 /// the root dataset, `dsl_prop_get_all`) once per pool rather than every interval; a pool
 /// destroyed and created again under its name has a new guid and is asked again.
+///
+/// And the nvlist decoder, whose index of a reply's pairs (some 50 per vdev) takes the next
+/// replies': allocated anew each interval, it grew to its size again, copying itself.
 #[derive(Debug, Default)]
 pub struct KeptReplies {
     replies: Mutex<HashMap<String, Vec<u8>>>,
     /// Pool name → (pool guid, creation time).
     creations: Mutex<HashMap<String, (u64, u64)>>,
+    decoder: Mutex<Decoder>,
+}
+
+/// Runs `f` with the decoder `kept` keeps, or a new one when nothing is kept.
+fn with_decoder<R>(kept: Option<&KeptReplies>, f: impl FnOnce(&mut Decoder) -> R) -> R {
+    match kept {
+        Some(kept) => f(&mut kept.decoder.lock().unwrap_or_else(|p| p.into_inner())),
+        None => f(&mut Decoder::default()),
+    }
 }
 
 impl KeptReplies {
@@ -126,12 +138,17 @@ fn fetch(dev: &mut dyn Ioctl, kept: Option<&KeptReplies>) -> Result<RawReplies, 
         // Generation 0 always returns data; "unchanged" would be a kernel bug.
         PoolConfigs::Unchanged => return Err("ZFS_IOC_POOL_CONFIGS returned no data".into()),
     };
-    let listed = nvlist::decode(&configs).map_err(|e| format!("pool list: {e}"))?;
-    let names = config::pool_names(&listed);
+    let listed = with_decoder(kept, |decoder| {
+        let listed = decoder
+            .decode(&configs)
+            .map_err(|e| format!("pool list: {e}"))?;
+        let guid = |name: &str| listed.nvlist(name).and_then(|c| c.u64("pool_guid"));
+        let names = config::pool_names(&listed);
+        Ok::<_, String>(names.into_iter().map(|n| (guid(&n), n)).collect::<Vec<_>>())
+    })?;
     let mut pools = Vec::new();
     let mut failed = Vec::new();
-    for name in names {
-        let guid = listed.nvlist(&name).and_then(|c| c.u64("pool_guid"));
+    for (guid, name) in listed {
         // No reply kept: an empty one, and stats_buffer_after(0) is the first buffer.
         let last = kept.map(|k| k.take(&name)).unwrap_or_default();
         let start = zfs_ioctl::stats_buffer_after(last.len());
@@ -177,8 +194,10 @@ pub fn load_captured(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{CONFIGS_FILE}: {e}")),
     };
-    let names =
-        config::pool_names(&nvlist::decode(&configs).map_err(|e| format!("{CONFIGS_FILE}: {e}"))?);
+    let names = with_decoder(kept, |decoder| match decoder.decode(&configs) {
+        Ok(listed) => Ok(config::pool_names(&listed)),
+        Err(e) => Err(format!("{CONFIGS_FILE}: {e}")),
+    })?;
     let mut pools = Vec::new();
     let mut failed = Vec::new();
     for name in names {
@@ -223,7 +242,12 @@ pub fn load_captured(
 /// Decodes the replies into `snap.pools` (merged with the pools the kstats found) and ties
 /// each leaf to its disk. A pool whose reply is missing or does not decode is one issue that
 /// names it, and the pool is still listed (without a vdev tree); the other pools go on.
-pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Option<String>) {
+pub fn apply(
+    raw: &RawReplies,
+    decoder: &mut Decoder,
+    snap: &mut Snapshot,
+    resolve: &dyn Fn(&str) -> Option<String>,
+) {
     for (name, why) in &raw.failed {
         snap.note(
             format!("{STATS_DIR}/{name}"),
@@ -232,11 +256,10 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
         pool_entry(snap, name);
     }
     for rp in &raw.pools {
-        let decoded = nvlist::decode(&rp.packed)
+        let decoded = decoder
+            .decode(&rp.packed)
             .map_err(|e| e.to_string())
-            .and_then(|mut nv| {
-                config::pool_config(&mut nv, rp.error, rp.altroot.clone(), snap.host.os)
-            });
+            .and_then(|nv| config::pool_config(&nv, rp.error, rp.altroot.clone(), snap.host.os));
         let mut cfg = match decoded {
             Ok(c) => c,
             Err(e) => {
@@ -256,7 +279,7 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
         let created_at = rp.kept_created_at.or_else(|| {
             rp.root_dataset
                 .as_ref()
-                .and_then(|reply| creation_of(&rp.name, reply, snap))
+                .and_then(|reply| creation_of(&rp.name, reply, decoder, snap))
         });
         let pool = pool_entry(snap, &rp.name);
         pool.config = Some(cfg);
@@ -267,11 +290,16 @@ pub fn apply(raw: &RawReplies, snap: &mut Snapshot, resolve: &dyn Fn(&str) -> Op
 
 /// The creation time in pool `name`'s root dataset's OBJSET_STATS `reply`; a reply that
 /// failed, does not decode or has no `creation` is a note, and costs only that figure.
-fn creation_of(name: &str, reply: &Result<Vec<u8>, String>, snap: &mut Snapshot) -> Option<u64> {
+fn creation_of(
+    name: &str,
+    reply: &Result<Vec<u8>, String>,
+    decoder: &mut Decoder,
+    snap: &mut Snapshot,
+) -> Option<u64> {
     let source = format!("{OBJSET_STATS_DIR}/{name}");
     let why = match reply {
         Err(why) => why.clone(),
-        Ok(bytes) => match nvlist::decode(bytes) {
+        Ok(bytes) => match decoder.decode(bytes) {
             Ok(props) => match config::creation_time(&props) {
                 Some(t) => return Some(t),
                 None => "the reply has no creation property".to_string(),
@@ -399,6 +427,7 @@ fn record_live(recorder: &Recorder, raw: &RawReplies, links: &BTreeMap<String, S
 /// [`record_live`]). Returns the replies, for keeping.
 fn apply_live(
     fetched: Result<RawReplies, String>,
+    decoder: &mut Decoder,
     resolve: &dyn Fn(&str) -> Option<String>,
     recorder: Option<&Recorder>,
     snap: &mut Snapshot,
@@ -415,7 +444,7 @@ fn apply_live(
     };
     // The links the join followed, for a capture: it holds no `/dev`.
     let followed = RefCell::new(BTreeMap::new());
-    apply(&raw, snap, &|p| {
+    apply(&raw, decoder, snap, &|p| {
         let target = resolve(p)?;
         if target != p {
             followed.borrow_mut().insert(p.to_string(), target.clone());
@@ -445,12 +474,10 @@ pub fn read(
                 .ok()
                 .map(|t| t.display().to_string())
         };
-        apply_live(
-            fetch_live(platform, freebsd_abi, kept),
-            &canonical,
-            root.recorder(),
-            snap,
-        )
+        let fetched = fetch_live(platform, freebsd_abi, kept);
+        with_decoder(kept, |decoder| {
+            apply_live(fetched, decoder, &canonical, root.recorder(), snap)
+        })
     } else {
         match load_captured(root, kept) {
             Ok(Some(raw)) => {
@@ -458,7 +485,9 @@ pub fn read(
                 for (link, target) in captured_links(root) {
                     links.entry(link).or_insert(target);
                 }
-                apply(&raw, snap, &|p| links.get(p).cloned());
+                with_decoder(kept, |decoder| {
+                    apply(&raw, decoder, snap, &|p| links.get(p).cloned())
+                });
                 Some(raw)
             }
             Ok(None) => None,
@@ -668,7 +697,7 @@ mod tests {
         };
         let raw = fetch(&mut kernel, None).unwrap();
         let mut snap = Snapshot::default();
-        apply(&raw, &mut snap, &|_| None);
+        apply(&raw, &mut Decoder::default(), &mut snap, &|_| None);
         // zpool status of the same replies (tests/fixtures/lab/vdevs/*/000/cli).
         assert_eq!(top_names(&snap, "deg"), ["mirror-0", "sdc"]);
         assert_eq!(
@@ -755,6 +784,7 @@ mod tests {
         let mut live = before.clone();
         apply_live(
             fetch(&mut kernel, None),
+            &mut Decoder::default(),
             &resolve,
             Some(&recorder),
             &mut live,
@@ -881,7 +911,7 @@ mod tests {
         let round = |kernel: &mut Logged, kept: Option<&KeptReplies>| {
             let raw = fetch(kernel, kept).unwrap();
             let mut snap = Snapshot::default();
-            apply(&raw, &mut snap, &|_| None);
+            apply(&raw, &mut Decoder::default(), &mut snap, &|_| None);
             if let Some(kept) = kept {
                 kept.keep(raw.pools, &snap);
             }
@@ -958,7 +988,7 @@ mod tests {
                 failed: Vec::new(),
             };
             let mut snap = Snapshot::default();
-            apply(&raw, &mut snap, &|_| None);
+            apply(&raw, &mut Decoder::default(), &mut snap, &|_| None);
             let deg = snap.pool("deg").unwrap();
             assert!(deg.config.is_some(), "{what}");
             assert_eq!(deg.created_at, None, "{what}");

@@ -84,25 +84,74 @@ fn paths() {
     }
 }
 
-/// Moving an array out answers as `u64_array` would (the last pair of the name, only for
-/// `UINT64_ARRAY`) and leaves an empty array behind; nested lists are reachable mutably.
+/// A reply read in place answers as the tree's getters do: typed, the last pair of a name,
+/// nested lists and arrays reachable, and the whole of it equal to what `decode` builds.
 #[test]
-fn arrays_are_moved_out_as_the_getters_see_them() {
-    let mut l = sample()
+fn views_answer_as_the_tree_does() {
+    use crate::sources::nvlist::encode::{Endian, encode};
+    use crate::sources::nvlist::{Decoder, decode};
+    let list = sample()
         .with("h", NvValue::Uint64Array(vec![1, 2].into()))
-        .with("h", NvValue::Uint64Array(vec![7, 8, 9].into()));
-    assert_eq!(l.take_u64_array("h"), Some(vec![7, 8, 9]));
-    assert_eq!(
-        l.u64_array("h").map(|a| a.len()),
-        Some(0),
-        "the newest pair, now empty"
-    );
-    assert_eq!(l.take_u64_array("n"), None, "a UINT64 is not an array");
-    assert_eq!(l.take_u64_array("missing"), None);
-    let kids = l.nvlist_array_mut("kids").unwrap();
-    assert_eq!(kids[1].take_u64_array("org.openzfs:x"), Some(vec![3, 4]));
-    assert_eq!(l.nvlist_mut("a").and_then(|a| a.u64("b")), Some(20));
-    assert!(l.nvlist_mut("s").is_none());
+        .with("h", NvValue::Uint64Array(vec![7, 8, 9].into()))
+        .with(
+            "sa",
+            NvValue::StringArray(vec!["x".into(), "".into(), "yz".into()]),
+        )
+        .with("empty", NvValue::NvListArray(Vec::new()));
+    let mut decoder = Decoder::default();
+    for endian in [Endian::Little, Endian::Big] {
+        let bytes = encode(&list, endian);
+        let view = decoder.decode(&bytes).unwrap();
+        assert_eq!(view.len(), list.len());
+        assert_eq!(view.nvflag(), NV_UNIQUE_NAME);
+        assert_eq!(view.u64("n"), Some(2), "the newest pair of a name");
+        assert_eq!(view.iter().filter(|p| p.name() == "n").count(), 2);
+        assert_eq!(view.str("s").as_deref(), Some("x"));
+        assert_eq!(view.u64("s"), None, "no conversion across types");
+        assert_eq!(view.str("n"), None);
+        assert_eq!(view.u64("i"), None);
+        assert_eq!(view.get("i").map(|p| p.value()), Some(NvValue::Int64(-5)));
+        assert_eq!(view.bool("flag"), Some(true));
+        assert_eq!(view.bool("bv"), Some(false));
+        assert_eq!(view.bool("missing"), None);
+        assert!(view.contains("flag") && !view.contains("fla") && !view.contains("flags"));
+        assert_eq!(
+            view.get("flag").map(|p| p.data_type()),
+            Some(DataType::Boolean)
+        );
+        assert_eq!(view.u64("a.b"), Some(10), "a dotted name is a name");
+        assert_eq!(view.nvlist("a").and_then(|a| a.u64("b")), Some(20));
+        assert!(view.nvlist("s").is_none());
+        assert_eq!(
+            view.u64_array("h").map(|h| h.into_vec()),
+            Some(vec![7, 8, 9])
+        );
+        assert!(view.u64_array("n").is_none(), "a UINT64 is not an array");
+        let kids = view.nvlist_array("kids").unwrap();
+        assert_eq!(kids.len(), 2);
+        assert_eq!(kids.get(0).and_then(|k| k.u64("id")), Some(0));
+        assert!(kids.get(2).is_none());
+        let ids: Vec<_> = kids.iter().map(|k| k.u64("id")).collect();
+        assert_eq!(ids, [Some(0), Some(1)]);
+        assert_eq!(
+            kids.get(1)
+                .and_then(|k| k.u64_array("org.openzfs:x"))
+                .map(|x| x.into_vec()),
+            Some(vec![3, 4])
+        );
+        assert!(view.nvlist_array("empty").is_some_and(|e| e.is_empty()));
+        assert_eq!(
+            view.get("sa").map(|p| p.value()),
+            Some(NvValue::StringArray(vec![
+                "x".into(),
+                "".into(),
+                "yz".into()
+            ]))
+        );
+        assert_eq!(view.to_nvlist(), list);
+        assert_eq!(decode(&bytes).unwrap(), list);
+        assert_eq!(format!("{view:?}"), format!("{list:?}"));
+    }
 }
 
 /// A decoded `UINT64_ARRAY` is read from the stream when asked, in the stream's byte order,

@@ -7,3 +7,4 @@ mod lab;
 mod lookup;
 mod props;
 mod seeds;
+mod views;
