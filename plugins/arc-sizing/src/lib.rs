@@ -412,10 +412,18 @@ impl ArcSizing {
         }
         self.window.prune(sample.end);
         let mut events = Vec::new();
-        if let Some(j) = self.judge(sample) {
+        if let Some((verdict, stats, plan)) = self.assess() {
+            // The report only when the finding reads it: not while the ARC is not starved
+            // and no finding is raised, the usual case, sample after sample.
+            let report = self
+                .findings
+                .wants_report(SUBJECT, verdict)
+                .then(|| self.report_of(sample, &stats, &plan, verdict));
             events.extend(
                 self.findings
-                    .observe(sample.end, SUBJECT, j.verdict, j.report),
+                    .observe_with(sample.end, SUBJECT, verdict, || {
+                        report.expect("made whenever the finding wants it")
+                    }),
             );
         }
         let min = self.config.min_samples;
@@ -429,6 +437,19 @@ impl ArcSizing {
 
     /// The window as of `sample`, judged; `None` with fewer than `min_samples` samples.
     pub fn judge(&self, sample: &Sample) -> Option<Judgement> {
+        let (verdict, stats, plan) = self.assess()?;
+        let report = self.report_of(sample, &stats, &plan, verdict);
+        Some(Judgement {
+            verdict,
+            stats,
+            plan,
+            report,
+        })
+    }
+
+    /// The window's verdict with the figures and plan it rests on, without a report;
+    /// `None` with fewer than `min_samples` samples.
+    fn assess(&self) -> Option<(Verdict, WindowStats, Plan)> {
         if self.window.len() < self.config.min_samples.max(1) {
             return None;
         }
@@ -452,16 +473,21 @@ impl ArcSizing {
         } else {
             Verdict::Borderline
         };
+        Some((verdict, stats, plan))
+    }
+
+    /// The report of `verdict` over the window, with the host facts `sample` gives.
+    fn report_of(
+        &self,
+        sample: &Sample,
+        stats: &WindowStats,
+        plan: &Plan,
+        verdict: Verdict,
+    ) -> Report {
         let os = sample.snapshot.host.os;
         let tunable = sample.snapshot.tunables.zfs_arc_max();
         let cache = cache_devices(&sample.snapshot);
-        let report = self.report(&stats, &plan, verdict, os, tunable, &cache);
-        Some(Judgement {
-            verdict,
-            stats,
-            plan,
-            report,
-        })
+        self.report(stats, plan, verdict, os, tunable, &cache)
     }
 
     /// How much to raise `zfs_arc_max`, and the expected effect.

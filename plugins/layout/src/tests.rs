@@ -323,3 +323,24 @@ fn bad_configs_are_refused() {
         .is_err()
     );
 }
+
+#[test]
+fn the_disk_index_finds_each_name_and_the_first_of_a_name_listed_twice() {
+    let sized = |name: &str, size: u64| Disk {
+        size: Some(size),
+        ..disk(name, true, 4096)
+    };
+    // Out of name order, `sdb` twice, as a capture can list them.
+    let listed = vec![
+        sized("sdc", 3),
+        sized("sdb", 21),
+        sized("sda", 1),
+        sized("sdb", 22),
+    ];
+    let index = DiskIndex::new(&listed);
+    for (name, size) in [("sda", 1), ("sdb", 21), ("sdc", 3)] {
+        assert_eq!(index.get(name).and_then(|d| d.size), Some(size), "{name}");
+    }
+    assert!(index.get("sdd").is_none());
+    assert!(index.get("sd").is_none());
+}

@@ -19,7 +19,7 @@
 //! Everything is judged at the sample's time (`Sample::end`), so a recorded series replays
 //! as it happened. `docs/checks/pool-health.md` explains each finding and key.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use zpulse_proto::Sample;
 use zpulse_proto::report::{Rating, ReportWindow, Section};
@@ -120,16 +120,18 @@ pub struct PoolHealth {
     capacity_findings: Findings,
     fragmentation_findings: Findings,
     spare: Findings,
-    counts: HashMap<String, Counts>,
+    // Maps looked up per vdev or pool every sample are B-trees: no SipHash of the key, and
+    // `counts` is empty on a healthy host, so its per-vdev `remove` finds nothing at once.
+    counts: BTreeMap<String, Counts>,
     /// Leaves that returned errors during the resilver running in their top-level vdev:
     /// top-level subject → leaf subjects.
     resilver_hits: BTreeMap<String, BTreeSet<String>>,
-    growth: HashMap<String, Trend>,
+    growth: BTreeMap<String, Trend>,
     /// Per pool: its scan record at the last sample.
-    scans: HashMap<String, ScanSeen>,
+    scans: BTreeMap<String, ScanSeen>,
     /// Per pool: the end time of the last completed scrub seen. A resilver (or a canceled
     /// scrub) overwrites the pool's scan record, not the fact that the pool was scrubbed.
-    last_scrub_end: HashMap<String, u64>,
+    last_scrub_end: BTreeMap<String, u64>,
 }
 
 impl PoolHealth {
@@ -163,11 +165,11 @@ impl PoolHealth {
             capacity_findings: findings("capacity", held),
             fragmentation_findings: findings("fragmentation", held),
             spare: findings("spare", FACT),
-            counts: HashMap::new(),
+            counts: BTreeMap::new(),
             resilver_hits: BTreeMap::new(),
-            growth: HashMap::new(),
-            scans: HashMap::new(),
-            last_scrub_end: HashMap::new(),
+            growth: BTreeMap::new(),
+            scans: BTreeMap::new(),
+            last_scrub_end: BTreeMap::new(),
             config,
         })
     }
@@ -180,7 +182,8 @@ impl PoolHealth {
     pub fn observe(&mut self, sample: &Sample) -> Vec<Event> {
         let now = sample.end;
         let mut events = Vec::new();
-        let rates: HashMap<&str, &VdevRates> = sample
+        // The last of a subject wins, as it did in the hash map this was.
+        let rates: BTreeMap<&str, &VdevRates> = sample
             .pools
             .iter()
             .flat_map(|p| p.vdevs.iter())
@@ -202,35 +205,41 @@ impl PoolHealth {
                 continue;
             };
             let (verdict, report) = pool_state(&pool.name, cfg);
-            events.extend(self.state.observe(now, &pool.name, verdict, report));
+            events.extend(self.state.observe_with(now, &pool.name, verdict, report));
             self.vdev_errors(now, pool, cfg, &rates, &mut events);
             let (verdict, report) = data_errors(&pool.name, cfg);
-            events.extend(self.data_errors.observe(now, &pool.name, verdict, report));
+            events.extend(
+                self.data_errors
+                    .observe_with(now, &pool.name, verdict, report),
+            );
             if let Some(scan) = &cfg.scan {
                 let watched = self.scan_ended_while_watched(&pool.name, scan, sample.start);
                 let (verdict, report) = scan_result(&pool.name, scan, now, watched);
-                events.extend(self.scan.observe(now, &pool.name, verdict, report));
+                events.extend(self.scan.observe_with(now, &pool.name, verdict, report));
                 if scan.function == "scrub" && scan.is_finished() {
-                    self.last_scrub_end.insert(pool.name.clone(), scan.end_time);
+                    match self.last_scrub_end.get_mut(&pool.name) {
+                        Some(end) => *end = scan.end_time,
+                        None => {
+                            self.last_scrub_end.insert(pool.name.clone(), scan.end_time);
+                        }
+                    }
                 }
             }
-            let (verdict, report) = self.scrub_age(&pool.name, pool.created_at, cfg, now);
-            events.extend(self.scrub_age.observe(now, &pool.name, verdict, report));
+            let (verdict, report) = scrub_age(&self.config, &self.last_scrub_end, pool, cfg, now);
+            events.extend(
+                self.scrub_age
+                    .observe_with(now, &pool.name, verdict, report),
+            );
             self.capacity(now, pool, cfg, &mut events);
             for (subject, verdict, report) in spares(&pool.name, cfg) {
                 events.extend(self.spare.observe(now, &subject, verdict, report));
             }
         }
         // What is kept per pool lasts as long as the pool is reported.
-        let reported: BTreeSet<&str> = sample
-            .snapshot
-            .pools
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect();
-        self.scans.retain(|p, _| reported.contains(p.as_str()));
-        self.last_scrub_end
-            .retain(|p, _| reported.contains(p.as_str()));
+        let pools = &sample.snapshot.pools;
+        let reported = |name: &String| pools.iter().any(|p| p.name == *name);
+        self.scans.retain(|p, _| reported(p));
+        self.last_scrub_end.retain(|p, _| reported(p));
         let gone = |s: &str| {
             Report::new(format!(
                 "{s} is no longer reported: pool exported or destroyed"
@@ -271,14 +280,20 @@ impl PoolHealth {
             Some(_) => ended,
             None => ended && scan.end_time as f64 >= interval_start.floor(),
         };
-        let seen = ScanSeen {
-            function: scan.function.clone(),
-            state: scan.state.clone(),
-            start_time: scan.start_time,
-            end_time: scan.end_time,
-            ended_while_watched: watched,
-        };
-        self.scans.insert(pool.to_string(), seen);
+        // The same record as last time (the usual case) is kept, not copied again.
+        match self.scans.get_mut(pool) {
+            Some(seen) if seen.same_record(scan) => seen.ended_while_watched = watched,
+            _ => {
+                let seen = ScanSeen {
+                    function: scan.function.clone(),
+                    state: scan.state.clone(),
+                    start_time: scan.start_time,
+                    end_time: scan.end_time,
+                    ended_while_watched: watched,
+                };
+                self.scans.insert(pool.to_string(), seen);
+            }
+        }
         watched
     }
 
@@ -288,7 +303,7 @@ impl PoolHealth {
         now: f64,
         pool: &Pool,
         cfg: &PoolConfig,
-        rates: &HashMap<&str, &VdevRates>,
+        rates: &BTreeMap<&str, &VdevRates>,
         events: &mut Vec<Event>,
     ) {
         let resilvering = cfg
@@ -300,11 +315,6 @@ impl PoolHealth {
                 continue; // spares have no counters (zpool status shows none)
             }
             let top_subject = top.subject_of(&pool.name, top);
-            let rebuilt: Vec<&Vdev> = top
-                .leaves()
-                .into_iter()
-                .filter(|l| l.stats.as_ref().and_then(|s| s.scan_processed).unwrap_or(0) > 0)
-                .collect();
             for v in top.walk() {
                 let Some(stats) = &v.stats else { continue };
                 let subject = top.subject_of(&pool.name, v);
@@ -383,6 +393,15 @@ impl PoolHealth {
                     ));
                 }
                 BTreeSet::new()
+            };
+            // The leaves the resilver is rebuilding, named in a hit's report: only with hits.
+            let rebuilt: Vec<&Vdev> = if hits.is_empty() {
+                Vec::new()
+            } else {
+                top.leaves()
+                    .into_iter()
+                    .filter(|l| l.stats.as_ref().and_then(|s| s.scan_processed).unwrap_or(0) > 0)
+                    .collect()
             };
             for leaf_subject in hits {
                 let leaf = top
@@ -511,112 +530,6 @@ impl PoolHealth {
         (Verdict::Holds(severity), report)
     }
 
-    fn scrub_age(
-        &self,
-        pool: &str,
-        created_at: Option<u64>,
-        cfg: &PoolConfig,
-        now: f64,
-    ) -> (Verdict, Report) {
-        let max = self.config.scrub_max_age.as_secs_f64();
-        let days = |s: f64| format!("{:.0} days", s / 86_400.0);
-        let clear = |text: String| (Verdict::Clear, Report::new(text));
-        let scan = cfg.scan.as_ref();
-        if let Some(s) = scan.filter(|s| s.function == "scrub" && s.is_running()) {
-            return clear(format!(
-                "a scrub of {pool} has been running since {}",
-                ctime_utc(s.start_time as i64)
-            ));
-        }
-        // The last completed scrub: the scan record's, or the one remembered from an earlier
-        // sample when a resilver or a canceled scrub has replaced the record since.
-        let finished_scrub = scan
-            .filter(|s| s.function == "scrub" && s.is_finished())
-            .map(|s| (s.end_time, String::new()));
-        let remembered = || {
-            let end = *self.last_scrub_end.get(pool)?;
-            let replaced_by = scan.map_or_else(String::new, |s| {
-                format!(
-                    "; the scan record now holds a {} {} on {}",
-                    s.function,
-                    s.state,
-                    ctime_utc(s.end_time.max(s.start_time) as i64)
-                )
-            });
-            Some((end, replaced_by))
-        };
-        if let Some((end_time, replaced_by)) = finished_scrub.or_else(remembered) {
-            let age = now - end_time as f64;
-            let text = format!(
-                "the last scrub of {pool} finished {} ago ({}{replaced_by})",
-                days(age.max(0.0)),
-                ctime_utc(end_time as i64)
-            );
-            if age <= max {
-                return clear(text);
-            }
-            return (
-                Verdict::Holds(Severity::Warning),
-                Report::new(format!(
-                    "{text}: scrubs find silent corruption while redundancy can still repair it"
-                ))
-                .with("days_since_scrub", round2(age / 86_400.0))
-                .advice(scrub_advice(pool)),
-            );
-        }
-        // No completed scrub known. The pool's age is exact from its creation time (its root
-        // dataset's `creation`); without it, known only from below: the pool has existed at
-        // least since it was imported and as long as its root vdev has been open.
-        let (age, age_source) = match created_at {
-            Some(t) => ((now - t as f64).max(0.0), "creation"),
-            None => {
-                let opened = cfg
-                    .root
-                    .stats
-                    .as_ref()
-                    .map_or(0.0, |s| s.timestamp as f64 / 1e9);
-                let imported = cfg.loaded_at.map_or(0.0, |t| now - t as f64);
-                (opened.max(imported), "import or vdev open (a lower bound)")
-            }
-        };
-        let last = match scan {
-            Some(s) if s.function != "none" => format!(
-                "its last scan is a {} {} on {}",
-                s.function,
-                s.state,
-                ctime_utc(s.end_time.max(s.start_time) as i64)
-            ),
-            _ => "it has never been scrubbed".to_string(),
-        };
-        let unknown_creation = "its creation time is not known, so this counts from its import \
-                                or the opening of its vdevs";
-        if age <= max {
-            let known = match created_at {
-                Some(t) => format!("created {} ago ({})", days(age), ctime_utc(t as i64)),
-                None => format!("known to exist for {} ({unknown_creation})", days(age)),
-            };
-            return clear(format!(
-                "{pool} has no completed scrub on record; {last}; {known}"
-            ));
-        }
-        let in_use = match created_at {
-            Some(t) => format!("was created {} ago ({})", days(age), ctime_utc(t as i64)),
-            None => format!(
-                "has been in use for at least {} ({unknown_creation})",
-                days(age)
-            ),
-        };
-        (
-            Verdict::Holds(Severity::Warning),
-            Report::new(format!(
-                "{pool} has no completed scrub on record ({last}) and {in_use}"
-            ))
-            .with("days_in_use", round2(age / 86_400.0))
-            .with("age_from", age_source)
-            .advice(scrub_advice(pool)),
-        )
-    }
-
     fn capacity(&mut self, now: f64, pool: &Pool, cfg: &PoolConfig, events: &mut Vec<Event>) {
         let Some(root) = cfg.root.stats.as_ref().filter(|s| s.space > 0) else {
             return;
@@ -632,57 +545,217 @@ impl PoolHealth {
         let growth = trend.slope();
         let free = root.space.saturating_sub(root.alloc);
         let verdict = self.capacity.verdict(used_pct);
-        let mut summary = format!(
-            "{} is {used_pct:.1}% full: {} allocated of {}, {} free",
-            pool.name,
-            bytes(root.alloc as f64),
-            bytes(root.space as f64),
-            bytes(free as f64)
-        );
-        let mut report = Report::new(String::new())
-            .with("used_pct", round2(used_pct))
-            .with("free_bytes", free);
-        if let Some(g) = growth.filter(|g| *g > 0.0) {
-            let to_full = free as f64 / g;
-            summary.push_str(&format!(
-                ", growing {}/day (full in ~{} at this rate)",
-                bytes(g * 86_400.0),
-                dhms(to_full as u64)
-            ));
-            // Three significant figures: a pool minutes from full has days_to_full ≈ 0.005.
-            report = report
-                .with("growth_bytes_per_day", round_sig3(g * 86_400.0))
-                .with("days_to_full", round_sig3(to_full / 86_400.0));
-        }
-        report.summary = summary;
-        let report = report.advice(format!(
-            "Past about 80% ZFS slows down allocating and fragments free space; near 100% \
-             writes fail. Free space (destroy old snapshots: `zfs list -t snapshot -o \
-             name,used -s used -r {pool}`) or add a vdev as redundant as the others (`zpool \
-             add {pool} …`)",
-            pool = pool.name
-        ));
+        let report = || {
+            let mut summary = format!(
+                "{} is {used_pct:.1}% full: {} allocated of {}, {} free",
+                pool.name,
+                bytes(root.alloc as f64),
+                bytes(root.space as f64),
+                bytes(free as f64)
+            );
+            let mut report = Report::new(String::new())
+                .with("used_pct", round2(used_pct))
+                .with("free_bytes", free);
+            if let Some(g) = growth.filter(|g| *g > 0.0) {
+                let to_full = free as f64 / g;
+                summary.push_str(&format!(
+                    ", growing {}/day (full in ~{} at this rate)",
+                    bytes(g * 86_400.0),
+                    dhms(to_full as u64)
+                ));
+                // Three significant figures: a pool minutes from full has days_to_full ≈ 0.005.
+                report = report
+                    .with("growth_bytes_per_day", round_sig3(g * 86_400.0))
+                    .with("days_to_full", round_sig3(to_full / 86_400.0));
+            }
+            report.summary = summary;
+            report.advice(format!(
+                "Past about 80% ZFS slows down allocating and fragments free space; near 100% \
+                 writes fail. Free space (destroy old snapshots: `zfs list -t snapshot -o \
+                 name,used -s used -r {pool}`) or add a vdev as redundant as the others (`zpool \
+                 add {pool} …`)",
+                pool = pool.name
+            ))
+        };
         events.extend(
             self.capacity_findings
-                .observe(now, &pool.name, verdict, report),
+                .observe_with(now, &pool.name, verdict, report),
         );
         if let Some(frag) = cfg.fragmentation() {
             let verdict = self.fragmentation.verdict(frag as f64);
-            let report = Report::new(format!(
-                "{}'s free space is {frag}% fragmented (zpool list FRAG)",
-                pool.name
-            ))
-            .with("fragmentation_pct", frag)
-            .advice(
-                "New allocations find fewer large free runs, so writes get slower. Free space \
-                 or add capacity; fragmentation itself cannot be undone in place",
-            );
+            let report = || {
+                Report::new(format!(
+                    "{}'s free space is {frag}% fragmented (zpool list FRAG)",
+                    pool.name
+                ))
+                .with("fragmentation_pct", frag)
+                .advice(
+                    "New allocations find fewer large free runs, so writes get slower. Free \
+                     space or add capacity; fragmentation itself cannot be undone in place",
+                )
+            };
             events.extend(
                 self.fragmentation_findings
-                    .observe(now, &pool.name, verdict, report),
+                    .observe_with(now, &pool.name, verdict, report),
             );
         }
     }
+}
+
+/// What is known of a pool's last scrub, before any text is made of it.
+#[derive(Debug, Clone, Copy)]
+enum LastScrub {
+    /// A scrub is running, since this time.
+    Running { start: u64 },
+    /// The last completed scrub ended at `end`; `remembered`: seen at an earlier sample,
+    /// the pool's scan record since replaced by a resilver or a canceled scrub.
+    Finished { end: u64, remembered: bool },
+    /// No completed scrub on record.
+    Never,
+}
+
+/// How long since the pool was last scrubbed: a warning past `config.scrub_max_age`. The
+/// verdict takes no text; the report is made when the finding reads it.
+fn scrub_age<'a>(
+    config: &Config,
+    last_scrub_end: &BTreeMap<String, u64>,
+    pool: &'a Pool,
+    cfg: &'a PoolConfig,
+    now: f64,
+) -> (Verdict, impl FnOnce() -> Report + 'a) {
+    let max = config.scrub_max_age.as_secs_f64();
+    let scan = cfg.scan.as_ref();
+    // The last completed scrub: the scan record's, or the one remembered from an earlier
+    // sample when a resilver or a canceled scrub has replaced the record since.
+    let last = if let Some(s) = scan.filter(|s| s.function == "scrub" && s.is_running()) {
+        LastScrub::Running {
+            start: s.start_time,
+        }
+    } else if let Some(s) = scan.filter(|s| s.function == "scrub" && s.is_finished()) {
+        LastScrub::Finished {
+            end: s.end_time,
+            remembered: false,
+        }
+    } else if let Some(&end) = last_scrub_end.get(&pool.name) {
+        LastScrub::Finished {
+            end,
+            remembered: true,
+        }
+    } else {
+        LastScrub::Never
+    };
+    let overdue = match last {
+        LastScrub::Running { .. } => false,
+        LastScrub::Finished { end, .. } => now - end as f64 > max,
+        LastScrub::Never => pool_age(pool.created_at, cfg, now).0 > max,
+    };
+    let verdict = if overdue {
+        Verdict::Holds(Severity::Warning)
+    } else {
+        Verdict::Clear
+    };
+    (verdict, move || {
+        scrub_report(&pool.name, pool.created_at, cfg, now, last, overdue)
+    })
+}
+
+/// How old a pool is, and from what. Exact from its creation time (its root dataset's
+/// `creation`); without it, known only from below: the pool has existed at least since it
+/// was imported and as long as its root vdev has been open.
+fn pool_age(created_at: Option<u64>, cfg: &PoolConfig, now: f64) -> (f64, &'static str) {
+    match created_at {
+        Some(t) => ((now - t as f64).max(0.0), "creation"),
+        None => {
+            let opened = cfg
+                .root
+                .stats
+                .as_ref()
+                .map_or(0.0, |s| s.timestamp as f64 / 1e9);
+            let imported = cfg.loaded_at.map_or(0.0, |t| now - t as f64);
+            (opened.max(imported), "import or vdev open (a lower bound)")
+        }
+    }
+}
+
+/// The scrub-age report of `last`, overdue (a warning) or not.
+fn scrub_report(
+    pool: &str,
+    created_at: Option<u64>,
+    cfg: &PoolConfig,
+    now: f64,
+    last: LastScrub,
+    overdue: bool,
+) -> Report {
+    let days = |s: f64| format!("{:.0} days", s / 86_400.0);
+    let scan = cfg.scan.as_ref();
+    match last {
+        LastScrub::Running { start } => {
+            return Report::new(format!(
+                "a scrub of {pool} has been running since {}",
+                ctime_utc(start as i64)
+            ));
+        }
+        LastScrub::Finished { end, remembered } => {
+            let replaced_by = match scan {
+                Some(s) if remembered => format!(
+                    "; the scan record now holds a {} {} on {}",
+                    s.function,
+                    s.state,
+                    ctime_utc(s.end_time.max(s.start_time) as i64)
+                ),
+                _ => String::new(),
+            };
+            let age = now - end as f64;
+            let text = format!(
+                "the last scrub of {pool} finished {} ago ({}{replaced_by})",
+                days(age.max(0.0)),
+                ctime_utc(end as i64)
+            );
+            if !overdue {
+                return Report::new(text);
+            }
+            return Report::new(format!(
+                "{text}: scrubs find silent corruption while redundancy can still repair it"
+            ))
+            .with("days_since_scrub", round2(age / 86_400.0))
+            .advice(scrub_advice(pool));
+        }
+        LastScrub::Never => {}
+    }
+    let (age, age_source) = pool_age(created_at, cfg, now);
+    let last = match scan {
+        Some(s) if s.function != "none" => format!(
+            "its last scan is a {} {} on {}",
+            s.function,
+            s.state,
+            ctime_utc(s.end_time.max(s.start_time) as i64)
+        ),
+        _ => "it has never been scrubbed".to_string(),
+    };
+    let unknown_creation = "its creation time is not known, so this counts from its import \
+                            or the opening of its vdevs";
+    if !overdue {
+        let known = match created_at {
+            Some(t) => format!("created {} ago ({})", days(age), ctime_utc(t as i64)),
+            None => format!("known to exist for {} ({unknown_creation})", days(age)),
+        };
+        return Report::new(format!(
+            "{pool} has no completed scrub on record; {last}; {known}"
+        ));
+    }
+    let in_use = match created_at {
+        Some(t) => format!("was created {} ago ({})", days(age), ctime_utc(t as i64)),
+        None => format!(
+            "has been in use for at least {} ({unknown_creation})",
+            days(age)
+        ),
+    };
+    Report::new(format!(
+        "{pool} has no completed scrub on record ({last}) and {in_use}"
+    ))
+    .with("days_in_use", round2(age / 86_400.0))
+    .with("age_from", age_source)
+    .advice(scrub_advice(pool))
 }
 
 fn scrub_advice(pool: &str) -> String {
@@ -700,13 +773,27 @@ fn disk_note(v: &Vdev) -> String {
     }
 }
 
-/// The pool's health from its vdev tree: which vdevs are not ONLINE, and whether any
-/// top-level vdev has no redundancy left.
-fn pool_state(pool: &str, cfg: &PoolConfig) -> (Verdict, Report) {
+/// A verdict and its report, made only when read: the report of a verdict that holds is
+/// read in any case and comes made (`judged`); without one the verdict is clear, and `clear`
+/// formats its text only if a raised finding clears (not for a pool quiet and staying so).
+fn clear_unless<'a>(
+    judged: Option<(Verdict, Report)>,
+    clear: impl FnOnce() -> Report + 'a,
+) -> (Verdict, impl FnOnce() -> Report + 'a) {
+    let verdict = judged.as_ref().map_or(Verdict::Clear, |(v, _)| *v);
+    (verdict, move || judged.map_or_else(clear, |(_, r)| r))
+}
+
+/// The pool's health from its vdev tree.
+fn pool_state<'a>(pool: &'a str, cfg: &PoolConfig) -> (Verdict, impl FnOnce() -> Report + 'a) {
+    let unhealthy = (cfg.health != "ONLINE").then(|| not_online(pool, cfg));
+    clear_unless(unhealthy, move || Report::new(format!("{pool} is ONLINE")))
+}
+
+/// A pool not ONLINE: which vdevs are not ONLINE, and whether any top-level vdev has no
+/// redundancy left.
+fn not_online(pool: &str, cfg: &PoolConfig) -> (Verdict, Report) {
     let health = cfg.health.as_str();
-    if health == "ONLINE" {
-        return (Verdict::Clear, Report::new(format!("{pool} is ONLINE")));
-    }
     let mut trouble = Vec::new();
     let mut advice = Vec::new();
     let mut exhausted = Vec::new();
@@ -801,9 +888,9 @@ fn state_without_tree(pool: &str, state: &str) -> (Verdict, Report) {
     )
 }
 
-fn data_errors(pool: &str, cfg: &PoolConfig) -> (Verdict, Report) {
-    match cfg.error_count {
-        Some(n) if n > 0 => (
+fn data_errors<'a>(pool: &'a str, cfg: &PoolConfig) -> (Verdict, impl FnOnce() -> Report + 'a) {
+    let errors = cfg.error_count.filter(|&n| n > 0).map(|n| {
+        (
             Verdict::Holds(Severity::Critical),
             Report::new(format!(
                 "{pool} has permanent errors in about {n} blocks: data has been lost; `zpool \
@@ -814,12 +901,11 @@ fn data_errors(pool: &str, cfg: &PoolConfig) -> (Verdict, Report) {
                 "Restore the listed files from backup, delete or overwrite them, then `zpool \
                  scrub {pool}`: the list empties after the scrub no longer finds them"
             )),
-        ),
-        _ => (
-            Verdict::Clear,
-            Report::new(format!("{pool} has no known data errors")),
-        ),
-    }
+        )
+    });
+    clear_unless(errors, move || {
+        Report::new(format!("{pool} has no known data errors"))
+    })
 }
 
 /// A running scan as an info finding; its end clears it with the result. A scan that ended
@@ -828,14 +914,44 @@ fn data_errors(pool: &str, cfg: &PoolConfig) -> (Verdict, Report) {
 /// (info); either is held until the pool's scan record changes, as `zpool status` goes on
 /// printing it. The same ended before zpulse watched is info, once, so that an agent restart
 /// does not hide it.
-fn scan_result(
+fn scan_result<'a>(
+    pool: &'a str,
+    scan: &'a ScanStats,
+    now: f64,
+    ended_while_watched: bool,
+) -> (Verdict, impl FnOnce() -> Report + 'a) {
+    let known_kind = matches!(scan.function.as_str(), "scrub" | "resilver");
+    let lost = scan.is_finished() && scan.errors > 0 && known_kind;
+    let canceled = scan.state == "canceled" && ended_while_watched;
+    // Every outcome but a plain end holds, and its report is read in any case.
+    let holds = (scan.is_running() || lost || canceled)
+        .then(|| held_scan_result(pool, scan, now, ended_while_watched, lost));
+    clear_unless(holds, move || ended_scan_report(pool, scan, now))
+}
+
+/// The report of a scan that is over: what `zpool status` says of it, with its figures.
+fn ended_scan_report(pool: &str, scan: &ScanStats, now: f64) -> Report {
+    let lines = scan_status(scan, now.max(0.0) as u64);
+    let report = Report::new(format!("{pool}: {}", lines.join("; ")))
+        .with("errors", scan.errors)
+        .with("repaired_bytes", scan.processed);
+    if scan.is_finished() {
+        return report.with("seconds", scan.end_time.saturating_sub(scan.start_time));
+    }
+    report
+}
+
+/// A scan that holds a finding: running, ended having lost data (`lost`), or canceled while
+/// watched.
+fn held_scan_result(
     pool: &str,
     scan: &ScanStats,
     now: f64,
     ended_while_watched: bool,
+    lost: bool,
 ) -> (Verdict, Report) {
-    let lines = scan_status(scan, now.max(0.0) as u64);
     if scan.is_running() {
+        let lines = scan_status(scan, now.max(0.0) as u64);
         let done = scan.progress().map_or(0.0, |p| p * 100.0);
         let mut report = Report::new(format!("{pool}: {}", lines.join("; ")))
             .with("done_pct", round2(done))
@@ -849,15 +965,9 @@ fn scan_result(
         }
         return (Verdict::Holds(Severity::Info), report);
     }
-    let mut report = Report::new(format!("{pool}: {}", lines.join("; ")))
-        .with("errors", scan.errors)
-        .with("repaired_bytes", scan.processed);
-    if scan.is_finished() {
-        report = report.with("seconds", scan.end_time.saturating_sub(scan.start_time));
-    }
-    let known_kind = matches!(scan.function.as_str(), "scrub" | "resilver");
+    let mut report = ended_scan_report(pool, scan, now);
     let before = ", before zpulse started watching";
-    if scan.is_finished() && scan.errors > 0 && known_kind {
+    if lost {
         // pss_errors: blocks the scan read and could not repair from any copy (dsl_scan.c
         // counts them in dsl_scan_scrub_done: a zio error on a scan read). For a resilver
         // these are blocks the rebuilt device did not get either.
@@ -879,17 +989,15 @@ fn scan_result(
         ));
         return (Verdict::Holds(severity), report);
     }
-    if scan.state == "canceled" && ended_while_watched {
-        report.summary = format!(
-            "{}: its result is not known, and {pool} was not fully checked",
-            report.summary
-        );
-        let report = report.advice(format!(
-            "Start it again when convenient: `zpool scrub {pool}`"
-        ));
-        return (Verdict::Holds(Severity::Info), report);
-    }
-    (Verdict::Clear, report)
+    // Canceled while watched.
+    report.summary = format!(
+        "{}: its result is not known, and {pool} was not fully checked",
+        report.summary
+    );
+    let report = report.advice(format!(
+        "Start it again when convenient: `zpool scrub {pool}`"
+    ));
+    (Verdict::Holds(Severity::Info), report)
 }
 
 /// One finding per hot spare in use: which device it stands in for.

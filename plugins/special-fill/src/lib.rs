@@ -95,8 +95,6 @@ pub struct Fill {
     pub subject: String,
     pub pool: String,
     pub class: VdevClass,
-    /// `mirror-1: sdc, sdd` for each top-level vdev.
-    pub layout: String,
     pub alloc: u64,
     pub space: u64,
     pub reserve_pct: f64,
@@ -224,11 +222,6 @@ impl SpecialFill {
         })
     }
 
-    /// An empty window of the configured `window` and `window_samples`.
-    fn new_window<T: Timed>(&self) -> Window<T> {
-        self.config.new_window()
-    }
-
     fn watched(&self, pool: &str) -> bool {
         self.config.pools.is_empty() || self.config.pools.iter().any(|p| p == pool)
     }
@@ -237,26 +230,29 @@ impl SpecialFill {
     /// extends by one point).
     fn fill(&mut self, now: f64, pool: &Pool, class: VdevClass, reserve_pct: f64) -> Option<Fill> {
         let config = pool.config.as_ref()?;
-        let vdevs: Vec<&Vdev> = config.class(class).collect();
-        if vdevs.is_empty() {
-            return None;
-        }
-        let (alloc, space) = vdevs
-            .iter()
+        // A pool without the class has no fill of it.
+        config.class(class).next()?;
+        let (alloc, space) = config
+            .class(class)
             .filter_map(|v| v.stats.as_ref())
             .fold((0u64, 0u64), |(a, s), st| (a + st.alloc, s + st.space));
         if space == 0 {
             return None;
         }
         let subject = class.subject_in(&pool.name);
-        let trend = self.config.new_trend();
-        let trend = self.history.entry(subject.clone()).or_insert(trend);
+        // Looked up before inserting: the subject is not copied again every sample.
+        let trend = match self.history.get_mut(&subject) {
+            Some(trend) => trend,
+            None => self
+                .history
+                .entry(subject.clone())
+                .or_insert(self.config.new_trend()),
+        };
         trend.push((now, alloc as f64));
         let mut fill = Fill {
             subject,
             pool: pool.name.clone(),
             class,
-            layout: Vdev::layout(&vdevs),
             alloc,
             space,
             reserve_pct,
@@ -372,10 +368,15 @@ impl SpecialFill {
                     continue;
                 };
                 let verdict = self.fill_verdict(&fill);
-                let report = self.fill_report(&fill, verdict);
-                events.extend(self.fill.observe(now, &fill.subject, verdict, report));
-                if let Some((verdict, report)) = redundancy(pool, class) {
-                    events.extend(self.redundancy.observe(now, &fill.subject, verdict, report));
+                let report = || fill_report(&fill, pool, verdict);
+                events.extend(self.fill.observe_with(now, &fill.subject, verdict, report));
+                if let Some((verdict, report)) = redundancy(pool, class, &fill.subject) {
+                    events.extend(self.redundancy.observe_with(
+                        now,
+                        &fill.subject,
+                        verdict,
+                        report,
+                    ));
                 }
             }
             if pool
@@ -384,114 +385,133 @@ impl SpecialFill {
                 .is_some_and(|c| c.class(VdevClass::Special).next().is_some())
             {
                 let subject = VdevClass::Special.subject_in(&pool.name);
-                let (verdict, report) = self.late_verdict(sample, pool, data_pools == 1);
-                events.extend(self.late.observe(now, &subject, verdict, report));
+                let (verdict, late) = self.late_verdict(sample, pool, &subject, data_pools == 1);
+                let report = || late_report(&subject, pool, late);
+                events.extend(self.late.observe_with(now, &subject, verdict, report));
             }
         }
         let gone = |s: &str| Report::new(format!("{s} is no longer reported (pool exported?)"));
         events.extend(self.fill.clear_unseen(now, gone));
         events.extend(self.redundancy.clear_unseen(now, gone));
         events.extend(self.late.clear_unseen(now, gone));
-        // Forget the history of classes that went away with their pool.
-        let live: Vec<String> = snap
-            .pools
-            .iter()
-            .flat_map(|p| [VdevClass::Special, VdevClass::Dedup].map(|c| c.subject_in(&p.name)))
-            .collect();
-        self.history.retain(|s, _| live.contains(s));
-        self.reads.retain(|s, _| live.contains(s));
+        // Forget the history of classes that went away with their pool: a subject is live
+        // while it is `pool/special` or `pool/dedup` of a pool reported (matched without
+        // formatting the subjects of every pool each sample).
+        let live = |subject: &String| {
+            snap.pools.iter().any(|p| {
+                let class = subject
+                    .strip_prefix(p.name.as_str())
+                    .and_then(|rest| rest.strip_prefix('/'));
+                class == Some(VdevClass::Special.as_str())
+                    || class == Some(VdevClass::Dedup.as_str())
+            })
+        };
+        self.history.retain(|s, _| live(s));
+        self.reads.retain(|s, _| live(s));
         events
     }
+}
 
-    fn fill_report(&self, f: &Fill, verdict: Verdict) -> Report {
-        let used = f.used_pct();
-        let reserve = f.reserve_pct;
-        let mut report = Report::new("")
-            .with("used_pct", round_sig3(used))
-            .with("alloc_bytes", f.alloc)
-            .with("size_bytes", f.space)
-            .with("free_bytes", f.free())
-            .with("vdevs", f.layout.clone());
-        if f.class == VdevClass::Special {
-            report = report
-                .with("reserve_pct", reserve)
-                .with("below_reserve", f.below_reserve());
-        }
-        let again = if verdict == Verdict::Clear {
-            " again"
-        } else {
-            ""
-        };
-        let mut text = format!(
-            "{} ({}) is {used:.0}% full{again}: {} of {}, {} free",
-            f.subject,
-            f.layout,
-            bytes(f.alloc as f64),
-            bytes(f.space as f64),
-            bytes(f.free() as f64)
-        );
-        if verdict == Verdict::Clear {
-            report.summary = text;
-            return report;
-        }
-        if let Some(g) = f.growth {
-            // The window's length is in the summary, not in `data`: while the window fills,
-            // its growth would look like a material change of the finding.
-            report = report.with("growth_bytes_per_day", round_sig3(g.bytes_per_day));
-            if g.bytes_per_day > 0.0 {
-                text += &format!(
-                    ", growing {}/day over the last {}",
-                    bytes(g.bytes_per_day),
-                    days(g.span_s / DAY)
-                );
-            } else {
-                text += &format!(", not growing over the last {}", days(g.span_s / DAY));
-            }
-            if let Some(d) = g.days_to_reserve {
-                report = report.with("days_to_reserve", round_sig3(d));
-            }
-            if let Some(d) = g.days_to_full {
-                report = report.with("days_to_full", round_sig3(d));
-            }
-        }
-        if f.below_reserve() {
-            text += &format!(
-                "; free space is below the {reserve:.0}% reserve, so small blocks now go to \
-                 the normal class"
-            );
-        } else if let Some(d) = f.growth.and_then(|g| g.days_to_reserve) {
-            text += &format!("; the {reserve:.0}% reserve is reached in ~{}", days(d));
-        }
-        if let Some(d) = f.growth.and_then(|g| g.days_to_full) {
-            let what = if f.class == VdevClass::Dedup {
-                "dedup tables spill to the special or normal class"
-            } else {
-                "metadata spills to the normal class and the benefit fades"
-            };
-            text += &format!("; full in ~{}, then {what}", days(d));
-        }
+/// The fill finding's report, with the class's layout (`mirror-1: sdc, sdd` for each
+/// top-level vdev) read from `pool`.
+fn fill_report(f: &Fill, pool: &Pool, verdict: Verdict) -> Report {
+    let tops: Vec<&Vdev> = pool.config.iter().flat_map(|c| c.class(f.class)).collect();
+    let layout = Vdev::layout(&tops);
+    let used = f.used_pct();
+    let reserve = f.reserve_pct;
+    let mut report = Report::new("")
+        .with("used_pct", round_sig3(used))
+        .with("alloc_bytes", f.alloc)
+        .with("size_bytes", f.space)
+        .with("free_bytes", f.free())
+        .with("vdevs", layout.as_str());
+    if f.class == VdevClass::Special {
+        report = report
+            .with("reserve_pct", reserve)
+            .with("below_reserve", f.below_reserve());
+    }
+    let again = if verdict == Verdict::Clear {
+        " again"
+    } else {
+        ""
+    };
+    let mut text = format!(
+        "{} ({}) is {used:.0}% full{again}: {} of {}, {} free",
+        f.subject,
+        layout,
+        bytes(f.alloc as f64),
+        bytes(f.space as f64),
+        bytes(f.free() as f64)
+    );
+    if verdict == Verdict::Clear {
         report.summary = text;
-        if matches!(verdict, Verdict::Holds(_)) {
-            let class = f.class.as_str();
-            report = report.advice(format!(
-                "Add capacity to the {class} class with a vdev as redundant as the rest \
+        return report;
+    }
+    if let Some(g) = f.growth {
+        // The window's length is in the summary, not in `data`: while the window fills,
+        // its growth would look like a material change of the finding.
+        report = report.with("growth_bytes_per_day", round_sig3(g.bytes_per_day));
+        if g.bytes_per_day > 0.0 {
+            text += &format!(
+                ", growing {}/day over the last {}",
+                bytes(g.bytes_per_day),
+                days(g.span_s / DAY)
+            );
+        } else {
+            text += &format!(", not growing over the last {}", days(g.span_s / DAY));
+        }
+        if let Some(d) = g.days_to_reserve {
+            report = report.with("days_to_reserve", round_sig3(d));
+        }
+        if let Some(d) = g.days_to_full {
+            report = report.with("days_to_full", round_sig3(d));
+        }
+    }
+    if f.below_reserve() {
+        text += &format!(
+            "; free space is below the {reserve:.0}% reserve, so small blocks now go to \
+                 the normal class"
+        );
+    } else if let Some(d) = f.growth.and_then(|g| g.days_to_reserve) {
+        text += &format!("; the {reserve:.0}% reserve is reached in ~{}", days(d));
+    }
+    if let Some(d) = f.growth.and_then(|g| g.days_to_full) {
+        let what = if f.class == VdevClass::Dedup {
+            "dedup tables spill to the special or normal class"
+        } else {
+            "metadata spills to the normal class and the benefit fades"
+        };
+        text += &format!("; full in ~{}, then {what}", days(d));
+    }
+    report.summary = text;
+    if matches!(verdict, Verdict::Holds(_)) {
+        let class = f.class.as_str();
+        report = report.advice(format!(
+            "Add capacity to the {class} class with a vdev as redundant as the rest \
                  (zpool add {} {class} mirror DEV1 DEV2){}; blocks already there stay until \
                  they are rewritten",
-                f.pool,
-                if f.class == VdevClass::Special {
-                    ", or lower special_small_blocks on the datasets that fill it"
-                } else {
-                    ""
-                }
-            ));
-        }
-        report
+            f.pool,
+            if f.class == VdevClass::Special {
+                ", or lower special_small_blocks on the datasets that fill it"
+            } else {
+                ""
+            }
+        ));
     }
+    report
+}
 
+impl SpecialFill {
     /// Whether the special class serves the metadata reads: special-class read I/Os against
-    /// the ARC's metadata misses (minus every L2ARC hit) over the window.
-    fn late_verdict(&mut self, sample: &Sample, pool: &Pool, only_pool: bool) -> (Verdict, Report) {
-        let subject = VdevClass::Special.subject_in(&pool.name);
+    /// the ARC's metadata misses (minus every L2ARC hit) over the window. The verdict comes
+    /// with the figures its report is made of, only if the finding reads it.
+    fn late_verdict(
+        &mut self,
+        sample: &Sample,
+        pool: &Pool,
+        subject: &str,
+        only_pool: bool,
+    ) -> (Verdict, Late) {
         let rates = sample.pools.iter().find(|p| p.name == pool.name);
         let tops = top_level_subjects(pool, VdevClass::Special);
         let special_reads: Option<f64> = rates.map(|r| {
@@ -518,16 +538,20 @@ impl SpecialFill {
             }
             _ => None,
         };
-        let fresh = self.new_window();
-        let window = self.reads.entry(subject.clone()).or_insert(fresh);
+        let window = match self.reads.get_mut(subject) {
+            Some(window) => window,
+            None => self
+                .reads
+                .entry(subject.to_owned())
+                .or_insert(self.config.new_window()),
+        };
         if let Some(p) = point {
             window.push(p);
         }
         window.prune(sample.end);
-        let nothing = Report::new(format!("{subject} serves the metadata reads"));
         if !only_pool {
             // Unknowable: clear rather than hold a stale estimate.
-            return (Verdict::Clear, nothing);
+            return (Verdict::Clear, Late::Serves);
         }
         let special: f64 = window.iter().map(|p| p.special_reads).sum();
         let misses: f64 = window.iter().map(|p| p.metadata_misses).sum();
@@ -536,39 +560,72 @@ impl SpecialFill {
         if window.len() < self.config.min_samples
             || from_disk < self.config.late_min_metadata_reads as f64
         {
-            return (Verdict::Borderline, nothing);
+            return (Verdict::Borderline, Late::Serves);
         }
         let share = (special / from_disk).min(1.0);
-        let report = Report::new(format!(
-            "{subject} served {special:.0} reads while {from_disk:.0} metadata blocks were \
-             read from disk over the last {} ({} samples): at most {:.0}% of the metadata \
-             comes from the special class, the rest from the normal class",
-            days(
-                (window.back().map_or(0.0, |p| p.end) - window.front().map_or(0.0, |p| p.end)
-                    + sample.interval)
-                    / DAY
-            ),
-            window.len(),
-            share * 100.0
-        ))
-        .with("special_reads", special.round())
-        .with("metadata_reads_from_disk", from_disk.round())
-        .with("l2_hits", l2.round())
-        .with("share_upper_bound_pct", round_sig3(share * 100.0))
-        .advice(format!(
-            "A special vdev only receives metadata written after it was added; what was \
-             written before stays on the normal class until rewritten. A send/receive rewrite \
-             (zfs send -R {pool}/ds@snap | zfs receive {pool}/ds.new, then rename) moves it. \
-             The estimate is an upper bound: small blocks and scrub reads on the special \
-             class count for it",
-            pool = pool.name
-        ));
+        let late = Late::Share {
+            special,
+            from_disk,
+            l2,
+            share,
+            span_s: window.back().map_or(0.0, |p| p.end) - window.front().map_or(0.0, |p| p.end)
+                + sample.interval,
+            samples: window.len(),
+        };
         if share * 100.0 < self.config.late_share_pct {
-            (Verdict::Holds(Severity::Info), report)
+            (Verdict::Holds(Severity::Info), late)
         } else {
-            (Verdict::Clear, report)
+            (Verdict::Clear, late)
         }
     }
+}
+
+/// What the late finding's report says: the figures of the share of metadata reads the
+/// special class served, or only that it serves them.
+#[derive(Debug, Clone, Copy)]
+enum Late {
+    Serves,
+    Share {
+        special: f64,
+        from_disk: f64,
+        l2: f64,
+        share: f64,
+        span_s: f64,
+        samples: usize,
+    },
+}
+
+fn late_report(subject: &str, pool: &Pool, late: Late) -> Report {
+    let Late::Share {
+        special,
+        from_disk,
+        l2,
+        share,
+        span_s,
+        samples,
+    } = late
+    else {
+        return Report::new(format!("{subject} serves the metadata reads"));
+    };
+    Report::new(format!(
+        "{subject} served {special:.0} reads while {from_disk:.0} metadata blocks were \
+         read from disk over the last {} ({samples} samples): at most {:.0}% of the metadata \
+         comes from the special class, the rest from the normal class",
+        days(span_s / DAY),
+        share * 100.0
+    ))
+    .with("special_reads", special.round())
+    .with("metadata_reads_from_disk", from_disk.round())
+    .with("l2_hits", l2.round())
+    .with("share_upper_bound_pct", round_sig3(share * 100.0))
+    .advice(format!(
+        "A special vdev only receives metadata written after it was added; what was \
+         written before stays on the normal class until rewritten. A send/receive rewrite \
+         (zfs send -R {pool}/ds@snap | zfs receive {pool}/ds.new, then rename) moves it. \
+         The estimate is an upper bound: small blocks and scrub reads on the special \
+         class count for it",
+        pool = pool.name
+    ))
 }
 
 /// The subjects `VdevRates` gives the top-level vdevs of `class` (`tank/special/mirror-1`):
@@ -583,13 +640,16 @@ pub fn top_level_subjects(pool: &Pool, class: VdevClass) -> Vec<String> {
 
 /// The redundancy finding for one class: critical when it survives fewer failures than the
 /// normal class.
-fn redundancy(pool: &Pool, class: VdevClass) -> Option<(Verdict, Report)> {
+fn redundancy<'a>(
+    pool: &Pool,
+    class: VdevClass,
+    subject: &'a str,
+) -> Option<(Verdict, impl FnOnce() -> Report + 'a)> {
     let config = pool.config.as_ref()?;
     let normal: Vec<&Vdev> = config.class(VdevClass::Normal).collect();
     let ours: Vec<&Vdev> = config.class(class).collect();
     let (normal_name, normal_n) = weakest(&normal)?;
     let (name, n) = weakest(&ours)?;
-    let subject = class.subject_in(&pool.name);
     let holds = if class == VdevClass::Dedup {
         "the dedup class holds the pool's dedup tables"
     } else {
@@ -597,45 +657,52 @@ fn redundancy(pool: &Pool, class: VdevClass) -> Option<(Verdict, Report)> {
     };
     let vdev = ours.iter().find(|v| v.name == name)?;
     let normal_vdev = normal.iter().find(|v| v.name == normal_name)?;
-    let report = Report::new(format!(
-        "{subject} ({}: {}, survives {}) is less redundant than the normal class ({}: {}, \
-         survives {}): losing it loses the whole pool",
-        name,
-        describe_redundancy(vdev),
-        failures(n),
-        normal_name,
-        describe_redundancy(normal_vdev),
-        failures(normal_n)
-    ))
-    .with("vdev", name.clone())
-    .with("tolerated_failures", n)
-    .with("normal_vdev", normal_name)
-    .with("normal_tolerated_failures", normal_n)
-    .advice(if vdev.children.is_empty() {
-        format!(
-            "Attach a device to make it a mirror (zpool attach {} {} NEWDEV): {holds}, and a \
-             pool does not survive the loss of any of its top-level vdevs",
-            pool.name, name
-        )
-    } else {
-        format!(
-            "Widen it (zpool attach {} <a device of {}> NEWDEV) until it survives as many \
-             failures as the normal class: {holds}, and a pool does not survive the loss of \
-             any of its top-level vdevs",
-            pool.name, name
-        )
+    // Less redundant holds, and its report is read in any case; as redundant is clear, and
+    // its text is made only if a raised finding clears.
+    let held = (n < normal_n).then(|| {
+        Report::new(format!(
+            "{subject} ({}: {}, survives {}) is less redundant than the normal class ({}: {}, \
+             survives {}): losing it loses the whole pool",
+            name,
+            describe_redundancy(vdev),
+            failures(n),
+            normal_name,
+            describe_redundancy(normal_vdev),
+            failures(normal_n)
+        ))
+        .with("vdev", name.clone())
+        .with("tolerated_failures", n)
+        .with("normal_vdev", normal_name)
+        .with("normal_tolerated_failures", normal_n)
+        .advice(if vdev.children.is_empty() {
+            format!(
+                "Attach a device to make it a mirror (zpool attach {} {} NEWDEV): {holds}, and \
+                 a pool does not survive the loss of any of its top-level vdevs",
+                pool.name, name
+            )
+        } else {
+            format!(
+                "Widen it (zpool attach {} <a device of {}> NEWDEV) until it survives as \
+                 many failures as the normal class: {holds}, and a pool does not survive the \
+                 loss of any of its top-level vdevs",
+                pool.name, name
+            )
+        })
     });
-    if n < normal_n {
-        Some((Verdict::Holds(Severity::Critical), report))
+    let verdict = if held.is_some() {
+        Verdict::Holds(Severity::Critical)
     } else {
-        Some((
-            Verdict::Clear,
+        Verdict::Clear
+    };
+    let report = move || {
+        held.unwrap_or_else(|| {
             Report::new(format!(
                 "{subject} ({name}) survives {} now, as the normal class does",
                 failures(n)
-            )),
-        ))
-    }
+            ))
+        })
+    };
+    Some((verdict, report))
 }
 
 impl Check for SpecialFill {
