@@ -269,12 +269,20 @@ impl Row {
     pub fn from_entry(tag: &str, entry: &Entry, peer_host: &str) -> (Row, Result<(), String>) {
         let ts = i64::from(entry.time.seconds) * 1_000_000_000 + i64::from(entry.time.nanos);
         match entry.event() {
-            Ok(e) => (Row::from_event(tag, ts, &e, peer_host), Ok(())),
+            Ok(e) => (Row::from_owned_event(tag, ts, e, peer_host), Ok(())),
             Err(why) => (Row::foreign(tag, ts, &entry.record, peer_host), Err(why)),
         }
     }
 
     pub fn from_event(tag: &str, ts: i64, e: &Event, peer_host: &str) -> Row {
+        Row::from_owned_event(tag, ts, e.clone(), peer_host)
+    }
+
+    /// [`Row::from_event`] taking the event's strings instead of copying them (what the
+    /// connections do with each event they decode).
+    pub fn from_owned_event(tag: &str, ts: i64, e: Event, peer_host: &str) -> Row {
+        let points = chart_points(&e, peer_host);
+        let data = serde_json::to_string(&e.data).unwrap_or_else(|_| "{}".into());
         Row {
             ts,
             received: 0,
@@ -283,16 +291,16 @@ impl Row {
             host: if e.host.is_empty() {
                 peer_host.to_owned()
             } else {
-                e.host.clone()
+                e.host
             },
-            check: e.check.clone(),
+            check: e.check,
             severity: Some(severity_rank(e.severity)),
             state: e.state.map(|s| s.as_str().to_owned()),
-            subject: e.subject.clone(),
-            summary: e.summary.clone(),
-            advice: e.advice.clone(),
-            data: serde_json::to_string(&e.data).unwrap_or_else(|_| "{}".into()),
-            points: chart_points(e, peer_host),
+            subject: e.subject,
+            summary: e.summary,
+            advice: e.advice,
+            data,
+            points,
         }
     }
 
@@ -339,11 +347,17 @@ fn chart_points(e: &Event, peer_host: &str) -> Vec<(String, f64)> {
         .filter(|(k, _)| k.ends_with("_pct"))
         .filter_map(|(k, v)| {
             let x = v.as_f64().filter(|x| x.is_finite())?;
-            let name = if e.subject.is_empty() || e.subject == host {
-                format!("{} {k}", e.check)
-            } else {
-                format!("{} {} {k}", e.check, e.subject)
-            };
+            // `check key`, or `check subject key` (pushed, not formatted: one per figure of
+            // every event received).
+            let subject = !(e.subject.is_empty() || e.subject == host);
+            let mut name = String::with_capacity(e.check.len() + e.subject.len() + k.len() + 2);
+            name.push_str(&e.check);
+            if subject {
+                name.push(' ');
+                name.push_str(&e.subject);
+            }
+            name.push(' ');
+            name.push_str(k);
             Some((name, x))
         })
         .collect()
@@ -741,8 +755,12 @@ impl Store {
         for (first, _) in earlier {
             unmark.execute([first]).map_err(sql)?;
         }
-        // Per host: latest event time, latest heartbeat (time, version).
-        let mut hosts: HashMap<&str, HostSeen> = HashMap::new();
+        // Per host: latest event time, latest heartbeat (time, version). A batch's rows come
+        // host after host (most batches are one host's): a row of the host before it finds
+        // its place without hashing the name.
+        let mut hosts: Vec<(&str, HostSeen)> = Vec::new();
+        let mut host_at: HashMap<&str, usize> = HashMap::new();
+        let mut last_host: Option<usize> = None;
         // The batch's latest value per chart point: a batch holds seconds to minutes of a
         // host's figures, so most of its rows fall into a point another row of it also has.
         let mut points: HashMap<(&str, i64, &str), (i64, f64)> = HashMap::new();
@@ -758,7 +776,15 @@ impl Store {
                     }
                 }
             }
-            let h = hosts.entry(r.host.as_str()).or_insert((r.ts, None, false));
+            let i = match last_host {
+                Some(i) if hosts[i].0 == r.host => i,
+                _ => *host_at.entry(r.host.as_str()).or_insert_with(|| {
+                    hosts.push((r.host.as_str(), (r.ts, None, false)));
+                    hosts.len() - 1
+                }),
+            };
+            last_host = Some(i);
+            let h = &mut hosts[i].1;
             h.0 = h.0.max(r.ts);
             if r.kind == "agent" && r.check == HEARTBEAT_CHECK {
                 if h.1.as_ref().is_none_or(|(t, _, _)| r.ts >= *t) {
@@ -1756,4 +1782,44 @@ fn log_ack(
     )
     .map_err(sql)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event's chart figures: each finite `_pct` field, named `check key` when the
+    /// subject is the host (or none), `check subject key` otherwise; the row taken from
+    /// the event as it is and from a copy of it alike.
+    #[test]
+    fn chart_points_are_the_finite_pct_fields_named_by_check_and_subject() {
+        let mut e = Event::metrics("disk", "sdb", "disk figures")
+            .with("busy_pct", 42.5)
+            .with("read_iops", 7u64)
+            .with("wait_pct", f64::NAN);
+        e.host = "nas1".into();
+        let owned = Row::from_owned_event("t", 5, e.clone(), "peer");
+        assert_eq!(owned.points, [("disk sdb busy_pct".to_owned(), 42.5)]);
+        assert_eq!(owned, Row::from_event("t", 5, &e, "peer"));
+        assert_eq!(
+            (
+                owned.host.as_str(),
+                owned.check.as_str(),
+                owned.subject.as_str()
+            ),
+            ("nas1", "disk", "sdb")
+        );
+        // About the host itself, and a host named by the peer when the event names none.
+        let mut e = Event::metrics("arc", "", "arc figures").with("hit_pct", 97.0);
+        e.host = String::new();
+        let row = Row::from_owned_event("t", 5, e, "nas2");
+        assert_eq!(row.host, "nas2");
+        assert_eq!(row.points, [("arc hit_pct".to_owned(), 97.0)]);
+        let mut e = Event::metrics("arc", "nas3", "arc figures").with("hit_pct", 90.0);
+        e.host = "nas3".into();
+        assert_eq!(
+            Row::from_owned_event("t", 5, e, "peer").points,
+            [("arc hit_pct".to_owned(), 90.0)]
+        );
+    }
 }
