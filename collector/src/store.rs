@@ -1149,32 +1149,60 @@ impl Store {
 
     /// Rows read by [`Store::query_events`] with the names of their hosts and checks.
     fn named(&self, rows: Vec<(Row, NameRef, NameRef)>) -> Result<Vec<Row>, String> {
-        let mut names: HashMap<i64, String> = HashMap::new();
-        let mut name = |n: NameRef| -> Result<String, String> {
-            match n {
-                NameRef::Text(t) => Ok(t),
-                NameRef::Id(id) => {
-                    if let Some(t) = names.get(&id) {
-                        return Ok(t.clone());
-                    }
-                    let t: String = self
-                        .conn
-                        .prepare_cached("SELECT name FROM names WHERE id = ?1")
-                        .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
-                        .map_err(sql)?
-                        .unwrap_or_default();
-                    names.insert(id, t.clone());
-                    Ok(t)
+        let mut ids: Vec<i64> = rows
+            .iter()
+            .flat_map(|(_, h, c)| [h, c])
+            .filter_map(|n| match n {
+                NameRef::Id(id) => Some(*id),
+                NameRef::Text(_) => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        // A few names are looked up by id; more (rows of many hosts) are read in one pass
+        // over `names`, a row per host and check (a lookup each cost more than that).
+        let mut names: HashMap<i64, String> = HashMap::with_capacity(ids.len());
+        if ids.is_empty() {
+            // Text in the rows (a database of an older release, which may have no `names`).
+        } else if ids.len() <= NAMES_LOOKED_UP {
+            let mut lookup = self
+                .conn
+                .prepare_cached("SELECT name FROM names WHERE id = ?1")
+                .map_err(sql)?;
+            for id in ids {
+                let name: Option<String> = lookup
+                    .query_row([id], |r| r.get(0))
+                    .optional()
+                    .map_err(sql)?;
+                names.extend(name.map(|n| (id, n)));
+            }
+        } else {
+            let mut all = self
+                .conn
+                .prepare_cached("SELECT id, name FROM names")
+                .map_err(sql)?;
+            let read = all
+                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+                .map_err(sql)?;
+            for pair in read {
+                let (id, name) = pair.map_err(sql)?;
+                if ids.binary_search(&id).is_ok() {
+                    names.insert(id, name);
                 }
             }
+        }
+        let name = |n: NameRef| match n {
+            NameRef::Text(t) => t,
+            NameRef::Id(id) => names.get(&id).cloned().unwrap_or_default(),
         };
-        rows.into_iter()
+        Ok(rows
+            .into_iter()
             .map(|(mut row, host, check)| {
-                row.host = name(host)?;
-                row.check = name(check)?;
-                Ok(row)
+                row.host = name(host);
+                row.check = name(check);
+                row
             })
-            .collect()
+            .collect())
     }
 
     /// Rows of `events`, their host and check as read (ids, or text in a database of an
@@ -1564,6 +1592,10 @@ fn host_row(r: &rusqlite::Row) -> rusqlite::Result<HostRow> {
         clock_skew: r.get(8)?,
     })
 }
+
+/// Distinct hosts and checks [`Store::events`] looks up one by one; past this it reads
+/// `names` whole.
+const NAMES_LOOKED_UP: usize = 16;
 
 /// An event's host or check as its row holds it: an id in `names`, or the text itself (a
 /// database of an older release).

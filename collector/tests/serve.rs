@@ -1052,3 +1052,49 @@ fn a_database_with_text_names_is_read_as_it_is_when_read_only() {
         1
     );
 }
+
+/// Rows of many hosts and checks (more than are looked up one by one) get their own names.
+#[test]
+fn events_of_many_hosts_and_checks_have_their_names() {
+    use zpulse_collector::store::{Batch, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("many.db")).unwrap();
+    let sent: Vec<(i64, String, String)> = (0..40)
+        .map(|i| {
+            (
+                1_000_000_000 + i,
+                format!("nas{i}"),
+                format!("check{}", i % 25),
+            )
+        })
+        .collect();
+    let batches: Vec<Batch> = sent
+        .iter()
+        .map(|(ts, host, check)| Batch {
+            rows: vec![Row::from_event(
+                "zpulse.metrics",
+                ts * 1_000_000_000,
+                &metrics(host, check, "s", "x_pct", 1.0),
+                "p",
+            )],
+            ..Batch::default()
+        })
+        .collect();
+    s.store(&batches, 2_000_000_000).unwrap();
+    let read: Vec<(i64, String, String)> = events_of(&s, Filter::default())
+        .into_iter()
+        .map(|(ts, host, check, _, _)| (ts, host, check))
+        .collect();
+    assert_eq!(read, sent);
+    let one: Vec<(i64, String, String)> = events_of(
+        &s,
+        Filter {
+            check: Some("check3".into()),
+            ..Filter::default()
+        },
+    )
+    .into_iter()
+    .map(|(ts, host, check, _, _)| (ts, host, check))
+    .collect();
+    assert_eq!(one, [sent[3].clone(), sent[28].clone()]);
+}
