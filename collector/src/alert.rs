@@ -984,10 +984,12 @@ impl WebhookQueue {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, received, host, check_name, subject, state, severity, summary,
-                        advice, ts, data
+                "SELECT id, received, (SELECT name FROM names WHERE id = host_id),
+                        (SELECT name FROM names WHERE id = check_id), subject, state, severity,
+                        summary, advice, ts, data
                  FROM events WHERE id > ?1 AND id <= ?4 AND state IS NOT NULL
-                   AND kind IN ('finding', 'agent') AND check_name != ?2
+                   AND kind IN ('finding', 'agent')
+                   AND check_id IS NOT (SELECT id FROM names WHERE name = ?2)
                  ORDER BY id LIMIT ?3",
             )
             .map_err(sql)?;

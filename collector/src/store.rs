@@ -2,7 +2,10 @@
 //!
 //! * `events` — every event received, once: time (ns since the epoch), tag, kind, host,
 //!   check, severity (0 info, 1 warning, 2 critical; NULL for foreign records), state,
-//!   subject, summary, advice, `data` as JSON. Indexed by time, host and check (each with
+//!   subject, summary, advice, `data` as JSON. Host and check are ids in `names` (a row and
+//!   its host and check index entries hold an integer, not the text again; a database of an
+//!   earlier release, with the text in every row, is converted when the writer opens it).
+//!   Indexed by time, host and check (each with
 //!   time), and its findings by time and host. Every index costs each stored event an insert
 //!   (the writer's work), so each is one a query's plan uses: severity filters are answered
 //!   by filtering rows in time order (see [`Store::events`]).
@@ -29,6 +32,8 @@
 //!   ([`Row::points`]). Clustered by host (WITHOUT ROWID), so a host's day is a few
 //!   contiguous pages however the fleet's events interleave in `events`; at most
 //!   [`CHART_BUCKETS`] points a series a day. Deleted after two days by retention.
+//! * `names` — the name of every host and check an event named, by id (never deleted: one
+//!   row per host and per check).
 //! * `received_ranges` — per second of receive time, the first and last id of the events
 //!   received in it: what retention by age finds the old events by, kept by an upsert per
 //!   batch (an index on `events.received` cost every event an insert). A range may hold
@@ -69,15 +74,18 @@ use zpulse_proto::event::{Event, Severity, Value};
 /// The check of the agent's heartbeat: tracked in `hosts`, not as a finding.
 pub const HEARTBEAT_CHECK: &str = "agent.heartbeat";
 
-const SCHEMA: &str = "
+/// The events table: `host_id` and `check_id` name their host and check in `names` (an
+/// integer in the row and in the host and check indexes instead of the text again in each:
+/// a smaller row, and index entries compared as integers).
+const EVENTS_TABLE: &str = "
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY,
     ts INTEGER NOT NULL,
     received INTEGER NOT NULL,
     tag TEXT NOT NULL,
     kind TEXT NOT NULL,
-    host TEXT NOT NULL,
-    check_name TEXT NOT NULL,
+    host_id INTEGER NOT NULL,
+    check_id INTEGER NOT NULL,
     severity INTEGER,
     state TEXT,
     subject TEXT NOT NULL,
@@ -85,12 +93,31 @@ CREATE TABLE IF NOT EXISTS events (
     advice TEXT,
     data TEXT NOT NULL
 );
+";
+
+/// The indexes of `events` (made once the table has its current columns).
+const EVENTS_INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
-CREATE INDEX IF NOT EXISTS events_host_ts ON events(host, ts);
-CREATE INDEX IF NOT EXISTS events_check_ts ON events(check_name, ts);
+CREATE INDEX IF NOT EXISTS events_host_ts ON events(host_id, ts);
+CREATE INDEX IF NOT EXISTS events_check_ts ON events(check_id, ts);
 -- No query's plan used it (severity filters read rows in time order), and each event paid
 -- an insert into it.
 DROP INDEX IF EXISTS events_severity_ts;
+CREATE INDEX IF NOT EXISTS events_finding_host_ts ON events(host_id, ts) WHERE kind = 'finding';
+CREATE INDEX IF NOT EXISTS events_finding_ts ON events(ts) WHERE kind = 'finding';
+CREATE INDEX IF NOT EXISTS events_zevent_host_ts ON events(host_id, ts) WHERE kind = 'zevent';
+";
+
+/// The events table of the releases before `names` (host and check as text in each row):
+/// what [`Store::open`] converts, and what a read-only store of such a database reads.
+const EVENTS_WITH_TEXT_NAMES: &str = "SELECT count(*) FROM pragma_table_info('events')
+                                      WHERE name = 'check_name'";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS names (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS received_ranges (
     received INTEGER PRIMARY KEY,
     first_id INTEGER NOT NULL,
@@ -120,9 +147,6 @@ CREATE TABLE IF NOT EXISTS findings (
 ) WITHOUT ROWID;
 DROP INDEX IF EXISTS findings_open;
 CREATE INDEX IF NOT EXISTS findings_open_host ON findings(open, host, severity);
-CREATE INDEX IF NOT EXISTS events_finding_host_ts ON events(host, ts) WHERE kind = 'finding';
-CREATE INDEX IF NOT EXISTS events_finding_ts ON events(ts) WHERE kind = 'finding';
-CREATE INDEX IF NOT EXISTS events_zevent_host_ts ON events(host, ts) WHERE kind = 'zevent';
 CREATE TABLE IF NOT EXISTS hosts (
     host TEXT PRIMARY KEY,
     first_seen INTEGER NOT NULL,
@@ -245,12 +269,20 @@ impl Row {
     pub fn from_entry(tag: &str, entry: &Entry, peer_host: &str) -> (Row, Result<(), String>) {
         let ts = i64::from(entry.time.seconds) * 1_000_000_000 + i64::from(entry.time.nanos);
         match entry.event() {
-            Ok(e) => (Row::from_event(tag, ts, &e, peer_host), Ok(())),
+            Ok(e) => (Row::from_owned_event(tag, ts, e, peer_host), Ok(())),
             Err(why) => (Row::foreign(tag, ts, &entry.record, peer_host), Err(why)),
         }
     }
 
     pub fn from_event(tag: &str, ts: i64, e: &Event, peer_host: &str) -> Row {
+        Row::from_owned_event(tag, ts, e.clone(), peer_host)
+    }
+
+    /// [`Row::from_event`] taking the event's strings instead of copying them (what the
+    /// connections do with each event they decode).
+    pub fn from_owned_event(tag: &str, ts: i64, e: Event, peer_host: &str) -> Row {
+        let points = chart_points(&e, peer_host);
+        let data = serde_json::to_string(&e.data).unwrap_or_else(|_| "{}".into());
         Row {
             ts,
             received: 0,
@@ -259,16 +291,16 @@ impl Row {
             host: if e.host.is_empty() {
                 peer_host.to_owned()
             } else {
-                e.host.clone()
+                e.host
             },
-            check: e.check.clone(),
+            check: e.check,
             severity: Some(severity_rank(e.severity)),
             state: e.state.map(|s| s.as_str().to_owned()),
-            subject: e.subject.clone(),
-            summary: e.summary.clone(),
-            advice: e.advice.clone(),
-            data: serde_json::to_string(&e.data).unwrap_or_else(|_| "{}".into()),
-            points: chart_points(e, peer_host),
+            subject: e.subject,
+            summary: e.summary,
+            advice: e.advice,
+            data,
+            points,
         }
     }
 
@@ -315,11 +347,17 @@ fn chart_points(e: &Event, peer_host: &str) -> Vec<(String, f64)> {
         .filter(|(k, _)| k.ends_with("_pct"))
         .filter_map(|(k, v)| {
             let x = v.as_f64().filter(|x| x.is_finite())?;
-            let name = if e.subject.is_empty() || e.subject == host {
-                format!("{} {k}", e.check)
-            } else {
-                format!("{} {} {k}", e.check, e.subject)
-            };
+            // `check key`, or `check subject key` (pushed, not formatted: one per figure of
+            // every event received).
+            let subject = !(e.subject.is_empty() || e.subject == host);
+            let mut name = String::with_capacity(e.check.len() + e.subject.len() + k.len() + 2);
+            name.push_str(&e.check);
+            if subject {
+                name.push(' ');
+                name.push_str(&e.subject);
+            }
+            name.push(' ');
+            name.push_str(k);
             Some((name, x))
         })
         .collect()
@@ -446,6 +484,9 @@ pub struct Store {
     /// Whether the database has `pending_parts` (one written by an older version and opened
     /// read-only may not): else no row is pending.
     has_pending_parts: bool,
+    /// Whether its events name their host and check as text (a database of a release before
+    /// `names`, opened read-only: [`Store::open`] converts them).
+    text_names: bool,
 }
 
 fn now_epoch_s() -> i64 {
@@ -463,6 +504,12 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, String> {
         let conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
+        // Every statement the writer runs for a batch stays prepared: a batch with findings
+        // and metric records runs fifteen (events, names, ranges, chunks, findings, hosts,
+        // charts, time series), eighteen with a new name or in parts; rusqlite keeps 16 by
+        // default, and past it its least-recently-used cache would prepare each one again at
+        // every batch, in turn.
+        conn.set_prepared_statement_cache_capacity(64);
         // auto_vacuum only takes effect on a database without tables: new ones.
         conn.execute_batch(
             "PRAGMA auto_vacuum = INCREMENTAL;
@@ -483,7 +530,8 @@ impl Store {
         }
         conn.execute_batch(crate::timeseries::SCHEMA)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        conn.execute_batch(SCHEMA)
+        conn.execute_batch(EVENTS_TABLE)
+            .and_then(|()| conn.execute_batch(SCHEMA))
             .map_err(|e| format!("{}: creating the schema: {e}", path.display()))?;
         for (table, column, decl) in ADDED_COLUMNS {
             let present: bool = conn
@@ -522,6 +570,40 @@ impl Store {
             ))
             .map_err(|e| format!("{}: ranges of received events: {e}", path.display()))?;
         }
+        // A database of a release before `names`: its events rewritten with ids for their
+        // hosts and checks (ids, times and everything else as they were), in one transaction.
+        let text_names = conn
+            .query_row(EVENTS_WITH_TEXT_NAMES, [], |r| r.get::<_, i64>(0))
+            .map_err(sql)?
+            > 0;
+        if text_names {
+            conn.execute_batch(&format!(
+                "BEGIN;
+                 INSERT OR IGNORE INTO names(name) SELECT DISTINCT host FROM events;
+                 INSERT OR IGNORE INTO names(name) SELECT DISTINCT check_name FROM events;
+                 ALTER TABLE events RENAME TO events_with_text_names;
+                 {EVENTS_TABLE}
+                 INSERT INTO events(id, ts, received, tag, kind, host_id, check_id, severity,
+                                    state, subject, summary, advice, data)
+                   SELECT e.id, e.ts, e.received, e.tag, e.kind, h.id, c.id, e.severity,
+                          e.state, e.subject, e.summary, e.advice, e.data
+                   FROM events_with_text_names e
+                   JOIN names h ON h.name = e.host
+                   JOIN names c ON c.name = e.check_name
+                   ORDER BY e.id;
+                 DROP TABLE events_with_text_names;
+                 COMMIT;"
+            ))
+            .map_err(|e| {
+                let _ = conn.execute_batch("ROLLBACK");
+                format!(
+                    "{}: giving the events ids for their hosts and checks: {e}",
+                    path.display()
+                )
+            })?;
+        }
+        conn.execute_batch(EVENTS_INDEXES)
+            .map_err(|e| format!("{}: indexing the events: {e}", path.display()))?;
         // The summaries from the findings themselves: right for a database of an older
         // version too (one row per host, by index).
         conn.execute_batch(HOST_SUMMARY)
@@ -529,6 +611,7 @@ impl Store {
         Ok(Store {
             conn,
             has_pending_parts: true,
+            text_names: false,
         })
     }
 
@@ -560,9 +643,14 @@ impl Store {
             )
             .map_err(sql)?
             > 0;
+        let text_names = conn
+            .query_row(EVENTS_WITH_TEXT_NAMES, [], |r| r.get::<_, i64>(0))
+            .map_err(sql)?
+            > 0;
         Ok(Store {
             conn,
             has_pending_parts,
+            text_names,
         })
     }
 
@@ -673,8 +761,12 @@ impl Store {
         for (first, _) in earlier {
             unmark.execute([first]).map_err(sql)?;
         }
-        // Per host: latest event time, latest heartbeat (time, version).
-        let mut hosts: HashMap<&str, HostSeen> = HashMap::new();
+        // Per host: latest event time, latest heartbeat (time, version). A batch's rows come
+        // host after host (most batches are one host's): a row of the host before it finds
+        // its place without hashing the name.
+        let mut hosts: Vec<(&str, HostSeen)> = Vec::new();
+        let mut host_at: HashMap<&str, usize> = HashMap::new();
+        let mut last_host: Option<usize> = None;
         // The batch's latest value per chart point: a batch holds seconds to minutes of a
         // host's figures, so most of its rows fall into a point another row of it also has.
         let mut points: HashMap<(&str, i64, &str), (i64, f64)> = HashMap::new();
@@ -690,7 +782,15 @@ impl Store {
                     }
                 }
             }
-            let h = hosts.entry(r.host.as_str()).or_insert((r.ts, None, false));
+            let i = match last_host {
+                Some(i) if hosts[i].0 == r.host => i,
+                _ => *host_at.entry(r.host.as_str()).or_insert_with(|| {
+                    hosts.push((r.host.as_str(), (r.ts, None, false)));
+                    hosts.len() - 1
+                }),
+            };
+            last_host = Some(i);
+            let h = &mut hosts[i].1;
             h.0 = h.0.max(r.ts);
             if r.kind == "agent" && r.check == HEARTBEAT_CHECK {
                 if h.1.as_ref().is_none_or(|(t, _, _)| r.ts >= *t) {
@@ -940,9 +1040,15 @@ impl Store {
     /// rare match means many rows. Rows of a batch still being stored in parts are not
     /// among them.
     pub fn events(&self, f: &Filter) -> Result<Vec<Row>, String> {
-        let mut sql_text = String::from(
-            "SELECT ts, tag, kind, host, check_name, severity, state, subject, summary, advice,
-                    data, received FROM events WHERE 1=1",
+        // Host and check: ids in `names` (text in a database of an older release).
+        let (host_col, check_col) = if self.text_names {
+            ("host", "check_name")
+        } else {
+            ("host_id", "check_id")
+        };
+        let mut sql_text = format!(
+            "SELECT ts, tag, kind, {host_col}, {check_col}, severity, state, subject, summary,
+                    advice, data, received FROM events WHERE 1=1"
         );
         if self.has_pending_parts {
             // Rows of a batch whose last part has not committed are not stored yet. The
@@ -955,13 +1061,19 @@ impl Store {
             );
         }
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        if let Some(h) = &f.host {
-            sql_text.push_str(" AND host = ?");
-            args.push(h.clone().into());
-        }
-        if let Some(c) = &f.check {
-            sql_text.push_str(" AND check_name = ?");
-            args.push(c.clone().into());
+        // A host or check no event names: no event matches.
+        let mut unnamed = false;
+        for (name, col) in [(&f.host, host_col), (&f.check, check_col)] {
+            let Some(name) = name else { continue };
+            sql_text.push_str(&format!(" AND {col} = ?"));
+            if self.text_names {
+                args.push(name.clone().into());
+            } else {
+                match self.name_id(name)? {
+                    Some(id) => args.push(id.into()),
+                    None => unnamed = true,
+                }
+            }
         }
         if let Some(s) = f.min_severity {
             sql_text.push_str(" AND severity >= ?");
@@ -989,8 +1101,12 @@ impl Store {
             " ORDER BY ts DESC, id DESC LIMIT ?"
         });
         args.push((f.limit as i64).into());
+        if unnamed {
+            return Ok(Vec::new());
+        }
         if !f.bounded {
-            return self.query_events(&sql_text, args).map_err(sql);
+            let rows = self.query_events(&sql_text, args).map_err(sql)?;
+            return self.named(rows);
         }
         // SQLite calls this every PROGRESS_OPS virtual-machine steps.
         const PROGRESS_OPS: i32 = 1000;
@@ -1007,7 +1123,7 @@ impl Store {
             .map_err(sql)?;
         let result = self.query_events(&sql_text, args);
         let _ = self.conn.progress_handler(0, None::<fn() -> bool>);
-        result.map_err(|e| match e {
+        let rows = result.map_err(|e| match e {
             rusqlite::Error::SqliteFailure(c, _)
                 if c.code == rusqlite::ErrorCode::OperationInterrupted =>
             {
@@ -1018,22 +1134,98 @@ impl Store {
                 )
             }
             e => sql(e),
-        })
+        })?;
+        // Outside the budget: one lookup per host and check named, whatever the scan took.
+        self.named(rows)
     }
 
+    /// The id of a host's or a check's name, if an event ever named it.
+    fn name_id(&self, name: &str) -> Result<Option<i64>, String> {
+        self.conn
+            .prepare_cached("SELECT id FROM names WHERE name = ?1")
+            .and_then(|mut s| s.query_row([name], |r| r.get(0)).optional())
+            .map_err(sql)
+    }
+
+    /// Rows read by [`Store::query_events`] with the names of their hosts and checks.
+    fn named(&self, rows: Vec<(Row, NameRef, NameRef)>) -> Result<Vec<Row>, String> {
+        let mut ids: Vec<i64> = rows
+            .iter()
+            .flat_map(|(_, h, c)| [h, c])
+            .filter_map(|n| match n {
+                NameRef::Id(id) => Some(*id),
+                NameRef::Text(_) => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        // A few names are looked up by id; more (rows of many hosts) are read in one pass
+        // over `names`, a row per host and check (a lookup each cost more than that).
+        let mut names: HashMap<i64, String> = HashMap::with_capacity(ids.len());
+        if ids.is_empty() {
+            // Text in the rows (a database of an older release, which may have no `names`).
+        } else if ids.len() <= NAMES_LOOKED_UP {
+            let mut lookup = self
+                .conn
+                .prepare_cached("SELECT name FROM names WHERE id = ?1")
+                .map_err(sql)?;
+            for id in ids {
+                let name: Option<String> = lookup
+                    .query_row([id], |r| r.get(0))
+                    .optional()
+                    .map_err(sql)?;
+                names.extend(name.map(|n| (id, n)));
+            }
+        } else {
+            let mut all = self
+                .conn
+                .prepare_cached("SELECT id, name FROM names")
+                .map_err(sql)?;
+            let read = all
+                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+                .map_err(sql)?;
+            for pair in read {
+                let (id, name) = pair.map_err(sql)?;
+                if ids.binary_search(&id).is_ok() {
+                    names.insert(id, name);
+                }
+            }
+        }
+        let name = |n: NameRef| match n {
+            NameRef::Text(t) => t,
+            NameRef::Id(id) => names.get(&id).cloned().unwrap_or_default(),
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(mut row, host, check)| {
+                row.host = name(host);
+                row.check = name(check);
+                row
+            })
+            .collect())
+    }
+
+    /// Rows of `events`, their host and check as read (ids, or text in a database of an
+    /// older release): [`Store::named`] gives the rows their names.
     fn query_events(
         &self,
         sql_text: &str,
         args: Vec<rusqlite::types::Value>,
-    ) -> rusqlite::Result<Vec<Row>> {
+    ) -> rusqlite::Result<Vec<(Row, NameRef, NameRef)>> {
         let mut stmt = self.conn.prepare(sql_text)?;
+        let name = |r: &rusqlite::Row, i: usize| -> rusqlite::Result<NameRef> {
+            Ok(match r.get_ref(i)? {
+                rusqlite::types::ValueRef::Integer(id) => NameRef::Id(id),
+                _ => NameRef::Text(r.get(i)?),
+            })
+        };
         let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
-            Ok(Row {
+            let row = Row {
                 ts: r.get(0)?,
                 tag: r.get(1)?,
                 kind: r.get(2)?,
-                host: r.get(3)?,
-                check: r.get(4)?,
+                host: String::new(),
+                check: String::new(),
                 severity: r.get(5)?,
                 state: r.get(6)?,
                 subject: r.get(7)?,
@@ -1042,7 +1234,8 @@ impl Store {
                 data: r.get(10)?,
                 received: r.get(11)?,
                 points: Vec::new(),
-            })
+            };
+            Ok((row, name(r, 3)?, name(r, 4)?))
         })?;
         rows.collect()
     }
@@ -1400,6 +1593,17 @@ fn host_row(r: &rusqlite::Row) -> rusqlite::Result<HostRow> {
     })
 }
 
+/// Distinct hosts and checks [`Store::events`] looks up one by one; past this it reads
+/// `names` whole.
+const NAMES_LOOKED_UP: usize = 16;
+
+/// An event's host or check as its row holds it: an id in `names`, or the text itself (a
+/// database of an older release).
+enum NameRef {
+    Id(i64),
+    Text(String),
+}
+
 /// The kinds of event rows: what `Filter::kinds` may name.
 pub const KINDS: [&str; 5] = ["finding", "metrics", "agent", "zevent", "foreign"];
 
@@ -1422,20 +1626,31 @@ fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
 /// Inserts `rows` into `events`, received at `now`, and their ids into `received_ranges`:
 /// the ids they took, as runs of consecutive ids (one run, unless SQLite had to pick ids at
 /// random past the largest).
-fn insert_rows(tx: &Transaction, rows: &[Row], now: i64) -> Result<Vec<(i64, i64)>, String> {
+fn insert_rows<'a>(tx: &Transaction, rows: &'a [Row], now: i64) -> Result<Vec<(i64, i64)>, String> {
     let mut insert = tx
         .prepare_cached(
-            "INSERT INTO events(ts, received, tag, kind, host, check_name, severity, state,
+            "INSERT INTO events(ts, received, tag, kind, host_id, check_id, severity, state,
                                 subject, summary, advice, data)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )
         .map_err(sql)?;
+    // A batch names a host or two and a few checks: each looked up once.
+    let mut ids: Vec<(&'a str, i64)> = Vec::new();
+    let mut name_id = |name: &'a str| -> Result<i64, String> {
+        if let Some((_, id)) = ids.iter().find(|(n, _)| *n == name) {
+            return Ok(*id);
+        }
+        let id = name_id(tx, name)?;
+        ids.push((name, id));
+        Ok(id)
+    };
     let mut runs: Vec<(i64, i64)> = Vec::new();
     for r in rows {
+        let (host, check) = (name_id(&r.host)?, name_id(&r.check)?);
         let id = insert
             .insert(params![
-                r.ts, now, r.tag, r.kind, r.host, r.check, r.severity, r.state, r.subject,
-                r.summary, r.advice, r.data
+                r.ts, now, r.tag, r.kind, host, check, r.severity, r.state, r.subject, r.summary,
+                r.advice, r.data
             ])
             .map_err(sql)?;
         match runs.last_mut() {
@@ -1454,6 +1669,21 @@ fn insert_rows(tx: &Transaction, rows: &[Row], now: i64) -> Result<Vec<(i64, i64
         .map_err(sql)?;
     }
     Ok(runs)
+}
+
+/// The id of a host's or a check's name in `names`, added if new.
+fn name_id(tx: &Transaction, name: &str) -> Result<i64, String> {
+    let found = tx
+        .prepare_cached("SELECT id FROM names WHERE name = ?1")
+        .and_then(|mut s| s.query_row([name], |r| r.get(0)).optional())
+        .map_err(sql)?;
+    match found {
+        Some(id) => Ok(id),
+        None => tx
+            .prepare_cached("INSERT INTO names(name) VALUES (?1)")
+            .and_then(|mut s| s.insert([name]))
+            .map_err(sql),
+    }
 }
 
 /// Deletes pending parts' rows and their marks; the number of rows deleted.
@@ -1590,4 +1820,44 @@ fn log_ack(
     )
     .map_err(sql)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event's chart figures: each finite `_pct` field, named `check key` when the
+    /// subject is the host (or none), `check subject key` otherwise; the row taken from
+    /// the event as it is and from a copy of it alike.
+    #[test]
+    fn chart_points_are_the_finite_pct_fields_named_by_check_and_subject() {
+        let mut e = Event::metrics("disk", "sdb", "disk figures")
+            .with("busy_pct", 42.5)
+            .with("read_iops", 7u64)
+            .with("wait_pct", f64::NAN);
+        e.host = "nas1".into();
+        let owned = Row::from_owned_event("t", 5, e.clone(), "peer");
+        assert_eq!(owned.points, [("disk sdb busy_pct".to_owned(), 42.5)]);
+        assert_eq!(owned, Row::from_event("t", 5, &e, "peer"));
+        assert_eq!(
+            (
+                owned.host.as_str(),
+                owned.check.as_str(),
+                owned.subject.as_str()
+            ),
+            ("nas1", "disk", "sdb")
+        );
+        // About the host itself, and a host named by the peer when the event names none.
+        let mut e = Event::metrics("arc", "", "arc figures").with("hit_pct", 97.0);
+        e.host = String::new();
+        let row = Row::from_owned_event("t", 5, e, "nas2");
+        assert_eq!(row.host, "nas2");
+        assert_eq!(row.points, [("arc hit_pct".to_owned(), 97.0)]);
+        let mut e = Event::metrics("arc", "nas3", "arc figures").with("hit_pct", 90.0);
+        e.host = "nas3".into();
+        assert_eq!(
+            Row::from_owned_event("t", 5, e, "peer").points,
+            [("arc hit_pct".to_owned(), 90.0)]
+        );
+    }
 }

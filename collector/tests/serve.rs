@@ -829,3 +829,272 @@ fn unfinished_messages_are_bounded_across_all_connections() {
     });
     assert_eq!(serves_a_new_peer(&r, 9), Some(chunk(9)));
 }
+
+/// The events table and its indexes as the releases before `names` made them: host and
+/// check as text in every row.
+const EVENTS_WITH_TEXT_NAMES: &str = "
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        ts INTEGER NOT NULL,
+        received INTEGER NOT NULL,
+        tag TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        host TEXT NOT NULL,
+        check_name TEXT NOT NULL,
+        severity INTEGER,
+        state TEXT,
+        subject TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        advice TEXT,
+        data TEXT NOT NULL
+    );
+    CREATE INDEX events_ts ON events(ts);
+    CREATE INDEX events_host_ts ON events(host, ts);
+    CREATE INDEX events_check_ts ON events(check_name, ts);
+    CREATE INDEX events_finding_host_ts ON events(host, ts) WHERE kind = 'finding';
+    CREATE INDEX events_finding_ts ON events(ts) WHERE kind = 'finding';
+    CREATE INDEX events_zevent_host_ts ON events(host, ts) WHERE kind = 'zevent';
+    CREATE TABLE received_ranges (
+        received INTEGER PRIMARY KEY,
+        first_id INTEGER NOT NULL,
+        last_id INTEGER NOT NULL
+    );";
+
+/// A database as an earlier release wrote it: three events with host and check as text, at
+/// ids 7, 8 and 12 (ids a retention left), received at `received`.
+fn database_with_text_names(db: &std::path::Path, received: i64) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch("PRAGMA journal_mode = WAL;").unwrap();
+    conn.execute_batch(EVENTS_WITH_TEXT_NAMES).unwrap();
+    conn.execute_batch(&format!(
+        "INSERT INTO events VALUES
+           (7, 1000000000000000000, {received}, 'zpulse.findings', 'finding', 'nas1',
+            'pool-health', 2, 'raised', 'tank', 'tank is DEGRADED', 'replace the disk',
+            '{{\"errors\":3}}'),
+           (8, 1000000001000000000, {received}, 'zpulse.metrics', 'metrics', 'nas2', 'disk',
+            0, NULL, 'sda', 'busy_pct 40', NULL, '{{\"busy_pct\":40.0}}'),
+           (12, 1000000002000000000, {received}, 'zpulse.zevents', 'zevent', 'nas1',
+            'zevent', 1, NULL, 'tank', 'checksum error', NULL, '{{}}');
+         INSERT INTO received_ranges VALUES ({received}, 7, 12);"
+    ))
+    .unwrap();
+}
+
+fn events_of(s: &Store, f: Filter) -> Vec<(i64, String, String, String, String)> {
+    s.events(&Filter {
+        limit: 100,
+        oldest_first: true,
+        bounded: true,
+        ..f
+    })
+    .unwrap()
+    .into_iter()
+    .map(|r| (r.ts / 1_000_000_000, r.host, r.check, r.kind, r.data))
+    .collect()
+}
+
+/// A database whose events name their host and check as text (the releases before `names`)
+/// is converted when the collector opens it: its events are found by host, check and kind
+/// as before, with their fields; events stored after it come after them; retention by age
+/// still finds them by their ids.
+#[test]
+fn a_database_with_text_names_is_converted_and_its_events_found() {
+    use zpulse_collector::store::{Batch, Retention, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("text-names.db");
+    let now = 2_000_000_000i64;
+    database_with_text_names(&db, now - 100);
+    let mut s = Store::open(&db).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let text_columns: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('events')
+             WHERE name IN ('host', 'check_name')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(text_columns, 0, "the rows hold ids now");
+    let nas1 = Filter {
+        host: Some("nas1".into()),
+        ..Filter::default()
+    };
+    let finding = (
+        1_000_000_000,
+        "nas1".to_owned(),
+        "pool-health".to_owned(),
+        "finding".to_owned(),
+        "{\"errors\":3}".to_owned(),
+    );
+    let zevent = (
+        1_000_000_002,
+        "nas1".to_owned(),
+        "zevent".to_owned(),
+        "zevent".to_owned(),
+        "{}".to_owned(),
+    );
+    let disk = (
+        1_000_000_001,
+        "nas2".to_owned(),
+        "disk".to_owned(),
+        "metrics".to_owned(),
+        "{\"busy_pct\":40.0}".to_owned(),
+    );
+    assert_eq!(
+        events_of(&s, nas1.clone()),
+        [finding.clone(), zevent.clone()]
+    );
+    assert_eq!(
+        events_of(
+            &s,
+            Filter {
+                check: Some("disk".into()),
+                ..Filter::default()
+            }
+        ),
+        [disk]
+    );
+    assert_eq!(
+        events_of(
+            &s,
+            Filter {
+                kinds: Some(vec!["zevent".into()]),
+                ..nas1.clone()
+            }
+        ),
+        [zevent]
+    );
+    assert_eq!(
+        events_of(
+            &s,
+            Filter {
+                host: Some("nas3".into()),
+                ..Filter::default()
+            }
+        ),
+        []
+    );
+    let old = s
+        .events(&Filter {
+            limit: 1,
+            ..nas1.clone()
+        })
+        .unwrap();
+    assert_eq!(
+        (old[0].severity, old[0].subject.as_str(), old[0].received),
+        (Some(1), "tank", now - 100)
+    );
+    // Stored after the conversion: the same host and a new check, at a later time.
+    let e = metrics("nas1", "arc", "arc", "hit_pct", 99.0);
+    let row = Row::from_event("zpulse.metrics", 1_000_000_003 * 1_000_000_000, &e, "p");
+    let batch = Batch {
+        rows: vec![row],
+        ..Batch::default()
+    };
+    s.store(&[batch], now).unwrap();
+    let hosts: Vec<(i64, String, String)> = events_of(&s, nas1)
+        .into_iter()
+        .map(|(ts, host, check, _, _)| (ts, host, check))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            (1_000_000_000, "nas1".to_owned(), "pool-health".to_owned()),
+            (1_000_000_002, "nas1".to_owned(), "zevent".to_owned()),
+            (1_000_000_003, "nas1".to_owned(), "arc".to_owned()),
+        ]
+    );
+    let new_id: i64 = conn
+        .query_row("SELECT max(id) FROM events", [], |r| r.get(0))
+        .unwrap();
+    assert!(new_id > 12, "ids go on after the old ones: {new_id}");
+    // Retention by age deletes the three old events (received 100 s ago), by their ids.
+    let r = Retention {
+        max_age: Some(Duration::from_secs(50)),
+        max_bytes: None,
+        dedup_window: Duration::from_secs(60),
+    };
+    assert_eq!(s.retain(&r, now).unwrap().by_age, 3);
+    assert_eq!(hosts_stored(&s), ["nas1"]);
+}
+
+/// A database with text names opened read-only (a query before the collector ran on it):
+/// read as it is.
+#[test]
+fn a_database_with_text_names_is_read_as_it_is_when_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("text-names.db");
+    database_with_text_names(&db, 1_000_000_000);
+    let s = Store::open_read_only(&db).unwrap();
+    let nas2: Vec<(i64, String, String)> = events_of(
+        &s,
+        Filter {
+            host: Some("nas2".into()),
+            ..Filter::default()
+        },
+    )
+    .into_iter()
+    .map(|(ts, host, check, _, _)| (ts, host, check))
+    .collect();
+    assert_eq!(
+        nas2,
+        [(1_000_000_001, "nas2".to_owned(), "disk".to_owned())]
+    );
+    assert_eq!(
+        events_of(
+            &s,
+            Filter {
+                check: Some("pool-health".into()),
+                ..Filter::default()
+            }
+        )
+        .len(),
+        1
+    );
+}
+
+/// Rows of many hosts and checks (more than are looked up one by one) get their own names.
+#[test]
+fn events_of_many_hosts_and_checks_have_their_names() {
+    use zpulse_collector::store::{Batch, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("many.db")).unwrap();
+    let sent: Vec<(i64, String, String)> = (0..40)
+        .map(|i| {
+            (
+                1_000_000_000 + i,
+                format!("nas{i}"),
+                format!("check{}", i % 25),
+            )
+        })
+        .collect();
+    let batches: Vec<Batch> = sent
+        .iter()
+        .map(|(ts, host, check)| Batch {
+            rows: vec![Row::from_event(
+                "zpulse.metrics",
+                ts * 1_000_000_000,
+                &metrics(host, check, "s", "x_pct", 1.0),
+                "p",
+            )],
+            ..Batch::default()
+        })
+        .collect();
+    s.store(&batches, 2_000_000_000).unwrap();
+    let read: Vec<(i64, String, String)> = events_of(&s, Filter::default())
+        .into_iter()
+        .map(|(ts, host, check, _, _)| (ts, host, check))
+        .collect();
+    assert_eq!(read, sent);
+    let one: Vec<(i64, String, String)> = events_of(
+        &s,
+        Filter {
+            check: Some("check3".into()),
+            ..Filter::default()
+        },
+    )
+    .into_iter()
+    .map(|(ts, host, check, _, _)| (ts, host, check))
+    .collect();
+    assert_eq!(one, [sent[3].clone(), sent[28].clone()]);
+}
