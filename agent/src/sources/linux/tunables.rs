@@ -205,7 +205,11 @@ mod tests {
         std::fs::remove_file(params.join("zfs_arc_min")).unwrap();
         for n in 2..=REPROBE_EVERY {
             let t = read(&root, Some(&kept), &mut snap);
-            assert_eq!(t.zfs_txg_timeout(), None, "snapshot {n} probed an absent name");
+            assert_eq!(
+                t.zfs_txg_timeout(),
+                None,
+                "snapshot {n} probed an absent name"
+            );
             assert_eq!(t.zfs_arc_max(), Some(2147483648));
             assert_eq!(t.get("zfs_arc_min"), None);
         }
