@@ -19,11 +19,10 @@
 //! within `timeout` of the accept, and the response must be written within `timeout` of the
 //! head, whatever the client sends or reads in between — a byte every second does not restart
 //! anything. And a connection still sending its head is the one given up when another
-//! needs a connection thread with every slot taken (or its peer's share): the oldest such one
-//! is closed to make room. A scrape sends its head at once, so no number of slow clients
-//! keeps it from being served; only connections whose response is being written are never
-//! closed for another, and when every slot is one of those the newcomer is answered 503 (or,
-//! if the socket took part of its response, cut short).
+//! arrives with every slot taken (or its peer's share): the oldest such one is closed to make
+//! room. A scrape sends its head at once, so no number of slow clients keeps it from being
+//! served; only connections whose response is being written are never closed for another,
+//! and when every slot is one of those the newcomer is answered 503.
 
 use super::exposition::{Exposition, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 use std::io::{Read, Write};
@@ -289,23 +288,21 @@ struct Slot {
 }
 
 impl Slots {
-    /// Takes a slot for a new connection from `peer` (still sending its head if
-    /// `reading_head`, else being answered), closing the oldest connection still sending its
-    /// head if every slot (or the peer's share) is taken; `None` when none can be given up.
-    fn admit(
-        &mut self,
-        peer: IpAddr,
-        socket: TcpStream,
-        limits: Limits,
-        reading_head: bool,
-    ) -> Option<u64> {
+    /// Makes sure a new connection from `peer` can have a slot, closing the oldest
+    /// connection still sending its head if every slot (or the peer's share) is taken; false
+    /// when none can be given up.
+    fn make_room(&mut self, peer: IpAddr, limits: Limits) -> bool {
         let from_peer = self.open.iter().filter(|s| s.peer == peer).count();
-        if from_peer >= limits.per_peer() {
-            self.give_up_oldest_head(|s| s.peer == peer)?;
+        if from_peer >= limits.per_peer() && self.give_up_oldest_head(|s| s.peer == peer).is_none()
+        {
+            return false;
         }
-        if self.open.len() >= limits.max_connections {
-            self.give_up_oldest_head(|_| true)?;
-        }
+        self.open.len() < limits.max_connections || self.give_up_oldest_head(|_| true).is_some()
+    }
+
+    /// Gives a connection from `peer` (still sending its head if `reading_head`, else being
+    /// answered) the slot [`Slots::make_room`] made for it.
+    fn take(&mut self, peer: IpAddr, socket: TcpStream, reading_head: bool) -> u64 {
         self.next_id += 1;
         self.open.push(Slot {
             id: self.next_id,
@@ -314,7 +311,7 @@ impl Slots {
             reading_head,
             socket,
         });
-        Some(self.next_id)
+        self.next_id
     }
 
     fn give_up_oldest_head(&mut self, among: impl Fn(&Slot) -> bool) -> Option<()> {
@@ -458,32 +455,36 @@ fn accept_loop(
         };
         let limits = *limits.lock().unwrap_or_else(|e| e.into_inner());
         let accepted = Instant::now();
+        // Room is made as for a connection that needs a thread, even for one answered at
+        // once: a newcomer gives up the oldest connection still sending its head, so idle
+        // connections never keep their slots while others come.
+        let room = slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .make_room(peer.ip(), limits);
+        if !room {
+            // Best effort, bounded by the write timeout; the client may retry.
+            let _ = stream.set_write_timeout(Some(limits.timeout));
+            let response = plain("503 Service Unavailable", b"too many connections\n");
+            let _ = response.send(&mut stream, &mut 0);
+            let _ = stream.shutdown(Shutdown::Both);
+            continue;
+        }
         let Some(left) = serve_at_once(&mut stream, &shared, limits.timeout) else {
             // Served, or failed: dropping the stream closes it.
             continue;
         };
-        let reading_head = matches!(left, Left::Head(_));
-        let admitted = match stream.try_clone() {
-            Ok(socket) => slots.lock().unwrap_or_else(|e| e.into_inner()).admit(
-                peer.ip(),
-                socket,
-                limits,
-                reading_head,
-            ),
-            Err(_) => None,
-        };
-        let Some(id) = admitted else {
-            if reading_head {
-                // Best effort, without waiting (the socket is still non-blocking): the client
-                // may retry.
-                let response = plain("503 Service Unavailable", b"too many connections\n");
-                let _ = response.send(&mut stream, &mut 0);
-            }
-            // A response already begun is cut short: its client finds it so and retries, as
-            // after a 503.
+        // Only this thread takes slots: the room made above is still there.
+        let Ok(socket) = stream.try_clone() else {
             let _ = stream.shutdown(Shutdown::Both);
             continue;
         };
+        let reading_head = matches!(left, Left::Head(_));
+        let id =
+            slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(peer.ip(), socket, reading_head);
         let conn = Connection {
             stream,
             id,
