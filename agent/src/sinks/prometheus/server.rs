@@ -3,10 +3,17 @@
 //!
 //! A scrape costs no sampling and no rendering: the sink publishes an `Arc` of the rendered
 //! text, and a request only copies bytes out of it (the gzip form is compressed once per
-//! rendering, by the first request that asks for it). The accept thread never reads from a
-//! client: each connection is served by a thread of its own (a thread is kept for the
-//! connections after it, not made per scrape), one request per connection, at most
-//! `max_connections` at once and half of them (at least one) from one peer address.
+//! rendering, by the first request that asks for it). One request per connection.
+//!
+//! The accept thread never waits for a client. A connection whose request head is already
+//! there when it is accepted (a scraper sends it with the connection) is answered on the
+//! accept thread, as far as the socket takes the response without waiting: a lab
+//! exposition over loopback goes whole in one `writev`, and the connection is closed. What
+//! is left (a head not yet whole, a response the socket did not take whole) goes to a
+//! connection thread, from where the accept thread stopped: each connection there has a
+//! thread of its own (a thread is kept for the connections after it, not made per
+//! connection), at most `max_connections` at once and half of them (at least one) from one
+//! peer address.
 //!
 //! Each request is bounded as a whole, not per read: its head (at most 8 KiB) must arrive
 //! within `timeout` of the accept, and the response must be written within `timeout` of the
@@ -74,36 +81,101 @@ impl Body<'_> {
             Body::OpenMetrics(e) => e.openmetrics_len(),
         }
     }
+}
 
-    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
-        match self {
-            Body::Bytes(b) => w.write_all(b),
-            Body::OpenMetrics(e) => write_coalesced(w, e.openmetrics_pieces()),
+/// Writes `head` then `body` from byte `*sent` of the two on, counting in `*sent` what each
+/// write took: on an error (a full socket buffer that may not be waited on, a timeout)
+/// `*sent` is where to go on from. Plain bytes go in one `writev` of head and body (not a
+/// write and a TCP segment for the head alone).
+fn write_response(
+    w: &mut impl Write,
+    head: &[u8],
+    body: &Body,
+    sent: &mut usize,
+) -> std::io::Result<()> {
+    match body {
+        Body::Bytes(b) => write_vectored_from(w, [head, b], sent),
+        Body::OpenMetrics(e) => {
+            write_coalesced(w, std::iter::once(head).chain(e.openmetrics_pieces()), sent)
         }
     }
 }
 
-/// Writes pieces through a buffer on the stack: a write per 16 KiB rather than per piece (a
-/// piece can be one line), and nothing allocated.
+/// `parts` from byte `*sent` of them on, each write as many of them as the socket takes.
+fn write_vectored_from(
+    w: &mut impl Write,
+    parts: [&[u8]; 2],
+    sent: &mut usize,
+) -> std::io::Result<()> {
+    loop {
+        let mut skip = *sent;
+        let mut slices = [std::io::IoSlice::new(&[]); 2];
+        let mut n = 0;
+        for part in parts {
+            if skip >= part.len() {
+                skip -= part.len();
+            } else {
+                slices[n] = std::io::IoSlice::new(&part[skip..]);
+                skip = 0;
+                n += 1;
+            }
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        match w.write_vectored(&slices[..n]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(k) => *sent += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes pieces from byte `*sent` of them on through a buffer on the stack: a write per
+/// 16 KiB rather than per piece (a piece can be one line), and nothing allocated.
 fn write_coalesced<'p>(
     w: &mut impl Write,
     pieces: impl Iterator<Item = &'p [u8]>,
+    sent: &mut usize,
 ) -> std::io::Result<()> {
     let mut buf = [0u8; 16 * 1024];
     let mut used = 0;
+    let mut skip = *sent;
     for piece in pieces {
+        if skip >= piece.len() {
+            skip -= piece.len();
+            continue;
+        }
+        let piece = &piece[std::mem::take(&mut skip)..];
         if used + piece.len() > buf.len() {
-            w.write_all(&buf[..used])?;
+            write_counted(w, &buf[..used], sent)?;
             used = 0;
         }
         if piece.len() >= buf.len() {
-            w.write_all(piece)?;
+            write_counted(w, piece, sent)?;
         } else {
             buf[used..used + piece.len()].copy_from_slice(piece);
             used += piece.len();
         }
     }
-    w.write_all(&buf[..used])
+    write_counted(w, &buf[..used], sent)
+}
+
+/// `write_all`, counting in `*sent` the bytes each write took.
+fn write_counted(w: &mut impl Write, mut bytes: &[u8], sent: &mut usize) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        match w.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(k) => {
+                *sent += k;
+                bytes = &bytes[k..];
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 fn compress<'p>(pieces: impl IntoIterator<Item = &'p [u8]>, len: usize) -> Vec<u8> {
@@ -111,7 +183,13 @@ fn compress<'p>(pieces: impl IntoIterator<Item = &'p [u8]>, len: usize) -> Vec<u
     use flate2::write::GzEncoder;
     // Level 1 (zlib-rs's quick deflate): the sample bench measured the lab's 98.6 kB response
     // gzipped to 14.1 kB in 154 µs, against 12.8 kB in 298 µs with miniz_oxide's level 1: a
-    // tenth more bytes on a scrape is worth half the CPU of every reading.
+    // tenth more bytes on a scrape is worth half the CPU of every reading. Measured again
+    // against zlib-rs's other levels (the lab's 97.8 kB standard exposition, 400 runs, wall
+    // time on a loaded machine): level 1 13.7 kB in 108 µs, level 2 11.5 kB in 180 µs,
+    // level 3 10.7 kB in 320 µs; level 0 (stored) 97.9 kB in 12 µs, which would cost every
+    // scrape the sending of the plain size. A deflate state kept across readings (reset, not
+    // made anew) saved 4 µs of the 112 there and was within the noise in the bench by turns:
+    // not worth its 300 kB held between readings.
     let mut enc = GzEncoder::new(Vec::with_capacity(len / 4), Compression::fast());
     for piece in pieces {
         // Writing to a Vec cannot fail.
@@ -210,26 +288,30 @@ struct Slot {
 }
 
 impl Slots {
-    /// Takes a slot for a new connection from `peer`, closing the oldest connection still
-    /// sending its head if every slot (or the peer's share) is taken; `None` when none can
-    /// be given up.
-    fn admit(&mut self, peer: IpAddr, socket: TcpStream, limits: Limits) -> Option<u64> {
+    /// Makes sure a new connection from `peer` can have a slot, closing the oldest
+    /// connection still sending its head if every slot (or the peer's share) is taken; false
+    /// when none can be given up.
+    fn make_room(&mut self, peer: IpAddr, limits: Limits) -> bool {
         let from_peer = self.open.iter().filter(|s| s.peer == peer).count();
-        if from_peer >= limits.per_peer() {
-            self.give_up_oldest_head(|s| s.peer == peer)?;
+        if from_peer >= limits.per_peer() && self.give_up_oldest_head(|s| s.peer == peer).is_none()
+        {
+            return false;
         }
-        if self.open.len() >= limits.max_connections {
-            self.give_up_oldest_head(|_| true)?;
-        }
+        self.open.len() < limits.max_connections || self.give_up_oldest_head(|_| true).is_some()
+    }
+
+    /// Gives a connection from `peer` (still sending its head if `reading_head`, else being
+    /// answered) the slot [`Slots::make_room`] made for it.
+    fn take(&mut self, peer: IpAddr, socket: TcpStream, reading_head: bool) -> u64 {
         self.next_id += 1;
         self.open.push(Slot {
             id: self.next_id,
             peer,
             accepted: Instant::now(),
-            reading_head: true,
+            reading_head,
             socket,
         });
-        Some(self.next_id)
+        self.next_id
     }
 
     fn give_up_oldest_head(&mut self, among: impl Fn(&Slot) -> bool) -> Option<()> {
@@ -363,45 +445,100 @@ fn accept_loop(
 ) {
     let slots = Arc::new(Mutex::new(Slots::default()));
     let workers = Workers::new();
-    for conn in listener.incoming() {
+    loop {
+        let accepted = listener.accept();
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(mut stream) = conn else { continue };
+        let Ok((mut stream, peer)) = accepted else {
+            continue;
+        };
         let limits = *limits.lock().unwrap_or_else(|e| e.into_inner());
         let accepted = Instant::now();
-        let _ = stream.set_write_timeout(Some(limits.timeout));
-        let admitted = match (stream.peer_addr(), stream.try_clone()) {
-            (Ok(peer), Ok(socket)) => {
-                slots
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .admit(peer.ip(), socket, limits)
-            }
-            _ => None,
-        };
-        let Some(id) = admitted else {
+        // Room is made as for a connection that needs a thread, even for one answered at
+        // once: a newcomer gives up the oldest connection still sending its head, so idle
+        // connections never keep their slots while others come.
+        let room = slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .make_room(peer.ip(), limits);
+        if !room {
             // Best effort, bounded by the write timeout; the client may retry.
-            let _ = respond(
-                &mut stream,
-                "503 Service Unavailable",
-                "text/plain",
-                None,
-                b"too many connections\n",
-            );
+            let _ = stream.set_write_timeout(Some(limits.timeout));
+            let response = plain("503 Service Unavailable", b"too many connections\n");
+            let _ = response.send(&mut stream, &mut 0);
+            let _ = stream.shutdown(Shutdown::Both);
+            continue;
+        }
+        let Some(left) = serve_at_once(&mut stream, &shared, limits.timeout) else {
+            // Served, or failed: dropping the stream closes it.
+            continue;
+        };
+        // Only this thread takes slots: the room made above is still there.
+        let Ok(socket) = stream.try_clone() else {
             let _ = stream.shutdown(Shutdown::Both);
             continue;
         };
+        let reading_head = matches!(left, Left::Head(_));
+        let id =
+            slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(peer.ip(), socket, reading_head);
         let conn = Connection {
             stream,
             id,
             accepted,
             limits,
+            left,
         };
         if !workers.hand(conn, &shared, &slots) {
             // No thread for it (the connection is closed): the slot is given back.
             slots.lock().unwrap_or_else(|e| e.into_inner()).release(id);
         }
+    }
+}
+
+/// What is left of a connection for a connection thread, once the accept thread has done what
+/// it could without waiting for the peer.
+enum Left {
+    /// The request head, of which these bytes came.
+    Head(Vec<u8>),
+    /// The response, of which `sent` bytes are written; the rest due by `deadline`.
+    Response {
+        response: Response,
+        sent: usize,
+        deadline: Instant,
+    },
+}
+
+/// Serves a connection on the accept thread as far as that needs no waiting for the peer:
+/// the request head if it is already here (a scraper sends it as soon as it is connected),
+/// then the response as far as the socket's send buffer takes it (a lab exposition, whole,
+/// over loopback). `None` when nothing is left to do (or the connection failed); else what a
+/// connection thread must do, from where this stopped. A connection served here costs no
+/// thread woken, no slot and no timeouts set: a connection thread cost a scrape a futex wake,
+/// two context switches and a setsockopt per read and per write.
+fn serve_at_once(stream: &mut TcpStream, shared: &Shared, write_time: Duration) -> Option<Left> {
+    if stream.set_nonblocking(true).is_err() {
+        return Some(Left::Head(Vec::new()));
+    }
+    let mut head = Vec::new();
+    let whole = match read_head(stream, &mut head, || Ok(())) {
+        Ok(whole) => whole,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Some(Left::Head(head)),
+        Err(_) => return None,
+    };
+    let response = respond_to(whole.then_some(&head[..]), shared);
+    let deadline = Instant::now() + write_time;
+    let mut sent = 0;
+    match response.send(stream, &mut sent) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(Left::Response {
+            response,
+            sent,
+            deadline,
+        }),
+        Ok(()) | Err(_) => None,
     }
 }
 
@@ -411,26 +548,50 @@ struct Connection {
     id: u64,
     accepted: Instant,
     limits: Limits,
+    left: Left,
 }
 
 impl Connection {
     fn serve(mut self, shared: &Shared, slots: &Mutex<Slots>) {
-        let deadline = self.accepted + self.limits.timeout;
         let id = self.id;
-        let _ = serve(
-            &mut self.stream,
-            shared,
-            deadline,
-            self.limits.timeout,
-            || {
-                slots
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .head_read(id)
-            },
-        );
+        let _ = self.finish(shared, || {
+            slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .head_read(id)
+        });
         let _ = self.stream.shutdown(Shutdown::Both);
         slots.lock().unwrap_or_else(|e| e.into_inner()).release(id);
+    }
+
+    /// Does what is left: the request head read by `accepted + timeout` (then `head_read` is
+    /// called: the connection may no longer be given up for another), the response written
+    /// whole within `timeout` of it.
+    fn finish(&mut self, shared: &Shared, head_read: impl FnOnce()) -> std::io::Result<()> {
+        self.stream.set_nonblocking(false)?;
+        let left = std::mem::replace(&mut self.left, Left::Head(Vec::new()));
+        let (response, mut sent, deadline) = match left {
+            Left::Head(mut head) => {
+                let head_deadline = self.accepted + self.limits.timeout;
+                let stream = &self.stream;
+                let whole = read_head(stream, &mut head, || {
+                    stream.set_read_timeout(Some(remaining(head_deadline)?))
+                })?;
+                head_read();
+                let deadline = Instant::now() + self.limits.timeout;
+                (respond_to(whole.then_some(&head[..]), shared), 0, deadline)
+            }
+            Left::Response {
+                response,
+                sent,
+                deadline,
+            } => (response, sent, deadline),
+        };
+        let mut writer = DeadlineWriter {
+            stream: &mut self.stream,
+            deadline,
+        };
+        response.send(&mut writer, &mut sent)
     }
 }
 
@@ -548,24 +709,32 @@ fn remaining(deadline: Instant) -> std::io::Result<Duration> {
     }
 }
 
-/// The request head, which must be whole by `deadline`: each read may wait only for what is
-/// left of it, so a byte at a time gains a client nothing.
-fn read_head(stream: &mut TcpStream, deadline: Instant) -> std::io::Result<Option<Vec<u8>>> {
-    let mut buf = Vec::with_capacity(1024);
+/// Reads the request head on into `head` (what came of it so far), `before_read` called
+/// before each read (to bound it by what is left of a deadline); true once it is whole (and
+/// `head` is cut to it), false if the peer closed first or sent more than a head may be.
+fn read_head(
+    stream: &TcpStream,
+    head: &mut Vec<u8>,
+    mut before_read: impl FnMut() -> std::io::Result<()>,
+) -> std::io::Result<bool> {
     let mut chunk = [0u8; 1024];
     loop {
-        stream.set_read_timeout(Some(remaining(deadline)?))?;
-        let n = stream.read(&mut chunk)?;
+        before_read()?;
+        let n = match (&*stream).read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if n == 0 {
-            return Ok(None);
+            return Ok(false);
         }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            buf.truncate(end);
-            return Ok(Some(buf));
+        head.extend_from_slice(&chunk[..n]);
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            head.truncate(end);
+            return Ok(true);
         }
-        if buf.len() > MAX_REQUEST_BYTES {
-            return Ok(None);
+        if head.len() > MAX_REQUEST_BYTES {
+            return Ok(false);
         }
     }
 }
@@ -584,81 +753,84 @@ impl Write for DeadlineWriter<'_> {
         self.stream.write(buf)
     }
 
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        self.stream
+            .set_write_timeout(Some(remaining(self.deadline)?))?;
+        self.stream.write_vectored(bufs)
+    }
+
     fn flush(&mut self) -> std::io::Result<()> {
         self.stream.flush()
     }
 }
 
-/// Serves one request: its head read by `head_deadline` (then `head_read` is called: the
-/// connection may no longer be given up for another), the response written within
-/// `write_time` of it.
-fn serve(
-    stream: &mut TcpStream,
-    shared: &Shared,
-    head_deadline: Instant,
-    write_time: Duration,
-    head_read: impl FnOnce(),
-) -> std::io::Result<()> {
-    let head = read_head(stream, head_deadline)?;
-    head_read();
-    let stream = &mut DeadlineWriter {
-        stream,
-        deadline: Instant::now() + write_time,
-    };
-    let Some(head) = head else {
-        return respond(
-            stream,
-            "400 Bad Request",
-            "text/plain",
-            None,
-            b"bad request\n",
-        );
-    };
-    let Some(req) = parse_request(&head) else {
-        return respond(
-            stream,
-            "400 Bad Request",
-            "text/plain",
-            None,
-            b"bad request\n",
-        );
+/// A response: its status line and headers, and what its body is made from (the same body
+/// wherever the response is written from, the accept thread or a connection thread).
+struct Response {
+    head: Vec<u8>,
+    content: Content,
+}
+
+enum Content {
+    /// A response to HEAD.
+    Nothing,
+    Static(&'static [u8]),
+    Rendering {
+        published: Arc<Published>,
+        openmetrics: bool,
+        gzip: bool,
+    },
+}
+
+impl Response {
+    fn body(&self) -> Body<'_> {
+        match &self.content {
+            Content::Nothing => Body::Bytes(&[]),
+            Content::Static(bytes) => Body::Bytes(bytes),
+            Content::Rendering {
+                published,
+                openmetrics,
+                gzip,
+            } => published.body(*openmetrics, *gzip),
+        }
+    }
+
+    /// Writes the response from byte `*sent` on (see [`write_response`]).
+    fn send(&self, w: &mut impl Write, sent: &mut usize) -> std::io::Result<()> {
+        write_response(w, &self.head, &self.body(), sent)
+    }
+}
+
+/// A short plain-text response.
+fn plain(status: &str, body: &'static [u8]) -> Response {
+    Response {
+        head: response_head(status, "text/plain", None, body.len()),
+        content: Content::Static(body),
+    }
+}
+
+/// The response to a request `head` (`None`: not a whole head).
+fn respond_to(head: Option<&[u8]>, shared: &Shared) -> Response {
+    let Some(req) = head.and_then(parse_request) else {
+        return plain("400 Bad Request", b"bad request\n");
     };
     if req.method != "GET" && req.method != "HEAD" {
-        return respond(
-            stream,
-            "405 Method Not Allowed",
-            "text/plain",
-            None,
-            b"GET /metrics\n",
-        );
+        return plain("405 Method Not Allowed", b"GET /metrics\n");
     }
     match req.path.as_str() {
         "/metrics" => {}
         "/" => {
-            return respond(
-                stream,
-                "200 OK",
-                "text/html; charset=utf-8",
-                None,
-                b"<html><body><a href=\"/metrics\">zpulse metrics</a></body></html>\n",
-            );
+            let body = b"<html><body><a href=\"/metrics\">zpulse metrics</a></body></html>\n";
+            return Response {
+                head: response_head("200 OK", "text/html; charset=utf-8", None, body.len()),
+                content: Content::Static(body),
+            };
         }
-        _ => {
-            return respond(
-                stream,
-                "404 Not Found",
-                "text/plain",
-                None,
-                b"not found: try /metrics\n",
-            );
-        }
+        _ => return plain("404 Not Found", b"not found: try /metrics\n"),
     }
-    let Some(current) = shared.current() else {
-        return respond(
-            stream,
+    let Some(published) = shared.current() else {
+        return plain(
             "503 Service Unavailable",
-            "text/plain",
-            None,
             b"no reading yet: the first one comes at the agent's first sample\n",
         );
     };
@@ -668,80 +840,126 @@ fn serve(
     } else {
         TEXT_CONTENT_TYPE
     };
-    let body = current.body(req.openmetrics, req.gzip);
+    let len = published.body(req.openmetrics, req.gzip).len();
     let encoding = req.gzip.then_some("gzip");
-    if req.method == "HEAD" {
-        return respond_head(stream, "200 OK", content_type, encoding, body.len());
+    Response {
+        head: response_head("200 OK", content_type, encoding, len),
+        content: if req.method == "HEAD" {
+            Content::Nothing
+        } else {
+            Content::Rendering {
+                published,
+                openmetrics: req.openmetrics,
+                gzip: req.gzip,
+            }
+        },
     }
-    respond_with(stream, "200 OK", content_type, encoding, body)
 }
 
-fn respond_head(
-    stream: &mut impl Write,
-    status: &str,
-    content_type: &str,
-    encoding: Option<&str>,
-    len: usize,
-) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\nConnection: close\r\n"
-    );
+/// The status line and headers, `len` the body's length.
+fn response_head(status: &str, content_type: &str, encoding: Option<&str>, len: usize) -> Vec<u8> {
+    let mut head = Vec::with_capacity(256);
+    for part in [
+        "HTTP/1.1 ",
+        status,
+        "\r\nContent-Type: ",
+        content_type,
+        "\r\nContent-Length: ",
+        len.to_string().as_str(),
+        "\r\nConnection: close\r\n",
+    ] {
+        head.extend_from_slice(part.as_bytes());
+    }
     if let Some(enc) = encoding {
-        head.push_str("Content-Encoding: ");
-        head.push_str(enc);
-        head.push_str("\r\nVary: Accept-Encoding\r\n");
+        head.extend_from_slice(b"Content-Encoding: ");
+        head.extend_from_slice(enc.as_bytes());
+        head.extend_from_slice(b"\r\nVary: Accept-Encoding\r\n");
     }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())
-}
-
-fn respond(
-    stream: &mut impl Write,
-    status: &str,
-    content_type: &str,
-    encoding: Option<&str>,
-    body: &[u8],
-) -> std::io::Result<()> {
-    respond_with(stream, status, content_type, encoding, Body::Bytes(body))
-}
-
-fn respond_with(
-    stream: &mut impl Write,
-    status: &str,
-    content_type: &str,
-    encoding: Option<&str>,
-    body: Body,
-) -> std::io::Result<()> {
-    respond_head(stream, status, content_type, encoding, body.len())?;
-    body.write_to(stream)?;
-    stream.flush()
+    head.extend_from_slice(b"\r\n");
+    head
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// What a scrape is sent in each form is the rendering's text or its OpenMetrics form,
-    /// whole (a lab reading's pieces are many, and longer and shorter than the send buffer).
-    #[test]
-    fn each_form_is_sent_whole_plain_or_gzipped() {
+    fn lab_rendering() -> Exposition {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/lab/basic/001");
-        let e = super::super::exposition::render_at(
+        super::super::exposition::render_at(
             super::super::exposition::Detail::Full,
             &crate::capture::load(&dir).unwrap(),
             &[],
             None,
-        );
+        )
+    }
+
+    /// A socket that takes at most `take` bytes a call and refuses every other call, as a
+    /// non-blocking socket whose send buffer fills does.
+    struct Stingy {
+        out: Vec<u8>,
+        take: usize,
+        refuse: bool,
+    }
+
+    impl Write for Stingy {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.write_vectored(&[std::io::IoSlice::new(buf)])
+        }
+
+        fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+            self.refuse = !self.refuse;
+            if !self.refuse {
+                return Err(std::io::ErrorKind::WouldBlock.into());
+            }
+            let before = self.out.len();
+            for buf in bufs {
+                let room = self.take - (self.out.len() - before);
+                self.out.extend_from_slice(&buf[..buf.len().min(room)]);
+            }
+            Ok(self.out.len() - before)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What a scrape is sent in each form is the head, then the rendering's text or its
+    /// OpenMetrics form, whole (a lab reading's pieces are many, and longer and shorter than
+    /// the send buffer), gzipped or not; and so it is when the socket takes it bit by bit,
+    /// each write going on from where the one before stopped.
+    #[test]
+    fn each_form_is_sent_whole_plain_or_gzipped_at_once_or_bit_by_bit() {
+        let e = lab_rendering();
         let (text, om) = (e.text().to_vec(), e.openmetrics().into_bytes());
         assert!(text.len() > 100_000 && om.starts_with(b"# HELP "));
         let p = Published::new(e);
+        let head = b"HTTP/1.1 200 OK\r\n\r\n";
         for (openmetrics, want) in [(false, &text), (true, &om)] {
             let body = p.body(openmetrics, false);
             assert_eq!(body.len(), want.len());
-            let mut sent = Vec::new();
-            body.write_to(&mut sent).unwrap();
-            assert!(sent == *want, "openmetrics {openmetrics}");
+            let whole = [&head[..], want].concat();
+            for take in [usize::MAX, 1, 7, 1000, 16 * 1024 + 3, 70_000] {
+                let mut socket = Stingy {
+                    out: Vec::new(),
+                    take,
+                    refuse: take != usize::MAX,
+                };
+                let mut sent = 0;
+                let mut calls = 0;
+                while let Err(e) = write_response(&mut socket, head, &body, &mut sent) {
+                    assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+                    assert_eq!(sent, socket.out.len());
+                    calls += 1;
+                    assert!(calls <= 2 * whole.len(), "no progress");
+                }
+                assert_eq!(sent, whole.len());
+                assert!(
+                    socket.out == whole,
+                    "openmetrics {openmetrics}, {take} a write"
+                );
+            }
             let Body::Bytes(gzipped) = p.body(openmetrics, true) else {
                 panic!("a gzip body is one piece");
             };
@@ -751,6 +969,56 @@ mod tests {
                 .unwrap();
             assert!(plain == *want, "gzip, openmetrics {openmetrics}");
         }
+    }
+
+    /// The accept thread answers a connection whose request head is already there, and
+    /// leaves one whose head is not (whole) to a connection thread with what came of it,
+    /// at once: it never waits for a peer.
+    #[test]
+    fn a_head_already_sent_is_answered_at_once_and_none_is_waited_for() {
+        let e = lab_rendering();
+        let text = e.text().to_vec();
+        let shared = Shared::default();
+        shared.publish(Arc::new(Published::new(e)));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let timeout = Duration::from_secs(10);
+
+        let mut client = TcpStream::connect(addr).unwrap();
+        client
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        // Until the head has arrived.
+        server.peek(&mut [0u8; 1]).unwrap();
+        assert!(serve_at_once(&mut server, &shared, timeout).is_none());
+        drop(server);
+        let mut response = Vec::new();
+        client.read_to_end(&mut response).unwrap();
+        let want_head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: {TEXT_CONTENT_TYPE}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            text.len()
+        );
+        assert!(response == [want_head.as_bytes(), &text].concat());
+        assert_eq!(shared.scrapes.load(Ordering::Relaxed), 1);
+
+        for sent in [&b""[..], b"GET /metrics HTTP/1.1\r\nHo"] {
+            let mut client = TcpStream::connect(addr).unwrap();
+            client.write_all(sent).unwrap();
+            let (mut server, _) = listener.accept().unwrap();
+            if !sent.is_empty() {
+                server.peek(&mut [0u8; 1]).unwrap();
+            }
+            let started = Instant::now();
+            let left = serve_at_once(&mut server, &shared, timeout);
+            assert!(started.elapsed() < Duration::from_secs(1));
+            let Some(Left::Head(head)) = left else {
+                panic!("a head not whole is left to a connection thread");
+            };
+            // What came of it (loopback delivers a write whole).
+            assert_eq!(head, sent);
+        }
+        assert_eq!(shared.scrapes.load(Ordering::Relaxed), 1);
     }
 
     #[test]

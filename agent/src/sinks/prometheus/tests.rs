@@ -254,3 +254,33 @@ fn planning_binds_nothing_and_a_busy_port_fails_the_start() {
     let sink = first.start().unwrap();
     assert_eq!(sink.name(), format!("prometheus {addr}"));
 }
+
+/// The agent's own figures, read through handles kept open, are those of the moment they are
+/// read, as a read by path gives them: not the ones of when the handles were opened.
+#[test]
+fn own_figures_read_through_kept_handles_are_current() {
+    if !Path::new("/proc/self/stat").exists() {
+        return;
+    }
+    let mut own = OwnFigures::default();
+    let first = own.read();
+    assert!(first.rss_bytes.is_some_and(|b| b > 0), "{first:?}");
+    let start = first.cpu_seconds.unwrap();
+    // CPU spent until a read by path shows 5 more ticks of USER_HZ.
+    let mut spin = 0u64;
+    let by_path = loop {
+        for i in 0..1_000_000u64 {
+            spin = std::hint::black_box(spin.wrapping_mul(31).wrapping_add(i));
+        }
+        let now = crate::base::selfstat::read().cpu_seconds.unwrap();
+        if now >= start + 0.05 {
+            break now;
+        }
+    };
+    let again = own.read();
+    assert!(
+        again.cpu_seconds.unwrap() >= by_path,
+        "{again:?} < {by_path}"
+    );
+    assert!(again.rss_bytes.is_some_and(|b| b > 0));
+}

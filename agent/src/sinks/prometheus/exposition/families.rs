@@ -35,7 +35,9 @@ impl KstatFamilies {
 
 #[derive(Debug, Default)]
 pub(super) struct RowFamilies {
-    pub(super) rows: Vec<(String, Row)>,
+    /// Each row name with its family's HELP and TYPE as written: a kstat family is written
+    /// from here, not looked up among the headers of the last rendering by name and HELP.
+    pub(super) rows: Vec<(String, Header)>,
     /// Position of the next row asked for in this rendering.
     pub(super) next: usize,
 }
@@ -43,14 +45,18 @@ pub(super) struct RowFamilies {
 impl RowFamilies {
     /// The family of the next row, `row`: the kept one if the row at this position was
     /// `row` last time, else made and kept.
-    pub(super) fn next(&mut self, row: &str, classify: fn(&str) -> Row) -> &Row {
+    pub(super) fn next(&mut self, row: &str, classify: fn(&str) -> Row) -> &Header {
         let i = self.next;
         self.next += 1;
+        let family = |row: &str| {
+            let r = classify(row);
+            (row.to_owned(), Header::new(&r.name, r.kind, &r.help))
+        };
         match self.rows.get(i) {
             Some((kept, _)) if kept == row => {}
-            Some(_) => self.rows[i] = (row.to_owned(), classify(row)),
+            Some(_) => self.rows[i] = family(row),
             // Positions are asked for in order, so `i` is the length here.
-            None => self.rows.push((row.to_owned(), classify(row))),
+            None => self.rows.push(family(row)),
         }
         &self.rows[i].1
     }
@@ -246,7 +252,7 @@ pub(super) fn kstat_rows(
             KstatValue::Text(_) => continue,
         };
         let r = families.next(row, classify);
-        out.family(&r.name, r.kind, &r.help);
+        out.kept_family(r);
         out.line(&r.name, &[], v);
     }
 }
@@ -344,7 +350,7 @@ pub(super) fn pools(out: &mut dyn Emit, iostats: &mut RowFamilies, s: &Snapshot)
     }
     for (row, values) in rows {
         let r = iostats.next(row, pool_iostats_row);
-        out.family(&r.name, r.kind, &r.help);
+        out.kept_family(r);
         for (pool, v) in values {
             out.line(&r.name, &[("pool", pool)], Value::Int(v));
         }

@@ -177,6 +177,7 @@ pub struct Renderer {
     prefix: Vec<u8>,
     sets: Vec<u8>,
     last_len: usize,
+    last_cuts: usize,
 }
 
 impl Renderer {
@@ -196,7 +197,7 @@ impl Renderer {
     ) -> Exposition {
         let mut out = TextOut {
             text: Vec::with_capacity(self.last_len.max(64 * 1024) / 8 * 9),
-            om_cuts: Vec::new(),
+            om_cuts: Vec::with_capacity(self.last_cuts / 8 * 9),
             unused_header: None,
             prefix: &mut self.prefix,
             sets: &mut self.sets,
@@ -226,6 +227,7 @@ impl Renderer {
         }
         let exposition = out.finish();
         self.last_len = exposition.text.len();
+        self.last_cuts = exposition.om_cuts.len();
         exposition
     }
 }

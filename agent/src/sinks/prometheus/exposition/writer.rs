@@ -30,6 +30,10 @@ impl Type {
 pub(super) trait Emit {
     /// Starts a family; a family that gets no series leaves no trace.
     fn family(&mut self, name: &str, kind: Type, help: &str);
+    /// Starts the family of `header`, made by whoever keeps it.
+    fn kept_family(&mut self, header: &Header) {
+        self.family(&header.name, header.kind, &header.help);
+    }
     fn line(&mut self, name: &str, labels: &Labels, value: Value) {
         self.line_in(name, &LabelSet::default(), labels, value);
     }
@@ -167,12 +171,22 @@ pub(super) struct TextOut<'r> {
 
 impl Emit for TextOut<'_> {
     fn family(&mut self, name: &str, kind: Type, help: &str) {
-        self.drop_unused_header();
-        self.unused_header = Some((self.text.len(), self.om_cuts.len()));
         let header = self.headers.next(name, kind, help);
-        let at = self.text.len();
-        self.text.extend_from_slice(&header.text);
-        self.om_cuts.extend(header.om_cuts.iter().map(|c| at + c));
+        start_family(
+            &mut self.text,
+            &mut self.om_cuts,
+            &mut self.unused_header,
+            header,
+        );
+    }
+
+    fn kept_family(&mut self, header: &Header) {
+        start_family(
+            &mut self.text,
+            &mut self.om_cuts,
+            &mut self.unused_header,
+            header,
+        );
     }
 
     fn label_set<'a>(&mut self, labels: &Labels<'a>) -> LabelSet<'a> {
@@ -219,6 +233,23 @@ impl Emit for TextOut<'_> {
             extend_padded(t, &digits.line());
         }
     }
+}
+
+/// Writes `header`, after dropping that of the family started before it if it got no series.
+fn start_family(
+    text: &mut Vec<u8>,
+    om_cuts: &mut Vec<usize>,
+    unused_header: &mut Option<(usize, usize)>,
+    header: &Header,
+) {
+    if let Some((text_len, cuts)) = unused_header.take() {
+        text.truncate(text_len);
+        om_cuts.truncate(cuts);
+    }
+    *unused_header = Some((text.len(), om_cuts.len()));
+    let at = text.len();
+    text.extend_from_slice(&header.text);
+    om_cuts.extend(header.om_cuts.iter().map(|c| at + c));
 }
 
 impl TextOut<'_> {
