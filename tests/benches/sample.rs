@@ -473,11 +473,11 @@ fn scrape_as_client(port: u16, gzip: bool) -> usize {
     } else {
         ""
     };
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n"
-    )
-    .unwrap();
+    // In one write, as Prometheus' HTTP client sends a request (`write!` straight onto the
+    // socket sends each piece of the format on its own).
+    let request =
+        format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).unwrap();
     let mut body = Vec::new();
     s.read_to_end(&mut body).unwrap();
     body.len()
@@ -586,10 +586,10 @@ fn run_rss(profile: &Path, series: &Path, work: &Path, every_output: bool) -> Rs
             } else {
                 ""
             };
-            let _ = write!(
-                s,
+            let request = format!(
                 "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n"
             );
+            let _ = s.write_all(request.as_bytes());
             let mut body = Vec::new();
             if s.read_to_end(&mut body).is_ok() && body.starts_with(b"HTTP/1.1 200") {
                 scraped += 1;
