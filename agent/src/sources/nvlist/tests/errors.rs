@@ -2,26 +2,12 @@
 
 use super::super::encode::{Endian, encode};
 use super::super::*;
+use super::{pair_at, put_i32};
 use crate::sources::ParseError;
 use crate::sources::error::Location;
 
 fn kind(bytes: &[u8]) -> NvErrorKind {
     decode(bytes).unwrap_err().kind
-}
-
-/// Start of the pair named `name` (the first one) in an encoded stream.
-fn pair_at(bytes: &[u8], name: &str) -> usize {
-    let mut needle = name.as_bytes().to_vec();
-    needle.push(0);
-    bytes
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .expect("name in stream")
-        - 16
-}
-
-fn put_i32(bytes: &mut [u8], at: usize, v: i32) {
-    bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
 }
 
 fn one(name: &str, value: NvValue) -> Vec<u8> {

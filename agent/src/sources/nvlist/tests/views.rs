@@ -4,23 +4,9 @@
 
 use super::super::encode::{Endian, encode};
 use super::super::*;
+use super::{pair_at, put_i32};
 use proptest::collection::vec;
 use proptest::prelude::*;
-
-fn put_i32(bytes: &mut [u8], at: usize, v: i32) {
-    bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
-}
-
-/// Start of the first pair named `name` in an encoded stream.
-fn pair_at(bytes: &[u8], name: &str) -> usize {
-    let mut needle = name.as_bytes().to_vec();
-    needle.push(0);
-    bytes
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .expect("name in stream")
-        - 16
-}
 
 /// A vdev tree of the types pool configs are made of (the decoder's hot path).
 fn tree() -> NvList<'static> {
