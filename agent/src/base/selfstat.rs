@@ -14,15 +14,53 @@ const USER_HZ: f64 = 100.0;
 /// `/proc/self/statm` counts pages; 4 KiB on x86_64 and the usual aarch64 kernels.
 const PAGE_SIZE: u64 = 4096;
 
+/// The figures now, the files opened for this one read.
 pub fn read() -> SelfStat {
-    SelfStat {
-        cpu_seconds: std::fs::read_to_string("/proc/self/stat")
-            .ok()
-            .and_then(|s| cpu_seconds(&s)),
-        rss_bytes: std::fs::read_to_string("/proc/self/statm")
-            .ok()
-            .and_then(|s| rss_bytes(&s)),
+    KeptSelfStat::default().read()
+}
+
+/// `/proc/self/stat` and `/proc/self/statm` kept open, for a caller that reads its figures
+/// again and again (each Prometheus rendering): a read at offset 0 makes a proc file anew, so
+/// each [`KeptSelfStat::read`] is one `pread` a file. Opening them by path, probing their size,
+/// reading to the end and closing them every time was a third of a lab reading's rendering
+/// (perf, the sample bench's outputs phase). Where they cannot be opened (no procfs: FreeBSD)
+/// the figures are absent.
+#[derive(Debug, Default)]
+pub struct KeptSelfStat {
+    stat: Option<std::fs::File>,
+    statm: Option<std::fs::File>,
+}
+
+impl KeptSelfStat {
+    pub fn read(&mut self) -> SelfStat {
+        SelfStat {
+            cpu_seconds: reread(&mut self.stat, "/proc/self/stat", cpu_seconds),
+            rss_bytes: reread(&mut self.statm, "/proc/self/statm", rss_bytes),
+        }
     }
+}
+
+/// What `parse` finds in the file at `path`, read whole from its start through the kept
+/// handle; a handle that fails to read is opened again once (as a read by path would).
+fn reread<T>(
+    kept: &mut Option<std::fs::File>,
+    path: &str,
+    parse: fn(&str) -> Option<T>,
+) -> Option<T> {
+    use std::os::unix::fs::FileExt;
+    // Both files are one line (proc(5)): stat's 52 fields, even each at 20 digits and the
+    // 16-byte command name, stay under 1.2 KiB.
+    let mut buf = [0u8; 4096];
+    for _ in 0..2 {
+        if kept.is_none() {
+            *kept = Some(std::fs::File::open(path).ok()?);
+        }
+        match kept.as_ref()?.read_at(&mut buf, 0) {
+            Ok(n) if n < buf.len() => return std::str::from_utf8(&buf[..n]).ok().and_then(parse),
+            _ => *kept = None,
+        }
+    }
+    None
 }
 
 /// Fields 14 and 15 (utime, stime) of `/proc/<pid>/stat`, counted after the `)` that ends

@@ -246,7 +246,7 @@ impl PrometheusSink {
             textfile_written: None,
             renderer: Arc::new(Mutex::new(Rendering {
                 renderer: exposition::Renderer::new(detail),
-                own: OwnFigures::default(),
+                own: crate::base::selfstat::KeptSelfStat::default(),
             })),
         })
     }
@@ -374,7 +374,8 @@ impl PrometheusSink {
 /// What renders the sink's readings, kept from one to the next.
 struct Rendering {
     renderer: exposition::Renderer,
-    own: OwnFigures,
+    /// Kept open: each rendering reads the agent's own figures afresh.
+    own: crate::base::selfstat::KeptSelfStat,
 }
 
 /// One rendering of `reading`, with the agent's CPU and memory as of now.
@@ -391,50 +392,6 @@ fn render_reading(
     rendering
         .renderer
         .render(reading.snapshot(), findings, Some(&agent))
-}
-
-/// The agent's CPU time and resident memory, as [`crate::base::selfstat::read`] gives them,
-/// from `/proc/self/stat` and `/proc/self/statm` kept open: a read at offset 0 makes a proc
-/// file anew, so each rendering reads each with one `pread`. Opening them by path, probing
-/// their size, reading to the end and closing them every time was a third of a lab reading's
-/// rendering (perf, the sample bench's outputs phase). Where they cannot be opened (no
-/// procfs: FreeBSD) the figures are absent, as `selfstat::read` has them.
-#[derive(Default)]
-struct OwnFigures {
-    stat: Option<std::fs::File>,
-    statm: Option<std::fs::File>,
-}
-
-impl OwnFigures {
-    fn read(&mut self) -> crate::base::selfstat::SelfStat {
-        use crate::base::selfstat;
-        selfstat::SelfStat {
-            cpu_seconds: reread(&mut self.stat, "/proc/self/stat", selfstat::cpu_seconds),
-            rss_bytes: reread(&mut self.statm, "/proc/self/statm", selfstat::rss_bytes),
-        }
-    }
-}
-
-/// What `parse` finds in the file at `path`, read whole from its start through the kept
-/// handle; a handle that fails to read is opened again once (as a read by path would).
-fn reread<T>(
-    kept: &mut Option<std::fs::File>,
-    path: &str,
-    parse: fn(&str) -> Option<T>,
-) -> Option<T> {
-    use std::os::unix::fs::FileExt;
-    // Both files are one line of a few hundred bytes at most (proc(5)).
-    let mut buf = [0u8; 1024];
-    for _ in 0..2 {
-        if kept.is_none() {
-            *kept = Some(std::fs::File::open(path).ok()?);
-        }
-        match kept.as_ref()?.read_at(&mut buf, 0) {
-            Ok(n) if n < buf.len() => return std::str::from_utf8(&buf[..n]).ok().and_then(parse),
-            _ => *kept = None,
-        }
-    }
-    None
 }
 
 /// The heartbeat's figures (see `daemon::heartbeat`).

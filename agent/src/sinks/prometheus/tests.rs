@@ -262,7 +262,7 @@ fn own_figures_read_through_kept_handles_are_current() {
     if !Path::new("/proc/self/stat").exists() {
         return;
     }
-    let mut own = OwnFigures::default();
+    let mut own = crate::base::selfstat::KeptSelfStat::default();
     let first = own.read();
     assert!(first.rss_bytes.is_some_and(|b| b > 0), "{first:?}");
     let start = first.cpu_seconds.unwrap();
