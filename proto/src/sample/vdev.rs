@@ -193,16 +193,12 @@ pub fn pool_vdev_rates(
     resets: &mut Vec<String>,
 ) -> Vec<VdevRates> {
     let mut out = Vec::new();
-    // The previous tree by guid, walked once (not once per vdev: that was quadratic).
-    let before_by_guid = super::first_by_key(
-        prev.map(Vdev::walk)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|o| o.guid.is_some()),
-        |o| o.guid,
-    );
+    // The previous tree walked once (not once per vdev: that was quadratic), by guid.
+    let before = prev.map(Vdev::walk).unwrap_or_default();
+    let departed = departed_leaves(&before, cur);
+    let before_by_guid =
+        super::first_by_key(before.into_iter().filter(|o| o.guid.is_some()), |o| o.guid);
     let find = |v: &Vdev| v.guid.and(before_by_guid.get(&v.guid).copied());
-    let departed = prev.map(|p| departed_leaves(p, cur)).unwrap_or_default();
     let mut push = |v: &Vdev, subject: String, out: &mut Vec<VdevRates>| {
         let before = find(v);
         if prev.is_some() && before.is_none() {
@@ -237,10 +233,13 @@ pub fn pool_vdev_rates(
     out
 }
 
-/// The guids of the leaves of `prev` that are no longer in `cur`: devices replaced or
-/// detached. Empty in almost every interval, and then the only cost is one sorted list of
-/// `cur`'s leaves.
-fn departed_leaves(prev: &Vdev, cur: &Vdev) -> Vec<Option<u64>> {
+/// The guids of the leaves of `prev` (a tree as [`Vdev::walk`] gives it) that are no longer
+/// in `cur`: devices replaced or detached. Empty in almost every interval, and then the only
+/// cost is one sorted list of `cur`'s leaves.
+fn departed_leaves(prev: &[&Vdev], cur: &Vdev) -> Vec<Option<u64>> {
+    if prev.is_empty() {
+        return Vec::new();
+    }
     let mut now: Vec<u64> = cur
         .walk()
         .into_iter()
@@ -248,8 +247,7 @@ fn departed_leaves(prev: &Vdev, cur: &Vdev) -> Vec<Option<u64>> {
         .filter_map(|v| v.guid)
         .collect();
     now.sort_unstable();
-    prev.walk()
-        .into_iter()
+    prev.iter()
         .filter(|v| v.is_leaf())
         .filter_map(|v| v.guid)
         .filter(|g| now.binary_search(g).is_err())
