@@ -203,18 +203,31 @@ impl Trend {
         let (x0, y0) = self.origin;
         self.sums.add(t - x0, y - y0, 1.0);
         let (sums, left) = (&mut self.sums, &mut self.left);
+        // A NaN or infinity leaves the sums non-finite: subtracting it back cannot undo that,
+        // so once one has left (or stood as the origin) the sums are made whole again, and the
+        // slope is the fit of what the window holds, as least_squares_slope would give.
+        let mut non_finite_left = false;
         self.points.push_evicting((t, y), |(t, y)| {
             sums.add(t - x0, y - y0, -1.0);
             *left += 1;
+            non_finite_left |= !(t.is_finite() && y.is_finite());
         });
-        if self.left >= self.points.len().max(1) {
+        if non_finite_left
+            || !(x0.is_finite() && y0.is_finite())
+            || self.left >= self.points.len().max(1)
+        {
             self.sum_whole();
         }
     }
 
-    /// The sums made afresh from the points held, about the oldest.
+    /// The sums made afresh from the points held, about the oldest finite one.
     fn sum_whole(&mut self) {
-        self.origin = self.points.front().copied().unwrap_or_default();
+        self.origin = self
+            .points
+            .iter()
+            .copied()
+            .find(|(t, y)| t.is_finite() && y.is_finite())
+            .unwrap_or_default();
         let (x0, y0) = self.origin;
         self.sums = Sums::default();
         for &(t, y) in self.points.iter() {
@@ -429,6 +442,40 @@ mod tests {
         one.push((1.8e9 + 10.0, 9.0));
         // By hand: x̄ = 10/3, ȳ = 7, Σ(x − x̄)² = 600/9, Σ(x − x̄)(y − ȳ) = 20.
         assert!((one.slope().unwrap() - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_trend_recovers_once_a_non_finite_point_has_left_its_window() {
+        // At most 10 points. A NaN value, an infinite time, a NaN first point: while one is
+        // held the slope is not a number; once it has left, the fit of the points held.
+        for bad in [(1.8e9 + 50.0, f64::NAN), (f64::INFINITY, 7.0)] {
+            for first in [false, true] {
+                let mut trend = Trend::new(1e9, 10);
+                let mut held: VecDeque<(f64, f64)> = VecDeque::new();
+                for i in 0..30u32 {
+                    let good = (1.8e9 + f64::from(i) * 10.0, 4e11 + 3.0 * f64::from(i * i));
+                    let p = if i == if first { 0 } else { 5 } {
+                        bad
+                    } else {
+                        good
+                    };
+                    trend.push(p);
+                    held.push_back(p);
+                    if held.len() > 10 {
+                        held.pop_front();
+                    }
+                    let pts: Vec<(f64, f64)> = held.iter().copied().collect();
+                    if pts.iter().all(|(t, y)| t.is_finite() && y.is_finite()) && pts.len() >= 2 {
+                        let want = least_squares_slope(&pts).unwrap();
+                        let got = trend.slope().unwrap();
+                        assert!(
+                            (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                            "{bad:?} (first: {first}) after {i}: {got} against {want}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
