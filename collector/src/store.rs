@@ -997,6 +997,20 @@ impl Store {
                 )
                 .map_err(sql)?;
         }
+        if p.by_age + p.by_size > 0 {
+            // The names no event uses any more go with their last events, as the text in each
+            // row once did: else a sender of ever-new host or check names (or a fleet of
+            // short-lived hosts) grows `names` without bound. Each is one look in the
+            // host and check indexes.
+            self.conn
+                .execute(
+                    "DELETE FROM names
+                     WHERE NOT EXISTS (SELECT 1 FROM events WHERE host_id = names.id)
+                       AND NOT EXISTS (SELECT 1 FROM events WHERE check_id = names.id)",
+                    [],
+                )
+                .map_err(sql)?;
+        }
         if p.by_age + p.by_size + p.chunks > 0 {
             self.conn
                 .execute_batch("PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(PASSIVE);")

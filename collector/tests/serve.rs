@@ -699,6 +699,43 @@ fn hosts_stored(s: &Store) -> Vec<String> {
     rows.into_iter().map(|r| r.host).collect()
 }
 
+/// The forged-names attack: a sender naming a new host (or check) in every event. Once
+/// retention has deleted their events the names go too; those still used stay.
+#[test]
+fn retention_deletes_the_names_no_event_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("n.db");
+    let mut s = Store::open(&db).unwrap();
+    let now = 1_800_000_000i64;
+    for i in 0..50 {
+        store_received(&mut s, &format!("forged-{i}"), now - 2 * 86400);
+    }
+    store_received(&mut s, "nas1", now);
+    let names = || -> Vec<String> {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let mut q = conn
+            .prepare("SELECT name FROM names ORDER BY name")
+            .unwrap();
+        q.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    // 51 hosts and the one check, `c`, they all name (`metrics(host, "c", …)`).
+    assert_eq!(names().len(), 52);
+    let r = zpulse_collector::store::Retention {
+        max_age: Some(Duration::from_secs(86400)),
+        max_bytes: None,
+        dedup_window: Duration::from_secs(60),
+    };
+    assert_eq!(s.retain(&r, now).unwrap().by_age, 50);
+    assert_eq!(names(), ["c", "nas1"]);
+    assert_eq!(hosts_stored(&s), ["nas1"]);
+    // A name deleted comes back as a new one when it is used again.
+    store_received(&mut s, "forged-7", now + 1);
+    assert_eq!(hosts_stored(&s), ["nas1", "forged-7"]);
+}
+
 /// Retention by age finds old events through the id ranges kept per second of receive time
 /// (no index on `received`): a range may hold younger events, by a clock set back or by ids
 /// taken again after the newest rows were deleted, and those stay.
