@@ -354,6 +354,50 @@ fn idle_clients_are_given_up_for_a_scrape() {
     );
 }
 
+/// A connection to `addr` from the source address `from`: any of loopback's 127.0.0.0/8 is
+/// this host's, so one machine can be many peers.
+fn connect_from(from: [u8; 4], addr: &str) -> TcpStream {
+    use rustix::net::{AddressFamily, SocketType};
+    let to: std::net::SocketAddr = addr.parse().unwrap();
+    let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    rustix::net::bind(&fd, &std::net::SocketAddrV4::new(from.into(), 0)).unwrap();
+    rustix::net::connect(&fd, &to).unwrap();
+    TcpStream::from(fd)
+}
+
+/// The many-addresses attack: idle connections from as many source addresses as there are
+/// slots, each within its address's share, take every slot; a scrape from yet another
+/// address is still answered, the oldest idle connection given up for it. Again after a
+/// newcomer from a fifth address has taken the freed slot.
+#[test]
+fn idle_clients_from_many_addresses_are_given_up_for_a_scrape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = agent(tmp.path(), "max_connections = 4\ntimeout = \"30s\"\n");
+    let mut idle = std::collections::VecDeque::new();
+    let connect = |n: u8, idle: &mut std::collections::VecDeque<(u8, TcpStream)>| {
+        idle.push_back((n, connect_from([127, 0, 0, n], &a.1)));
+        // Accepted in this order: the front is the oldest.
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for n in 2..6u8 {
+        connect(n, &mut idle);
+    }
+    for round in 0..2u8 {
+        let r = request(&a.1, "GET /metrics HTTP/1.1\r\n\r\n");
+        assert_eq!(r.status, 200, "scrape {round} beside four idle peers");
+        let (n, mut oldest) = idle.pop_front().unwrap();
+        oldest
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut b = Vec::new();
+        assert!(
+            oldest.read_to_end(&mut b).is_ok(),
+            "the oldest idle connection (127.0.0.{n}) was not closed for scrape {round}"
+        );
+        connect(6 + round, &mut idle);
+    }
+}
+
 #[test]
 fn a_reload_keeps_the_port_it_listens_on() {
     let tmp = tempfile::tempdir().unwrap();
