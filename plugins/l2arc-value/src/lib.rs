@@ -211,8 +211,14 @@ impl L2arcValue {
             && let Some(a) = self.assess(snap, &devices)
         {
             let (subject, names) = subject_of(&devices);
-            let (verdict, report) = report(&subject, &names, &a);
-            events.extend(self.findings.observe(now, &subject, verdict, report));
+            let (verdict, figures) = figures(&names, &a);
+            events.extend(self.findings.observe_worded(
+                now,
+                &subject,
+                verdict,
+                || figures,
+                |report| words(&subject, &a, report),
+            ));
         }
         events.extend(self.findings.clear_unseen(now, |s| {
             Report::new(format!("{s}: no L2ARC device any more"))
@@ -393,15 +399,33 @@ impl L2arcValue {
     }
 }
 
-/// The finding for one assessment.
+/// The finding for one assessment: its figures and its words.
 pub fn report(subject: &str, devices: &[String], a: &Assessment) -> (Verdict, Report) {
-    let per_s = |x: f64| if a.seconds > 0.0 { x / a.seconds } else { 0.0 };
-    let hdr_share = if a.arc_bytes > 0 {
+    let (verdict, mut report) = figures(devices, a);
+    words(subject, a, &mut report);
+    (verdict, report)
+}
+
+/// Bytes a second over the assessment's window.
+fn per_s(a: &Assessment, x: f64) -> f64 {
+    if a.seconds > 0.0 { x / a.seconds } else { 0.0 }
+}
+
+/// The share of the ARC its L2ARC headers take.
+fn hdr_share(a: &Assessment) -> f64 {
+    if a.arc_bytes > 0 {
         a.hdr_bytes as f64 / a.arc_bytes as f64
     } else {
         0.0
-    };
-    let mut report = Report::new("")
+    }
+}
+
+/// The verdict and the figures of one assessment, without the words: what is compared every
+/// sample (the finding is held all the time, as `info` when the L2ARC pays).
+fn figures(devices: &[String], a: &Assessment) -> (Verdict, Report) {
+    let per_s = |x: f64| per_s(a, x);
+    let hdr_share = hdr_share(a);
+    let mut report = Report::default()
         .with("verdict", a.value.as_str())
         .with("arc_reads", a.reads.round())
         .with("arc_hit_pct", round_sig3(a.arc_hit_ratio * 100.0))
@@ -428,6 +452,18 @@ pub fn report(subject: &str, devices: &[String], a: &Assessment) -> (Verdict, Re
     if let Some(n) = a.rebuild_success {
         report = report.with("rebuild_success", n);
     }
+    let severity = match a.value {
+        Worth::Negative => Severity::Warning,
+        Worth::Marginal | Worth::WorthIt => Severity::Info,
+    };
+    (Verdict::Holds(severity), report)
+}
+
+/// The summary and advice of one assessment, written into its report: made only for an
+/// event that goes out, and for `zpulse report`.
+fn words(subject: &str, a: &Assessment, report: &mut Report) {
+    let per_s = |x: f64| per_s(a, x);
+    let hdr_share = hdr_share(a);
     let hit = a.l2_hit_ratio.map_or(String::new(), |r| {
         format!(", L2ARC hit ratio {:.0}%", r * 100.0)
     });
@@ -463,34 +499,24 @@ pub fn report(subject: &str, devices: &[String], a: &Assessment) -> (Verdict, Re
     } else if a.filling {
         text += "; it is still filling";
     }
-    let (severity, advice) = match a.value {
+    report.advice = match a.value {
         Worth::Negative => {
             let why = a.reason.as_deref().unwrap_or("it costs more than it gives");
-            (
-                Severity::Warning,
-                Some(format!(
-                    "Remove it (zpool remove <pool> <device>): {why}. Its header RAM returns \
-                     to the ARC, and the device can serve better as a mirrored special vdev \
-                     or SLOG"
-                )),
-            )
+            Some(format!(
+                "Remove it (zpool remove <pool> <device>): {why}. Its header RAM returns \
+                 to the ARC, and the device can serve better as a mirrored special vdev \
+                 or SLOG"
+            ))
         }
-        Worth::Marginal => (
-            Severity::Info,
-            Some(
-                "It gives little: judge it over a longer window or a busier period; \
-                 secondarycache=metadata or l2arc_mfuonly=1 focus it on what is re-read"
-                    .to_string(),
-            ),
+        Worth::Marginal => Some(
+            "It gives little: judge it over a longer window or a busier period; \
+             secondarycache=metadata or l2arc_mfuonly=1 focus it on what is re-read"
+                .to_string(),
         ),
-        Worth::WorthIt => (Severity::Info, None),
+        Worth::WorthIt => None,
     };
     text += &format!(": {}", a.value.as_str());
     report.summary = text;
-    if let Some(advice) = advice {
-        report = report.advice(advice);
-    }
-    (Verdict::Holds(severity), report)
 }
 
 impl Check for L2arcValue {

@@ -245,6 +245,28 @@ pub struct Window {
 }
 
 impl Window {
+    /// The busiest log device and its mean utilisation, %.
+    fn busiest(&self) -> Option<(&DeviceSummary, f64)> {
+        self.devices
+            .iter()
+            .filter_map(|d| d.util_mean.map(|u| (d, u)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// The log's device against the pool's own data vdevs, both as ZFS timed the device
+    /// (`disk_wait`): ((the slowest log leaf, its ms), the data vdevs' ms). Without a SLOG
+    /// the ZIL blocks are written to those vdevs, so a log answering no faster makes every
+    /// sync write wait longer, not shorter. The slowest log leaf counts (a sync write waits
+    /// for every leg of a log mirror).
+    fn versus(&self) -> Option<((&DeviceSummary, f64), f64)> {
+        let log_slowest = self
+            .devices
+            .iter()
+            .filter_map(|d| d.disk_wait_ms.map(|ms| (d, ms)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        log_slowest.zip(self.data_disk_wait_ms.filter(|&ms| ms > 0.0))
+    }
+
     pub fn slog_share(&self) -> Option<f64> {
         let (z, _) = self.zil?;
         let total = z.slog_bytes + z.normal_bytes;
@@ -451,8 +473,14 @@ impl SlogUsage {
                 .as_ref()
                 .filter(|w| w.samples >= self.config.min_samples);
             if let Some(win) = summary {
-                let (verdict, report) = self.verdict_report(&subject, &layout, win, pool);
-                events.extend(self.verdict.observe(now, &subject, verdict, report));
+                let (verdict, usage, figures) = self.verdict_figures(&subject, &layout, win);
+                events.extend(self.verdict.observe_worded(
+                    now,
+                    &subject,
+                    verdict,
+                    || figures,
+                    |report| verdict_words(&subject, &layout, win, pool, usage, report),
+                ));
             }
 
             // Size against what it can hold; the peak use over whatever window there is.
@@ -520,33 +548,17 @@ impl SlogUsage {
         })
     }
 
-    fn verdict_report(
-        &self,
-        subject: &str,
-        layout: &str,
-        w: &Window,
-        pool: &Pool,
-    ) -> (Verdict, Report) {
-        let busiest = w
-            .devices
-            .iter()
-            .filter_map(|d| d.util_mean.map(|u| (d, u)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
+    /// The verdict on what the log is worth and its figures; [`verdict_words`] writes its
+    /// words. The finding is held all the time (`info` while the log is idle or useful), so
+    /// its figures are compared every sample and its words made only for an event.
+    fn verdict_figures(&self, subject: &str, layout: &str, w: &Window) -> (Verdict, Usage, Report) {
+        let busiest = w.busiest();
         let slowest = w
             .devices
             .iter()
             .filter_map(|d| d.wait_ms.map(|u| (d, u)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
-        // The log's device against the pool's own data vdevs, both as ZFS timed the device
-        // (`disk_wait`): without a SLOG the ZIL blocks are written to those vdevs, so a log
-        // answering no faster makes every sync write wait longer, not shorter. The slowest
-        // log leaf counts (a sync write waits for every leg of a log mirror).
-        let log_slowest = w
-            .devices
-            .iter()
-            .filter_map(|d| d.disk_wait_ms.map(|ms| (d, ms)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        let versus = log_slowest.zip(w.data_disk_wait_ms.filter(|&ms| ms > 0.0));
+        let versus = w.versus();
         let unknown = f64::NAN;
         let levels = &self.levels;
         let slower = levels
@@ -582,59 +594,27 @@ impl SlogUsage {
         } else {
             Usage::Useful
         };
-        let mut report = Report::new("")
+        let mut report = Report::default()
             .with("verdict", usage.as_str())
             .with("log_writes_per_s", round_sig3(w.writes_per_s))
             .with("log_bytes_per_s", round_sig3(w.bytes_per_s))
             .with("peak_alloc_bytes", w.peak_alloc)
             .with("vdevs", layout);
-        let zil_text = match w.zil {
-            Some((z, scope)) => {
-                let secs = w.seconds.max(f64::MIN_POSITIVE);
-                report = report
-                    .with("zil_scope", scope.as_str())
-                    .with("zil_commits_per_s", round_sig3(z.commits / secs))
-                    .with("zil_itx_per_s", round_sig3(z.itx / secs))
-                    .with("zil_itx_bytes_per_s", round_sig3(z.itx_bytes / secs))
-                    .with("zil_slog_bytes_per_s", round_sig3(z.slog_bytes / secs))
-                    .with("zil_normal_bytes_per_s", round_sig3(z.normal_bytes / secs));
-                let share = w.slog_share();
-                if let Some(s) = share {
-                    report = report.with("slog_share_pct", round_sig3(s * 100.0));
-                }
-                let whose = if scope == ZilScope::Host {
-                    " (host-wide)"
-                } else {
-                    ""
-                };
-                format!(
-                    " for {:.1} ZIL commits/s, {:.1} itx/s and {}/s of logged data{whose}{}",
-                    z.commits / secs,
-                    z.itx / secs,
-                    bytes(z.itx_bytes / secs),
-                    share.map_or(String::new(), |s| format!(
-                        ", {:.0}% of the log-block bytes going to the SLOG",
-                        s * 100.0
-                    ))
-                )
-            }
-            None => String::new(),
-        };
-        let names: Vec<String> = w.devices.iter().map(|d| d.name.clone()).collect();
-        report = report.with("devices", names);
-        let mut devices = Vec::new();
-        for d in &w.devices {
-            let mut parts = Vec::new();
-            if let (Some(mean), Some(peak)) = (d.util_mean, d.util_peak) {
-                parts.push(format!("busy {mean:.0}% (peak {peak:.0}%)"));
-            }
-            if let Some(ms) = d.w_await_ms {
-                parts.push(format!("{ms:.1} ms per write"));
-            }
-            if !parts.is_empty() {
-                devices.push(format!("{} {}", d.name, parts.join(", ")));
+        if let Some((z, scope)) = w.zil {
+            let secs = w.seconds.max(f64::MIN_POSITIVE);
+            report = report
+                .with("zil_scope", scope.as_str())
+                .with("zil_commits_per_s", round_sig3(z.commits / secs))
+                .with("zil_itx_per_s", round_sig3(z.itx / secs))
+                .with("zil_itx_bytes_per_s", round_sig3(z.itx_bytes / secs))
+                .with("zil_slog_bytes_per_s", round_sig3(z.slog_bytes / secs))
+                .with("zil_normal_bytes_per_s", round_sig3(z.normal_bytes / secs));
+            if let Some(s) = w.slog_share() {
+                report = report.with("slog_share_pct", round_sig3(s * 100.0));
             }
         }
+        let names: Vec<String> = w.devices.iter().map(|d| d.name.clone()).collect();
+        report = report.with("devices", names);
         // The figures of the busiest device (the members of a log mirror move together).
         if let Some((d, mean)) = busiest {
             report = report
@@ -652,97 +632,17 @@ impl SlogUsage {
                 .with("slowest_device", d.name.clone())
                 .with("slowest_zfs_write_wait_ms", round_sig3(ms));
         }
-        let data_vdevs: Vec<&str> = pool
-            .config
-            .iter()
-            .flat_map(|c| c.class(VdevClass::Normal))
-            .map(|v| v.name.as_str())
-            .collect();
-        let versus_text = match versus {
-            Some(((d, log), data)) => {
-                report = report
-                    .with("log_device_write_ms", round_sig3(log))
-                    .with("data_device_write_ms", round_sig3(data))
-                    .with("log_to_data_write_ratio", round_sig3(log / data));
-                format!(
-                    "; a write takes {log:.2} ms on the log's device ({}) against {data:.2} ms \
-                     on the pool's own vdevs ({})",
-                    d.name,
-                    data_vdevs.join(", ")
-                )
-            }
-            None => String::new(),
-        };
-        let devices = if devices.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", devices.join("; "))
-        };
-        let over = duration(w.seconds);
-        report.summary = match usage {
-            Usage::Idle => format!(
-                "{subject} ({layout}) took {:.2} writes/s over the last {over}{zil_text}: no \
-                 sync writes use it, so the SLOG brings nothing",
-                w.writes_per_s
-            ),
-            Usage::Useful => format!(
-                "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
-                 {devices}{versus_text}: useful, not saturated",
-                w.writes_per_s,
-                bytes(w.bytes_per_s)
-            ),
-            Usage::Saturated => format!(
-                "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
-                 {devices}{versus_text}: saturated, sync writes queue behind it",
-                w.writes_per_s,
-                bytes(w.bytes_per_s)
-            ),
-            Usage::Slower => format!(
-                "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
-                 {devices}{versus_text}: slower than the pool it serves, so every sync write \
-                 waits longer than it would without it",
-                w.writes_per_s,
-                bytes(w.bytes_per_s)
-            ),
-        };
-        let spilled = w.slog_share().is_some_and(|s| s < 0.9);
-        let advice = match usage {
-            Usage::Idle => Some(format!(
-                "A SLOG speeds up only synchronous writes (fsync, O_SYNC, sync=always, NFS and \
-                 iSCSI commits). Without them it can go (zpool remove {} <log vdev>) and its \
-                 device serve elsewhere, e.g. as half of a special mirror",
-                pool.name
-            )),
-            Usage::Saturated => Some(format!(
-                "The log device is the bottleneck of sync writes: a faster device with \
-                 power-loss protection, or a second log vdev (zpool add {} log mirror DEV1 \
-                 DEV2), spreads them; logbias=throughput keeps bulk sync writes off the SLOG",
-                pool.name
-            )),
-            Usage::Useful if spilled => Some(
-                "Part of the ZIL went to the main pool: datasets with logbias=throughput, a \
-                 log that was full, or (host-wide figures) other pools without a SLOG"
-                    .to_string(),
-            ),
-            Usage::Slower => versus.map(|((d, log), data)| {
-                format!(
-                    "Remove the log (zpool remove {} {}): the ZIL then goes to the pool's own \
-                     vdevs, which answer a write in {data:.2} ms against the log's {log:.2} ms. \
-                     A SLOG pays off only on a device faster than the pool's, with power-loss \
-                     protection",
-                    pool.name, d.top
-                )
-            }),
-            Usage::Useful => None,
-        };
-        if let Some(a) = advice {
-            report = report.advice(a);
+        if let Some(((_, log), data)) = versus {
+            report = report
+                .with("log_device_write_ms", round_sig3(log))
+                .with("data_device_write_ms", round_sig3(data))
+                .with("log_to_data_write_ratio", round_sig3(log / data));
         }
         let severity = match usage {
             Usage::Saturated | Usage::Slower => Severity::Warning,
             Usage::Idle | Usage::Useful => Severity::Info,
         };
-        (Verdict::Holds(severity), report)
+        (Verdict::Holds(severity), usage, report)
     }
 
     fn size_report(
@@ -1107,6 +1007,134 @@ fn summarize(w: &stats::Window<Point>) -> Window {
             (n > 0.0).then(|| w.iter().map(|p| p.data_wait_ms_writes).sum::<f64>() / n)
         },
     }
+}
+
+/// The summary and advice of the verdict `usage` whose figures `report` holds, written into
+/// it: made only for an event that goes out.
+fn verdict_words(
+    subject: &str,
+    layout: &str,
+    w: &Window,
+    pool: &Pool,
+    usage: Usage,
+    report: &mut Report,
+) {
+    let versus = w.versus();
+    let zil_text = match w.zil {
+        Some((z, scope)) => {
+            let secs = w.seconds.max(f64::MIN_POSITIVE);
+            let share = w.slog_share();
+            let whose = if scope == ZilScope::Host {
+                " (host-wide)"
+            } else {
+                ""
+            };
+            format!(
+                " for {:.1} ZIL commits/s, {:.1} itx/s and {}/s of logged data{whose}{}",
+                z.commits / secs,
+                z.itx / secs,
+                bytes(z.itx_bytes / secs),
+                share.map_or(String::new(), |s| format!(
+                    ", {:.0}% of the log-block bytes going to the SLOG",
+                    s * 100.0
+                ))
+            )
+        }
+        None => String::new(),
+    };
+    let mut devices = Vec::new();
+    for d in &w.devices {
+        let mut parts = Vec::new();
+        if let (Some(mean), Some(peak)) = (d.util_mean, d.util_peak) {
+            parts.push(format!("busy {mean:.0}% (peak {peak:.0}%)"));
+        }
+        if let Some(ms) = d.w_await_ms {
+            parts.push(format!("{ms:.1} ms per write"));
+        }
+        if !parts.is_empty() {
+            devices.push(format!("{} {}", d.name, parts.join(", ")));
+        }
+    }
+    let data_vdevs: Vec<&str> = pool
+        .config
+        .iter()
+        .flat_map(|c| c.class(VdevClass::Normal))
+        .map(|v| v.name.as_str())
+        .collect();
+    let versus_text = match versus {
+        Some(((d, log), data)) => {
+            format!(
+                "; a write takes {log:.2} ms on the log's device ({}) against {data:.2} ms \
+                 on the pool's own vdevs ({})",
+                d.name,
+                data_vdevs.join(", ")
+            )
+        }
+        None => String::new(),
+    };
+    let devices = if devices.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", devices.join("; "))
+    };
+    let over = duration(w.seconds);
+    report.summary = match usage {
+        Usage::Idle => format!(
+            "{subject} ({layout}) took {:.2} writes/s over the last {over}{zil_text}: no \
+             sync writes use it, so the SLOG brings nothing",
+            w.writes_per_s
+        ),
+        Usage::Useful => format!(
+            "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
+             {devices}{versus_text}: useful, not saturated",
+            w.writes_per_s,
+            bytes(w.bytes_per_s)
+        ),
+        Usage::Saturated => format!(
+            "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
+             {devices}{versus_text}: saturated, sync writes queue behind it",
+            w.writes_per_s,
+            bytes(w.bytes_per_s)
+        ),
+        Usage::Slower => format!(
+            "{subject} ({layout}) took {:.0} writes/s ({}/s) over the last {over}{zil_text}\
+             {devices}{versus_text}: slower than the pool it serves, so every sync write \
+             waits longer than it would without it",
+            w.writes_per_s,
+            bytes(w.bytes_per_s)
+        ),
+    };
+    let spilled = w.slog_share().is_some_and(|s| s < 0.9);
+    let advice = match usage {
+        Usage::Idle => Some(format!(
+            "A SLOG speeds up only synchronous writes (fsync, O_SYNC, sync=always, NFS and \
+             iSCSI commits). Without them it can go (zpool remove {} <log vdev>) and its \
+             device serve elsewhere, e.g. as half of a special mirror",
+            pool.name
+        )),
+        Usage::Saturated => Some(format!(
+            "The log device is the bottleneck of sync writes: a faster device with \
+             power-loss protection, or a second log vdev (zpool add {} log mirror DEV1 \
+             DEV2), spreads them; logbias=throughput keeps bulk sync writes off the SLOG",
+            pool.name
+        )),
+        Usage::Useful if spilled => Some(
+            "Part of the ZIL went to the main pool: datasets with logbias=throughput, a \
+             log that was full, or (host-wide figures) other pools without a SLOG"
+                .to_string(),
+        ),
+        Usage::Slower => versus.map(|((d, log), data)| {
+            format!(
+                "Remove the log (zpool remove {} {}): the ZIL then goes to the pool's own \
+                 vdevs, which answer a write in {data:.2} ms against the log's {log:.2} ms. \
+                 A SLOG pays off only on a device faster than the pool's, with power-loss \
+                 protection",
+                pool.name, d.top
+            )
+        }),
+        Usage::Useful => None,
+    };
+    report.advice = advice;
 }
 
 impl Check for SlogUsage {

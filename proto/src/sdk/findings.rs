@@ -141,6 +141,23 @@ impl Findings {
         verdict: Verdict,
         report: impl FnOnce() -> Report,
     ) -> Option<Event> {
+        self.observe_worded(now, subject, verdict, report, |_| {})
+    }
+
+    /// [`Findings::observe_with`] with the report's words apart from its figures: `figures`
+    /// makes the report without its text (what [`Rules::material_change`] compares), and
+    /// `words` writes its summary and advice into it only when an event goes out. For a
+    /// check that holds a finding all the time (an `info` verdict every sample), whose
+    /// figures are compared every sample but whose sentences are read only when they moved.
+    pub fn observe_worded(
+        &mut self,
+        now: f64,
+        subject: &str,
+        verdict: Verdict,
+        figures: impl FnOnce() -> Report,
+        words: impl FnOnce(&mut Report),
+    ) -> Option<Event> {
+        let report = figures;
         let holds = matches!(verdict, Verdict::Holds(_));
         let rules = self.rules;
         // One lookup of the subject: most are quiet and stay so, the rest mostly raised.
@@ -171,7 +188,10 @@ impl Findings {
                 (event, report)
             }
         };
-        event.map(|(state, severity)| self.event(state, severity, subject, report))
+        let (state, severity) = event?;
+        let mut report = report;
+        words(&mut report);
+        Some(self.event(state, severity, subject, report))
     }
 
     /// Whether [`Findings::observe_with`] of `subject` with `verdict` would make its report:
@@ -497,6 +517,46 @@ mod tests {
         assert_eq!(made, [2.0, 4.0, 5.0, 6.0, 7.0]);
         assert_eq!(wanted, made, "wants_report says what observe_with does");
         assert_eq!(f.raised_subjects().count(), 0);
+    }
+
+    #[test]
+    fn observe_worded_writes_the_words_only_for_an_event_that_goes_out() {
+        // Raise at once, update on a 20% move: the figures are compared every sample, the
+        // words written for the raise, the update and the clear only.
+        let mut f = Findings::new("busy", rules(1, 0, 0.2));
+        let mut worded = Vec::new();
+        let mut step = |f: &mut Findings, t: f64, v: Verdict, util: f64| {
+            f.observe_worded(
+                t,
+                "sda",
+                v,
+                || Report::default().with("util", util),
+                |r| {
+                    worded.push(t);
+                    r.summary = format!("busy {util}%");
+                    r.advice = Some("add disks".into());
+                },
+            )
+        };
+        let raised = step(&mut f, 0.0, W, 90.0).unwrap();
+        assert_eq!(raised.state, Some(State::Raised));
+        assert_eq!(raised.summary, "busy 90%");
+        assert_eq!(raised.advice.as_deref(), Some("add disks"));
+        assert_eq!(raised.data["util"], Value::Float(90.0));
+        // 10% and then 15% from the 90 sent: not material, no words.
+        assert!(step(&mut f, 1.0, W, 99.0).is_none());
+        assert!(step(&mut f, 2.0, W, 103.5).is_none());
+        // 30% from the 90 sent.
+        let updated = step(&mut f, 3.0, W, 117.0).unwrap();
+        assert_eq!(updated.state, Some(State::Updated));
+        assert_eq!(updated.summary, "busy 117%");
+        let cleared = step(&mut f, 4.0, Verdict::Clear, 10.0).unwrap();
+        assert_eq!(cleared.state, Some(State::Cleared));
+        assert_eq!(cleared.summary, "busy 10%");
+        // Quiet and clear: neither figures nor words.
+        assert!(step(&mut f, 5.0, Verdict::Clear, 10.0).is_none());
+        assert_eq!(worded, [0.0, 3.0, 4.0]);
+        assert!(raised.validate().is_ok() && updated.validate().is_ok());
     }
 
     #[test]
