@@ -99,20 +99,14 @@ pub fn parse_txgs(bytes: &[u8]) -> Result<Vec<Txg>, ParseError> {
             columns = Some(txg_columns(line, n)?);
             continue;
         };
-        let tokens: Vec<&str> = line.split_ascii_whitespace().collect();
-        if tokens.len() != cols.len() {
-            return Err(ParseError::new(
-                WHAT,
-                format!(
-                    "{} fields where the column header has {}",
-                    tokens.len(),
-                    cols.len()
-                ),
-            )
-            .at_line(n));
-        }
+        // The fields matched to the columns as they are met, in one pass (no list of them
+        // per row: a row is a dozen numbers, and collecting them cost more than parsing them).
+        let mut fields = token_spans(line).map(|(s, e)| &line[s..e]);
         let mut txg = Txg::default();
-        for (col, token) in cols.iter().zip(tokens) {
+        for col in cols {
+            let Some(token) = fields.next() else {
+                return Err(wrong_field_count(line, cols.len(), n));
+            };
             let slot = match col {
                 TxgColumn::State => {
                     txg.state = token.to_string();
@@ -133,9 +127,22 @@ pub fn parse_txgs(bytes: &[u8]) -> Result<Vec<Txg>, ParseError> {
             };
             *slot = unsigned(token).map_err(|m| ParseError::new(WHAT, m).at_line(n))?;
         }
+        if fields.next().is_some() {
+            return Err(wrong_field_count(line, cols.len(), n));
+        }
         txgs.push(txg);
     }
     Ok(txgs)
+}
+
+/// A `txgs` row whose fields are not one per column.
+fn wrong_field_count(line: &str, columns: usize, n: usize) -> ParseError {
+    let count = token_spans(line).count();
+    ParseError::new(
+        "txgs",
+        format!("{count} fields where the column header has {columns}"),
+    )
+    .at_line(n)
 }
 
 /// The pre-2.1 pool `io` kstat (KSTAT_TYPE_IO): optional kstat header, optional column
@@ -1122,6 +1129,18 @@ a_name_that_is_longer_than_thirty_one_columns 4 42
     fn txgs_errors() {
         let e = parse_txgs(b"txg birth state\n1 2\n").unwrap_err();
         assert_eq!(line_of(&e), Some(2));
+        assert!(
+            e.to_string()
+                .contains("2 fields where the column header has 3"),
+            "{e}"
+        );
+        let e = parse_txgs(b"txg birth state\n1 2 C\n3 4 S 5\n").unwrap_err();
+        assert_eq!(line_of(&e), Some(3));
+        assert!(
+            e.to_string()
+                .contains("4 fields where the column header has 3"),
+            "{e}"
+        );
         let e = parse_txgs(b"txg birth state\n1 2 C\n1 99999999999999999999 C\n").unwrap_err();
         assert_eq!(line_of(&e), Some(3));
         assert!(e.to_string().contains("larger than"), "{e}");
