@@ -302,8 +302,42 @@ pub fn round_sig3(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return 0.0;
     }
-    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    let scale = 10f64.powi(2 - decimal_exponent(x));
     (x * scale).round() / scale
+}
+
+/// The decimal exponent of a finite, non-zero `x`, as its shortest representation writes it
+/// (`1.23e-4`: -4): `x.abs().log10().floor()`, without `log10`. The one call of libm's in the
+/// checks' bundle and the agent was `log10` (and the agent's `pow`): without them neither
+/// links libm, whose pages (half a MiB resident: its relocations and IFUNC resolvers are
+/// run at load) no process of the agent's then maps. Not called per sample: what it rounds
+/// is for a finding's words.
+fn decimal_exponent(x: f64) -> i32 {
+    struct Buf {
+        bytes: [u8; 40],
+        len: usize,
+    }
+    impl std::fmt::Write for Buf {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let end = self.len + s.len();
+            self.bytes
+                .get_mut(self.len..end)
+                .ok_or(std::fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+    let mut buf = Buf {
+        bytes: [0; 40],
+        len: 0,
+    };
+    // At most 17 digits, a point, "e" and "-324": it fits.
+    let _ = std::fmt::Write::write_fmt(&mut buf, format_args!("{:e}", x.abs()));
+    let text = std::str::from_utf8(&buf.bytes[..buf.len]).unwrap_or("");
+    text.rsplit_once('e')
+        .and_then(|(_, e)| e.parse().ok())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -498,5 +532,15 @@ mod tests {
         assert_eq!(round_sig3(-4.5678), -4.57);
         assert_eq!(round_sig3(f64::NAN), 0.0);
         assert_eq!(round_sig3(0.0), 0.0);
+        assert_eq!(round_sig3(999.999_9), 1000.0);
+    }
+
+    #[test]
+    fn the_decimal_exponent_is_log10s_floor() {
+        for x in [
+            1.0, 9.99, 10.0, 123456.0, 0.0012345, 0.1, 1e-300, 5e-324, 1e308, -42.0, 7e22, 1e23,
+        ] {
+            assert_eq!(decimal_exponent(x), x.abs().log10().floor() as i32, "{x}");
+        }
     }
 }
