@@ -485,9 +485,14 @@ impl SlogUsage {
 
             // Size against what it can hold; the peak use over whatever window there is.
             if let Some((dirty, basis)) = dirty {
-                let (verdict, report) =
-                    self.size_report(&subject, &layout, space, dirty, basis, seen.as_ref());
-                events.extend(self.size.observe(now, &subject, verdict, report));
+                let facts = self.size_facts(&layout, space, dirty, basis, seen.as_ref());
+                events.extend(self.size.observe_worded(
+                    now,
+                    &subject,
+                    facts.verdict(),
+                    || facts.figures(),
+                    |report| facts.words(&subject, report),
+                ));
             }
 
             // Redundancy and the devices, per top-level vdev; exposure from whatever part of
@@ -500,18 +505,40 @@ impl SlogUsage {
                     if secs > 0.0 { n / secs } else { 0.0 }
                 });
                 let busy = writes_per_s.is_some_and(|w| w >= self.config.idle_writes_per_s);
-                if let Some((verdict, report)) =
-                    self.redundancy_report(&pool.name, &top_subject, top, writes_per_s, busy)
-                {
-                    events.extend(self.redundancy.observe(now, &top_subject, verdict, report));
-                }
+                let redundancy = RedundancyFacts {
+                    pool: &pool.name,
+                    top,
+                    writes_per_s,
+                    busy,
+                };
+                events.extend(self.redundancy.observe_worded(
+                    now,
+                    &top_subject,
+                    redundancy.verdict(),
+                    || redundancy.figures(),
+                    |report| redundancy.words(&top_subject, report),
+                ));
                 for leaf in top.leaves() {
+                    let Some(device) = log_device(snap, leaf) else {
+                        continue;
+                    };
                     let leaf_subject = top.subject_of(&pool.name, leaf);
-                    if let Some((verdict, report)) =
-                        device_report(snap, &pool.name, &leaf_subject, leaf, busy, writes_per_s)
-                    {
-                        events.extend(self.device.observe(now, &leaf_subject, verdict, report));
-                    }
+                    events.extend(self.device.observe_worded(
+                        now,
+                        &leaf_subject,
+                        device.verdict(busy),
+                        || device.figures(writes_per_s),
+                        |report| {
+                            device.words(
+                                &pool.name,
+                                &leaf_subject,
+                                leaf,
+                                busy,
+                                writes_per_s,
+                                report,
+                            )
+                        },
+                    ));
                 }
             }
         }
@@ -645,131 +672,223 @@ impl SlogUsage {
         (Verdict::Holds(severity), usage, report)
     }
 
-    fn size_report(
+    /// The log's size against what it can hold (`dirty`, the dirty-data limit named by
+    /// `basis`), with the peak use over whatever window there is.
+    fn size_facts<'a>(
         &self,
-        subject: &str,
-        layout: &str,
+        layout: &'a str,
         space: u64,
         dirty: u64,
-        basis: &str,
+        basis: &'a str,
         w: Option<&Window>,
-    ) -> (Verdict, Report) {
+    ) -> SizeFacts<'a> {
         let holdable = self.config.txgs_held * dirty as f64;
         let peak = w.map(|w| w.peak_alloc);
         // Nearly full is a judgement over the window: only with enough samples.
         let judged = w.is_some_and(|w| w.samples >= self.config.min_samples);
-        let mut report = Report::new("")
-            .with("size_bytes", space)
-            .with("dirty_data_max_bytes", dirty)
-            .with("dirty_data_max_basis", basis)
-            .with("holdable_bytes", round_sig3(holdable))
-            .with("size_to_holdable", round_sig3(space as f64 / holdable));
-        if let Some(p) = peak {
+        let nearly_full =
+            judged && peak.is_some_and(|p| p as f64 >= space as f64 * self.config.full_pct / 100.0);
+        let sizing = if space < dirty || nearly_full {
+            Sizing::Undersized { nearly_full }
+        } else if space as f64 > self.config.oversize_factor * holdable {
+            Sizing::Oversized
+        } else {
+            Sizing::Fits
+        };
+        SizeFacts {
+            layout,
+            space,
+            dirty,
+            basis,
+            txgs_held: self.config.txgs_held,
+            holdable,
+            peak,
+            seconds: w.map(|w| w.seconds),
+            sizing,
+        }
+    }
+}
+
+/// How a log's size compares with what it can ever hold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sizing {
+    /// Smaller than one txg's dirty data, or nearly full at its peak.
+    Undersized {
+        nearly_full: bool,
+    },
+    /// Far beyond what it can hold: the rest is never used.
+    Oversized,
+    Fits,
+}
+
+/// What the size finding of one log is judged from.
+struct SizeFacts<'a> {
+    layout: &'a str,
+    space: u64,
+    dirty: u64,
+    basis: &'a str,
+    txgs_held: f64,
+    holdable: f64,
+    peak: Option<u64>,
+    /// The window the peak is over.
+    seconds: Option<f64>,
+    sizing: Sizing,
+}
+
+impl SizeFacts<'_> {
+    fn verdict(&self) -> Verdict {
+        match self.sizing {
+            Sizing::Undersized { .. } => Verdict::Holds(Severity::Warning),
+            Sizing::Oversized => Verdict::Holds(Severity::Info),
+            Sizing::Fits => Verdict::Clear,
+        }
+    }
+
+    fn figures(&self) -> Report {
+        let mut report = Report::default()
+            .with("size_bytes", self.space)
+            .with("dirty_data_max_bytes", self.dirty)
+            .with("dirty_data_max_basis", self.basis)
+            .with("holdable_bytes", round_sig3(self.holdable))
+            .with(
+                "size_to_holdable",
+                round_sig3(self.space as f64 / self.holdable),
+            );
+        if let Some(p) = self.peak {
             report = report.with("peak_alloc_bytes", p).with(
                 "peak_alloc_pct",
-                round_sig3(p as f64 / space as f64 * 100.0),
+                round_sig3(p as f64 / self.space as f64 * 100.0),
             );
         }
-        let peak_text = match (peak, w) {
-            (Some(p), Some(w)) => format!(
+        let sizing = match self.sizing {
+            Sizing::Undersized { .. } => "undersized",
+            Sizing::Oversized => "oversized",
+            Sizing::Fits => "fits",
+        };
+        report.with("sizing", sizing)
+    }
+
+    /// The summary and advice, written into `report`: only for an event that goes out.
+    fn words(&self, subject: &str, report: &mut Report) {
+        let (layout, space, basis) = (self.layout, self.space, self.basis);
+        let peak_text = match (self.peak, self.seconds) {
+            (Some(p), Some(seconds)) => format!(
                 "; its peak use over the last {} was {}",
-                duration(w.seconds),
+                duration(seconds),
                 bytes(p as f64)
             ),
             _ => String::new(),
         };
         let can_hold = format!(
             "about {} ({} txgs of {} {})",
-            bytes(holdable),
-            self.config.txgs_held,
+            bytes(self.holdable),
+            self.txgs_held,
             basis_name(basis),
-            bytes(dirty as f64)
+            bytes(self.dirty as f64)
         );
-        let nearly_full =
-            judged && peak.is_some_and(|p| p as f64 >= space as f64 * self.config.full_pct / 100.0);
-        if space < dirty || nearly_full {
-            report.summary = format!(
-                "{subject} ({layout}) is {}, {}: it can hold {can_hold}{peak_text}: undersized, \
-                 a burst of sync writes spills the ZIL to the main pool",
-                bytes(space as f64),
-                if nearly_full {
-                    format!(
-                        "and was {:.0}% full",
-                        peak.unwrap_or(0) as f64 / space as f64 * 100.0
-                    )
-                } else {
-                    format!("less than one {}", basis_name(basis))
-                }
-            );
-            report = report.with("sizing", "undersized").advice(format!(
-                "Give the log at least {} (zpool add POOL log mirror DEV1 DEV2 with larger \
-                 devices, then remove the old one)",
-                bytes(holdable)
-            ));
-            return (Verdict::Holds(Severity::Warning), report);
+        match self.sizing {
+            Sizing::Undersized { nearly_full } => {
+                report.summary = format!(
+                    "{subject} ({layout}) is {}, {}: it can hold {can_hold}{peak_text}: \
+                     undersized, a burst of sync writes spills the ZIL to the main pool",
+                    bytes(space as f64),
+                    if nearly_full {
+                        format!(
+                            "and was {:.0}% full",
+                            self.peak.unwrap_or(0) as f64 / space as f64 * 100.0
+                        )
+                    } else {
+                        format!("less than one {}", basis_name(basis))
+                    }
+                );
+                report.advice = Some(format!(
+                    "Give the log at least {} (zpool add POOL log mirror DEV1 DEV2 with larger \
+                     devices, then remove the old one)",
+                    bytes(self.holdable)
+                ));
+            }
+            Sizing::Oversized => {
+                report.summary = format!(
+                    "{subject} ({layout}) is {} but can ever hold {can_hold}{peak_text}: \
+                     oversized, {} of it is never used",
+                    bytes(space as f64),
+                    bytes(space as f64 - self.holdable)
+                );
+                report.advice = Some(format!(
+                    "A log of about {} is enough (more brings nothing); on a new layout, the \
+                     rest of the device can serve as a partition of a mirrored special vdev",
+                    bytes(self.holdable * 2.0)
+                ));
+            }
+            Sizing::Fits => {
+                report.summary = format!(
+                    "{subject} ({layout}) is {}, fitting what it can hold: {can_hold}",
+                    bytes(space as f64)
+                );
+            }
         }
-        if space as f64 > self.config.oversize_factor * holdable {
-            report.summary = format!(
-                "{subject} ({layout}) is {} but can ever hold {can_hold}{peak_text}: oversized, \
-                 {} of it is never used",
-                bytes(space as f64),
-                bytes(space as f64 - holdable)
-            );
-            report = report.with("sizing", "oversized").advice(format!(
-                "A log of about {} is enough (more brings nothing); on a new layout, the rest \
-                 of the device can serve as a partition of a mirrored special vdev",
-                bytes(holdable * 2.0)
-            ));
-            return (Verdict::Holds(Severity::Info), report);
-        }
-        report.summary = format!(
-            "{subject} ({layout}) is {}, fitting what it can hold: {can_hold}",
-            bytes(space as f64)
-        );
-        (Verdict::Clear, report.with("sizing", "fits"))
+    }
+}
+
+/// Whether a top-level log vdev survives the loss of a device, and the load it carries.
+struct RedundancyFacts<'a> {
+    pool: &'a str,
+    top: &'a Vdev,
+    writes_per_s: Option<f64>,
+    busy: bool,
+}
+
+impl RedundancyFacts<'_> {
+    fn redundant(&self) -> bool {
+        self.top
+            .redundancy
+            .unwrap_or(Redundancy::None)
+            .tolerated_failures()
+            > 0
     }
 
-    fn redundancy_report(
-        &self,
-        pool: &str,
-        subject: &str,
-        top: &Vdev,
-        writes_per_s: Option<f64>,
-        busy: bool,
-    ) -> Option<(Verdict, Report)> {
-        let redundancy = top.redundancy.unwrap_or(Redundancy::None);
-        if redundancy.tolerated_failures() > 0 {
-            return Some((
-                Verdict::Clear,
-                Report::new(format!("{subject} is redundant now")),
-            ));
+    fn verdict(&self) -> Verdict {
+        if self.redundant() {
+            Verdict::Clear
+        } else if self.busy {
+            Verdict::Holds(Severity::Warning)
+        } else {
+            Verdict::Holds(Severity::Info)
         }
-        let load = match writes_per_s {
-            Some(w) if busy => format!("carries {w:.0} sync writes/s"),
+    }
+
+    fn figures(&self) -> Report {
+        if self.redundant() {
+            return Report::default();
+        }
+        let report = Report::default().with("tolerated_failures", 0u32);
+        match self.writes_per_s {
+            Some(w) => report.with("writes_per_s", round_sig3(w)),
+            None => report,
+        }
+    }
+
+    fn words(&self, subject: &str, report: &mut Report) {
+        if self.redundant() {
+            report.summary = format!("{subject} is redundant now");
+            return;
+        }
+        let load = match self.writes_per_s {
+            Some(w) if self.busy => format!("carries {w:.0} sync writes/s"),
             Some(w) => format!("is idle ({w:.2} writes/s)"),
             None => "has no rates yet".to_string(),
         };
-        let mut report = Report::new(format!(
+        report.summary = format!(
             "{subject} is a single unmirrored device and {load}: if the system crashes and \
              the device is lost with it, the sync writes of the last seconds (up to about two \
              txgs) are gone although fsync had returned"
-        ))
-        .with("tolerated_failures", 0u32)
-        .advice(format!(
-            "Attach a second device (zpool attach {pool} {} NEWDEV). Losing the log alone \
+        );
+        report.advice = Some(format!(
+            "Attach a second device (zpool attach {} {} NEWDEV). Losing the log alone \
              while the system runs costs nothing: ZFS still holds the data and falls back to \
              the main pool; only a crash together with the device's loss does",
-            top.name
+            self.pool, self.top.name
         ));
-        if let Some(w) = writes_per_s {
-            report = report.with("writes_per_s", round_sig3(w));
-        }
-        let severity = if busy {
-            Severity::Warning
-        } else {
-            Severity::Info
-        };
-        Some((Verdict::Holds(severity), report))
     }
 }
 
@@ -781,57 +900,93 @@ fn basis_name(basis: &str) -> &str {
     }
 }
 
-/// The device finding for one log leaf: a loop device or file, or a spinning disk.
-fn device_report(
-    snap: &Snapshot,
-    pool: &str,
-    subject: &str,
-    leaf: &Vdev,
-    busy: bool,
-    writes_per_s: Option<f64>,
-) -> Option<(Verdict, Report)> {
+/// What a log leaf is, for its device finding: a loop device or file, a spinning disk, or a
+/// solid-state device; `None` when its disk is not known.
+fn log_device<'a>(snap: &'a Snapshot, leaf: &Vdev) -> Option<LogDevice<'a>> {
     if let Some(what) = not_power_safe(leaf) {
-        let load = match writes_per_s {
-            Some(w) if busy => format!("taking {w:.0} sync writes/s"),
-            _ => "idle now".to_string(),
-        };
-        let report = Report::new(format!(
-            "{subject} is {what}, {load}: a log there has no power-loss guarantee of its own \
-             (an acknowledged sync write is only as safe as the backing store's flush), and \
-             after a reboot the pool imports without it unless it is set up first, exactly \
-             when its records are needed"
-        ))
-        .with("device", what)
-        .with("writes_per_s", round_sig3(writes_per_s.unwrap_or(0.0)))
-        .advice(format!(
-            "Put the log on a partition or whole SSD with power-loss protection (zpool remove \
-             {pool} {}, then zpool add {pool} log mirror DEV1 DEV2), or drop it: the ZIL in \
-             the main pool is safe",
-            leaf.name
-        ));
-        let severity = if busy {
-            Severity::Critical
-        } else {
-            Severity::Warning
-        };
-        return Some((Verdict::Holds(severity), report));
+        return Some(LogDevice::NotPowerSafe(what));
     }
     let disk = leaf.disk.as_deref().and_then(|d| snap.disk(d))?;
-    if disk.rotational == Some(true) {
-        let report = Report::new(format!(
-            "{subject} is a spinning disk ({}): a log there is hardly faster than the ZIL in \
-             the main pool",
-            disk.name
-        ))
-        .with("disk", disk.name.clone())
-        .with("rotational", true)
-        .advice("A SLOG pays off on a low-latency SSD with power-loss protection");
-        return Some((Verdict::Holds(Severity::Info), report));
+    Some(if disk.rotational == Some(true) {
+        LogDevice::Spinning(&disk.name)
+    } else {
+        LogDevice::SolidState
+    })
+}
+
+/// The kind of device a log leaf is on.
+enum LogDevice<'a> {
+    /// Not power-safe: what it is (a loop device, a file).
+    NotPowerSafe(String),
+    /// A spinning disk, by name.
+    Spinning(&'a str),
+    SolidState,
+}
+
+impl LogDevice<'_> {
+    fn verdict(&self, busy: bool) -> Verdict {
+        match self {
+            LogDevice::NotPowerSafe(_) if busy => Verdict::Holds(Severity::Critical),
+            LogDevice::NotPowerSafe(_) => Verdict::Holds(Severity::Warning),
+            LogDevice::Spinning(_) => Verdict::Holds(Severity::Info),
+            LogDevice::SolidState => Verdict::Clear,
+        }
     }
-    Some((
-        Verdict::Clear,
-        Report::new(format!("{subject} is a solid-state device")),
-    ))
+
+    fn figures(&self, writes_per_s: Option<f64>) -> Report {
+        match self {
+            LogDevice::NotPowerSafe(what) => Report::default()
+                .with("device", what.as_str())
+                .with("writes_per_s", round_sig3(writes_per_s.unwrap_or(0.0))),
+            LogDevice::Spinning(disk) => Report::default()
+                .with("disk", *disk)
+                .with("rotational", true),
+            LogDevice::SolidState => Report::default(),
+        }
+    }
+
+    /// The summary and advice of the finding about `leaf` (`subject`) of `pool`.
+    fn words(
+        &self,
+        pool: &str,
+        subject: &str,
+        leaf: &Vdev,
+        busy: bool,
+        writes_per_s: Option<f64>,
+        report: &mut Report,
+    ) {
+        match self {
+            LogDevice::NotPowerSafe(what) => {
+                let load = match writes_per_s {
+                    Some(w) if busy => format!("taking {w:.0} sync writes/s"),
+                    _ => "idle now".to_string(),
+                };
+                report.summary = format!(
+                    "{subject} is {what}, {load}: a log there has no power-loss guarantee of \
+                     its own (an acknowledged sync write is only as safe as the backing \
+                     store's flush), and after a reboot the pool imports without it unless it \
+                     is set up first, exactly when its records are needed"
+                );
+                report.advice = Some(format!(
+                    "Put the log on a partition or whole SSD with power-loss protection (zpool \
+                     remove {pool} {}, then zpool add {pool} log mirror DEV1 DEV2), or drop \
+                     it: the ZIL in the main pool is safe",
+                    leaf.name
+                ));
+            }
+            LogDevice::Spinning(disk) => {
+                report.summary = format!(
+                    "{subject} is a spinning disk ({disk}): a log there is hardly faster than \
+                     the ZIL in the main pool"
+                );
+                report.advice =
+                    Some("A SLOG pays off on a low-latency SSD with power-loss protection".into());
+            }
+            LogDevice::SolidState => {
+                report.summary = format!("{subject} is a solid-state device");
+            }
+        }
+    }
 }
 
 /// One interval of a pool's log vdevs, or `None` when a log vdev has no rates this time
