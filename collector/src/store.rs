@@ -69,7 +69,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Duration;
 use zpulse_forward::Entry;
-use zpulse_proto::event::{Event, Severity, Value};
+use zpulse_proto::event::{Event, EventTime, Severity, Value};
 
 /// The check of the agent's heartbeat: tracked in `hosts`, not as a finding.
 pub const HEARTBEAT_CHECK: &str = "agent.heartbeat";
@@ -267,10 +267,24 @@ impl Row {
     /// (any Forward client may send to a collector), its fields as `data`, and `Err` carries
     /// why it is not a zpulse event. `peer_host` names the host when the record does not.
     pub fn from_entry(tag: &str, entry: &Entry, peer_host: &str) -> (Row, Result<(), String>) {
-        let ts = i64::from(entry.time.seconds) * 1_000_000_000 + i64::from(entry.time.nanos);
-        match entry.event() {
+        Row::from_record(tag, entry.time, &entry.record, peer_host)
+    }
+
+    /// [`Row::from_entry`] of an entry's time and record. A record in the agent's form is
+    /// read straight into its row ([`crate::record`]); any other, the general way.
+    pub fn from_record(
+        tag: &str,
+        time: EventTime,
+        record: &[u8],
+        peer_host: &str,
+    ) -> (Row, Result<(), String>) {
+        let ts = i64::from(time.seconds) * 1_000_000_000 + i64::from(time.nanos);
+        if let Some(row) = crate::record::row(tag, ts, record, peer_host) {
+            return (row, Ok(()));
+        }
+        match Event::from_msgpack(record) {
             Ok(e) => (Row::from_owned_event(tag, ts, e, peer_host), Ok(())),
-            Err(why) => (Row::foreign(tag, ts, &entry.record, peer_host), Err(why)),
+            Err(why) => (Row::foreign(tag, ts, record, peer_host), Err(why)),
         }
     }
 
@@ -344,23 +358,31 @@ fn chart_points(e: &Event, peer_host: &str) -> Vec<(String, f64)> {
     };
     e.data
         .iter()
-        .filter(|(k, _)| k.ends_with("_pct"))
+        .filter(|(k, _)| k.ends_with(CHART_PCT_SUFFIX))
         .filter_map(|(k, v)| {
             let x = v.as_f64().filter(|x| x.is_finite())?;
-            // `check key`, or `check subject key` (pushed, not formatted: one per figure of
-            // every event received).
-            let subject = !(e.subject.is_empty() || e.subject == host);
-            let mut name = String::with_capacity(e.check.len() + e.subject.len() + k.len() + 2);
-            name.push_str(&e.check);
-            if subject {
-                name.push(' ');
-                name.push_str(&e.subject);
-            }
-            name.push(' ');
-            name.push_str(k);
-            Some((name, x))
+            Some((chart_point_name(&e.check, &e.subject, host, k), x))
         })
         .collect()
+}
+
+/// The figures of `data` that are charted end so.
+pub(crate) const CHART_PCT_SUFFIX: &str = "_pct";
+
+/// The series name of a chart point: `check key`, or `check subject key` when the subject is
+/// not the host itself (`host`: the event's, or its peer's when it names none).
+pub(crate) fn chart_point_name(check: &str, subject: &str, host: &str, key: &str) -> String {
+    // Pushed, not formatted: one per figure of every event received.
+    let with_subject = !(subject.is_empty() || subject == host);
+    let mut name = String::with_capacity(check.len() + subject.len() + key.len() + 2);
+    name.push_str(check);
+    if with_subject {
+        name.push(' ');
+        name.push_str(subject);
+    }
+    name.push(' ');
+    name.push_str(key);
+    name
 }
 
 /// Per host in a batch: latest event time, latest heartbeat (time, agent version, interval),
