@@ -1666,6 +1666,24 @@ fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
     (version, interval)
 }
 
+/// Rows one `INSERT` of [`insert_rows`] stores: a statement's own work (opening a cursor on
+/// the table and each of its six indexes, binding, finishing) is paid once for them.
+const ROWS_PER_INSERT: usize = 16;
+
+/// The columns of an `events` row as [`insert_rows`] binds them.
+const EVENT_COLUMNS: usize = 12;
+
+/// `INSERT INTO events … VALUES (…), …` of [`ROWS_PER_INSERT`] rows.
+static INSERT_MANY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let row = format!("({})", ["?"; EVENT_COLUMNS].join(", "));
+    format!(
+        "INSERT INTO events(ts, received, tag, kind, host_id, check_id, severity, state,
+                            subject, summary, advice, data)
+         VALUES {}",
+        vec![row; ROWS_PER_INSERT].join(", ")
+    )
+});
+
 /// Inserts `rows` into `events`, received at `now`, and their ids into `received_ranges`:
 /// the ids they took, as runs of consecutive ids (one run, unless SQLite had to pick ids at
 /// random past the largest).
@@ -1687,8 +1705,61 @@ fn insert_rows<'a>(tx: &Transaction, rows: &'a [Row], now: i64) -> Result<Vec<(i
         ids.push((name, id));
         Ok(id)
     };
+    // SQLite gives a new row the largest id plus one while that fits (else it picks one at
+    // random): so when the batch's ids fit after the largest, they are the next ones in
+    // order, and rows can go several to a statement without asking each its id.
+    let largest: i64 = tx
+        .prepare_cached("SELECT coalesce(max(id), 0) FROM events")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .map_err(sql)?;
+    let sequential = largest < i64::MAX - rows.len() as i64;
     let mut runs: Vec<(i64, i64)> = Vec::new();
-    for r in rows {
+    let mut at = 0;
+    while at < rows.len() {
+        if sequential && rows.len() - at >= ROWS_PER_INSERT {
+            let chunk = &rows[at..at + ROWS_PER_INSERT];
+            let mut names = [(0i64, 0i64); ROWS_PER_INSERT];
+            for (n, r) in names.iter_mut().zip(chunk) {
+                *n = (name_id(&r.host)?, name_id(&r.check)?);
+            }
+            let mut values: Vec<&dyn rusqlite::ToSql> =
+                Vec::with_capacity(EVENT_COLUMNS * ROWS_PER_INSERT);
+            for (r, (host, check)) in chunk.iter().zip(&names) {
+                values.extend_from_slice(&[
+                    &r.ts as &dyn rusqlite::ToSql,
+                    &now,
+                    &r.tag,
+                    &r.kind,
+                    host,
+                    check,
+                    &r.severity,
+                    &r.state,
+                    &r.subject,
+                    &r.summary,
+                    &r.advice,
+                    &r.data,
+                ]);
+            }
+            tx.prepare_cached(&INSERT_MANY)
+                .and_then(|mut s| s.execute(rusqlite::params_from_iter(values)))
+                .map_err(sql)?;
+            let expected = largest + (at + ROWS_PER_INSERT) as i64;
+            let last = tx.last_insert_rowid();
+            if last != expected {
+                // Not what SQLite documents; refused rather than recorded wrong (the batch is
+                // not acked, and its sender resends it).
+                return Err(format!(
+                    "events took ids up to {last}, not {expected} as expected"
+                ));
+            }
+            match runs.last_mut() {
+                Some((_, l)) if *l + ROWS_PER_INSERT as i64 == last => *l = last,
+                _ => runs.push((last - ROWS_PER_INSERT as i64 + 1, last)),
+            }
+            at += ROWS_PER_INSERT;
+            continue;
+        }
+        let r = &rows[at];
         let (host, check) = (name_id(&r.host)?, name_id(&r.check)?);
         let id = insert
             .insert(params![
@@ -1700,6 +1771,7 @@ fn insert_rows<'a>(tx: &Transaction, rows: &'a [Row], now: i64) -> Result<Vec<(i
             Some((_, last)) if *last + 1 == id => *last = id,
             _ => runs.push((id, id)),
         }
+        at += 1;
     }
     let first = runs.iter().map(|(first, _)| *first).min();
     let last = runs.iter().map(|(_, last)| *last).max();
@@ -1868,6 +1940,76 @@ fn log_ack(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows go several to a statement, yet each has the id and the values it was given,
+    /// in order, and the batch's ids are one run in `received_ranges`; past the largest id
+    /// SQLite can give, rows go one at a time and each still lands once.
+    #[test]
+    fn rows_inserted_several_at_once_keep_their_order_ids_and_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let rows = |n: usize, host: &str| -> Vec<Row> {
+            (0..n)
+                .map(|i| {
+                    let mut e = Event::metrics("disk", format!("sd{i}"), format!("row {i}"))
+                        .with("n", i as u64);
+                    e.host = host.into();
+                    Row::from_event("zpulse.metrics", 1_000 + i as i64, &e, "p")
+                })
+                .collect()
+        };
+        // 37 rows: two full statements and five alone, after one row stored before.
+        let first = Batch {
+            rows: rows(1, "nas0"),
+            ..Batch::default()
+        };
+        let batch = Batch {
+            rows: rows(37, "nas1"),
+            ..Batch::default()
+        };
+        store.store(&[first, batch], 500).unwrap();
+        let got: Vec<(i64, i64, String, String)> = store
+            .conn
+            .prepare(
+                "SELECT e.id, e.ts, e.summary, e.data FROM events e JOIN names n
+                 ON n.id = e.host_id WHERE n.name = 'nas1' ORDER BY e.id",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(got.len(), 37);
+        for (i, (id, ts, summary, data)) in got.iter().enumerate() {
+            assert_eq!(*id, 2 + i as i64);
+            assert_eq!(*ts, 1_000 + i as i64);
+            assert_eq!(summary, &format!("row {i}"));
+            assert_eq!(data, &format!("{{\"n\":{i}}}"));
+        }
+        let ranges: Vec<(i64, i64, i64)> = store
+            .conn
+            .prepare("SELECT received, first_id, last_id FROM received_ranges")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ranges, [(500, 1, 38)]);
+        // The largest id taken: new ones are picked at random, one row at a time.
+        store
+            .conn
+            .execute(
+                "UPDATE events SET id = 9223372036854775807 WHERE id = 38",
+                [],
+            )
+            .unwrap();
+        let tx = store.transaction().unwrap();
+        let runs = insert_rows(&tx, &rows(20, "nas2"), 600).unwrap();
+        tx.commit().unwrap();
+        let ids: i64 = runs.iter().map(|(a, b)| b - a + 1).sum();
+        assert_eq!(ids, 20);
+        assert_eq!(store.counts().unwrap().0, 58);
+    }
 
     /// A batch keeps its latest figure per chart point: the one of the newest event time,
     /// of the later row among equal times, whatever order the rows came in; one point per
