@@ -63,7 +63,7 @@
 //! id and what it changes besides its rows (findings, hosts, charts, series), and only then
 //! is it acked.
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+use rusqlite::{CachedStatement, Connection, OpenFlags, OptionalExtension, Transaction, params};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -794,6 +794,8 @@ impl Store {
         // another row of it also has. Sorted below rather than hashed: a hundred short keys
         // sort in a fraction of what hashing each with SipHash cost.
         let mut points: Vec<((&str, i64, &str), i64, f64)> = Vec::new();
+        // Prepared at the batch's first finding.
+        let mut finding: Option<CachedStatement> = None;
         for r in &batch.rows {
             if r.kind != "foreign" {
                 let bucket = r.ts.div_euclid(1_000_000_000).div_euclid(CHART_BUCKET_S);
@@ -817,7 +819,12 @@ impl Store {
                     h.1 = Some((r.ts, version, interval));
                 }
             } else if (r.kind == "finding" || r.kind == "agent") && r.state.is_some() {
-                track_finding(tx, r, now)?;
+                if finding.is_none() {
+                    finding = Some(tx.prepare_cached(TRACK_FINDING).map_err(sql)?);
+                }
+                if let Some(upsert) = finding.as_mut() {
+                    track_finding(upsert, r, now)?;
+                }
                 h.2 = true;
             }
         }
@@ -1719,6 +1726,9 @@ fn insert_rows<'a>(tx: &Transaction, rows: &'a [Row], now: i64) -> Result<Vec<(i
         .map_err(sql)?;
     let sequential = largest < i64::MAX - rows.len() as i64;
     let mut runs: Vec<(i64, i64)> = Vec::new();
+    // Taken from the statement cache once, at the first full run: each fetch hashes its
+    // text (some 800 bytes), and again when it goes back.
+    let mut many: Option<CachedStatement> = None;
     let mut at = 0;
     while at < rows.len() {
         if sequential && rows.len() - at >= ROWS_PER_INSERT {
@@ -1745,9 +1755,13 @@ fn insert_rows<'a>(tx: &Transaction, rows: &'a [Row], now: i64) -> Result<Vec<(i
                     &r.data,
                 ]);
             }
-            tx.prepare_cached(&INSERT_MANY)
-                .and_then(|mut s| s.execute(rusqlite::params_from_iter(values)))
-                .map_err(sql)?;
+            if many.is_none() {
+                many = Some(tx.prepare_cached(&INSERT_MANY).map_err(sql)?);
+            }
+            if let Some(many) = many.as_mut() {
+                many.execute(rusqlite::params_from_iter(values))
+                    .map_err(sql)?;
+            }
             let expected = largest + (at + ROWS_PER_INSERT) as i64;
             let last = tx.last_insert_rowid();
             if last != expected {
@@ -1822,30 +1836,14 @@ fn delete_parts(conn: &Connection, parts: &[(i64, i64)]) -> Result<u64, String> 
     Ok(n)
 }
 
-/// Updates the current state of one finding from an event. An event older than the state
-/// already stored (a late resend) changes nothing here; it is still in the history.
-fn track_finding(tx: &Transaction, r: &Row, now: i64) -> Result<(), String> {
+/// Updates the current state of one finding from an event, with `upsert` the prepared
+/// [`TRACK_FINDING`] (taken from the statement cache once a batch: each fetch hashes the
+/// statement's text, and again when it goes back). An event older than the state already
+/// stored (a late resend) changes nothing here; it is still in the history.
+fn track_finding(upsert: &mut CachedStatement, r: &Row, now: i64) -> Result<(), String> {
     let open = i64::from(r.state.as_deref() != Some("cleared"));
-    tx.prepare_cached(
-        "INSERT INTO findings(host, check_name, subject, open, severity, state, raised_ts,
-                              updated_ts, cleared_ts, summary, advice, data, received)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10, ?11)
-         ON CONFLICT(host, check_name, subject) DO UPDATE SET
-           raised_ts = CASE WHEN excluded.open = 1 AND findings.open = 0
-                            THEN excluded.raised_ts ELSE findings.raised_ts END,
-           open = excluded.open,
-           severity = excluded.severity,
-           state = excluded.state,
-           updated_ts = excluded.updated_ts,
-           cleared_ts = excluded.cleared_ts,
-           summary = excluded.summary,
-           advice = excluded.advice,
-           data = excluded.data,
-           received = excluded.received
-         WHERE excluded.updated_ts >= findings.updated_ts",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
+    upsert
+        .execute(params![
             r.host,
             r.check,
             r.subject,
@@ -1858,10 +1856,28 @@ fn track_finding(tx: &Transaction, r: &Row, now: i64) -> Result<(), String> {
             r.data,
             now
         ])
-    })
-    .map_err(sql)?;
+        .map_err(sql)?;
     Ok(())
 }
+
+/// [`track_finding`]'s statement.
+const TRACK_FINDING: &str = "
+    INSERT INTO findings(host, check_name, subject, open, severity, state, raised_ts,
+                         updated_ts, cleared_ts, summary, advice, data, received)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10, ?11)
+    ON CONFLICT(host, check_name, subject) DO UPDATE SET
+      raised_ts = CASE WHEN excluded.open = 1 AND findings.open = 0
+                       THEN excluded.raised_ts ELSE findings.raised_ts END,
+      open = excluded.open,
+      severity = excluded.severity,
+      state = excluded.state,
+      updated_ts = excluded.updated_ts,
+      cleared_ts = excluded.cleared_ts,
+      summary = excluded.summary,
+      advice = excluded.advice,
+      data = excluded.data,
+      received = excluded.received
+    WHERE excluded.updated_ts >= findings.updated_ts";
 
 /// What `query` selects.
 #[derive(Debug, Clone, Default)]
