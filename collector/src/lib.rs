@@ -29,6 +29,7 @@ pub mod config;
 pub mod http;
 pub mod http_client;
 pub mod query;
+mod record;
 pub mod server;
 pub mod store;
 pub mod timeseries;

@@ -49,7 +49,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zpulse_forward::series::{self, SeriesRecord};
-use zpulse_forward::{ClientMessage, FrameDecoder, Helo, Limits, Pong, decode, encode};
+use zpulse_forward::{
+    ClientMessage, ClientMessageRef, EventBatch, EventBatchRef, FrameDecoder, Helo, Limits, Pong,
+    decode, encode,
+};
 
 /// Batches the writer stores in one transaction, at most.
 const GROUP_MAX_BATCHES: usize = 512;
@@ -1089,7 +1092,7 @@ impl<'a, S: Read + Write> Reader<'a, S> {
     /// make ([`Decoding`], given back or resized by the caller once it has made what it
     /// needs of the message). `Ok(None)`: the peer closed the connection between messages,
     /// or stayed idle.
-    fn next(&mut self) -> Result<Option<(ClientMessage, Decoding<'a>)>, String> {
+    fn next(&mut self) -> Result<Option<(Next, Decoding<'a>)>, String> {
         let ctx = self.ctx;
         let mut first_byte: Option<Instant> = None;
         let mut held = Held {
@@ -1111,7 +1114,10 @@ impl<'a, S: Read + Write> Reader<'a, S> {
             })?;
             if let Some(frame) = frame {
                 if frame == [0xc0] {
-                    return Ok(Some((ClientMessage::KeepAlive, Decoding::default())));
+                    return Ok(Some((
+                        Next::Decoded(ClientMessage::KeepAlive),
+                        Decoding::default(),
+                    )));
                 }
                 // A whole message (one that does not decode closes the connection at once):
                 // proof enough where clients need not authenticate.
@@ -1157,22 +1163,22 @@ impl<'a, S: Read + Write> Reader<'a, S> {
                 } else {
                     Decoding::default()
                 };
-                let decoded = if decoding.slot.is_some() {
+                let next = if decoding.slot.is_some() {
                     let (frame, limits) = (frame.to_vec(), self.ctx.limits);
-                    ctx.shared
+                    let decoded = ctx
+                        .shared
                         .decoder
                         .run(move || decode::client_message(&frame, &limits))
-                        .ok_or("the collector is stopping")?
+                        .ok_or("the collector is stopping")?;
+                    Next::Decoded(decoded.map_err(|e| protocol_error(ctx, e))?)
                 } else {
-                    decode::client_message(frame, &self.ctx.limits)
+                    // Decoded by the caller, its records borrowed from this copy (one per
+                    // message, not one per entry).
+                    Next::Light(frame.to_vec())
                 };
-                let msg = decoded.map_err(|e| {
-                    ctx.stats().protocol_errors.fetch_add(1, Ordering::Relaxed);
-                    format!("protocol error, closing: {e}")
-                })?;
                 self.last_message = Instant::now();
                 self.messages += 1;
-                return Ok(Some((msg, decoding)));
+                return Ok(Some((next, decoding)));
             }
             if self.dec.buffered() > 0 && first_byte.is_none() {
                 first_byte = Some(Instant::now());
@@ -1240,6 +1246,59 @@ impl<'a, S: Read + Write> Reader<'a, S> {
     }
 }
 
+/// A complete message from [`Reader::next`].
+enum Next {
+    /// A heavy message, decoded where heavy ones are (or a keep-alive).
+    Decoded(ClientMessage),
+    /// A light message's bytes, for the caller to decode ([`decode_light`]).
+    Light(Vec<u8>),
+}
+
+impl Next {
+    /// The message owned (the handshake's).
+    fn into_message(self, ctx: &Ctx) -> Result<ClientMessage, String> {
+        match self {
+            Next::Decoded(m) => Ok(m),
+            Next::Light(bytes) => decode_light(ctx, &bytes).map(ClientMessageRef::into_owned),
+        }
+    }
+}
+
+/// A light message, its records borrowed from `bytes`.
+fn decode_light<'b>(ctx: &Ctx, bytes: &'b [u8]) -> Result<ClientMessageRef<'b>, String> {
+    decode::client_message_ref(bytes, &ctx.limits).map_err(|e| protocol_error(ctx, e))
+}
+
+/// Counts a message that does not decode; what the connection closes with.
+fn protocol_error(ctx: &Ctx, e: zpulse_forward::FrameError) -> String {
+    ctx.stats().protocol_errors.fetch_add(1, Ordering::Relaxed);
+    format!("protocol error, closing: {e}")
+}
+
+/// An entry of a batch, its record owned (a heavy message's) or borrowed (a light one's).
+trait Received {
+    fn time(&self) -> zpulse_proto::event::EventTime;
+    fn record(&self) -> &[u8];
+}
+
+impl Received for zpulse_forward::Entry {
+    fn time(&self) -> zpulse_proto::event::EventTime {
+        self.time
+    }
+    fn record(&self) -> &[u8] {
+        &self.record
+    }
+}
+
+impl Received for zpulse_forward::EntryRef<'_> {
+    fn time(&self) -> zpulse_proto::event::EventTime {
+        self.time
+    }
+    fn record(&self) -> &[u8] {
+        &self.record
+    }
+}
+
 /// Whether a read error only says the peer closed the connection: rustls reports a TCP
 /// close without TLS close_notify as `UnexpectedEof`, and a reset is the same news.
 fn peer_closed(e: &std::io::Error) -> bool {
@@ -1294,9 +1353,9 @@ fn row_heap_bytes(row: &Row) -> u64 {
 /// identity allows it; records that name none (foreign ones, under authentication, always)
 /// get the authenticated name, else the peer's address. Each entry is dropped once its row
 /// is made, so a heavy batch holds about the larger of its entries and its rows, not both.
-fn admit(
+fn admit<E: Received>(
     tag: &str,
-    entries: Vec<zpulse_forward::Entry>,
+    entries: Vec<E>,
     identity: &Identity,
     peer_host: &str,
     max_record_bytes: usize,
@@ -1315,8 +1374,9 @@ fn admit(
         // A metric record is larger than an event (thousands of series) and has its own
         // bound; one that does not decode is kept as a foreign record, like any other.
         let mut series_error = None;
-        let decoded = (tag == series::TAG && e.record.len() <= series::MAX_RECORD_BYTES)
-            .then(|| SeriesRecord::decode(&e.record))
+        let (time, record) = (e.time(), e.record());
+        let decoded = (tag == series::TAG && record.len() <= series::MAX_RECORD_BYTES)
+            .then(|| SeriesRecord::decode(record))
             .and_then(|d| d.map_err(|why| series_error = Some(why)).ok());
         if let Some(record) = decoded {
             if !identity.may_write(&record.host) {
@@ -1325,17 +1385,17 @@ fn admit(
                 }
                 continue;
             }
-            let ts = i64::from(e.time.seconds) * 1_000_000_000 + i64::from(e.time.nanos);
+            let ts = i64::from(time.seconds) * 1_000_000_000 + i64::from(time.nanos);
             let r = Reading::from_record(&record, &record.host, ts);
             a.bytes += ROW_OVERHEAD + 64 * (r.gauges.len() + r.counters.len()) as u64;
             a.readings.push(r);
             continue;
         }
-        if e.record.len() > max_record_bytes {
+        if record.len() > max_record_bytes {
             a.oversized += 1;
             continue;
         }
-        let (mut row, valid) = Row::from_entry(tag, &e, fallback);
+        let (mut row, valid) = Row::from_record(tag, time, record, fallback);
         if let Err(why) = valid {
             a.foreign += 1;
             a.first_foreign_error
@@ -1397,39 +1457,67 @@ fn session<S: Read + Write>(
     );
     let stats = ctx.stats();
     loop {
-        let (msg, decoding) = match r.next()? {
+        let (next, decoding) = match r.next()? {
             Some(m) => m,
             None => return Ok(()),
         };
-        let batch = match msg {
-            ClientMessage::KeepAlive => continue,
-            ClientMessage::Ping(_) => {
-                stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                return Err("PING outside a handshake, closing".into());
+        // A light message's bytes, which its batch borrows.
+        let light: Vec<u8>;
+        let batch = match next {
+            Next::Decoded(ClientMessage::Events(b)) => Incoming::Owned(b),
+            Next::Decoded(ClientMessage::KeepAlive) => continue,
+            Next::Decoded(ClientMessage::Ping(_)) => return ping_outside_handshake(stats),
+            Next::Light(bytes) => {
+                light = bytes;
+                match decode_light(ctx, &light)? {
+                    ClientMessageRef::Events(b) => Incoming::Borrowed(b),
+                    ClientMessageRef::KeepAlive => continue,
+                    ClientMessageRef::Ping(_) => return ping_outside_handshake(stats),
+                }
             }
-            ClientMessage::Events(b) => b,
         };
-        if batch.tag.len() > ctx.config.max_tag_bytes {
+        let tag_len = match &batch {
+            Incoming::Owned(b) => b.tag.len(),
+            Incoming::Borrowed(b) => b.tag.len(),
+        };
+        if tag_len > ctx.config.max_tag_bytes {
             stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
             return Err(format!(
-                "a tag of {} bytes (max_tag_bytes {}), closing",
-                batch.tag.len(),
+                "a tag of {tag_len} bytes (max_tag_bytes {}), closing",
                 ctx.config.max_tag_bytes
             ));
         }
-        let entries = batch.entries.len();
-        let (chunk, tag) = (batch.options.chunk, batch.tag);
         let max_record_bytes = ctx.config.max_record_bytes;
-        let a = if decoding.slot.is_some() {
-            // A heavy batch's rows are made where its entries were (see `DecodeThread`).
-            let (tag, identity, peer_host) = (tag.clone(), identity.clone(), peer_host.clone());
-            let entries = batch.entries;
-            ctx.shared
-                .decoder
-                .run(move || admit(&tag, entries, &identity, &peer_host, max_record_bytes))
-                .ok_or("the collector is stopping")?
-        } else {
-            admit(&tag, batch.entries, &identity, &peer_host, max_record_bytes)
+        let (tag, chunk, entries, a) = match batch {
+            Incoming::Owned(batch) => {
+                let entries = batch.entries.len();
+                let (chunk, tag) = (batch.options.chunk, batch.tag);
+                let a = if decoding.slot.is_some() {
+                    // A heavy batch's rows are made where its entries were (see
+                    // `DecodeThread`).
+                    let (tag, identity, peer_host) =
+                        (tag.clone(), identity.clone(), peer_host.clone());
+                    let entries = batch.entries;
+                    ctx.shared
+                        .decoder
+                        .run(move || admit(&tag, entries, &identity, &peer_host, max_record_bytes))
+                        .ok_or("the collector is stopping")?
+                } else {
+                    admit(&tag, batch.entries, &identity, &peer_host, max_record_bytes)
+                };
+                (tag, chunk, entries, a)
+            }
+            Incoming::Borrowed(batch) => {
+                let entries = batch.entries.len();
+                let a = admit(
+                    &batch.tag,
+                    batch.entries,
+                    &identity,
+                    &peer_host,
+                    max_record_bytes,
+                );
+                (batch.tag, batch.options.chunk, entries, a)
+            }
         };
         if a.foreign > 0 {
             let before = stats
@@ -1535,6 +1623,17 @@ fn session<S: Read + Write>(
     }
 }
 
+/// A batch as decoded: a heavy message's (owned), a light one's (borrowing its bytes).
+enum Incoming<'b> {
+    Owned(EventBatch),
+    Borrowed(EventBatchRef<'b>),
+}
+
+fn ping_outside_handshake(stats: &Stats) -> ConnResult {
+    stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+    Err("PING outside a handshake, closing".into())
+}
+
 /// HELO → PING → PONG. `Ok(None)`: refused (already logged and counted); else who the key
 /// says the client is and which hosts it may write.
 fn handshake<S: Read + Write>(
@@ -1565,9 +1664,12 @@ fn handshake<S: Read + Write>(
         ));
     };
     let ping = loop {
-        match r.next() {
-            Ok(Some((ClientMessage::Ping(p), _))) => break p,
-            Ok(Some((ClientMessage::KeepAlive, _))) => continue,
+        let next = r
+            .next()
+            .and_then(|n| n.map(|(m, _)| m.into_message(ctx)).transpose());
+        match next {
+            Ok(Some(ClientMessage::Ping(p))) => break p,
+            Ok(Some(ClientMessage::KeepAlive)) => continue,
             Ok(Some(_)) => {
                 fail("sent events before the handshake (the server requires a shared key)".into());
                 return Ok(None);

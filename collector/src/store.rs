@@ -63,13 +63,13 @@
 //! id and what it changes besides its rows (findings, hosts, charts, series), and only then
 //! is it acked.
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+use rusqlite::{CachedStatement, Connection, OpenFlags, OptionalExtension, Transaction, params};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Duration;
 use zpulse_forward::Entry;
-use zpulse_proto::event::{Event, Severity, Value};
+use zpulse_proto::event::{Event, EventTime, Severity, Value};
 
 /// The check of the agent's heartbeat: tracked in `hosts`, not as a finding.
 pub const HEARTBEAT_CHECK: &str = "agent.heartbeat";
@@ -267,10 +267,24 @@ impl Row {
     /// (any Forward client may send to a collector), its fields as `data`, and `Err` carries
     /// why it is not a zpulse event. `peer_host` names the host when the record does not.
     pub fn from_entry(tag: &str, entry: &Entry, peer_host: &str) -> (Row, Result<(), String>) {
-        let ts = i64::from(entry.time.seconds) * 1_000_000_000 + i64::from(entry.time.nanos);
-        match entry.event() {
+        Row::from_record(tag, entry.time, &entry.record, peer_host)
+    }
+
+    /// [`Row::from_entry`] of an entry's time and record. A record in the agent's form is
+    /// read straight into its row ([`crate::record`]); any other, the general way.
+    pub fn from_record(
+        tag: &str,
+        time: EventTime,
+        record: &[u8],
+        peer_host: &str,
+    ) -> (Row, Result<(), String>) {
+        let ts = i64::from(time.seconds) * 1_000_000_000 + i64::from(time.nanos);
+        if let Some(row) = crate::record::row(tag, ts, record, peer_host) {
+            return (row, Ok(()));
+        }
+        match Event::from_msgpack(record) {
             Ok(e) => (Row::from_owned_event(tag, ts, e, peer_host), Ok(())),
-            Err(why) => (Row::foreign(tag, ts, &entry.record, peer_host), Err(why)),
+            Err(why) => (Row::foreign(tag, ts, record, peer_host), Err(why)),
         }
     }
 
@@ -344,23 +358,31 @@ fn chart_points(e: &Event, peer_host: &str) -> Vec<(String, f64)> {
     };
     e.data
         .iter()
-        .filter(|(k, _)| k.ends_with("_pct"))
+        .filter(|(k, _)| k.ends_with(CHART_PCT_SUFFIX))
         .filter_map(|(k, v)| {
             let x = v.as_f64().filter(|x| x.is_finite())?;
-            // `check key`, or `check subject key` (pushed, not formatted: one per figure of
-            // every event received).
-            let subject = !(e.subject.is_empty() || e.subject == host);
-            let mut name = String::with_capacity(e.check.len() + e.subject.len() + k.len() + 2);
-            name.push_str(&e.check);
-            if subject {
-                name.push(' ');
-                name.push_str(&e.subject);
-            }
-            name.push(' ');
-            name.push_str(k);
-            Some((name, x))
+            Some((chart_point_name(&e.check, &e.subject, host, k), x))
         })
         .collect()
+}
+
+/// The figures of `data` that are charted end so.
+pub(crate) const CHART_PCT_SUFFIX: &str = "_pct";
+
+/// The series name of a chart point: `check key`, or `check subject key` when the subject is
+/// not the host itself (`host`: the event's, or its peer's when it names none).
+pub(crate) fn chart_point_name(check: &str, subject: &str, host: &str, key: &str) -> String {
+    // Pushed, not formatted: one per figure of every event received.
+    let with_subject = !(subject.is_empty() || subject == host);
+    let mut name = String::with_capacity(check.len() + subject.len() + key.len() + 2);
+    name.push_str(check);
+    if with_subject {
+        name.push(' ');
+        name.push_str(subject);
+    }
+    name.push(' ');
+    name.push_str(key);
+    name
 }
 
 /// Per host in a batch: latest event time, latest heartbeat (time, agent version, interval),
@@ -767,19 +789,18 @@ impl Store {
         let mut hosts: Vec<(&str, HostSeen)> = Vec::new();
         let mut host_at: HashMap<&str, usize> = HashMap::new();
         let mut last_host: Option<usize> = None;
-        // The batch's latest value per chart point: a batch holds seconds to minutes of a
-        // host's figures, so most of its rows fall into a point another row of it also has.
-        let mut points: HashMap<(&str, i64, &str), (i64, f64)> = HashMap::new();
+        // The batch's chart figures, for its latest value per chart point: a batch holds
+        // seconds to minutes of a host's figures, so most of its rows fall into a point
+        // another row of it also has. Sorted below rather than hashed: a hundred short keys
+        // sort in a fraction of what hashing each with SipHash cost.
+        let mut points: Vec<((&str, i64, &str), i64, f64)> = Vec::new();
+        // Prepared at the batch's first finding.
+        let mut finding: Option<CachedStatement> = None;
         for r in &batch.rows {
             if r.kind != "foreign" {
                 let bucket = r.ts.div_euclid(1_000_000_000).div_euclid(CHART_BUCKET_S);
                 for (name, value) in &r.points {
-                    let p = points
-                        .entry((r.host.as_str(), bucket, name.as_str()))
-                        .or_insert((r.ts, *value));
-                    if r.ts >= p.0 {
-                        *p = (r.ts, *value);
-                    }
+                    points.push(((r.host.as_str(), bucket, name.as_str()), r.ts, *value));
                 }
             }
             let i = match last_host {
@@ -798,7 +819,12 @@ impl Store {
                     h.1 = Some((r.ts, version, interval));
                 }
             } else if (r.kind == "finding" || r.kind == "agent") && r.state.is_some() {
-                track_finding(tx, r, now)?;
+                if finding.is_none() {
+                    finding = Some(tx.prepare_cached(TRACK_FINDING).map_err(sql)?);
+                }
+                if let Some(upsert) = finding.as_mut() {
+                    track_finding(upsert, r, now)?;
+                }
                 h.2 = true;
             }
         }
@@ -811,7 +837,17 @@ impl Store {
                  WHERE excluded.ts >= chart_points.ts",
             )
             .map_err(sql)?;
-        for ((host, bucket, name), (ts, value)) in points {
+        // Stable: a point's figures stay in the order of their rows, and of those of equal
+        // time the later row's value is kept.
+        points.sort_by(|a, b| a.0.cmp(&b.0));
+        for group in points.chunk_by(|a, b| a.0 == b.0) {
+            let (ts, value) =
+                group
+                    .iter()
+                    .fold((group[0].1, group[0].2), |latest, &(_, ts, value)| {
+                        if ts >= latest.0 { (ts, value) } else { latest }
+                    });
+            let (host, bucket, name) = group[0].0;
             point
                 .execute(params![host, bucket, name, ts, value])
                 .map_err(sql)?;
@@ -1637,6 +1673,29 @@ fn heartbeat_fields(data: &str) -> (Option<String>, Option<f64>) {
     (version, interval)
 }
 
+/// Rows one `INSERT` of [`insert_rows`] stores: a statement's own work (opening a cursor on
+/// the table and each of its six indexes, binding, finishing) is paid once for them.
+const ROWS_PER_INSERT: usize = 16;
+
+/// The columns of an `events` row as [`insert_rows`] binds them.
+const EVENT_COLUMNS: usize = 12;
+
+/// `INSERT OR FAIL INTO events … VALUES (…), …` of [`ROWS_PER_INSERT`] rows. `OR FAIL`, not
+/// the default `ABORT`: a statement that may abort after writing a row (a later row's
+/// constraint) makes SQLite keep a statement journal to undo it, and that journal went to a
+/// temporary file, five times the writes of the WAL itself (`pwrite`s in the load bench:
+/// 330,000 against 67,000). Nothing here is undone by the statement: a failed statement
+/// fails the batch, and its whole transaction is rolled back.
+static INSERT_MANY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let row = format!("({})", ["?"; EVENT_COLUMNS].join(", "));
+    format!(
+        "INSERT OR FAIL INTO events(ts, received, tag, kind, host_id, check_id, severity, state,
+                            subject, summary, advice, data)
+         VALUES {}",
+        vec![row; ROWS_PER_INSERT].join(", ")
+    )
+});
+
 /// Inserts `rows` into `events`, received at `now`, and their ids into `received_ranges`:
 /// the ids they took, as runs of consecutive ids (one run, unless SQLite had to pick ids at
 /// random past the largest).
@@ -1658,8 +1717,68 @@ fn insert_rows<'a>(tx: &Transaction, rows: &'a [Row], now: i64) -> Result<Vec<(i
         ids.push((name, id));
         Ok(id)
     };
+    // SQLite gives a new row the largest id plus one while that fits (else it picks one at
+    // random): so when the batch's ids fit after the largest, they are the next ones in
+    // order, and rows can go several to a statement without asking each its id.
+    let largest: i64 = tx
+        .prepare_cached("SELECT coalesce(max(id), 0) FROM events")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .map_err(sql)?;
+    let sequential = largest < i64::MAX - rows.len() as i64;
     let mut runs: Vec<(i64, i64)> = Vec::new();
-    for r in rows {
+    // Taken from the statement cache once, at the first full run: each fetch hashes its
+    // text (some 800 bytes), and again when it goes back.
+    let mut many: Option<CachedStatement> = None;
+    let mut at = 0;
+    while at < rows.len() {
+        if sequential && rows.len() - at >= ROWS_PER_INSERT {
+            let chunk = &rows[at..at + ROWS_PER_INSERT];
+            let mut names = [(0i64, 0i64); ROWS_PER_INSERT];
+            for (n, r) in names.iter_mut().zip(chunk) {
+                *n = (name_id(&r.host)?, name_id(&r.check)?);
+            }
+            let mut values: Vec<&dyn rusqlite::ToSql> =
+                Vec::with_capacity(EVENT_COLUMNS * ROWS_PER_INSERT);
+            for (r, (host, check)) in chunk.iter().zip(&names) {
+                values.extend_from_slice(&[
+                    &r.ts as &dyn rusqlite::ToSql,
+                    &now,
+                    &r.tag,
+                    &r.kind,
+                    host,
+                    check,
+                    &r.severity,
+                    &r.state,
+                    &r.subject,
+                    &r.summary,
+                    &r.advice,
+                    &r.data,
+                ]);
+            }
+            if many.is_none() {
+                many = Some(tx.prepare_cached(&INSERT_MANY).map_err(sql)?);
+            }
+            if let Some(many) = many.as_mut() {
+                many.execute(rusqlite::params_from_iter(values))
+                    .map_err(sql)?;
+            }
+            let expected = largest + (at + ROWS_PER_INSERT) as i64;
+            let last = tx.last_insert_rowid();
+            if last != expected {
+                // Not what SQLite documents; refused rather than recorded wrong (the batch is
+                // not acked, and its sender resends it).
+                return Err(format!(
+                    "events took ids up to {last}, not {expected} as expected"
+                ));
+            }
+            match runs.last_mut() {
+                Some((_, l)) if *l + ROWS_PER_INSERT as i64 == last => *l = last,
+                _ => runs.push((last - ROWS_PER_INSERT as i64 + 1, last)),
+            }
+            at += ROWS_PER_INSERT;
+            continue;
+        }
+        let r = &rows[at];
         let (host, check) = (name_id(&r.host)?, name_id(&r.check)?);
         let id = insert
             .insert(params![
@@ -1671,6 +1790,7 @@ fn insert_rows<'a>(tx: &Transaction, rows: &'a [Row], now: i64) -> Result<Vec<(i
             Some((_, last)) if *last + 1 == id => *last = id,
             _ => runs.push((id, id)),
         }
+        at += 1;
     }
     let first = runs.iter().map(|(first, _)| *first).min();
     let last = runs.iter().map(|(_, last)| *last).max();
@@ -1716,30 +1836,14 @@ fn delete_parts(conn: &Connection, parts: &[(i64, i64)]) -> Result<u64, String> 
     Ok(n)
 }
 
-/// Updates the current state of one finding from an event. An event older than the state
-/// already stored (a late resend) changes nothing here; it is still in the history.
-fn track_finding(tx: &Transaction, r: &Row, now: i64) -> Result<(), String> {
+/// Updates the current state of one finding from an event, with `upsert` the prepared
+/// [`TRACK_FINDING`] (taken from the statement cache once a batch: each fetch hashes the
+/// statement's text, and again when it goes back). An event older than the state already
+/// stored (a late resend) changes nothing here; it is still in the history.
+fn track_finding(upsert: &mut CachedStatement, r: &Row, now: i64) -> Result<(), String> {
     let open = i64::from(r.state.as_deref() != Some("cleared"));
-    tx.prepare_cached(
-        "INSERT INTO findings(host, check_name, subject, open, severity, state, raised_ts,
-                              updated_ts, cleared_ts, summary, advice, data, received)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10, ?11)
-         ON CONFLICT(host, check_name, subject) DO UPDATE SET
-           raised_ts = CASE WHEN excluded.open = 1 AND findings.open = 0
-                            THEN excluded.raised_ts ELSE findings.raised_ts END,
-           open = excluded.open,
-           severity = excluded.severity,
-           state = excluded.state,
-           updated_ts = excluded.updated_ts,
-           cleared_ts = excluded.cleared_ts,
-           summary = excluded.summary,
-           advice = excluded.advice,
-           data = excluded.data,
-           received = excluded.received
-         WHERE excluded.updated_ts >= findings.updated_ts",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
+    upsert
+        .execute(params![
             r.host,
             r.check,
             r.subject,
@@ -1752,10 +1856,28 @@ fn track_finding(tx: &Transaction, r: &Row, now: i64) -> Result<(), String> {
             r.data,
             now
         ])
-    })
-    .map_err(sql)?;
+        .map_err(sql)?;
     Ok(())
 }
+
+/// [`track_finding`]'s statement.
+const TRACK_FINDING: &str = "
+    INSERT INTO findings(host, check_name, subject, open, severity, state, raised_ts,
+                         updated_ts, cleared_ts, summary, advice, data, received)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, CASE WHEN ?4 = 0 THEN ?7 END, ?8, ?9, ?10, ?11)
+    ON CONFLICT(host, check_name, subject) DO UPDATE SET
+      raised_ts = CASE WHEN excluded.open = 1 AND findings.open = 0
+                       THEN excluded.raised_ts ELSE findings.raised_ts END,
+      open = excluded.open,
+      severity = excluded.severity,
+      state = excluded.state,
+      updated_ts = excluded.updated_ts,
+      cleared_ts = excluded.cleared_ts,
+      summary = excluded.summary,
+      advice = excluded.advice,
+      data = excluded.data,
+      received = excluded.received
+    WHERE excluded.updated_ts >= findings.updated_ts";
 
 /// What `query` selects.
 #[derive(Debug, Clone, Default)]
@@ -1839,6 +1961,113 @@ fn log_ack(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows go several to a statement, yet each has the id and the values it was given,
+    /// in order, and the batch's ids are one run in `received_ranges`; past the largest id
+    /// SQLite can give, rows go one at a time and each still lands once.
+    #[test]
+    fn rows_inserted_several_at_once_keep_their_order_ids_and_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let rows = |n: usize, host: &str| -> Vec<Row> {
+            (0..n)
+                .map(|i| {
+                    let mut e = Event::metrics("disk", format!("sd{i}"), format!("row {i}"))
+                        .with("n", i as u64);
+                    e.host = host.into();
+                    Row::from_event("zpulse.metrics", 1_000 + i as i64, &e, "p")
+                })
+                .collect()
+        };
+        // 37 rows: two full statements and five alone, after one row stored before.
+        let first = Batch {
+            rows: rows(1, "nas0"),
+            ..Batch::default()
+        };
+        let batch = Batch {
+            rows: rows(37, "nas1"),
+            ..Batch::default()
+        };
+        store.store(&[first, batch], 500).unwrap();
+        let got: Vec<(i64, i64, String, String)> = store
+            .conn
+            .prepare(
+                "SELECT e.id, e.ts, e.summary, e.data FROM events e JOIN names n
+                 ON n.id = e.host_id WHERE n.name = 'nas1' ORDER BY e.id",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(got.len(), 37);
+        for (i, (id, ts, summary, data)) in got.iter().enumerate() {
+            assert_eq!(*id, 2 + i as i64);
+            assert_eq!(*ts, 1_000 + i as i64);
+            assert_eq!(summary, &format!("row {i}"));
+            assert_eq!(data, &format!("{{\"n\":{i}}}"));
+        }
+        let ranges: Vec<(i64, i64, i64)> = store
+            .conn
+            .prepare("SELECT received, first_id, last_id FROM received_ranges")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ranges, [(500, 1, 38)]);
+        // The largest id taken: new ones are picked at random, one row at a time.
+        store
+            .conn
+            .execute(
+                "UPDATE events SET id = 9223372036854775807 WHERE id = 38",
+                [],
+            )
+            .unwrap();
+        let tx = store.transaction().unwrap();
+        let runs = insert_rows(&tx, &rows(20, "nas2"), 600).unwrap();
+        tx.commit().unwrap();
+        let ids: i64 = runs.iter().map(|(a, b)| b - a + 1).sum();
+        assert_eq!(ids, 20);
+        assert_eq!(store.counts().unwrap().0, 58);
+    }
+
+    /// A batch keeps its latest figure per chart point: the one of the newest event time,
+    /// of the later row among equal times, whatever order the rows came in; one point per
+    /// bucket and series.
+    #[test]
+    fn a_batch_charts_the_latest_figure_of_each_point() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let s = 1_900_000_000i64 / CHART_BUCKET_S * CHART_BUCKET_S;
+        let row = |t: i64, subject: &str, v: f64| {
+            let mut e = Event::metrics("disk", subject, "d").with("busy_pct", v);
+            e.host = "nas1".into();
+            Row::from_event("zpulse.metrics", t * 1_000_000_000, &e, "p")
+        };
+        let batch = Batch {
+            rows: vec![
+                row(s + 10, "sda", 1.0),
+                row(s + 30, "sdb", 2.0),
+                row(s + 20, "sda", 3.0),
+                row(s + 30, "sdb", 4.0),
+                row(s + CHART_BUCKET_S, "sda", 5.0),
+            ],
+            ..Batch::default()
+        };
+        store.store(&[batch], s + 300).unwrap();
+        let mut got = store.chart_points("nas1", 0).unwrap();
+        got.sort_by(|a, b| (&a.0, a.1).partial_cmp(&(&b.0, b.1)).unwrap());
+        let at = |t: i64| t as f64;
+        assert_eq!(
+            got,
+            [
+                ("disk sda busy_pct".to_owned(), at(s + 20), 3.0),
+                ("disk sda busy_pct".to_owned(), at(s + CHART_BUCKET_S), 5.0),
+                ("disk sdb busy_pct".to_owned(), at(s + 30), 4.0),
+            ]
+        );
+    }
 
     /// An event's chart figures: each finite `_pct` field, named `check key` when the
     /// subject is the host (or none), `check subject key` otherwise; the row taken from

@@ -10,6 +10,7 @@
 use super::handshake::{Helo, Ping, Pong};
 use super::msgpack::{Head, Reader, Scanner, value_len};
 use super::{FrameError, Limits};
+use std::borrow::Cow;
 use std::io::Read;
 use zpulse_proto::event::{Event, EventTime};
 
@@ -49,6 +50,56 @@ impl Entry {
     /// The record as a zpulse [`Event`], validated.
     pub fn event(&self) -> Result<Event, String> {
         Event::from_msgpack(&self.record)
+    }
+}
+
+/// One event as received, its record borrowed from the message where it can be (an
+/// inflated blob's entries are copies): what a receiver that makes its own rows of the
+/// records reads, without an allocation and a copy per entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryRef<'a> {
+    pub time: EventTime,
+    pub record: Cow<'a, [u8]>,
+}
+
+impl EntryRef<'_> {
+    pub fn into_owned(self) -> Entry {
+        Entry {
+            time: self.time,
+            record: self.record.into_owned(),
+        }
+    }
+}
+
+/// A client message whose entries borrow the frame ([`client_message_ref`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientMessageRef<'a> {
+    KeepAlive,
+    Ping(Ping),
+    Events(EventBatchRef<'a>),
+}
+
+/// The events of one client message, their records borrowed ([`EntryRef`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventBatchRef<'a> {
+    pub tag: String,
+    pub mode: Mode,
+    pub entries: Vec<EntryRef<'a>>,
+    pub options: Options,
+}
+
+impl ClientMessageRef<'_> {
+    pub fn into_owned(self) -> ClientMessage {
+        match self {
+            ClientMessageRef::KeepAlive => ClientMessage::KeepAlive,
+            ClientMessageRef::Ping(p) => ClientMessage::Ping(p),
+            ClientMessageRef::Events(b) => ClientMessage::Events(EventBatch {
+                tag: b.tag,
+                mode: b.mode,
+                entries: b.entries.into_iter().map(EntryRef::into_owned).collect(),
+                options: b.options,
+            }),
+        }
     }
 }
 
@@ -169,9 +220,18 @@ impl FrameDecoder {
 
 /// Reads one complete client message (a value cut by [`FrameDecoder`]).
 pub fn client_message(frame: &[u8], limits: &Limits) -> Result<ClientMessage, FrameError> {
+    client_message_ref(frame, limits).map(ClientMessageRef::into_owned)
+}
+
+/// [`client_message`] with the records of its entries borrowed from `frame` (but those of a
+/// gzip blob, inflated).
+pub fn client_message_ref<'a>(
+    frame: &'a [u8],
+    limits: &Limits,
+) -> Result<ClientMessageRef<'a>, FrameError> {
     let mut r = Reader::new(frame);
     let len = match r.head()? {
-        Head::Nil => return Ok(ClientMessage::KeepAlive),
+        Head::Nil => return Ok(ClientMessageRef::KeepAlive),
         Head::Array(len) => len,
         other => {
             return Err(FrameError::invalid(
@@ -189,7 +249,7 @@ pub fn client_message(frame: &[u8], limits: &Limits) -> Result<ClientMessage, Fr
     let tag_at = r.offset();
     let tag = r.str("tag")?.to_owned();
     if tag == "PING" && len == 6 {
-        return ping(&mut r).map(ClientMessage::Ping);
+        return ping(&mut r).map(ClientMessageRef::Ping);
     }
     if tag.is_empty() {
         return Err(FrameError::invalid(tag_at, "tag: empty"));
@@ -216,7 +276,7 @@ pub fn client_message(frame: &[u8], limits: &Limits) -> Result<ClientMessage, Fr
             r.head()?;
             let mut entries = Vec::with_capacity((n as usize).min(1024));
             for _ in 0..n {
-                entries.push(entry(&mut r, limits)?);
+                entries.push(entry(&mut r, limits, false)?);
             }
             let options = if len == 3 {
                 options(&mut r, limits)?
@@ -242,7 +302,7 @@ pub fn client_message(frame: &[u8], limits: &Limits) -> Result<ClientMessage, Fr
                 // Fluent Bit has sent "text" for an uncompressed blob.
                 None | Some("text") => (
                     Mode::PackedForward,
-                    entries(blob, limits).map_err(|e| e.shifted(second_at))?,
+                    entries_ref(blob, limits).map_err(|e| e.shifted(second_at))?,
                     options,
                 ),
                 Some(other) => {
@@ -255,9 +315,9 @@ pub fn client_message(frame: &[u8], limits: &Limits) -> Result<ClientMessage, Fr
         }
         Head::UInt(_) | Head::Int(_) | Head::Float(_) | Head::Ext(..) => {
             arity(&[3, 4], "Message")?;
-            let entry = Entry {
+            let entry = EntryRef {
                 time: time(&mut r)?,
-                record: record(&mut r, limits)?,
+                record: Cow::Borrowed(record(&mut r, limits)?),
             };
             let options = if len == 4 {
                 options(&mut r, limits)?
@@ -276,7 +336,7 @@ pub fn client_message(frame: &[u8], limits: &Limits) -> Result<ClientMessage, Fr
             ));
         }
     };
-    Ok(ClientMessage::Events(EventBatch {
+    Ok(ClientMessageRef::Events(EventBatchRef {
         tag,
         mode,
         entries,
@@ -340,6 +400,11 @@ pub fn server_message(frame: &[u8], limits: &Limits) -> Result<ServerMessage, Fr
 
 /// The entries of a PackedForward blob (already inflated), at most `limits.max_entries`.
 pub fn entries(blob: &[u8], limits: &Limits) -> Result<Vec<Entry>, FrameError> {
+    entries_ref(blob, limits).map(|e| e.into_iter().map(EntryRef::into_owned).collect())
+}
+
+/// [`entries`], their records borrowed from `blob`.
+pub fn entries_ref<'a>(blob: &'a [u8], limits: &Limits) -> Result<Vec<EntryRef<'a>>, FrameError> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < blob.len() {
@@ -350,7 +415,7 @@ pub fn entries(blob: &[u8], limits: &Limits) -> Result<Vec<Entry>, FrameError> {
         }
         let len = value_len(&blob[at..], limits).map_err(|e| e.shifted(at))?;
         let mut r = Reader::at(&blob[at..at + len], at);
-        out.push(entry(&mut r, limits)?);
+        out.push(entry(&mut r, limits, true)?);
         at += len;
     }
     Ok(out)
@@ -377,7 +442,7 @@ pub fn is_compressed(frame: &[u8], limits: &Limits) -> bool {
 /// stops a blob of millions of tiny entries after `max_entries`, without inflating the
 /// rest; at most `max_inflated_bytes` of output either way. Offsets in errors count from
 /// the start of the inflated bytes.
-fn inflate_entries(blob: &[u8], limits: &Limits) -> Result<Vec<Entry>, FrameError> {
+fn inflate_entries(blob: &[u8], limits: &Limits) -> Result<Vec<EntryRef<'static>>, FrameError> {
     let mut gz = flate2::read::MultiGzDecoder::new(blob);
     let mut out = Vec::new();
     // Inflated bytes not yet read as entries; `base`: their offset in the whole output.
@@ -397,7 +462,11 @@ fn inflate_entries(blob: &[u8], limits: &Limits) -> Result<Vec<Entry>, FrameErro
                 });
             }
             let mut r = Reader::at(&pending[at..at + len], base + at);
-            out.push(entry(&mut r, limits)?);
+            let e = entry(&mut r, limits, true)?;
+            out.push(EntryRef {
+                time: e.time,
+                record: Cow::Owned(e.record.into_owned()),
+            });
             at += len;
         }
         pending.drain(..at);
@@ -434,7 +503,10 @@ pub fn inflate(blob: &[u8], limit: usize) -> Result<Vec<u8>, FrameError> {
     Ok(out)
 }
 
-fn entry(r: &mut Reader, limits: &Limits) -> Result<Entry, FrameError> {
+/// One entry `[time, record]` at `r`. `whole`: `r` holds exactly this entry, already known
+/// to be one complete value (its length was found), so the record is the rest of it and is
+/// not walked again.
+fn entry<'a>(r: &mut Reader<'a>, limits: &Limits, whole: bool) -> Result<EntryRef<'a>, FrameError> {
     let at = r.offset();
     match r.head()? {
         Head::Array(2) => {}
@@ -454,9 +526,14 @@ fn entry(r: &mut Reader, limits: &Limits) -> Result<Entry, FrameError> {
     } else {
         time(r)?
     };
-    Ok(Entry {
+    let record = if whole {
+        record_rest(r)?
+    } else {
+        record(r, limits)?
+    };
+    Ok(EntryRef {
         time,
-        record: record(r, limits)?,
+        record: Cow::Borrowed(record),
     })
 }
 
@@ -497,9 +574,20 @@ fn time(r: &mut Reader) -> Result<EventTime, FrameError> {
     }
 }
 
-fn record(r: &mut Reader, limits: &Limits) -> Result<Vec<u8>, FrameError> {
+fn record<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<&'a [u8], FrameError> {
     match r.peek()? {
-        Head::Map(_) => Ok(r.value(limits)?.to_vec()),
+        Head::Map(_) => Ok(r.value(limits)?),
+        other => Err(r.err(format!(
+            "record: expected a map, found {}",
+            other.describe()
+        ))),
+    }
+}
+
+/// The record of an entry whose reader holds exactly that entry (see [`entry`]): the rest.
+fn record_rest<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], FrameError> {
+    match r.peek()? {
+        Head::Map(_) => Ok(r.rest()),
         other => Err(r.err(format!(
             "record: expected a map, found {}",
             other.describe()

@@ -28,7 +28,10 @@ pub mod series;
 #[cfg(test)]
 mod tests;
 
-pub use decode::{ClientMessage, Entry, EventBatch, FrameDecoder, Mode, Options, ServerMessage};
+pub use decode::{
+    ClientMessage, ClientMessageRef, Entry, EntryRef, EventBatch, EventBatchRef, FrameDecoder,
+    Mode, Options, ServerMessage,
+};
 pub use encode::{Compression, Entries};
 pub use handshake::{Helo, Ping, Pong};
 

@@ -275,6 +275,13 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// What is left of the bytes, taken whole.
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
+        let out = &self.buf[self.pos..];
+        self.pos = self.buf.len();
+        out
+    }
+
     /// One whole value, whatever it is, as its encoded bytes.
     pub(crate) fn value(&mut self, limits: &Limits) -> Result<&'a [u8], FrameError> {
         let start = self.pos;
