@@ -532,9 +532,15 @@ impl Store {
         // default, and past it its least-recently-used cache would prepare each one again at
         // every batch, in turn.
         conn.set_prepared_statement_cache_capacity(64);
-        // auto_vacuum only takes effect on a database without tables: new ones.
+        // auto_vacuum and page_size only take effect on a database without tables: new ones.
+        // 16 KiB pages: a commit writes fewer WAL frames and an insert splits fewer pages
+        // (the events table and its indexes grow at the end and at one point per host and
+        // check): the load bench by turns on a quiet machine, 8 pairs, 203,500 events/s mean
+        // with 4 KiB pages against 210,900 (p99 ack 12-17 ms against 11-13), and the page
+        // bench's requests no slower. A database made with 4 KiB pages keeps them.
         conn.execute_batch(
-            "PRAGMA auto_vacuum = INCREMENTAL;
+            "PRAGMA page_size = 16384;
+             PRAGMA auto_vacuum = INCREMENTAL;
              PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
              PRAGMA journal_size_limit = 67108864;
