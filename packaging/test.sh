@@ -89,6 +89,13 @@ grep -v '^d' "$tmp/contents" >"$tmp/files"
 LC_ALL=C sort -o "$tmp/expected" "$tmp/expected"
 if diff -u "$tmp/expected" "$tmp/files"; then ok "zpulse.deb holds exactly the expected files, modes and owners"; else fail "zpulse.deb contents"; fi
 if grep -q 'template\|test_plugin' "$tmp/contents"; then fail "template or test plugins packaged"; else ok "no template or test plugins"; fi
+# The shared libraries the agent and its checks load: each one's pages count in the agent's
+# resident memory (libm's load alone kept about half a MiB: docs/performance.md), so a new
+# one is a decision, not an accident of a float function.
+for f in usr/bin/zpulse usr/lib/zpulse/plugins/libzpulse_checks.so; do
+	needed=$(readelf -d "$tmp/root/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -v '^ld-linux' | LC_ALL=C sort | tr '\n' ' ')
+	if [ "$needed" = "libc.so.6 libgcc_s.so.1 " ]; then ok "/$f loads libc and libgcc_s only"; else fail "/$f loads: $needed"; fi
+done
 if [ "$(cat "$tmp/root/DEBIAN/conffiles")" = /etc/zpulse/zpulse.toml ]; then ok "conffile /etc/zpulse/zpulse.toml"; else fail "conffiles: $(cat "$tmp/root/DEBIAN/conffiles")"; fi
 if grep -q '^Depends:.*adduser' "$tmp/root/DEBIAN/control" && grep -q '^Depends:.*libc6' "$tmp/root/DEBIAN/control"; then ok "Depends: $(sed -n 's/^Depends: //p' "$tmp/root/DEBIAN/control")"; else fail "Depends"; fi
 if grep -q 'adduser --system' "$tmp/root/DEBIAN/postinst"; then ok "postinst creates the zpulse system user"; else fail "postinst user"; fi
