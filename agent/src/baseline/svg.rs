@@ -62,11 +62,9 @@ pub struct Line<'a> {
 /// A "nice" step (1, 2 or 5 × 10^n) giving about `ticks` ticks up to `max`.
 fn nice_step(max: f64, ticks: f64) -> f64 {
     let raw = (max / ticks).max(f64::MIN_POSITIVE);
-    // 10^⌊log10 raw⌋, the exponent as `{:e}` writes it and the power parsed (correctly
-    // rounded, as `powf` gives it): no call of libm's `log10` and `pow`, which were the
-    // agent's only ones, so that the agent does not link libm (see `round_sig3`).
-    let text = format!("{raw:e}");
-    let exponent = text.rsplit_once('e').map_or("0", |(_, e)| e);
+    // 10^⌊log10 raw⌋, the power parsed (correctly rounded, as `powf` gives it): no call of
+    // libm's `log10` and `pow`, so that the agent does not link libm (see `round_sig3`).
+    let exponent = zpulse_proto::sdk::stats::decimal_exponent(raw);
     let mag: f64 = format!("1e{exponent}").parse().unwrap_or(1.0);
     let norm = raw / mag;
     let step = if norm <= 1.0 {

@@ -312,7 +312,7 @@ pub fn round_sig3(x: f64) -> f64 {
 /// links libm, whose pages (half a MiB resident: its relocations and IFUNC resolvers are
 /// run at load) no process of the agent's then maps. Formatting `{:e}` costs a few hundred
 /// instructions against `log10`'s few dozen; the checks round a few dozen figures a sample.
-fn decimal_exponent(x: f64) -> i32 {
+pub fn decimal_exponent(x: f64) -> i32 {
     struct Buf {
         bytes: [u8; 40],
         len: usize,
