@@ -9,8 +9,10 @@
 //! * [`selfstat`] — the agent's own CPU time and memory.
 //! * [`keys`] — where each key of a config file was written, for errors at the key's line.
 //! * [`files`] — reading a file by name without blocking on a FIFO or a device in its place.
+//! * [`deflate`] — raw deflate by one kept compressor (the history's records, gzip responses).
 
 pub mod clock;
+pub mod deflate;
 pub mod files;
 pub mod host;
 pub mod keys;

@@ -25,6 +25,7 @@
 //! and when every slot is one of those the newcomer is answered 503.
 
 use super::exposition::{Exposition, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
+use crate::base::deflate::Deflater;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -51,19 +52,33 @@ impl Published {
     }
 
     fn body(&self, openmetrics: bool, gzip: bool) -> Body<'_> {
-        let e = &self.exposition;
         match (openmetrics, gzip) {
-            (false, false) => Body::Bytes(e.text()),
-            (true, false) => Body::OpenMetrics(e),
-            (false, true) => Body::Bytes(
-                self.text_gzip
-                    .get_or_init(|| compress([e.text()], e.text().len())),
-            ),
-            (true, true) => Body::Bytes(
-                self.openmetrics_gzip
-                    .get_or_init(|| compress(e.openmetrics_pieces(), e.openmetrics_len())),
-            ),
+            (false, false) => Body::Bytes(self.exposition.text()),
+            (true, false) => Body::OpenMetrics(&self.exposition),
+            (_, true) => Body::Bytes(self.gzipped(openmetrics, None)),
         }
+    }
+
+    /// The gzip form, made by the first call that asks for it: with the server's kept
+    /// compressor when given and free, else with one of its own (the text and OpenMetrics
+    /// forms of one reading asked at once compress side by side rather than wait).
+    fn gzipped(&self, openmetrics: bool, kept: Option<&Mutex<Deflater>>) -> &[u8] {
+        let e = &self.exposition;
+        let (cell, len) = if openmetrics {
+            (&self.openmetrics_gzip, e.openmetrics_len())
+        } else {
+            (&self.text_gzip, e.text().len())
+        };
+        cell.get_or_init(|| {
+            let mut own = Deflater::default();
+            let mut guard = kept.and_then(|m| m.try_lock().ok());
+            let deflater = guard.as_deref_mut().unwrap_or(&mut own);
+            if openmetrics {
+                gzip(deflater, e.openmetrics_pieces(), len)
+            } else {
+                gzip(deflater, [e.text()], len)
+            }
+        })
     }
 }
 
@@ -178,59 +193,20 @@ fn write_counted(w: &mut impl Write, mut bytes: &[u8], sent: &mut usize) -> std:
     Ok(())
 }
 
-fn compress<'p>(pieces: impl IntoIterator<Item = &'p [u8]>, len: usize) -> Vec<u8> {
-    use flate2::{Compress, Compression, Crc, FlushCompress};
-    // Level 1 (zlib-rs's quick deflate): the sample bench measured the lab's 98.6 kB response
-    // gzipped to 14.1 kB in 154 µs, against 12.8 kB in 298 µs with miniz_oxide's level 1: a
-    // tenth more bytes on a scrape is worth half the CPU of every reading. Measured again
-    // against zlib-rs's other levels (the lab's 97.8 kB standard exposition, 400 runs, wall
-    // time on a loaded machine): level 1 13.7 kB in 108 µs, level 2 11.5 kB in 180 µs,
-    // level 3 10.7 kB in 320 µs; level 0 (stored) 97.9 kB in 12 µs, which would cost every
-    // scrape the sending of the plain size.
-    //
-    // One deflate state (zlib-rs: 380 kB in one allocation) is kept for every reading and
-    // reset, not made anew: made per reading, it was a block of that size taken from and
-    // given back to the heap each reading, and the small allocations made meanwhile kept its
-    // place, so that the heap grew by another such block every few readings (the sample
-    // bench's agent, peak anonymous memory: 2.1-5.1 MiB from run to run before, 1.9-2.1 after).
-    // Should another form be compressing meanwhile (the text and OpenMetrics forms of one
-    // reading, asked at once), this one has a state of its own rather than wait.
-    static KEPT: Mutex<Option<Compress>> = Mutex::new(None);
-    let mut own = None;
-    let mut kept = KEPT.try_lock().ok();
-    let deflate = match kept.as_deref_mut() {
-        Some(kept) => kept.get_or_insert_with(|| Compress::new(Compression::fast(), false)),
-        None => own.insert(Compress::new(Compression::fast(), false)),
-    };
-    deflate.reset();
-    // The gzip header flate2's `GzEncoder` writes at level 1: no name, no time, XFL 4 (fastest),
-    // OS unknown.
+/// `pieces` as one gzip member (RFC 1952) of `len` bytes before compression. The header is
+/// the one flate2's `GzEncoder` writes at level 1: no name, no time, XFL 4 (fastest), OS
+/// unknown. On a compressor's error (none expected) the form is empty.
+fn gzip<'p>(
+    deflater: &mut Deflater,
+    pieces: impl IntoIterator<Item = &'p [u8]>,
+    len: usize,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(len / 4 + 1024 + 18);
     out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255]);
-    let mut crc = Crc::new();
-    // Compressing into a Vec cannot fail: on an error (none expected) the form is empty.
-    for mut piece in pieces {
-        crc.update(piece);
-        while !piece.is_empty() {
-            let before = deflate.total_in();
-            out.reserve(piece.len() / 4 + 1024);
-            if deflate
-                .compress_vec(piece, &mut out, FlushCompress::None)
-                .is_err()
-            {
-                return Vec::new();
-            }
-            let consumed = usize::try_from(deflate.total_in() - before).unwrap_or(piece.len());
-            piece = &piece[consumed..];
-        }
-    }
-    loop {
-        out.reserve(1024);
-        match deflate.compress_vec(&[], &mut out, FlushCompress::Finish) {
-            Ok(flate2::Status::StreamEnd) => break,
-            Ok(_) => {}
-            Err(_) => return Vec::new(),
-        }
+    let mut crc = flate2::Crc::new();
+    let pieces = pieces.into_iter().inspect(|piece| crc.update(piece));
+    if deflater.stream(pieces, &mut out).is_err() {
+        return Vec::new();
     }
     out.extend_from_slice(&crc.sum().to_le_bytes());
     out.extend_from_slice(&crc.amount().to_le_bytes());
@@ -258,6 +234,8 @@ pub struct Shared {
     pub scrapes: std::sync::atomic::AtomicU64,
     /// Readings rendered on demand ([`Shared::offer`]).
     pub renderings: std::sync::atomic::AtomicU64,
+    /// The compressor of the gzip forms, kept from reading to reading ([`Deflater`]).
+    deflater: Mutex<Deflater>,
 }
 
 impl Shared {
@@ -879,6 +857,9 @@ fn respond_to(head: Option<&[u8]>, shared: &Shared) -> Response {
     } else {
         TEXT_CONTENT_TYPE
     };
+    if req.gzip {
+        published.gzipped(req.openmetrics, Some(&shared.deflater));
+    }
     let len = published.body(req.openmetrics, req.gzip).len();
     let encoding = req.gzip.then_some("gzip");
     Response {
