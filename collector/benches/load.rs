@@ -61,11 +61,27 @@ fn main() {
     start.wait();
     let load_before = common::load_average();
     let t0 = Instant::now();
+    // The WAL's largest size while the load runs: checkpoints must keep up with the writer,
+    // or the WAL grows for as long as the load lasts.
+    let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let wal_watch = {
+        let (running, wal) = (Arc::clone(&running), wal_path(&db));
+        std::thread::spawn(move || {
+            let mut largest = 0u64;
+            while running.load(std::sync::atomic::Ordering::Relaxed) {
+                largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            largest
+        })
+    };
     let mut lat: Vec<Duration> = handles
         .into_iter()
         .flat_map(|h| h.join().unwrap())
         .collect();
     let elapsed = t0.elapsed();
+    running.store(false, std::sync::atomic::Ordering::Relaxed);
+    let wal_largest = wal_watch.join().unwrap();
     let total = senders * events;
     lat.sort();
     let pct = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1];
@@ -76,7 +92,8 @@ fn main() {
     println!(
         "load: {senders} senders × {events} events, batches of {batch}{}: {total} events in \
          {:.2} s = {:.0} events/s; ack latency per batch p50 {:.1} ms, p99 {:.1} ms, \
-         max {:.1} ms; {} batches; db {:.1} MiB; {} CPUs, load average {} at the start, {} \
+         max {:.1} ms; {} batches; db {:.1} MiB, WAL at most {:.1} MiB ({} restarts, {} \
+         kept from it by a reader); {} CPUs, load average {} at the start, {} \
          at the end",
         if gzip { " (gzip)" } else { "" },
         elapsed.as_secs_f64(),
@@ -86,6 +103,9 @@ fn main() {
         lat.last().unwrap().as_secs_f64() * 1e3,
         stats["batches"],
         std::fs::metadata(&db).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64,
+        wal_largest as f64 / (1 << 20) as f64,
+        stats["wal_restarts"],
+        stats["wal_restarts_failed"],
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_before,
         common::load_average()
@@ -145,4 +165,11 @@ fn encoded_batches(n: usize, events: usize, batch: usize, gzip: bool) -> Vec<(St
         messages.push((chunk, msg));
     }
     messages
+}
+
+/// SQLite's write-ahead log of the database at `db`.
+fn wal_path(db: &std::path::Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    name.into()
 }

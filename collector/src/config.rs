@@ -77,6 +77,9 @@ pub struct Config {
     /// Decoded rows waiting to be stored, all connections together (estimated bytes):
     /// a connection waits for room, for at most `read_timeout`, then is closed.
     pub max_inflight_bytes: usize,
+    /// The database's write-ahead log past which the writer copies it into the database and
+    /// starts it again before its next transaction; also the size SQLite cuts it back to.
+    pub max_wal_bytes: u64,
     /// A message that started must complete within this.
     pub read_timeout: Duration,
     /// A new connection must send something valid within this — a complete Forward message
@@ -136,6 +139,7 @@ impl Default for Config {
             max_tag_bytes: 128,
             max_buffered_bytes: 128 << 20,
             max_inflight_bytes: 128 << 20,
+            max_wal_bytes: 64 << 20,
             read_timeout: Duration::from_secs(30),
             first_message_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
@@ -171,6 +175,7 @@ struct File {
     max_tag_bytes: Option<usize>,
     max_buffered_bytes: Option<usize>,
     max_inflight_bytes: Option<usize>,
+    max_wal_bytes: Option<u64>,
     read_timeout: Option<String>,
     first_message_timeout: Option<String>,
     idle_timeout: Option<String>,
@@ -296,6 +301,7 @@ impl Config {
         c.max_tag_bytes = f.max_tag_bytes.unwrap_or(c.max_tag_bytes);
         c.max_buffered_bytes = f.max_buffered_bytes.unwrap_or(c.max_buffered_bytes);
         c.max_inflight_bytes = f.max_inflight_bytes.unwrap_or(c.max_inflight_bytes);
+        c.max_wal_bytes = f.max_wal_bytes.unwrap_or(c.max_wal_bytes);
         c.read_timeout = dur("read_timeout", &f.read_timeout, c.read_timeout)?;
         c.first_message_timeout = dur(
             "first_message_timeout",

@@ -75,6 +75,9 @@ const PART_MAX_EVENTS: usize = 1_000;
 /// database: about SQLite's own automatic checkpoint (1000 pages of 4 KiB), so light
 /// commits do not each cost a checkpoint's sync beside them.
 const CHECKPOINT_AFTER_BYTES: u64 = 4 << 20;
+/// How long a restart waits for a reader still on the WAL (a page's query) before the
+/// writer goes on without it (and tries again once the WAL has grown by its limit again).
+const WAL_RESTART_WAIT: Duration = Duration::from_millis(500);
 /// Transactions a batch may be passed over for smaller ones before it goes first.
 const MAX_PASSED_OVER: u32 = 2;
 /// Batches waiting for the writer, at most: the rest wait in their connection (TCP pushes
@@ -136,6 +139,10 @@ pub struct Stats {
     /// Connections closed because decoded rows waiting for the writer stayed over
     /// `max_inflight_bytes` for `read_timeout`.
     pub over_inflight: AtomicU64,
+    /// Times the writer restarted the WAL for its size (`max_wal_bytes`), and of those
+    /// the times a reader kept it from it.
+    pub wal_restarts: AtomicU64,
+    pub wal_restarts_failed: AtomicU64,
 }
 
 impl Stats {
@@ -146,6 +153,8 @@ impl Stats {
             ("over_budget", g(&self.over_budget)),
             ("buffered_bytes", g(&self.buffered_bytes)),
             ("over_inflight", g(&self.over_inflight)),
+            ("wal_restarts", g(&self.wal_restarts)),
+            ("wal_restarts_failed", g(&self.wal_restarts_failed)),
             ("connections_active", g(&self.connections_active)),
             ("connections_refused", g(&self.connections_refused)),
             (
@@ -669,16 +678,30 @@ impl Server {
             Err(e) => log(format!("retention: {e}")),
         }
         let (jobs, rx) = bounded(QUEUE);
-        let checkpoints = start_checkpointer(store.leave_checkpoints_to(&config.db)?)?;
+        let checkpointing = Arc::new(Mutex::new(()));
+        let checkpoints = start_checkpointer(
+            store.leave_checkpoints_to(&config.db)?,
+            Arc::clone(&checkpointing),
+        )?;
         let wal = store.sync_commits_apart(&config.db)?;
+        store.limit_wal(config.max_wal_bytes)?;
+        let wal_size = wal.try_clone().map_err(|e| format!("the WAL: {e}"))?;
         let (syncs, syncer) = start_syncer(move || wal.sync(), stats.clone())?;
         let writer = std::thread::Builder::new()
             .name("writer".into())
             .spawn({
                 let stats = stats.clone();
                 let retention = config.retention;
+                let max_wal_bytes = config.max_wal_bytes;
                 move || {
-                    writer(store, &rx, &stats, &retention, &checkpoints, &syncs);
+                    let wal = Wal {
+                        size: wal_size,
+                        limit: max_wal_bytes,
+                        next_try: max_wal_bytes.into(),
+                        checkpoints,
+                        checkpointing,
+                    };
+                    writer(store, &rx, &stats, &retention, &wal, &syncs);
                     // The syncer answers what is left, then ends.
                     drop(syncs);
                     let _ = syncer.join();
@@ -1893,16 +1916,78 @@ fn start_syncer(
     Ok((tx, handle))
 }
 
+/// The writer's hold on the WAL's size.
+struct Wal {
+    size: crate::store::WalSync,
+    /// `max_wal_bytes`: past it, the writer restarts the WAL ([`Store::restart_wal`]) before
+    /// its next transaction. Looked at after each commit (an `fstat`), so the WAL passes it
+    /// by one transaction's pages at most.
+    limit: u64,
+    /// The size past which the next restart is tried: `limit`, or after one that a reader
+    /// kept from restarting the WAL, that size and `limit` more. A reader that keeps its
+    /// transaction open (an `sqlite3` shell left in one) then costs the writer one wait a
+    /// `limit` of WAL, not one each commit.
+    next_try: std::cell::Cell<u64>,
+    /// To the checkpointer's thread: a checkpoint is due.
+    checkpoints: Sender<()>,
+    /// Held by the checkpointer's thread while it checkpoints, and by the writer while it
+    /// restarts the WAL: a restart waits for the checkpoint under way (which holds locks a
+    /// restart needs, for as long as copying tens of MiB takes) instead of giving up on it
+    /// as on a reader, and no checkpoint starts during one.
+    checkpointing: Arc<Mutex<()>>,
+}
+
+impl Wal {
+    /// Restarts the WAL once it is over its limit.
+    fn bound(&self, store: &Store, stats: &Stats, said: &mut LogEvery) {
+        let Ok(bytes) = self.size.file_bytes() else {
+            return;
+        };
+        if bytes <= self.next_try.get() {
+            return;
+        }
+        stats.wal_restarts.fetch_add(1, Ordering::Relaxed);
+        let restarted = {
+            let _alone = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
+            store.restart_wal(WAL_RESTART_WAIT)
+        };
+        let problem = match restarted {
+            Ok(true) => {
+                self.next_try.set(self.limit);
+                return;
+            }
+            Ok(false) => format!(
+                "the WAL ({} MiB) could not be restarted: a reader used it for more than                  {} ms; trying again after the next commits",
+                bytes >> 20,
+                WAL_RESTART_WAIT.as_millis()
+            ),
+            Err(e) => format!("restarting the WAL: {e}"),
+        };
+        stats.wal_restarts_failed.fetch_add(1, Ordering::Relaxed);
+        self.next_try.set(bytes.saturating_add(self.limit));
+        if said.due(Instant::now()).is_some() {
+            log(problem);
+        }
+    }
+}
+
 /// The checkpointer's thread: a checkpoint after each commit it is told of (those that
 /// come while one runs are one more), until the writer hangs up. Returns the writer's side.
-fn start_checkpointer(c: crate::store::Checkpointer) -> Result<Sender<()>, String> {
+fn start_checkpointer(
+    c: crate::store::Checkpointer,
+    checkpointing: Arc<Mutex<()>>,
+) -> Result<Sender<()>, String> {
     let (tx, rx) = bounded::<()>(1);
     std::thread::Builder::new()
         .name("checkpointer".into())
         .spawn(move || {
             let mut said = LogEvery::new(STORE_ERRORS_LOGGED_EVERY);
             for () in rx {
-                if let Err(e) = c.passive()
+                let done = {
+                    let _alone = checkpointing.lock().unwrap_or_else(|e| e.into_inner());
+                    c.passive()
+                };
+                if let Err(e) = done
                     && said.due(Instant::now()).is_some()
                 {
                     log(format!("checkpoint: {e}"));
@@ -1918,7 +2003,7 @@ fn writer(
     rx: &Receiver<Job>,
     stats: &Stats,
     retention: &crate::store::Retention,
-    checkpoints: &Sender<()>,
+    wal: &Wal,
     syncs: &Sender<Committed>,
 ) {
     let mut next_retention = Instant::now() + RETENTION_EVERY;
@@ -2017,9 +2102,10 @@ fn writer(
                 uncheckpointed += group_bytes;
                 if uncheckpointed >= CHECKPOINT_AFTER_BYTES {
                     // Full: one is due and not started yet, which will copy this commit too.
-                    let _ = checkpoints.try_send(());
+                    let _ = wal.checkpoints.try_send(());
                     uncheckpointed = 0;
                 }
+                wal.bound(&store, stats, &mut store_errors_said);
             }
             Err(e) => {
                 stats.store_errors.fetch_add(1, Ordering::Relaxed);

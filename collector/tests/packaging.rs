@@ -46,6 +46,7 @@ fn the_sample_config_parses_and_shows_the_defaults() {
     assert_eq!(c.max_tag_bytes, d.max_tag_bytes);
     assert_eq!(c.max_buffered_bytes, d.max_buffered_bytes);
     assert_eq!(c.max_inflight_bytes, d.max_inflight_bytes);
+    assert_eq!(c.max_wal_bytes, d.max_wal_bytes);
     assert_eq!(c.read_timeout, d.read_timeout);
     assert_eq!(c.first_message_timeout, d.first_message_timeout);
     assert_eq!(c.idle_timeout, d.idle_timeout);
