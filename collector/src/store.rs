@@ -536,13 +536,17 @@ impl Store {
         // every batch, in turn.
         conn.set_prepared_statement_cache_capacity(64);
         // auto_vacuum and page_size only take effect on a database without tables: new ones.
-        // 16 KiB pages: a commit writes fewer WAL frames and an insert splits fewer pages
-        // (the events table and its indexes grow at the end and at one point per host and
-        // check): the load bench by turns on a quiet machine, 8 pairs, 203,500 events/s mean
-        // with 4 KiB pages against 210,900 (p99 ack 12-17 ms against 11-13), and the page
-        // bench's requests no slower. A database made with 4 KiB pages keeps them.
+        // 4 KiB pages (SQLite's default): a commit dirties about as many pages whatever their
+        // size (the events table and its indexes grow at the end and at one point per host
+        // and check), so 16 KiB pages wrote twice the WAL a commit. In bursts that fit the
+        // WAL they were a little faster (8 pairs, 203,500 events/s mean with 4 KiB against
+        // 210,900), but under a sustained load, where the WAL must be copied and started
+        // again (`max_wal_bytes`), six pairs of the load bench at 16 × 50,000 events by turns
+        // gave 4 KiB 199,700 events/s mean against 195,500, with 12 WAL restarts a run
+        // against 24: half the bytes written to the disk for the same events. A database
+        // made with 16 KiB pages keeps them.
         conn.execute_batch(
-            "PRAGMA page_size = 16384;
+            "PRAGMA page_size = 4096;
              PRAGMA auto_vacuum = INCREMENTAL;
              PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
