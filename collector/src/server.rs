@@ -1957,7 +1957,8 @@ impl Wal {
                 return;
             }
             Ok(false) => format!(
-                "the WAL ({} MiB) could not be restarted: a reader used it for more than                  {} ms; trying again after the next commits",
+                "the WAL ({} MiB) could not be restarted: a reader used it for more than \
+                 {} ms; trying again once the WAL has grown by its limit again",
                 bytes >> 20,
                 WAL_RESTART_WAIT.as_millis()
             ),
