@@ -701,7 +701,15 @@ impl Server {
                         checkpoints,
                         checkpointing,
                     };
-                    writer(store, &rx, &stats, &retention, &wal, &syncs);
+                    writer(
+                        store,
+                        &rx,
+                        &stats,
+                        &retention,
+                        RETENTION_EVERY,
+                        &wal,
+                        &syncs,
+                    );
                     // The syncer answers what is left, then ends.
                     drop(syncs);
                     let _ = syncer.join();
@@ -1972,6 +1980,28 @@ impl Wal {
     }
 }
 
+/// A retention pass; `idle`: no batch is being stored in parts, so rows still pending are a
+/// failed batch's that could not be deleted then, and go now.
+fn run_retention(store: &mut Store, retention: &crate::store::Retention, idle: bool) {
+    if idle {
+        match store.discard_unfinished() {
+            Ok(0) => {}
+            Ok(n) => log(format!(
+                "deleted {n} events of batches that failed between their parts (never acked)"
+            )),
+            Err(e) => log(format!("deleting unfinished batches: {e}")),
+        }
+    }
+    match store.retain(retention, now_s()) {
+        Ok(p) if p.by_age + p.by_size > 0 => log(format!(
+            "retention: deleted {} events by age, {} by size",
+            p.by_age, p.by_size
+        )),
+        Ok(_) => {}
+        Err(e) => log(format!("retention: {e}")),
+    }
+}
+
 /// The checkpointer's thread: a checkpoint after each commit it is told of (those that
 /// come while one runs are one more), until the writer hangs up. Returns the writer's side.
 fn start_checkpointer(
@@ -2004,10 +2034,11 @@ fn writer(
     rx: &Receiver<Job>,
     stats: &Stats,
     retention: &crate::store::Retention,
+    retention_every: Duration,
     wal: &Wal,
     syncs: &Sender<Committed>,
 ) {
-    let mut next_retention = Instant::now() + RETENTION_EVERY;
+    let mut next_retention = Instant::now() + retention_every;
     let mut stopping = false;
     let mut waiting: Vec<Waiting<Sender<Result<Outcome, String>>>> = Vec::new();
     // Whether the last transaction was heavy (see `pick`).
@@ -2016,6 +2047,13 @@ fn writer(
     let mut uncheckpointed = 0u64;
     let mut store_errors_said = LogEvery::new(STORE_ERRORS_LOGGED_EVERY);
     loop {
+        // Between two transactions when due, whether or not batches wait: under a load that
+        // never lets the queue empty, waiting for a quiet moment (as the writer once did)
+        // never ran it, and the database outgrew `max_bytes` for as long as the load lasted.
+        if Instant::now() >= next_retention {
+            next_retention = Instant::now() + retention_every;
+            run_retention(&mut store, retention, waiting.is_empty());
+        }
         let wait = next_retention.saturating_duration_since(Instant::now());
         let first = if !waiting.is_empty() {
             rx.try_recv().ok()
@@ -2027,28 +2065,7 @@ fn writer(
         } else {
             match rx.recv_timeout(wait) {
                 Ok(j) => Some(j),
-                Err(RecvTimeoutError::Timeout) => {
-                    next_retention = Instant::now() + RETENTION_EVERY;
-                    // Nothing is being stored: rows still pending are a failed batch's that
-                    // could not be deleted then.
-                    match store.discard_unfinished() {
-                        Ok(0) => {}
-                        Ok(n) => log(format!(
-                            "deleted {n} events of batches that failed between their parts \
-                             (never acked)"
-                        )),
-                        Err(e) => log(format!("deleting unfinished batches: {e}")),
-                    }
-                    match store.retain(retention, now_s()) {
-                        Ok(p) if p.by_age + p.by_size > 0 => log(format!(
-                            "retention: deleted {} events by age, {} by size",
-                            p.by_age, p.by_size
-                        )),
-                        Ok(_) => {}
-                        Err(e) => log(format!("retention: {e}")),
-                    }
-                    continue;
-                }
+                Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         };
@@ -2156,6 +2173,87 @@ fn writer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under a load that never lets the writer's queue empty (a feeder keeps it full: each
+    /// send waits for room), retention still runs when due and keeps the database near
+    /// `max_bytes`; waiting for a quiet moment, it never ran and every row stayed.
+    #[test]
+    fn retention_runs_while_the_queue_never_empties() {
+        use crate::store::{Batch, Retention, Row};
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("events.db");
+        let store = Store::open(&db).unwrap();
+        let checkpointing = Arc::new(Mutex::new(()));
+        let checkpoints = start_checkpointer(
+            store.leave_checkpoints_to(&db).unwrap(),
+            Arc::clone(&checkpointing),
+        )
+        .unwrap();
+        let wal_sync = store.sync_commits_apart(&db).unwrap();
+        let wal = Wal {
+            size: wal_sync.try_clone().unwrap(),
+            limit: 64 << 20,
+            next_try: (64 << 20).into(),
+            checkpoints,
+            checkpointing,
+        };
+        let stats = Arc::new(Stats::default());
+        let (syncs, syncer) = start_syncer(move || wal_sync.sync(), stats.clone()).unwrap();
+        let max_bytes = 512 << 10;
+        let retention = Retention {
+            max_age: None,
+            max_bytes: Some(max_bytes),
+            dedup_window: Duration::from_secs(60),
+        };
+        let (jobs, rx) = bounded(QUEUE);
+        const BATCHES: usize = 1_500;
+        // Made before the writer starts, so that sending them outpaces storing them.
+        let batches: Vec<Batch> = (0..BATCHES)
+            .map(|b| Batch {
+                rows: (0..20)
+                    .map(|i| {
+                        let e = zpulse_proto::Event::metrics("disk", "sda", "disk figures")
+                            .with("pad", "y".repeat(200))
+                            .with("n", (b * 20 + i) as u64);
+                        Row::from_event("zpulse.metrics", 1_900_000_000_000_000_000, &e, "p")
+                    })
+                    .collect(),
+                ..Batch::default()
+            })
+            .collect();
+        let feeder = std::thread::spawn({
+            let db = db.clone();
+            move || {
+                let mut replies = Vec::with_capacity(BATCHES);
+                for batch in batches {
+                    let (reply, answer) = bounded(1);
+                    jobs.send(Job::Batch(batch, 20 * 400, reply)).unwrap();
+                    replies.push(answer);
+                }
+                for answer in replies {
+                    assert!(
+                        answer.recv().unwrap().is_ok(),
+                        "every batch stored and acked"
+                    );
+                }
+                // Counted before the writer is told to stop (so not by a pass at its end).
+                let kept = Store::open_read_only(&db).unwrap().counts().unwrap().0;
+                jobs.send(Job::Stop).unwrap();
+                kept
+            }
+        });
+        let every = Duration::from_millis(20);
+        writer(store, &rx, &stats, &retention, every, &wal, &syncs);
+        drop(syncs);
+        syncer.join().unwrap();
+        let kept = feeder.join().unwrap();
+        assert!(
+            kept < (BATCHES * 20) as i64 / 2,
+            "retention kept {kept} of {} events while the queue was full (max {max_bytes} \
+             bytes)",
+            BATCHES * 20
+        );
+    }
 
     #[test]
     fn entry_rate_allows_a_burst_then_the_average() {
