@@ -1980,10 +1980,10 @@ impl Wal {
     }
 }
 
-/// A retention pass; `idle`: no batch is being stored in parts, so rows still pending are a
-/// failed batch's that could not be deleted then, and go now.
-fn run_retention(store: &mut Store, retention: &crate::store::Retention, idle: bool) {
-    if idle {
+/// A retention pass; `no_parts_pending`: no batch is being stored in parts, so rows still
+/// pending are a failed batch's that could not be deleted then, and go now.
+fn run_retention(store: &mut Store, retention: &crate::store::Retention, no_parts_pending: bool) {
+    if no_parts_pending {
         match store.discard_unfinished() {
             Ok(0) => {}
             Ok(n) => log(format!(
@@ -2052,7 +2052,9 @@ fn writer(
         // never ran it, and the database outgrew `max_bytes` for as long as the load lasted.
         if Instant::now() >= next_retention {
             next_retention = Instant::now() + retention_every;
-            run_retention(&mut store, retention, waiting.is_empty());
+            // Rows pending in the database that no waiting batch owns are a failed batch's.
+            let parts_pending = waiting.iter().any(|w| !w.pending.is_empty());
+            run_retention(&mut store, retention, !parts_pending);
         }
         let wait = next_retention.saturating_duration_since(Instant::now());
         let first = if !waiting.is_empty() {
