@@ -1980,9 +1980,15 @@ impl Wal {
     }
 }
 
-/// A retention pass; `no_parts_pending`: no batch is being stored in parts, so rows still
-/// pending are a failed batch's that could not be deleted then, and go now.
-fn run_retention(store: &mut Store, retention: &crate::store::Retention, no_parts_pending: bool) {
+/// A step of a retention pass ([`Store::retain_step`]), what it deleted added to `pass`;
+/// whether the pass has more to do. `no_parts_pending`: no batch is being stored in parts, so
+/// rows still pending are a failed batch's that could not be deleted then, and go now.
+fn retention_step(
+    store: &mut Store,
+    retention: &crate::store::Retention,
+    no_parts_pending: bool,
+    pass: &mut crate::store::Pruned,
+) -> bool {
     if no_parts_pending {
         match store.discard_unfinished() {
             Ok(0) => {}
@@ -1992,14 +1998,26 @@ fn run_retention(store: &mut Store, retention: &crate::store::Retention, no_part
             Err(e) => log(format!("deleting unfinished batches: {e}")),
         }
     }
-    match store.retain(retention, now_s()) {
-        Ok(p) if p.by_age + p.by_size > 0 => log(format!(
-            "retention: deleted {} events by age, {} by size",
-            p.by_age, p.by_size
-        )),
-        Ok(_) => {}
-        Err(e) => log(format!("retention: {e}")),
+    let more = match store.retain_step(retention, now_s()) {
+        Ok((p, more)) => {
+            pass.add(p);
+            more
+        }
+        Err(e) => {
+            log(format!("retention: {e}"));
+            false
+        }
+    };
+    if !more {
+        let p = std::mem::take(pass);
+        if p.by_age + p.by_size > 0 {
+            log(format!(
+                "retention: deleted {} events by age, {} by size",
+                p.by_age, p.by_size
+            ));
+        }
     }
+    more
 }
 
 /// The checkpointer's thread: a checkpoint after each commit it is told of (those that
@@ -2039,6 +2057,8 @@ fn writer(
     syncs: &Sender<Committed>,
 ) {
     let mut next_retention = Instant::now() + retention_every;
+    // What the retention pass under way has deleted so far (said when it is done).
+    let mut retained = crate::store::Pruned::default();
     let mut stopping = false;
     let mut waiting: Vec<Waiting<Sender<Result<Outcome, String>>>> = Vec::new();
     // Whether the last transaction was heavy (see `pick`).
@@ -2051,10 +2071,15 @@ fn writer(
         // never lets the queue empty, waiting for a quiet moment (as the writer once did)
         // never ran it, and the database outgrew `max_bytes` for as long as the load lasted.
         if Instant::now() >= next_retention {
-            next_retention = Instant::now() + retention_every;
             // Rows pending in the database that no waiting batch owns are a failed batch's.
             let parts_pending = waiting.iter().any(|w| !w.pending.is_empty());
-            run_retention(&mut store, retention, !parts_pending);
+            let more = retention_step(&mut store, retention, !parts_pending, &mut retained);
+            // A pass goes on, a step between two transactions, until it is done.
+            next_retention = if more {
+                Instant::now()
+            } else {
+                Instant::now() + retention_every
+            };
         }
         let wait = next_retention.saturating_duration_since(Instant::now());
         let first = if !waiting.is_empty() {

@@ -788,6 +788,101 @@ fn retention_by_age_deletes_the_old_events_whatever_their_ids() {
     assert_eq!(hosts_stored(&s), ["young", "newest"]);
 }
 
+/// Retention goes in steps of at most `RETENTION_STEP_ROWS` events (the writer runs one
+/// between two transactions), by age and then by size, each saying whether more is to come;
+/// the steps together delete what one pass at once did: every old event, then the oldest ones
+/// until the pages in use fit the cap.
+#[test]
+fn retention_goes_in_bounded_steps_to_the_same_end() {
+    use zpulse_collector::store::{Batch, RETENTION_STEP_ROWS, Retention, Row};
+    let step = RETENTION_STEP_ROWS as u64;
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("r.db")).unwrap();
+    let now = 2_000_000_000i64;
+    // 2.25 steps of events received an hour ago, then 2.5 steps received now.
+    let (old, young) = (2 * step + step / 4, 2 * step + step / 2);
+    let mut stored = 0u64;
+    while stored < old + young {
+        let received = if stored < old { now - 3_600 } else { now };
+        let rows = (0..1_000)
+            .map(|i| {
+                let e = metrics("h", "c", "s", "x_pct", 1.0).with("n", stored + i);
+                Row::from_event("zpulse.metrics", received * 1_000_000_000, &e, "p")
+            })
+            .collect();
+        let batch = Batch {
+            rows,
+            ..Batch::default()
+        };
+        s.store(&[batch], received).unwrap();
+        stored += 1_000;
+    }
+    let by_age = Retention {
+        max_age: Some(Duration::from_secs(600)),
+        max_bytes: None,
+        dedup_window: Duration::from_secs(60),
+    };
+    let mut steps = Vec::new();
+    loop {
+        let (p, more) = s.retain_step(&by_age, now).unwrap();
+        steps.push((p.by_age, more));
+        if !more {
+            break;
+        }
+    }
+    assert_eq!(
+        steps,
+        [(step, true), (step, true), (step / 4, false)],
+        "by age"
+    );
+    assert_eq!(s.counts().unwrap().0 as u64, young);
+    // Only the young events are left, the oldest of them first.
+    let oldest = s
+        .events(&Filter {
+            limit: 1,
+            oldest_first: true,
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(oldest[0].ts, now * 1_000_000_000);
+
+    let cap = s.used_bytes().unwrap() / 4;
+    let by_size = Retention {
+        max_age: None,
+        max_bytes: Some(cap),
+        ..by_age
+    };
+    let mut deleted = Vec::new();
+    loop {
+        let (p, more) = s.retain_step(&by_size, now).unwrap();
+        deleted.push(p.by_size);
+        if !more {
+            break;
+        }
+    }
+    // Three quarters of the events over the cap: more than a step's worth, so in steps.
+    assert!(deleted.len() > 1, "{deleted:?}");
+    assert!(
+        deleted.iter().all(|d| (1..=step).contains(d)),
+        "{deleted:?}"
+    );
+    assert!(s.used_bytes().unwrap() <= cap);
+    let left = young - deleted.iter().sum::<u64>();
+    assert_eq!(s.counts().unwrap().0 as u64, left);
+    // The newest events are the ones kept.
+    let newest = s
+        .events(&Filter {
+            limit: 1,
+            ..Filter::default()
+        })
+        .unwrap();
+    let data: serde_json::Value = serde_json::from_str(&newest[0].data).unwrap();
+    assert_eq!(data["n"], serde_json::json!(old + young - 1), "{data}");
+    // Nothing more to do: a step now deletes nothing.
+    let (p, more) = s.retain_step(&by_size, now).unwrap();
+    assert_eq!((p.by_age, p.by_size, more), (0, 0, false));
+}
+
 /// A database of an earlier release (an index on `received` and one on severity, no id
 /// ranges) opens: the ranges are made from its events, the two indexes go, and retention
 /// deletes its old events as before and keeps the rest.
