@@ -1072,8 +1072,8 @@ impl Store {
                 .map_err(sql)?;
             if count > 0 {
                 // The events over the cap, reckoned at the average event's share of the pages,
-                // and a tenth of them more (so that the next commits do not pass it again at
-                // once), a step's worth at most; steps go on while the pages in use are over
+                // and a tenth of all the events more (so that the next commits do not pass it
+                // again at once), a step's worth at most; steps go on while the pages in use are over
                 // the cap. Not a tenth of the events at most, as when a pass deleted in one
                 // go: a step comes between two transactions of up to 5,000 events, and a
                 // small database's tenth would not keep up with them.
