@@ -670,11 +670,7 @@ impl Server {
             Err(e) => return Err(format!("deleting unfinished batches: {e}")),
         }
         match store.retain(&config.retention, now_s()) {
-            Ok(p) if p.by_age + p.by_size > 0 => log(format!(
-                "retention: deleted {} events by age, {} by size",
-                p.by_age, p.by_size
-            )),
-            Ok(_) => {}
+            Ok(p) => say_pruned(p),
             Err(e) => log(format!("retention: {e}")),
         }
         let (jobs, rx) = bounded(QUEUE);
@@ -2009,15 +2005,19 @@ fn retention_step(
         }
     };
     if !more {
-        let p = std::mem::take(pass);
-        if p.by_age + p.by_size > 0 {
-            log(format!(
-                "retention: deleted {} events by age, {} by size",
-                p.by_age, p.by_size
-            ));
-        }
+        say_pruned(std::mem::take(pass));
     }
     more
+}
+
+/// The log line of a retention pass that deleted events.
+fn say_pruned(p: crate::store::Pruned) {
+    if p.by_age + p.by_size > 0 {
+        log(format!(
+            "retention: deleted {} events by age, {} by size",
+            p.by_age, p.by_size
+        ));
+    }
 }
 
 /// The checkpointer's thread: a checkpoint after each commit it is told of (those that

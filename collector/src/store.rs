@@ -1063,8 +1063,12 @@ impl Store {
             )
             .map_err(sql)? as u64;
         let mut more = false;
+        let used = match r.max_bytes {
+            Some(_) => self.used_bytes()?,
+            None => 0,
+        };
         if let Some(max) = r.max_bytes
-            && self.used_bytes()? > max
+            && used > max
         {
             let count: i64 = self
                 .conn
@@ -1077,9 +1081,7 @@ impl Store {
                 // the cap. Not a tenth of the events at most, as when a pass deleted in one
                 // go: a step comes between two transactions of up to 5,000 events, and a
                 // small database's tenth would not keep up with them.
-                let used = self.used_bytes()?.max(1);
-                let over = (count as u128 * u128::from(used.saturating_sub(max)))
-                    .div_ceil(u128::from(used));
+                let over = (count as u128 * u128::from(used - max)).div_ceil(u128::from(used));
                 let over = i64::try_from(over).unwrap_or(count);
                 let n = over
                     .saturating_add(count / 10)
