@@ -654,7 +654,10 @@ fn limits(config: &Config) -> Limits {
 }
 
 impl Server {
-    /// Opens the database (running retention once), binds, and starts the threads.
+    /// Opens the database, binds, and starts the threads. Retention's first pass is the
+    /// writer's, in steps between transactions from the start: run to its end before
+    /// listening, a pass after a long stop or a lowered cap (millions of events to delete)
+    /// kept every sender waiting for it.
     pub fn start(config: Config) -> Result<Server, String> {
         let stats = Arc::new(Stats::default());
         let prepared = prepare(&config, None)?;
@@ -668,10 +671,6 @@ impl Server {
                  collector stopped (never acked: their senders resend them)"
             )),
             Err(e) => return Err(format!("deleting unfinished batches: {e}")),
-        }
-        match store.retain(&config.retention, now_s()) {
-            Ok(p) => say_pruned(p),
-            Err(e) => log(format!("retention: {e}")),
         }
         let (jobs, rx) = bounded(QUEUE);
         let checkpointing = Arc::new(Mutex::new(()));
@@ -690,10 +689,10 @@ impl Server {
                 let retention = config.retention;
                 let max_wal_bytes = config.max_wal_bytes;
                 move || {
-                    let wal = Wal {
+                    let mut wal = Wal {
                         size: wal_size,
                         limit: max_wal_bytes,
-                        next_try: max_wal_bytes.into(),
+                        next_try: max_wal_bytes,
                         checkpoints,
                         checkpointing,
                     };
@@ -703,7 +702,7 @@ impl Server {
                         &stats,
                         &retention,
                         RETENTION_EVERY,
-                        &wal,
+                        &mut wal,
                         &syncs,
                     );
                     // The syncer answers what is left, then ends.
@@ -1931,7 +1930,7 @@ struct Wal {
     /// kept from restarting the WAL, that size and `limit` more. A reader that keeps its
     /// transaction open (an `sqlite3` shell left in one) then costs the writer one wait a
     /// `limit` of WAL, not one each commit.
-    next_try: std::cell::Cell<u64>,
+    next_try: u64,
     /// To the checkpointer's thread: a checkpoint is due.
     checkpoints: Sender<()>,
     /// Held by the checkpointer's thread while it checkpoints, and by the writer while it
@@ -1943,11 +1942,11 @@ struct Wal {
 
 impl Wal {
     /// Restarts the WAL once it is over its limit.
-    fn bound(&self, store: &Store, stats: &Stats, said: &mut LogEvery) {
+    fn bound(&mut self, store: &Store, stats: &Stats, said: &mut LogEvery) {
         let Ok(bytes) = self.size.file_bytes() else {
             return;
         };
-        if bytes <= self.next_try.get() {
+        if bytes <= self.next_try {
             return;
         }
         stats.wal_restarts.fetch_add(1, Ordering::Relaxed);
@@ -1957,7 +1956,7 @@ impl Wal {
         };
         let problem = match restarted {
             Ok(true) => {
-                self.next_try.set(self.limit);
+                self.next_try = self.limit;
                 return;
             }
             Ok(false) => format!(
@@ -1969,7 +1968,7 @@ impl Wal {
             Err(e) => format!("restarting the WAL: {e}"),
         };
         stats.wal_restarts_failed.fetch_add(1, Ordering::Relaxed);
-        self.next_try.set(bytes.saturating_add(self.limit));
+        self.next_try = bytes.saturating_add(self.limit);
         if said.due(Instant::now()).is_some() {
             log(problem);
         }
@@ -2053,10 +2052,11 @@ fn writer(
     stats: &Stats,
     retention: &crate::store::Retention,
     retention_every: Duration,
-    wal: &Wal,
+    wal: &mut Wal,
     syncs: &Sender<Committed>,
 ) {
-    let mut next_retention = Instant::now() + retention_every;
+    // The first pass at once: what expired while the collector was stopped goes first.
+    let mut next_retention = Instant::now();
     // What the retention pass under way has deleted so far (said when it is done).
     let mut retained = crate::store::Pruned::default();
     let mut stopping = false;
@@ -2217,10 +2217,10 @@ mod tests {
         )
         .unwrap();
         let wal_sync = store.sync_commits_apart(&db).unwrap();
-        let wal = Wal {
+        let mut wal = Wal {
             size: wal_sync.try_clone().unwrap(),
             limit: 64 << 20,
-            next_try: (64 << 20).into(),
+            next_try: 64 << 20,
             checkpoints,
             checkpointing,
         };
@@ -2270,7 +2270,7 @@ mod tests {
             }
         });
         let every = Duration::from_millis(20);
-        writer(store, &rx, &stats, &retention, every, &wal, &syncs);
+        writer(store, &rx, &stats, &retention, every, &mut wal, &syncs);
         drop(syncs);
         syncer.join().unwrap();
         let kept = feeder.join().unwrap();

@@ -927,6 +927,49 @@ fn a_database_of_an_earlier_release_keeps_its_retention() {
     assert_eq!(hosts_stored(&s), ["young", "newest"]);
 }
 
+/// A collector started on a database whose events expired while it was stopped: it no longer
+/// runs retention to its end before it listens; its writer takes the pass in steps from the
+/// start, between the transactions of the batches that come meanwhile. Every expired event
+/// goes (50,000: three steps), the batch sent at once is acked and kept.
+#[test]
+fn events_that_expired_while_stopped_go_in_the_writer_s_first_pass() {
+    use zpulse_collector::store::{Batch, Retention, Row};
+    const EXPIRED: usize = 50_000;
+    let day = 86_400i64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let r = start(|c| {
+        c.retention = Retention {
+            max_age: Some(Duration::from_secs(day as u64)),
+            ..c.retention
+        };
+        let mut s = Store::open(&c.db).unwrap();
+        let e = metrics("stopped", "c", "s", "x_pct", 1.0);
+        let rows = (0..EXPIRED)
+            .map(|_| Row::from_event("zpulse.metrics", (now - 2 * day) * 1_000_000_000, &e, "p"))
+            .collect();
+        let batch = Batch {
+            rows,
+            ..Batch::default()
+        };
+        s.store(&[batch], now - 2 * day).unwrap();
+    });
+    let mut c = Client::connect(r.server.addr);
+    c.send_acked(
+        "zpulse.metrics",
+        &metrics("nas1", "arc", "arc", "hit_pct", 97.0),
+        1,
+    );
+    wait_until("the expired events are deleted", || {
+        store(&r).counts().unwrap().0 == 1
+    });
+    let kept = all(&r);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].host, "nas1");
+}
+
 #[test]
 fn unfinished_messages_are_bounded_across_all_connections() {
     // Each peer stays under the frame limit, but two together pass the global budget.
