@@ -14,8 +14,9 @@ pub const WINDOW_S: i64 = 86_400;
 /// Lines per chart, at most: the busiest (highest mean over the window).
 const MAX_LINES: usize = 8;
 
-const COLORS: [&str; 8] = [
+const COLORS: [&str; 12] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939",
 ];
 
 /// The charts of `host` over the [`WINDOW_S`] up to its latest metric record (a host that
@@ -81,8 +82,10 @@ fn format_value(unit: Unit, v: f64) -> String {
     }
 }
 
+/// One chart of `lines` (name → (time s, value)) from `t0` to `t1`, its `<h3>` title, the
+/// SVG and its legend, appended to `out`; `id` names the chart for tests and styles.
 #[allow(clippy::too_many_arguments)]
-fn chart(
+pub(crate) fn chart(
     out: &mut String,
     host: &str,
     id: &str,

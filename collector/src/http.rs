@@ -42,7 +42,6 @@ const MAX_SERIES: usize = 12;
 const OPEN_ROWS: usize = 200;
 /// Hosts in one page of the front page's list (`?page=N`).
 const HOSTS_PER_PAGE: usize = 100;
-const MAX_POINTS: usize = 400;
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
                    base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
@@ -948,14 +947,16 @@ pub fn series(
     Ok(out)
 }
 
-const COLORS: [&str; 12] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#637939",
-];
-
-/// A line chart of a host's percentages, inline SVG.
+/// A line chart of a host's percentages (hosts that send no metric records), drawn as the
+/// time series' charts are ([`crate::charts::chart`]), over the same window.
 fn chart(store: &Store, host: &str, now: i64) -> Result<String, String> {
-    let mut all: Vec<(String, Vec<(f64, f64)>)> = series(store, host, now)?.into_iter().collect();
+    let mut all: Vec<(String, Vec<(i64, f64)>)> = series(store, host, now)?
+        .into_iter()
+        .map(|(name, points)| {
+            let ratios = points.iter().map(|&(t, pct)| (t as i64, pct / 100.0));
+            (name, ratios.collect())
+        })
+        .collect();
     if all.is_empty() {
         return Ok("<p class=\"muted\">No figures in the last 24 h.</p>\n".into());
     }
@@ -963,100 +964,22 @@ fn chart(store: &Store, host: &str, now: i64) -> Result<String, String> {
     all.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
     all.truncate(MAX_SERIES);
     all.sort_by(|a, b| a.0.cmp(&b.0));
-    let (w, h, left, top, bottom) = (720.0, 220.0, 40.0, 10.0, 24.0);
-    let right = 10.0;
-    let t0 = all
+    let lines: Vec<(&str, &[(i64, f64)])> = all
         .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.0))
-        .fold(f64::INFINITY, f64::min);
-    let t1 = all
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.0))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let vmax = all
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.1))
-        .fold(100.0_f64, f64::max);
-    let span = (t1 - t0).max(1.0);
-    let x = |t: f64| left + (t - t0) / span * (w - left - right);
-    let y = |v: f64| top + (1.0 - v.max(0.0) / vmax) * (h - top - bottom);
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<svg class=\"chart\" data-host=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" \
-         width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\">\
-         <title>{} figures (%)</title>",
-        esc(host),
-        esc(host)
+        .map(|(name, points)| (name.as_str(), points.as_slice()))
+        .collect();
+    let mut out = String::new();
+    crate::charts::chart(
+        &mut out,
+        host,
+        "findings",
+        "Percentages in findings and heartbeats",
+        crate::timeseries::Unit::Ratio,
+        &lines,
+        now - CHART_WINDOW_S,
+        now,
     );
-    for frac in [0.0, 0.25, 0.5, 0.75, 1.0] {
-        let v = vmax * frac;
-        let yy = y(v);
-        let _ = write!(
-            svg,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\
-             <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{v:.0}%</text>",
-            w - right,
-            left - 4.0,
-            yy + 3.0
-        );
-    }
-    let _ = write!(
-        svg,
-        "<text x=\"{left}\" y=\"{}\" font-size=\"10\">{}</text>\
-         <text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
-        h - 6.0,
-        utc(t0 as i64),
-        w - right,
-        h - 6.0,
-        utc(t1 as i64)
-    );
-    for (i, (name, points)) in all.iter().enumerate() {
-        let step = points.len().div_ceil(MAX_POINTS).max(1);
-        let mut d = String::new();
-        for (j, (t, v)) in points.iter().step_by(step).enumerate() {
-            let _ = write!(
-                d,
-                "{}{:.1},{:.1}",
-                if j == 0 { "M" } else { " L" },
-                x(*t),
-                y(*v)
-            );
-        }
-        let color = COLORS[i % COLORS.len()];
-        if points.len() == 1 {
-            let (t, v) = points[0];
-            let _ = write!(
-                svg,
-                "<circle class=\"series\" data-name=\"{}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" \
-                 fill=\"{color}\"><title>{}</title></circle>",
-                esc(name),
-                x(t),
-                y(v),
-                esc(name)
-            );
-        } else {
-            let _ = write!(
-                svg,
-                "<path class=\"series\" data-name=\"{}\" d=\"{d}\" fill=\"none\" \
-                 stroke=\"{color}\" stroke-width=\"1.5\"><title>{}</title></path>",
-                esc(name),
-                esc(name)
-            );
-        }
-    }
-    svg.push_str("</svg>\n<ul class=\"legend\">");
-    for (i, (name, points)) in all.iter().enumerate() {
-        let last = points.last().map_or(0.0, |p| p.1);
-        let _ = write!(
-            svg,
-            "<li><span style=\"color:{}\">■</span> {} — latest {last:.1}%</li>",
-            COLORS[i % COLORS.len()],
-            esc(name)
-        );
-    }
-    svg.push_str("</ul>\n");
-    Ok(svg)
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -493,7 +493,12 @@ fn web_page_shows_hosts_findings_and_charts() {
     assert!(body.contains("Finding history"));
     assert!(body.contains("<svg class=\"chart\""));
     assert!(body.contains("hdd-saturation tank busy_pct"));
-    assert!(body.contains("arc arc_hit_pct"));
+    // Its last value (the 30th event's, i = 29) in the legend, a percentage as sent.
+    assert!(
+        body.contains("hdd-saturation tank busy_pct — latest 29%"),
+        "{body}"
+    );
+    assert!(body.contains("arc arc_hit_pct — latest 90%"));
     assert!(body.contains("agent.heartbeat cpu_pct"));
     let (head, _) = get(addr, "/host/nobody");
     assert!(head.starts_with("HTTP/1.1 404"));
