@@ -888,6 +888,51 @@ fn retention_goes_in_bounded_steps_to_the_same_end() {
     assert_eq!((p.by_age, p.by_size, more), (0, 0, false));
 }
 
+/// A retention step is one transaction: one that fails half-way (here a trigger refuses
+/// the deletion of the seconds' id ranges, after the step deleted their events) leaves every
+/// event and range as it was, and no transaction open: the next batch is stored and the next
+/// step does the whole work. Run as separate statements, the events went and their ranges
+/// stayed.
+#[test]
+fn a_retention_step_that_fails_half_way_changes_nothing() {
+    use zpulse_collector::store::Retention;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.db");
+    let mut s = Store::open(&db).unwrap();
+    let now = 2_000_000_000i64;
+    for i in 0..3 {
+        store_received(&mut s, &format!("old-{i}"), now - 7_200 + i);
+    }
+    store_received(&mut s, "young", now);
+    let raw = rusqlite::Connection::open(&db).unwrap();
+    let ranges = || -> i64 {
+        raw.query_row("SELECT count(*) FROM received_ranges", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(ranges(), 4);
+    raw.execute_batch(
+        "CREATE TRIGGER refuse BEFORE DELETE ON received_ranges
+         BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+    )
+    .unwrap();
+    let r = Retention {
+        max_age: Some(Duration::from_secs(3_600)),
+        max_bytes: None,
+        dedup_window: Duration::from_secs(60),
+    };
+    let err = s.retain_step(&r, now).unwrap_err();
+    assert!(err.contains("refused by the test"), "{err}");
+    assert_eq!(hosts_stored(&s), ["old-0", "old-1", "old-2", "young"]);
+    assert_eq!(ranges(), 4);
+    raw.execute_batch("DROP TRIGGER refuse").unwrap();
+    store_received(&mut s, "newest", now);
+    let (p, more) = s.retain_step(&r, now).unwrap();
+    assert_eq!((p.by_age, more), (3, false));
+    assert_eq!(hosts_stored(&s), ["young", "newest"]);
+    // Both received in the same second: one range.
+    assert_eq!(ranges(), 1);
+}
+
 /// A database of an earlier release (an index on `received` and one on severity, no id
 /// ranges) opens: the ranges are made from its events, the two indexes go, and retention
 /// deletes its old events as before and keeps the rest.
