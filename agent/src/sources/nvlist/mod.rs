@@ -58,3 +58,22 @@ pub use decode::{Decoder, MAX_DEPTH, decode};
 pub use error::{NvError, NvErrorKind};
 pub use value::{DataType, NV_UNIQUE_NAME, NV_UNIQUE_NAME_TYPE, NvList, NvPair, NvValue, U64s};
 pub use view::{ListArrayView, ListView, PairView};
+
+/// Every lookup and accessor of every pair of `list`, recursively, their answers dropped:
+/// what the property tests and the fuzz target run on untrusted input, to show that none
+/// panics or reads outside it.
+#[doc(hidden)]
+pub fn read_everything(list: ListView<'_>) {
+    for pair in list.iter() {
+        let _ = list.get(&pair.name());
+        let _ = (pair.as_u64(), pair.as_str(), pair.as_bool(), pair.value());
+        let _ = pair.as_u64_array().map(U64s::into_vec);
+        if let Some(inner) = pair.as_nvlist() {
+            read_everything(inner);
+        }
+        if let Some(items) = pair.as_nvlist_array() {
+            assert!(items.get(items.len()).is_none());
+            items.iter().for_each(read_everything);
+        }
+    }
+}
