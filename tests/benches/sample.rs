@@ -1067,6 +1067,20 @@ fn main() {
             grown(|c| c.outputs_gzip),
             relative
         );
+        // What one more disk or leaf vdev costs, in µs an interval: the slope between the two
+        // sizes, which no fixed part of an interval (the lab's own files) moves, unlike the
+        // growth factor above, which a cheaper fixed part raises for the same slope.
+        let slope = |f: fn(&Costs) -> f64| (f(&b.1) - f(&a.1)) / (b.0 - a.0) as f64;
+        println!(
+            "    each {} more, {}→{}: the interval with every output on +{:.2} µs, the floor \
+             +{:.2} µs ({:.1}×)",
+            label.trim_end_matches('s'),
+            a.0,
+            b.0,
+            slope(|c| c.outputs),
+            slope(|c| c.floor),
+            slope(|c| c.outputs) / slope(|c| c.floor)
+        );
         // The same against the files the live interval reads (the floor above reads every
         // file of the capture, the disks' static sysfs attributes too, which the live reader
         // keeps): not the target's measure, printed beside it because the two differ most
