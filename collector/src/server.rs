@@ -143,6 +143,10 @@ pub struct Stats {
     /// the times a reader kept it from it.
     pub wal_restarts: AtomicU64,
     pub wal_restarts_failed: AtomicU64,
+    /// Events retention deleted (by age and by size), and whether a pass is under way (1:
+    /// steps remain, as after a start on a database whose events expired meanwhile).
+    pub retention_deleted: AtomicU64,
+    pub retention_running: AtomicU64,
 }
 
 impl Stats {
@@ -155,6 +159,8 @@ impl Stats {
             ("over_inflight", g(&self.over_inflight)),
             ("wal_restarts", g(&self.wal_restarts)),
             ("wal_restarts_failed", g(&self.wal_restarts_failed)),
+            ("retention_deleted", g(&self.retention_deleted)),
+            ("retention_running", g(&self.retention_running)),
             ("connections_active", g(&self.connections_active)),
             ("connections_refused", g(&self.connections_refused)),
             (
@@ -1983,6 +1989,7 @@ fn retention_step(
     retention: &crate::store::Retention,
     no_parts_pending: bool,
     pass: &mut crate::store::Pruned,
+    stats: &Stats,
 ) -> bool {
     if no_parts_pending {
         match store.discard_unfinished() {
@@ -1995,6 +2002,9 @@ fn retention_step(
     }
     let more = match store.retain_step(retention, now_s()) {
         Ok((p, more)) => {
+            stats
+                .retention_deleted
+                .fetch_add(p.by_age + p.by_size, Ordering::Relaxed);
             pass.add(p);
             more
         }
@@ -2003,6 +2013,9 @@ fn retention_step(
             false
         }
     };
+    stats
+        .retention_running
+        .store(u64::from(more), Ordering::Relaxed);
     if !more {
         say_pruned(std::mem::take(pass));
     }
@@ -2011,10 +2024,10 @@ fn retention_step(
 
 /// The log line of a retention pass that deleted events.
 fn say_pruned(p: crate::store::Pruned) {
-    if p.by_age + p.by_size > 0 {
+    if p.by_age + p.by_size + p.series > 0 {
         log(format!(
-            "retention: deleted {} events by age, {} by size",
-            p.by_age, p.by_size
+            "retention: deleted {} events by age, {} by size, {} time-series rows",
+            p.by_age, p.by_size, p.series
         ));
     }
 }
@@ -2073,7 +2086,7 @@ fn writer(
         if Instant::now() >= next_retention {
             // Rows pending in the database that no waiting batch owns are a failed batch's.
             let parts_pending = waiting.iter().any(|w| !w.pending.is_empty());
-            let more = retention_step(&mut store, retention, !parts_pending, &mut retained);
+            let more = retention_step(&mut store, retention, !parts_pending, &mut retained, stats);
             // A pass goes on, a step between two transactions, until it is done.
             next_retention = if more {
                 Instant::now()

@@ -510,7 +510,7 @@ mod tests {
             max_age: Some(std::time::Duration::from_secs(1)),
             ..crate::store::Retention::default()
         };
-        assert_eq!(s.retain(&keep_1s, 7).unwrap().by_age, MAX_FIGURES as u64);
+        assert_eq!(s.retain(&keep_1s, 7).unwrap().series, MAX_FIGURES as u64);
         assert!(s.series_points("h", 0, 4_000_000_000).unwrap().is_empty());
         assert_eq!(s.series_latest("h").unwrap(), None);
     }
