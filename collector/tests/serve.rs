@@ -1023,6 +1023,87 @@ fn events_that_expired_while_stopped_go_in_the_writer_s_first_pass() {
     assert_eq!(kept[0].host, "nas1");
 }
 
+/// The collector stopped in the middle of its first pass (a restart, a SIGTERM): each step is
+/// a transaction and the old seconds' id ranges start past what it deleted, so every expired
+/// event left is still in an old range, and the next start's pass deletes them all.
+#[test]
+fn a_pass_stopped_half_way_goes_on_at_the_next_start() {
+    use zpulse_collector::config::Config;
+    use zpulse_collector::server::Server;
+    use zpulse_collector::store::{Batch, Retention, Row};
+    const EXPIRED: usize = 200_000;
+    let day = 86_400i64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let retention = Retention {
+        max_age: Some(Duration::from_secs(day as u64)),
+        ..Retention::default()
+    };
+    let r = start(|c| {
+        c.retention = retention;
+        let mut s = Store::open(&c.db).unwrap();
+        let e = metrics("stopped", "c", "s", "x_pct", 1.0);
+        // Eight seconds of receive time, eight ranges of ids, 25,000 each: a step (20,000)
+        // ends inside a range.
+        for k in 0..8 {
+            let received = now - 2 * day + k;
+            let rows = (0..EXPIRED / 8)
+                .map(|_| Row::from_event("zpulse.metrics", received * 1_000_000_000, &e, "p"))
+                .collect();
+            let batch = Batch {
+                rows,
+                ..Batch::default()
+            };
+            s.store(&[batch], received).unwrap();
+        }
+    });
+    wait_until("the pass's first step", || {
+        r.server.stats.snapshot()["retention_deleted"] > 0
+    });
+    let Running { server, db, dir } = r;
+    server.stop();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let cutoff = now - day;
+    let left: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE received < ?1",
+            [cutoff],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        left > 0 && left < EXPIRED as i64,
+        "stopped half-way: {left} left"
+    );
+    let outside: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events e WHERE e.received < ?1 AND NOT EXISTS
+               (SELECT 1 FROM received_ranges g WHERE g.received < ?1
+                  AND e.id BETWEEN g.first_id AND g.last_id)",
+            [cutoff],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(outside, 0, "every expired event left is in an old range");
+    drop(conn);
+    let again = Server::start(Config {
+        listen: "127.0.0.1:0".into(),
+        db: db.clone(),
+        retention,
+        ..Config::default()
+    })
+    .unwrap();
+    wait_until("the next start's pass", || {
+        let stats = again.stats.snapshot();
+        stats["retention_deleted"] == left as u64 && stats["retention_running"] == 0
+    });
+    again.stop();
+    assert_eq!(Store::open_read_only(&db).unwrap().counts().unwrap().0, 0);
+    drop(dir);
+}
+
 #[test]
 fn unfinished_messages_are_bounded_across_all_connections() {
     // Each peer stays under the frame limit, but two together pass the global budget.
