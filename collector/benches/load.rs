@@ -51,8 +51,8 @@ fn main() {
     let running = common::start(|c| {
         c.max_connections = 2 * senders + 8;
         if expired > 0 {
-            c.retention.max_age = Some(Duration::from_secs(DAY as u64));
-            store_expired(&c.db, expired);
+            c.retention.max_age = Some(Duration::from_secs(common::DAY as u64));
+            common::store_expired(&c.db, expired, 1, i64::from(common::now_t().seconds));
         }
     });
     let (server, db) = (running.server, running.db);
@@ -200,31 +200,6 @@ fn encoded_batches(n: usize, events: usize, batch: usize, gzip: bool) -> Vec<(St
         messages.push((chunk, msg));
     }
     messages
-}
-
-const DAY: i64 = 86_400;
-
-/// `n` metrics events received two days ago into the database at `db` (made here), in
-/// transactions of 10,000.
-fn store_expired(db: &std::path::Path, n: usize) {
-    use zpulse_collector::store::{Batch, Row};
-    let received = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-        - 2 * DAY;
-    let mut store = Store::open(db).unwrap();
-    let e = Event::metrics("disk", "sda", "disk figures")
-        .with("busy_pct", 12.0)
-        .with("write_bytes_s", 8_500_000u64);
-    let row = Row::from_event("zpulse.metrics", received * 1_000_000_000, &e, "old");
-    for left in (0..n).step_by(10_000) {
-        let batch = Batch {
-            rows: vec![row.clone(); (n - left).min(10_000)],
-            ..Batch::default()
-        };
-        store.store(&[batch], received).unwrap();
-    }
 }
 
 /// SQLite's write-ahead log of the database at `db`.

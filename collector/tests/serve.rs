@@ -984,28 +984,15 @@ fn a_database_of_an_earlier_release_keeps_its_retention() {
 /// kept.
 #[test]
 fn events_that_expired_while_stopped_go_in_the_writer_s_first_pass() {
-    use zpulse_collector::store::{Batch, Retention, Row};
+    use zpulse_collector::store::Retention;
     const EXPIRED: usize = 50_000;
-    let day = 86_400i64;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
+    let now = i64::from(now_t().seconds);
     let r = start(|c| {
         c.retention = Retention {
-            max_age: Some(Duration::from_secs(day as u64)),
+            max_age: Some(Duration::from_secs(DAY as u64)),
             ..c.retention
         };
-        let mut s = Store::open(&c.db).unwrap();
-        let e = metrics("stopped", "c", "s", "x_pct", 1.0);
-        let rows = (0..EXPIRED)
-            .map(|_| Row::from_event("zpulse.metrics", (now - 2 * day) * 1_000_000_000, &e, "p"))
-            .collect();
-        let batch = Batch {
-            rows,
-            ..Batch::default()
-        };
-        s.store(&[batch], now - 2 * day).unwrap();
+        store_expired(&c.db, EXPIRED, 1, now);
     });
     let mut c = Client::connect(r.server.addr);
     c.send_acked(
@@ -1030,34 +1017,18 @@ fn events_that_expired_while_stopped_go_in_the_writer_s_first_pass() {
 fn a_pass_stopped_half_way_goes_on_at_the_next_start() {
     use zpulse_collector::config::Config;
     use zpulse_collector::server::Server;
-    use zpulse_collector::store::{Batch, Retention, Row};
+    use zpulse_collector::store::Retention;
     const EXPIRED: usize = 200_000;
-    let day = 86_400i64;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
+    let now = i64::from(now_t().seconds);
     let retention = Retention {
-        max_age: Some(Duration::from_secs(day as u64)),
+        max_age: Some(Duration::from_secs(DAY as u64)),
         ..Retention::default()
     };
     let r = start(|c| {
         c.retention = retention;
-        let mut s = Store::open(&c.db).unwrap();
-        let e = metrics("stopped", "c", "s", "x_pct", 1.0);
         // Eight seconds of receive time, eight ranges of ids, 25,000 each: a step (20,000)
         // ends inside a range.
-        for k in 0..8 {
-            let received = now - 2 * day + k;
-            let rows = (0..EXPIRED / 8)
-                .map(|_| Row::from_event("zpulse.metrics", received * 1_000_000_000, &e, "p"))
-                .collect();
-            let batch = Batch {
-                rows,
-                ..Batch::default()
-            };
-            s.store(&[batch], received).unwrap();
-        }
+        store_expired(&c.db, EXPIRED, 8, now);
     });
     wait_until("the pass's first step", || {
         r.server.stats.snapshot()["retention_deleted"] > 0
@@ -1065,7 +1036,7 @@ fn a_pass_stopped_half_way_goes_on_at_the_next_start() {
     let Running { server, db, dir } = r;
     server.stop();
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let cutoff = now - day;
+    let cutoff = now - DAY;
     let left: i64 = conn
         .query_row(
             "SELECT count(*) FROM events WHERE received < ?1",

@@ -250,6 +250,29 @@ pub fn now_t() -> EventTime {
     EventTime::from_system_time(std::time::SystemTime::now())
 }
 
+pub const DAY: i64 = 86_400;
+
+/// `n` metrics events of host `stopped` received two days before `now` (s), over `seconds`
+/// seconds of receive time (an id range each), stored into the database at `db` (made here)
+/// in transactions of at most 10,000: what a collector finds after a long stop, for its first
+/// retention pass.
+pub fn store_expired(db: &Path, n: usize, seconds: usize, now: i64) {
+    let e = metrics("stopped", "disk", "sda", "busy_pct", 12.0);
+    let mut store = Store::open(db).unwrap();
+    for k in 0..seconds {
+        let received = now - 2 * DAY + k as i64;
+        let row = Row::from_event("zpulse.metrics", received * 1_000_000_000, &e, "old");
+        let in_second = n / seconds + usize::from(k < n % seconds);
+        for done in (0..in_second).step_by(10_000) {
+            let batch = Batch {
+                rows: vec![row.clone(); (in_second - done).min(10_000)],
+                ..Batch::default()
+            };
+            store.store(&[batch], received).unwrap();
+        }
+    }
+}
+
 pub fn chunk(n: u8) -> String {
     ChunkId([n; 16]).to_base64()
 }
