@@ -998,22 +998,18 @@ impl Store {
         // One transaction: a step's statements (the events, their ranges, the names, the
         // pages freed) commit once, each page they change written to the WAL once instead of
         // once a statement, and a step that fails half-way leaves nothing half done.
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
-        let done = self.retention_statements(r, now).and_then(|done| {
-            self.conn
-                .execute_batch("COMMIT")
-                .map_err(sql)
-                .map(|()| done)
-        });
-        if done.is_err() {
-            // Never left open: the writer's next transaction could not begin.
-            let _ = self.conn.execute_batch("ROLLBACK");
-        }
-        done
+        // rusqlite's transaction rolls back when dropped unfinished (an error, a failed
+        // commit), so none is left open for the writer's next one. Immediate: the write lock
+        // from the start, as another process (`zpulse-collector ack`) may write too.
+        let tx = Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let done = self.retention_statements(r, now)?;
+        tx.commit().map_err(sql)?;
+        Ok(done)
     }
 
     /// [`Store::retain_step`]'s statements, inside its transaction.
-    fn retention_statements(&mut self, r: &Retention, now: i64) -> Result<(Pruned, bool), String> {
+    fn retention_statements(&self, r: &Retention, now: i64) -> Result<(Pruned, bool), String> {
         let mut p = Pruned::default();
         if let Some(age) = r.max_age {
             let cutoff = now - age.as_secs() as i64;
