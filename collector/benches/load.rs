@@ -6,11 +6,16 @@
 //!   ZPULSE_BENCH_SENDERS=64 ZPULSE_BENCH_EVENTS=5000 ZPULSE_BENCH_BATCH=100 \
 //!   ZPULSE_BENCH_GZIP=1 cargo bench -p zpulse-collector --bench load
 //!   ZPULSE_BENCH_EXPIRED=400000 cargo bench -p zpulse-collector --bench load
+//!   ZPULSE_BENCH_OVER_CAP=800000 cargo bench -p zpulse-collector --bench load
 //!
 //! `ZPULSE_BENCH_EXPIRED=N`: the database holds N events that expired while the collector
 //! was stopped (received two days ago, `retention.max_age` one day), so the writer's first
 //! retention pass deletes them in steps while the load runs; the bench prints how many were
 //! left when the last ack came.
+//! `ZPULSE_BENCH_OVER_CAP=N`: the database holds N events received an hour ago (none
+//! expired) and `retention.max_bytes` is half the pages they fill, as after an operator
+//! lowered the cap and restarted: the first pass deletes the oldest events by size in steps
+//! while the load runs; the bench prints how many of the N were left when the last ack came.
 //! Prints events/s (stored and acked), the ack latency percentiles per batch, the WAL's
 //! largest size and its restarts, and the load average at the start and the end (the figures
 //! mean little on a machine that is busy with something else). 50,000 events a sender by
@@ -37,6 +42,7 @@ fn main() {
     let batch = env("ZPULSE_BENCH_BATCH", 100).max(1);
     let gzip = env("ZPULSE_BENCH_GZIP", 0) == 1;
     let expired = env("ZPULSE_BENCH_EXPIRED", 0);
+    let over_cap = env("ZPULSE_BENCH_OVER_CAP", 0);
     // The senders are other hosts in production: their messages are encoded before the
     // collector starts, so that the two cores this bench shares with the collector spend on
     // the collector what the senders' encoding took (18% of the run's instructions when each
@@ -53,6 +59,12 @@ fn main() {
         if expired > 0 {
             c.retention.max_age = Some(Duration::from_secs(common::DAY as u64));
             common::store_expired(&c.db, expired, 1, i64::from(common::now_t().seconds));
+        }
+        if over_cap > 0 {
+            let now = i64::from(common::now_t().seconds);
+            common::store_received(&c.db, over_cap, 1, now - 3600);
+            let used = Store::open(&c.db).unwrap().used_bytes().unwrap();
+            c.retention.max_bytes = Some(used / 2);
         }
     });
     let (server, db) = (running.server, running.db);
@@ -99,7 +111,7 @@ fn main() {
         .flat_map(|h| h.join().unwrap())
         .collect();
     let elapsed = t0.elapsed();
-    let stored_at_end = Store::open_read_only(&db).unwrap().counts().unwrap().0 as usize;
+    let old_at_end = events_up_to(&db, expired + over_cap);
     running.store(false, std::sync::atomic::Ordering::Relaxed);
     let wal_largest = wal_watch.join().unwrap();
     lat.sort();
@@ -108,21 +120,27 @@ fn main() {
     server.stop();
     let total = senders * events;
     let stored = Store::open_read_only(&db).unwrap().counts().unwrap().0 as usize;
-    // No pass runs at stop: what is stored now beyond the acked events is the expired ones
-    // the first pass had not reached.
+    // No pass runs at stop: what is stored now beyond the acked events is the old ones the
+    // first pass had not reached. The events stored before the load have the lowest ids, so
+    // retention by size takes every one of them before an acked one.
+    let old = events_up_to(&db, expired + over_cap);
     assert!(
-        stored >= total && stored - total <= expired,
-        "every acked event stored once ({stored} stored, {total} acked, {expired} expired)"
+        stored == total + old || (old == 0 && stored <= total && over_cap > 0),
+        "every acked event stored once, the old ones deleted first ({stored} stored, \
+         {total} acked, {old} of {} old left)",
+        expired + over_cap
     );
-    let retention = if expired > 0 {
-        format!(
-            "; the first retention pass beside the load: {} of {expired} expired events left \
-             at the last ack ({} at stop)",
-            stored_at_end.saturating_sub(total),
-            stored - total
-        )
-    } else {
-        String::new()
+    let retention = match (expired, over_cap) {
+        (0, 0) => String::new(),
+        (n, 0) => format!(
+            "; the first retention pass beside the load: {old_at_end} of {n} expired events \
+             left at the last ack ({old} at stop)"
+        ),
+        (_, n) => format!(
+            "; the first retention pass beside the load, by size: {old_at_end} of {n} events \
+             left at the last ack ({old} at stop, {} acked ones deleted)",
+            total.saturating_sub(stored - old)
+        ),
     };
     println!(
         "load: {senders} senders × {events} events, batches of {batch}{}: {total} events in \
@@ -200,6 +218,19 @@ fn encoded_batches(n: usize, events: usize, batch: usize, gzip: bool) -> Vec<(St
         messages.push((chunk, msg));
     }
     messages
+}
+
+/// How many events of the database at `db` have an id up to `last`: those stored before the
+/// load.
+fn events_up_to(db: &std::path::Path, last: usize) -> usize {
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    c.query_row(
+        "SELECT count(*) FROM events WHERE id <= ?1",
+        [last as i64],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap() as usize
 }
 
 /// SQLite's write-ahead log of the database at `db`.

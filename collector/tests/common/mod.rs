@@ -253,14 +253,20 @@ pub fn now_t() -> EventTime {
 pub const DAY: i64 = 86_400;
 
 /// `n` metrics events of host `stopped` received two days before `now` (s), over `seconds`
-/// seconds of receive time (an id range each), stored into the database at `db` (made here)
-/// in transactions of at most 10,000: what a collector finds after a long stop, for its first
-/// retention pass.
+/// seconds of receive time (an id range each), stored into the database at `db` (made here):
+/// what a collector finds after a long stop, for its first retention pass.
 pub fn store_expired(db: &Path, n: usize, seconds: usize, now: i64) {
+    store_received(db, n, seconds, now - 2 * DAY);
+}
+
+/// `n` metrics events of host `stopped` received over `seconds` seconds from `first` (s), an
+/// id range each, stored into the database at `db` (made here) in transactions of at most
+/// 10,000.
+pub fn store_received(db: &Path, n: usize, seconds: usize, first: i64) {
     let e = metrics("stopped", "disk", "sda", "busy_pct", 12.0);
     let mut store = Store::open(db).unwrap();
     for k in 0..seconds {
-        let received = now - 2 * DAY + k as i64;
+        let received = first + k as i64;
         let row = Row::from_event("zpulse.metrics", received * 1_000_000_000, &e, "old");
         let in_second = n / seconds + usize::from(k < n % seconds);
         for done in (0..in_second).step_by(10_000) {
