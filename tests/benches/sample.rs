@@ -204,17 +204,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         .filter(|f| !f.starts_with(d1.join("sys/block")) && !f.ends_with(capture::MANIFEST))
         .collect();
     let reader = capture::Reader::open(&d1).expect("capture 001");
-    let mut host = start_shipped_checks(profile, &prev.host.hostname);
-    // As installed, the agent and its checks are one build: the checks take the agent's own
-    // sample. A bundle left from another build would get MessagePack and decode every sample
-    // once per check, which is not what users run.
-    for p in host.plugins() {
-        assert!(
-            p.native,
-            "{}: given MessagePack, not the native sample",
-            p.label()
-        );
-    }
+    let mut host = native_checks(profile, &prev.host.hostname);
     let (mut sink, port, _history_dir, mut history) = every_output();
     let rounds = if mode.quick { 1 } else { ROUNDS };
     let round = Mode {
@@ -329,6 +319,21 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         response_bytes,
         node_exporter: None,
     }
+}
+
+/// The shipped checks, from the bundle in `profile`. As installed, the agent and its checks
+/// are one build: the checks take the agent's own sample. A bundle left from another build
+/// would get MessagePack and decode every sample once per check, which is not what users run.
+fn native_checks(profile: &Path, hostname: &str) -> zpulse_agent::plugins::PluginHost {
+    let host = start_shipped_checks(profile, hostname);
+    for p in host.plugins() {
+        assert!(
+            p.native,
+            "{}: given MessagePack, not the native sample",
+            p.label()
+        );
+    }
+    host
 }
 
 /// The outputs users turn on: a Prometheus sink with a listener on loopback (its port) and a
@@ -759,6 +764,185 @@ fn instructions(name: &str, series: &Path, n: u32, profile: &Path) -> Option<u64
     Some(b.saturating_sub(a) / u64::from(n))
 }
 
+// ---- the live kernel ----------------------------------------------------------------------
+
+/// One row of `--live-kernel`: CPU per interval, µs, on this host's live kernel.
+#[derive(Clone, Copy, Debug, Default)]
+struct LiveCosts {
+    leaves: usize,
+    /// The files a live reader reads each interval (its `/proc` and `/sys` files less the
+    /// disks' sysfs facts it keeps), read raw, and the round of `/dev/zfs` ioctls.
+    floor: f64,
+    /// The ioctls alone.
+    ioctls: f64,
+    snapshot: f64,
+    checks: f64,
+    outputs: f64,
+}
+
+impl LiveCosts {
+    const FIELDS: usize = 6;
+
+    fn line(&self) -> String {
+        format!(
+            "{} {} {} {} {} {}",
+            self.leaves, self.floor, self.ioctls, self.snapshot, self.checks, self.outputs
+        )
+    }
+
+    fn parse(line: &str) -> Option<LiveCosts> {
+        let v: Vec<f64> = line
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        (v.len() == Self::FIELDS).then(|| LiveCosts {
+            leaves: v[0] as usize,
+            floor: v[1],
+            ioctls: v[2],
+            snapshot: v[3],
+            checks: v[4],
+            outputs: v[5],
+        })
+    }
+}
+
+/// `--live-kernel --profile DIR [--save FILE] [--compare FILE]`: on a host with ZFS loaded
+/// (the lab VM: `tests/lab/scenarios/live-growth.sh`), as root, the interval's stages on the
+/// live kernel, each with its floor: the files the live reader reads each interval, read raw,
+/// and the round of `/dev/zfs` ioctls it makes, whose cost is the kernel's building and
+/// packing of every vdev's config and statistics. The floor of the replayed rows reads
+/// recorded replies, a copy that costs about 1 µs a leaf vdev: this one is what a live host
+/// pays for them. `--save` writes the row to FILE; `--compare` reads a row saved on a host
+/// with fewer vdevs and prints the growth from it to this one against the floor's.
+fn live_kernel(args: &[String], profile: &Path) {
+    use zpulse_agent::sources::{self, System, zfs_ioctl::Platform, zpool::read};
+    let system = System::live();
+    let identity = system.identity();
+    let (first, recording) = sources::recorded_snapshot(&system, identity.clone());
+    assert!(
+        first.zfs_loaded,
+        "--live-kernel: the ZFS module is not loaded"
+    );
+    let leaves: usize = first
+        .pools
+        .iter()
+        .filter_map(|p| p.config.as_ref())
+        .map(|c| c.root.walk().iter().filter(|v| v.is_leaf()).count())
+        .sum();
+    assert!(leaves > 0, "--live-kernel: no pool with vdevs");
+    let files: Vec<PathBuf> = recording
+        .files
+        .keys()
+        .filter(|k| {
+            (k.starts_with("proc/") || k.starts_with("sys/")) && !k.starts_with("sys/block")
+        })
+        .map(|k| Path::new("/").join(k))
+        .collect();
+    let platform = if cfg!(target_os = "freebsd") {
+        Platform::Freebsd
+    } else {
+        Platform::Linux
+    };
+    let kept = read::KeptReplies::default();
+    let prev = sources::snapshot(&system, identity.clone());
+    let mut host = native_checks(profile, &identity.hostname);
+    let (mut sink, port, _history_dir, mut history) = every_output();
+    let mut outputs = Outputs {
+        sink: &mut sink,
+        port,
+        history: &mut history,
+        response_bytes: (0, 0),
+    };
+    let iterations = arg_value(args, "--iterations").map_or(20, |n| n.parse().unwrap());
+    let round = Mode {
+        quick: false,
+        iterations: (iterations / ROUNDS).max(1),
+        min_cpu: Duration::from_millis(400),
+        max_wall: Duration::from_secs(60),
+        callgrind: false,
+    };
+    let mut interval = 0u32;
+    let mut sample = || {
+        interval += 1;
+        let cur = Arc::new(sources::snapshot(&system, identity.clone()));
+        shifted(Sample::following(&prev, cur).expect("a sample"), interval)
+    };
+    let mut stages: [Vec<f64>; 5] = Default::default();
+    for _ in 0..ROUNDS {
+        let costs = [
+            cpu_per_call(&round, |_| {
+                for f in &files {
+                    std::hint::black_box(std::fs::read(f).ok());
+                }
+                std::hint::black_box(read::floor_round(platform, &kept).expect("the ioctls"));
+            }),
+            cpu_per_call(&round, |_| {
+                std::hint::black_box(read::floor_round(platform, &kept).expect("the ioctls"));
+            }),
+            cpu_per_call(&round, |_| {
+                std::hint::black_box(sources::snapshot(&system, identity.clone()));
+            }),
+            cpu_per_call(&round, |_| {
+                std::hint::black_box(host.run(&sample()));
+            }),
+            cpu_per_call(&round, |_| {
+                let sample = sample();
+                std::hint::black_box(host.run(&sample));
+                outputs.take(sample, false);
+            }),
+        ];
+        for (stage, cost) in stages.iter_mut().zip(costs) {
+            stage.push(us(cost));
+        }
+    }
+    host.shutdown();
+    let [floor, ioctls, snapshot, checks, outputs] = stages.map(|mut v| median(&mut v));
+    let c = LiveCosts {
+        leaves,
+        floor,
+        ioctls,
+        snapshot,
+        checks,
+        outputs,
+    };
+    println!(
+        "live kernel ({} pools, {leaves} leaf vdevs, {} files a reading), CPU µs per interval, \
+         load average {}",
+        first.pools.len(),
+        files.len(),
+        load_average()
+    );
+    let row = |label: &str, v: f64| println!("  {label:<40} {v:>11.1} µs  {:>6.2} ×", v / floor);
+    row("floor: the files read raw + the ioctls", floor);
+    row("  the ioctls alone", ioctls);
+    row("snapshot", snapshot);
+    row("+ checks", checks);
+    row("+ listener scraped + history", outputs);
+    if let Some(file) = arg_value(args, "--save") {
+        std::fs::write(&file, c.line() + "\n").expect("--save: the file is written");
+    }
+    if let Some(file) = arg_value(args, "--compare") {
+        let text = std::fs::read_to_string(&file).expect("--compare: a file of --save");
+        let a = LiveCosts::parse(text.trim()).expect("--compare: a row of --save");
+        let per_leaf = |x: f64, y: f64| (y - x) / (c.leaves as f64 - a.leaves as f64);
+        let (floor_growth, growth) = (c.floor / a.floor, c.outputs / a.outputs);
+        println!(
+            "  from {} to {} leaf vdevs: the floor ×{:.2}, the interval with every output \
+             on ×{:.2}: {:.2}× the floor's growth (target ≤ 1.2); each leaf more: +{:.2} µs, \
+             the floor +{:.2} µs (the ioctls +{:.2} µs)",
+            a.leaves,
+            c.leaves,
+            floor_growth,
+            growth,
+            growth / floor_growth,
+            per_leaf(a.outputs, c.outputs),
+            per_leaf(a.floor, c.floor),
+            per_leaf(a.ioctls, c.ioctls),
+        );
+    }
+}
+
 // ---- report -------------------------------------------------------------------------------
 
 fn load_average() -> String {
@@ -786,6 +970,11 @@ fn arg_value(args: &[String], flag: &str) -> Option<String> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--live-kernel") {
+        let profile = PathBuf::from(arg_value(&args, "--profile").expect("--profile"));
+        live_kernel(&args, &profile);
+        return;
+    }
     if let Some(name) = arg_value(&args, "--phase") {
         let profile = PathBuf::from(arg_value(&args, "--profile").expect("--profile"));
         let series = PathBuf::from(arg_value(&args, "--series").expect("--series"));

@@ -23,6 +23,17 @@ if grep -q 'libzpulse_checks.so' "$here/scenarios/$scenario.sh"; then
   (cd "$repo" && cargo build --release -q -p zpulse-checks)
   cp "$repo/target/release/libzpulse_checks.so" "$share/libzpulse_checks.so"
 fi
+# And the sample bench's binary, for a scenario that runs it (`$H/sample-bench`).
+if grep -q 'sample-bench' "$here/scenarios/$scenario.sh"; then
+  exe=$(cd "$repo" && cargo bench -q -p zpulse-tests --bench sample --no-run \
+          --message-format=json 2>/dev/null \
+        | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "sample":
+        print(m["executable"])')
+  cp "$exe" "$share/sample-bench"
+fi
 # A scenario may ask for VM settings in one line: `# LAB_ENV: HDD_PBS=4096 MEM=2048`.
 env_line=$(sed -n 's/^# LAB_ENV: *//p' "$here/scenarios/$scenario.sh" | head -1)
 for kv in $env_line; do export "${kv?}"; done

@@ -132,6 +132,19 @@ pub fn fetch_live(
     fetch(&mut dev, kept)
 }
 
+/// The live floor of the pools' part of a snapshot: one round of ioctls as
+/// [`fetch_live`] makes it, each pool's reply kept in `kept` for the next round's buffer as a
+/// snapshot keeps it, nothing decoded but the pool list (and, with no creation time kept
+/// here, each pool's root dataset asked for it again: one small ioctl a pool). Its cost per
+/// interval is what no reader of `/dev/zfs` can beat (the sample bench's `--live-kernel`).
+#[doc(hidden)]
+pub fn floor_round(platform: Platform, kept: &KeptReplies) -> Result<usize, String> {
+    let raw = fetch_live(platform, None, Some(kept))?;
+    let bytes = raw.pools.iter().map(|p| p.packed.len()).sum();
+    *kept.lock() = raw.pools.into_iter().map(|p| (p.name, p.packed)).collect();
+    Ok(bytes)
+}
+
 fn fetch(dev: &mut dyn Ioctl, kept: Option<&KeptReplies>) -> Result<RawReplies, String> {
     let configs = match zfs_ioctl::pool_configs(dev, 0).map_err(|e| e.to_string())? {
         PoolConfigs::Changed { packed, .. } => packed,
