@@ -34,6 +34,17 @@ for l in sys.stdin:
         print(m["executable"])')
   cp "$exe" "$share/sample-bench"
 fi
+# And nvcal (tests/lab/tools/nvcal.c) with the synthetic captures' POOL_STATS replies of 200
+# and 2,000 leaf vdevs in replies/, for a scenario that runs it.
+if grep -q 'nvcal' "$here/scenarios/$scenario.sh"; then
+  gcc -O2 -Wall -o "$share/nvcal" "$here/tools/nvcal.c" -ldl
+  mkdir -p "$share/replies"
+  for n in 200 2000; do
+    series=$("$share/sample-bench" --synthetic vdevs $n "$share/synthetic")
+    cp "$series/001/zfs-ioctl/pool_stats/tank.nvlist" "$share/replies/$n.nvlist"
+  done
+  rm -rf "$share/synthetic"
+fi
 # A scenario may ask for VM settings in one line: `# LAB_ENV: HDD_PBS=4096 MEM=2048`.
 env_line=$(sed -n 's/^# LAB_ENV: *//p' "$here/scenarios/$scenario.sh" | head -1)
 for kv in $env_line; do export "${kv?}"; done
