@@ -160,6 +160,9 @@ struct Costs {
     /// Bytes of the last response to a scrape, plain and gzip (headers included).
     response_bytes: (usize, usize),
     node_exporter: Option<f64>,
+    /// CPU a live kernel spends at the least on the capture's POOL_STATS replies each
+    /// interval ([`kernel_work`]), when libnvpair is there to measure it.
+    kernel: Option<f64>,
 }
 
 /// The agent's CPU per reading for each part of its outputs, µs (each part's median over
@@ -318,6 +321,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         },
         response_bytes,
         node_exporter: None,
+        kernel: None,
     }
 }
 
@@ -764,6 +768,78 @@ fn instructions(name: &str, series: &Path, n: u32, profile: &Path) -> Option<u64
     Some(b.saturating_sub(a) / u64::from(n))
 }
 
+// ---- the kernel's work on the replies ----------------------------------------------------
+
+/// `tests/lab/tools/nvcal`, built into `work` with the C compiler, when libnvpair loads
+/// (Debian contrib's `libnvpair3linux`, or `ZPULSE_BENCH_LIBNVPAIR_DIR`, a directory holding
+/// `libnvpair.so.3`, e.g. the package unpacked with `dpkg -x`): what the kernel's own nvpair
+/// code costs to build and pack a reply. `Err` says why not.
+fn nvcal(work: &Path) -> Result<PathBuf, String> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/tools/nvcal.c");
+    let exe = work.join("nvcal");
+    let built = Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .arg("-ldl")
+        .output()
+        .map_err(|e| format!("cc: {e}"))?;
+    if !built.status.success() {
+        return Err(format!(
+            "cc: {}",
+            String::from_utf8_lossy(&built.stderr).trim()
+        ));
+    }
+    // nvcal with no file says whether libnvpair loads before it looks at its arguments.
+    let out = nvcal_command(&exe).output().map_err(|e| e.to_string())?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    if said.contains("usage") {
+        Ok(exe)
+    } else {
+        Err(said.trim().to_string())
+    }
+}
+
+fn nvcal_command(exe: &Path) -> Command {
+    let mut c = Command::new(exe);
+    if let Some(dir) = std::env::var_os("ZPULSE_BENCH_LIBNVPAIR_DIR") {
+        c.env("LD_LIBRARY_PATH", dir);
+    }
+    c
+}
+
+/// CPU µs a live kernel spends at the least on capture `dir`'s POOL_STATS replies each
+/// interval: libnvpair building (duplicating) each pool's config and packing it, as the
+/// ioctl does before the agent reads a byte (docs/performance.md, "against a live kernel").
+fn kernel_work(nvcal: &Path, dir: &Path) -> f64 {
+    let Ok(replies) = std::fs::read_dir(dir.join("001/zfs-ioctl/pool_stats")) else {
+        return 0.0;
+    };
+    let mut total = 0.0;
+    for reply in replies.flatten() {
+        let bytes = reply.metadata().map_or(1, |m| m.len().max(1));
+        // About 50 MB of reply a call: ten calls of a 2,000-vdev reply.
+        let iterations = (500_000_000 / bytes).clamp(3, 2_000);
+        let out = nvcal_command(nvcal)
+            .arg(reply.path())
+            .arg(iterations.to_string())
+            .output()
+            .expect("nvcal runs");
+        // "…; CPU µs each: unpack+free A, dup B, pack+free C"
+        let text = String::from_utf8_lossy(&out.stdout);
+        let figure = |name: &str| -> f64 {
+            text.split("each: ")
+                .nth(1)
+                .into_iter()
+                .flat_map(|list| list.trim().split(", "))
+                .find_map(|item| item.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+                .unwrap_or_else(|| panic!("nvcal said {text:?}"))
+        };
+        total += figure("dup") + figure("pack+free");
+    }
+    total
+}
+
 // ---- the live kernel ----------------------------------------------------------------------
 
 /// One row of `--live-kernel`: CPU per interval, µs, on this host's live kernel.
@@ -1181,6 +1257,14 @@ fn main() {
             "out/fl"
         );
     }
+    let nvcal = if scaling { Some(nvcal(&work)) } else { None };
+    if let Some(Err(why)) = &nvcal {
+        println!(
+            "  the kernel's work on the replies is not measured: {why} (libnvpair: Debian \
+             contrib's libnvpair3linux, or ZPULSE_BENCH_LIBNVPAIR_DIR)"
+        );
+    }
+    let nvcal = nvcal.and_then(Result::ok);
     let mut axis_rows: Vec<(&str, Vec<(usize, Costs)>)> = Vec::new();
     // With `--callgrind`: user-space instructions of the live snapshot and of the live
     // interval with every check at the two largest sizes of each axis, whose growth is that
@@ -1191,7 +1275,8 @@ fn main() {
         let mut counted = Vec::new();
         for (i, &n) in sizes.iter().enumerate() {
             let dir = synthetic_series(&work, make(n));
-            let c = measure(&mode, &dir, &profile);
+            let mut c = measure(&mode, &dir, &profile);
+            c.kernel = nvcal.as_deref().map(|exe| kernel_work(exe, &dir));
             if mode.callgrind && i + 2 >= sizes.len() {
                 counted.push((
                     n,
@@ -1288,6 +1373,26 @@ fn main() {
             relative,
             1.2,
         ));
+        // The same on a live host, whose kernel builds and packs the replies the floor above
+        // only reads: that work added to the floor and to the interval alike.
+        if let (Some(ka), Some(kb)) = (a.1.kernel, b.1.kernel) {
+            let (floor_a, floor_b) = (a.1.floor + ka, b.1.floor + kb);
+            let live = ((b.1.outputs + kb) / (a.1.outputs + ka)) / (floor_b / floor_a);
+            println!(
+                "    with the kernel's least work on the replies (libnvpair's build and pack: \
+                 {ka:.1} → {kb:.1} µs, +{:.2} µs a {}): the floor grows ×{:.2}, the interval \
+                 with every output on ×{:.2}: {live:.2}× the floor's growth",
+                (kb - ka) / (b.0 - a.0) as f64,
+                label.trim_end_matches('s'),
+                floor_b / floor_a,
+                (b.1.outputs + kb) / (a.1.outputs + ka),
+            );
+            verdicts.push(Verdict::at_most(
+                "the same with the kernel's least work on the replies (a live host's floor)",
+                live,
+                1.2,
+            ));
+        }
         // Over the whole axis too (the smallest size still carries the lab capture's own
         // cost, which flatters this figure; the one above is the strict one).
         let (first, last) = (rows[0], rows[rows.len() - 1]);

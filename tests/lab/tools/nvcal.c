@@ -24,14 +24,15 @@ static double cpu_us(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: nvcal REPLY ITERATIONS\n");
-    return 2;
-  }
+  /* libnvpair first: without arguments, the usage line says it loads. */
   void *lib = dlopen("libnvpair.so.3", RTLD_NOW);
   if (!lib) {
     fprintf(stderr, "nvcal: %s\n", dlerror());
     return 1;
+  }
+  if (argc != 3) {
+    fprintf(stderr, "usage: nvcal REPLY ITERATIONS\n");
+    return 2;
   }
   unpack = dlsym(lib, "nvlist_unpack");
   dup = dlsym(lib, "nvlist_dup");
