@@ -770,7 +770,7 @@ fn instructions(name: &str, series: &Path, n: u32, profile: &Path) -> Option<u64
 
 // ---- the kernel's work on the replies ----------------------------------------------------
 
-/// `tests/lab/tools/nvcal`, built into `work` with the C compiler, when libnvpair loads
+/// `tests/lab/tools/nvcal.c`, built into `work` with the C compiler, when libnvpair loads
 /// (Debian contrib's `libnvpair3linux`, or `ZPULSE_BENCH_LIBNVPAIR_DIR`, a directory holding
 /// `libnvpair.so.3`, e.g. the package unpacked with `dpkg -x`): what the kernel's own nvpair
 /// code costs to build and pack a reply. `Err` says why not.
