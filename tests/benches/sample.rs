@@ -208,7 +208,6 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
         .collect();
     let reader = capture::Reader::open(&d1).expect("capture 001");
     let mut host = native_checks(profile, &prev.host.hostname);
-    let (mut sink, port, _history_dir, mut history) = every_output();
     let rounds = if mode.quick { 1 } else { ROUNDS };
     let round = Mode {
         iterations: (mode.iterations / rounds).max(1),
@@ -224,12 +223,7 @@ fn measure(mode: &Mode, dir: &Path, profile: &Path) -> Costs {
     };
     let mut stages: [Vec<f64>; 9] = Default::default();
     let mut parts: [Vec<f64>; 5] = Default::default();
-    let mut outputs = Outputs {
-        sink: &mut sink,
-        port,
-        history: &mut history,
-        response_bytes: (0, 0),
-    };
+    let mut outputs = Outputs::new();
     for _ in 0..rounds {
         let costs = [
             cpu_per_call(&round, |_| {
@@ -340,37 +334,38 @@ fn native_checks(profile: &Path, hostname: &str) -> zpulse_agent::plugins::Plugi
     host
 }
 
-/// The outputs users turn on: a Prometheus sink with a listener on loopback (its port) and a
-/// history in a temporary directory (kept alive by the caller).
-fn every_output() -> (
-    PrometheusSink,
-    u16,
-    tempfile::TempDir,
-    zpulse_agent::history::Writer,
-) {
-    let sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
-        .expect("a prometheus listener on loopback");
-    let port = sink.local_addr().expect("a listener").port();
-    let history_dir = tempfile::tempdir().expect("a temporary directory");
-    let history = zpulse_agent::history::Writer::open(&zpulse_agent::history::Config {
-        dir: Some(history_dir.path().to_path_buf()),
-        ..zpulse_agent::history::Config::default()
-    })
-    .expect("a history");
-    (sink, port, history_dir, history)
-}
-
-/// What a live agent does with a reading besides the checks: a Prometheus sink with a
-/// listener, scraped once as Prometheus would, and the history.
-struct Outputs<'a> {
-    sink: &'a mut PrometheusSink,
+/// What a live agent does with a reading besides the checks, every output users turn on: a
+/// Prometheus sink with a listener on loopback, scraped once as Prometheus would, and a
+/// history in a temporary directory.
+struct Outputs {
+    sink: PrometheusSink,
     port: u16,
-    history: &'a mut zpulse_agent::history::Writer,
+    history: zpulse_agent::history::Writer,
+    _history_dir: tempfile::TempDir,
     /// Bytes of the last response, plain and gzip.
     response_bytes: (usize, usize),
 }
 
-impl Outputs<'_> {
+impl Outputs {
+    fn new() -> Outputs {
+        let sink = PrometheusSink::new(PrometheusConfig::ephemeral_loopback(Detail::Standard))
+            .expect("a prometheus listener on loopback");
+        let port = sink.local_addr().expect("a listener").port();
+        let history_dir = tempfile::tempdir().expect("a temporary directory");
+        let history = zpulse_agent::history::Writer::open(&zpulse_agent::history::Config {
+            dir: Some(history_dir.path().to_path_buf()),
+            ..zpulse_agent::history::Config::default()
+        })
+        .expect("a history");
+        Outputs {
+            sink,
+            port,
+            history,
+            _history_dir: history_dir,
+            response_bytes: (0, 0),
+        }
+    }
+
     fn take(&mut self, sample: Arc<Sample>, gzip: bool) {
         let reading = Reading::Sample(sample);
         self.sink
@@ -696,13 +691,7 @@ fn phase(name: &str, series: &Path, iterations: u32, profile: &Path) {
     let with_checks = name == "checks" || name == "live-checks" || with_outputs;
     let mut host = with_checks.then(|| start_shipped_checks(profile, &prev.host.hostname));
     let reader = capture::Reader::open(&d1).unwrap();
-    let (mut sink, port, _history_dir, mut history) = every_output();
-    let mut outputs = Outputs {
-        sink: &mut sink,
-        port,
-        history: &mut history,
-        response_bytes: (0, 0),
-    };
+    let mut outputs = Outputs::new();
     for k in 0..iterations {
         match name {
             "outputs" => {
@@ -923,13 +912,7 @@ fn live_kernel(args: &[String], profile: &Path) {
     let kept = read::KeptReplies::default();
     let prev = sources::snapshot(&system, identity.clone());
     let mut host = native_checks(profile, &identity.hostname);
-    let (mut sink, port, _history_dir, mut history) = every_output();
-    let mut outputs = Outputs {
-        sink: &mut sink,
-        port,
-        history: &mut history,
-        response_bytes: (0, 0),
-    };
+    let mut outputs = Outputs::new();
     let iterations = arg_value(args, "--iterations").map_or(20, |n| n.parse().unwrap());
     let round = Mode {
         quick: false,
