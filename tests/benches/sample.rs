@@ -1348,34 +1348,49 @@ fn main() {
             grown(|c| c.kept_floor),
             grown(|c| c.outputs) / grown(|c| c.kept_floor)
         );
-        verdicts.push(Verdict::at_most(
-            &format!(
-                "growth {}→{} {label}, every output on, ÷ the floor's growth",
-                a.0, b.0
-            ),
-            relative,
-            1.2,
-        ));
         // The same on a live host, whose kernel builds and packs the replies the floor above
-        // only reads: that work added to the floor and to the interval alike.
-        if let (Some(ka), Some(kb)) = (a.1.kernel, b.1.kernel) {
-            let (floor_a, floor_b) = (a.1.floor + ka, b.1.floor + kb);
-            let live = ((b.1.outputs + kb) / (a.1.outputs + ka)) / (floor_b / floor_a);
-            println!(
-                "    with the kernel's least work on the replies (libnvpair's build and pack: \
-                 {ka:.1} → {kb:.1} µs, +{:.2} µs a {}): the floor grows ×{:.2}, the interval \
-                 with every output on ×{:.2}: {live:.2}× the floor's growth",
-                (kb - ka) / (b.0 - a.0) as f64,
-                label.trim_end_matches('s'),
-                floor_b / floor_a,
-                (b.1.outputs + kb) / (a.1.outputs + ka),
-            );
-            verdicts.push(Verdict::at_most(
-                "the same with the kernel's least work on the replies (a live host's floor)",
+        // only reads: that work added to the floor and to the interval alike. On the real
+        // kernel (the lab's `live-growth`) the replayed floor misses most of what a live
+        // host's floor costs on the vdev axis, so the target is judged on this one when
+        // libnvpair is there to measure it (docs/performance.md).
+        let live = match (a.1.kernel, b.1.kernel) {
+            (Some(ka), Some(kb)) => {
+                let (floor_a, floor_b) = (a.1.floor + ka, b.1.floor + kb);
+                let live = ((b.1.outputs + kb) / (a.1.outputs + ka)) / (floor_b / floor_a);
+                println!(
+                    "    with the kernel's least work on the replies (libnvpair's build and \
+                     pack: {ka:.1} → {kb:.1} µs, +{:.2} µs a {}): the floor grows ×{:.2}, the \
+                     interval with every output on ×{:.2}: {live:.2}× the floor's growth",
+                    (kb - ka) / (b.0 - a.0) as f64,
+                    label.trim_end_matches('s'),
+                    floor_b / floor_a,
+                    (b.1.outputs + kb) / (a.1.outputs + ka),
+                );
+                Some(live)
+            }
+            _ => None,
+        };
+        verdicts.push(match live {
+            Some(live) => Verdict::at_most(
+                &format!(
+                    "growth {}→{} {label}, every output on, ÷ a live host's floor's growth \
+                     (the kernel's least work on the replies counted; {relative:.2} on the \
+                     replayed floor)",
+                    a.0, b.0
+                ),
                 live,
                 1.2,
-            ));
-        }
+            ),
+            None => Verdict::at_most(
+                &format!(
+                    "growth {}→{} {label}, every output on, ÷ the replayed floor's growth \
+                     (libnvpair not installed: the kernel's work on the replies left out)",
+                    a.0, b.0
+                ),
+                relative,
+                1.2,
+            ),
+        });
         // Over the whole axis too (the smallest size still carries the lab capture's own
         // cost, which flatters this figure; the one above is the strict one).
         let (first, last) = (rows[0], rows[rows.len() - 1]);
