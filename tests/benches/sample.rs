@@ -807,7 +807,7 @@ fn kernel_work(nvcal: &Path, dir: &Path) -> f64 {
     let mut total = 0.0;
     for reply in replies.flatten() {
         let bytes = reply.metadata().map_or(1, |m| m.len().max(1));
-        // About 50 MB of reply a call: ten calls of a 2,000-vdev reply.
+        // Some 500 MB of reply in all: about twenty iterations of a 2,000-vdev reply.
         let iterations = (500_000_000 / bytes).clamp(3, 2_000);
         let out = nvcal_command(nvcal)
             .arg(reply.path())
