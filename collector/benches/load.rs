@@ -96,7 +96,7 @@ fn main() {
     // or the WAL grows for as long as the load lasts.
     let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let wal_watch = {
-        let (running, wal) = (Arc::clone(&running), wal_path(&db));
+        let (running, wal) = (Arc::clone(&running), common::wal_path(&db));
         std::thread::spawn(move || {
             let mut largest = 0u64;
             while running.load(std::sync::atomic::Ordering::Relaxed) {
@@ -223,19 +223,11 @@ fn encoded_batches(n: usize, events: usize, batch: usize, gzip: bool) -> Vec<(St
 /// How many events of the database at `db` have an id up to `last`: those stored before the
 /// load.
 fn events_up_to(db: &std::path::Path, last: usize) -> usize {
-    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
-    c.query_row(
-        "SELECT count(*) FROM events WHERE id <= ?1",
-        [last as i64],
-        |r| r.get::<_, i64>(0),
-    )
-    .unwrap() as usize
-}
-
-/// SQLite's write-ahead log of the database at `db`.
-fn wal_path(db: &std::path::Path) -> std::path::PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push("-wal");
-    name.into()
+    common::read_only(db)
+        .query_row(
+            "SELECT count(*) FROM events WHERE id <= ?1",
+            [last as i64],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap() as usize
 }

@@ -394,9 +394,7 @@ fn kill_9_between_the_parts_of_a_heavy_batch_leaves_none_of_it_stored() {
 /// a 24-byte header (commit size at 4, salts at 8 and 12) and a page. A transaction writes its
 /// pages there before its commit only when they outgrow the page cache.
 fn wal_ends_uncommitted(db: &std::path::Path) -> bool {
-    let mut name = db.as_os_str().to_owned();
-    name.push("-wal");
-    let Ok(wal) = std::fs::read(std::path::PathBuf::from(name)) else {
+    let Ok(wal) = std::fs::read(wal_path(db)) else {
         return false;
     };
     let be = |b: &[u8], at: usize| u32::from_be_bytes(b[at..at + 4].try_into().unwrap());
@@ -420,9 +418,9 @@ fn wal_ends_uncommitted(db: &std::path::Path) -> bool {
 /// still lies in a range of old ids (how the next pass finds it), and the starts that follow
 /// delete every one of them. Each step is one transaction, so a kill in the middle of one
 /// loses the step, not the ranges (without it, and with the ranges moved before the events
-/// are deleted, the first kill fails the test: tried). The kills that landed there are counted (the WAL ends in
-/// frames of a transaction that did not commit): a pass without one is made again on a fresh
-/// database, five times at most.
+/// are deleted, the first kill fails the test: tried). The kills that landed there are
+/// counted (the WAL ends in frames of a transaction that did not commit): a pass without one
+/// is made again on a fresh database, five times at most.
 #[test]
 fn kill_9_during_a_retention_pass_leaves_every_expired_event_findable() {
     for round in 1..=5 {
@@ -468,14 +466,10 @@ fn kill_during_a_pass() -> (u64, u64) {
         collector.kill();
         kills += 1;
         mid_step += u64::from(wal_ends_uncommitted(&db));
-        let conn =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .unwrap();
-        let check: String = conn
+        let check: String = read_only(&db)
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
         assert_eq!(check, "ok", "kill {kills}");
-        drop(conn);
         let outside;
         (left, outside) = expired_left(&db, cutoff);
         assert_eq!(

@@ -10,7 +10,7 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,12 +19,6 @@ use zpulse_proto::event::EventTime;
 
 const MIB: u64 = 1 << 20;
 const SENDERS: usize = 4;
-
-fn wal_path(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push("-wal");
-    name.into()
-}
 
 /// Watches the WAL's size until dropped; `largest()` is the most it has been.
 struct WalWatch {
@@ -149,11 +143,7 @@ fn a_reader_holding_the_wal_neither_stalls_acks_nor_keeps_it_unbounded_after() {
     let running = start(|c| c.max_wal_bytes = MIB);
     let addr = running.server.addr;
     load(addr, 1, 5);
-    let reader = rusqlite::Connection::open_with_flags(
-        &running.db,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
+    let reader = read_only(&running.db);
     reader.execute_batch("BEGIN").unwrap();
     let before: i64 = reader
         .query_row("SELECT count(*) FROM events", [], |r| r.get(0))

@@ -284,9 +284,7 @@ pub fn store_received(db: &Path, n: usize, seconds: usize, first: i64) {
 /// only through those ranges, so a pass stopped anywhere (a stop, a kill) must leave the second
 /// figure at 0.
 pub fn expired_left(db: &Path, cutoff: i64) -> (i64, i64) {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .unwrap();
+    let conn = read_only(db);
     let count = |sql: &str| -> i64 { conn.query_row(sql, [cutoff], |r| r.get(0)).unwrap() };
     (
         count("SELECT count(*) FROM events WHERE received < ?1"),
@@ -296,6 +294,18 @@ pub fn expired_left(db: &Path, cutoff: i64) -> (i64, i64) {
                   AND e.id BETWEEN g.first_id AND g.last_id)",
         ),
     )
+}
+
+/// A read-only SQLite connection to the database at `db`, beside the collector's own.
+pub fn read_only(db: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
+}
+
+/// SQLite's write-ahead log of the database at `db`.
+pub fn wal_path(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    name.into()
 }
 
 pub fn chunk(n: u8) -> String {
