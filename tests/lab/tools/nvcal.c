@@ -7,13 +7,16 @@
  * libnvpair is loaded at run time (Debian's libnvpair3linux, which the lab VM has), so that
  * building this needs no ZFS headers or libraries: gcc -O2 -o nvcal nvcal.c -ldl */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct nvlist nvlist_t;
 static int (*unpack)(char *, size_t, nvlist_t **, int);
-static int (*dup)(const nvlist_t *, nvlist_t **, int);
+static int (*duplicate)(const nvlist_t *, nvlist_t **, int);
 static int (*pack)(nvlist_t *, char **, size_t *, int, int);
 static void (*nvfree)(nvlist_t *);
 
@@ -35,27 +38,39 @@ int main(int argc, char **argv) {
     return 2;
   }
   unpack = dlsym(lib, "nvlist_unpack");
-  dup = dlsym(lib, "nvlist_dup");
+  duplicate = dlsym(lib, "nvlist_dup");
   pack = dlsym(lib, "nvlist_pack");
   nvfree = dlsym(lib, "nvlist_free");
-  if (!unpack || !dup || !pack || !nvfree) {
+  if (!unpack || !duplicate || !pack || !nvfree) {
     fprintf(stderr, "nvcal: libnvpair lacks a function\n");
     return 1;
   }
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) {
+  /* Non-blocking, and a regular file only: a FIFO or a device in the reply's place is
+   * refused at once instead of waiting for a writer that never comes. */
+  int fd = open(argv[1], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
     perror(argv[1]);
     return 1;
   }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *bytes = malloc(n);
-  if (!bytes || fread(bytes, 1, n, f) != (size_t)n) {
+  if (!S_ISREG(st.st_mode)) {
+    fprintf(stderr, "nvcal: %s: not a regular file\n", argv[1]);
+    return 1;
+  }
+  long n = st.st_size;
+  char *bytes = malloc(n > 0 ? n : 1);
+  long got = 0;
+  while (bytes && got < n) {
+    ssize_t r = read(fd, bytes + got, n - got);
+    if (r <= 0)
+      break;
+    got += r;
+  }
+  close(fd);
+  if (!bytes || got != n) {
     fprintf(stderr, "nvcal: %s: short read\n", argv[1]);
     return 1;
   }
-  fclose(f);
   int iterations = atoi(argv[2]);
   nvlist_t *tree;
   if (iterations < 1 || unpack(bytes, n, &tree, 0) != 0) {
@@ -71,7 +86,7 @@ int main(int argc, char **argv) {
     if (unpack(bytes, n, &again, 0) == 0)
       nvfree(again);
     double t1 = cpu_us();
-    if (dup(tree, &copy, 0) != 0)
+    if (duplicate(tree, &copy, 0) != 0)
       return 1;
     double t2 = cpu_us();
     if (pack(copy, &out, &len, 0 /* NV_ENCODE_NATIVE */, 0) != 0)
